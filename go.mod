@@ -1,0 +1,3 @@
+module github.com/dynoxide/dynoxide
+
+go 1.25.0

@@ -1,0 +1,175 @@
+package provider
+
+import (
+	"context"
+	"time"
+)
+
+// InstanceInfo describes an instance and its current execution.
+type InstanceInfo struct {
+	InstanceID           string
+	OrchestrationName    string
+	OrchestrationVersion string // UnknownVersion when none is stored
+	CurrentExecutionID   uint64
+	// Status is the current execution's status, or "Unknown" if it has no
+	// execution record.
+	Status string
+	Output *string
+	// CreatedAt and UpdatedAt are epoch milliseconds; 0 when the store does
+	// not track them.
+	CreatedAt        uint64
+	UpdatedAt        uint64
+	ParentInstanceID string // "" for a root instance
+}
+
+// ExecutionInfo describes one execution.
+type ExecutionInfo struct {
+	ExecutionID uint64
+	Status      string
+	Output      *string
+	// StartedAt is epoch milliseconds; CompletedAt is nil while running.
+	StartedAt   uint64
+	CompletedAt *uint64
+	EventCount  int
+}
+
+// SystemMetrics counts what a store holds. Instance counts are by the status
+// of each instance's current execution.
+type SystemMetrics struct {
+	TotalInstances     uint64
+	TotalExecutions    uint64
+	RunningInstances   uint64
+	CompletedInstances uint64
+	FailedInstances    uint64
+	TotalEvents        uint64
+}
+
+// QueueDepths counts unlocked messages per queue. TimerQueue is always 0:
+// timers are delayed orchestrator messages.
+type QueueDepths struct {
+	OrchestratorQueue int
+	WorkerQueue       int
+	TimerQueue        int
+}
+
+// DefaultBulkLimit is how many instances a bulk operation selects when
+// [InstanceFilter.Limit] is 0.
+const DefaultBulkLimit = 1000
+
+// InstanceFilter selects instances for bulk operations. Criteria are ANDed.
+type InstanceFilter struct {
+	// InstanceIDs, when non-nil, is an allowlist (an empty non-nil list
+	// selects nothing).
+	InstanceIDs []string
+	// CompletedBefore, when non-zero, keeps instances whose current
+	// execution completed strictly before it.
+	CompletedBefore time.Time
+	// Limit caps how many instances are selected; 0 means
+	// [DefaultBulkLimit].
+	Limit int
+}
+
+// EffectiveLimit returns Limit, or [DefaultBulkLimit] when it is 0.
+func (f InstanceFilter) EffectiveLimit() int {
+	if f.Limit <= 0 {
+		return DefaultBulkLimit
+	}
+	return f.Limit
+}
+
+// PruneOptions selects executions to prune. Criteria are ANDed; the current
+// execution and running executions are always kept.
+type PruneOptions struct {
+	// KeepLast keeps the KeepLast highest execution ids; 0 and 1 both keep
+	// only the current execution.
+	KeepLast uint32
+	// CompletedBefore, when non-zero, prunes only executions that completed
+	// strictly before it.
+	CompletedBefore time.Time
+}
+
+// DeleteInstanceResult counts what a delete removed.
+type DeleteInstanceResult struct {
+	InstancesDeleted     uint64
+	ExecutionsDeleted    uint64
+	EventsDeleted        uint64
+	QueueMessagesDeleted uint64
+}
+
+// Add returns the sum of r and s.
+func (r DeleteInstanceResult) Add(s DeleteInstanceResult) DeleteInstanceResult {
+	return DeleteInstanceResult{
+		r.InstancesDeleted + s.InstancesDeleted,
+		r.ExecutionsDeleted + s.ExecutionsDeleted,
+		r.EventsDeleted + s.EventsDeleted,
+		r.QueueMessagesDeleted + s.QueueMessagesDeleted,
+	}
+}
+
+// PruneResult counts what a prune removed.
+type PruneResult struct {
+	InstancesProcessed uint64
+	ExecutionsDeleted  uint64
+	EventsDeleted      uint64
+}
+
+// Add returns the sum of r and s.
+func (r PruneResult) Add(s PruneResult) PruneResult {
+	return PruneResult{r.InstancesProcessed + s.InstancesProcessed, r.ExecutionsDeleted + s.ExecutionsDeleted, r.EventsDeleted + s.EventsDeleted}
+}
+
+// InstanceTree is an instance and all its descendants.
+type InstanceTree struct {
+	RootID string
+	// AllIDs holds the root and every descendant, in no particular order.
+	AllIDs []string
+}
+
+// IsRootOnly reports whether the tree has no descendants.
+func (t InstanceTree) IsRootOnly() bool { return len(t.AllIDs) == 1 }
+
+// Size returns the number of instances in the tree.
+func (t InstanceTree) Size() int { return len(t.AllIDs) }
+
+// GetInstanceTree walks [Admin.ListChildren] from root and returns the root
+// and all its descendants.
+func GetInstanceTree(ctx context.Context, admin Admin, root string) (InstanceTree, error) {
+	tree := InstanceTree{RootID: root}
+	pending := []string{root}
+	seen := map[string]bool{}
+	for len(pending) > 0 {
+		id := pending[len(pending)-1]
+		pending = pending[:len(pending)-1]
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		tree.AllIDs = append(tree.AllIDs, id)
+		children, err := admin.ListChildren(ctx, id)
+		if err != nil {
+			return InstanceTree{}, err
+		}
+		pending = append(pending, children...)
+	}
+	return tree, nil
+}
+
+// DeleteInstance deletes a root instance together with all its descendants,
+// atomically. Naming a sub-orchestration fails with [ErrSubOrchestration]
+// (delete its root instead), an unknown instance with [ErrNotFound], and,
+// without force, a running instance in the tree with [ErrStillRunning].
+func DeleteInstance(ctx context.Context, admin Admin, instance string, force bool) (DeleteInstanceResult, error) {
+	parent, err := admin.ParentID(ctx, instance)
+	if err != nil {
+		return DeleteInstanceResult{}, err
+	}
+	if parent != "" {
+		return DeleteInstanceResult{}, Permanent("delete_instance", ErrSubOrchestration,
+			"Cannot delete sub-orchestration %s directly. Delete root instance instead.", instance)
+	}
+	tree, err := GetInstanceTree(ctx, admin, instance)
+	if err != nil {
+		return DeleteInstanceResult{}, err
+	}
+	return admin.DeleteInstancesAtomic(ctx, tree.AllIDs, force)
+}

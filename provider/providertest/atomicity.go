@@ -1,0 +1,6 @@
+package providertest
+
+// atomicityTests returns the Atomicity category.
+func atomicityTests() []testCase {
+	return nil
+}

@@ -1,0 +1,6 @@
+package providertest
+
+// bulkDeletionTests returns the BulkDeletion category.
+func bulkDeletionTests() []testCase {
+	return nil
+}

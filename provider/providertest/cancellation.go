@@ -1,0 +1,6 @@
+package providertest
+
+// cancellationTests returns the Cancellation category.
+func cancellationTests() []testCase {
+	return nil
+}

@@ -1,0 +1,6 @@
+package providertest
+
+// capabilityFilteringTests returns the CapabilityFiltering category.
+func capabilityFilteringTests() []testCase {
+	return nil
+}

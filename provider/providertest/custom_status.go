@@ -1,0 +1,6 @@
+package providertest
+
+// customStatusTests returns the CustomStatus category.
+func customStatusTests() []testCase {
+	return nil
+}

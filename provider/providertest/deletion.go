@@ -1,0 +1,6 @@
+package providertest
+
+// deletionTests returns the Deletion category.
+func deletionTests() []testCase {
+	return nil
+}

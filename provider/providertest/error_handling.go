@@ -1,0 +1,6 @@
+package providertest
+
+// errorHandlingTests returns the ErrorHandling category.
+func errorHandlingTests() []testCase {
+	return nil
+}

@@ -1,0 +1,6 @@
+package providertest
+
+// inputValidationTests returns the InputValidation category.
+func inputValidationTests() []testCase {
+	return nil
+}

@@ -1,0 +1,6 @@
+package providertest
+
+// instanceCreationTests returns the InstanceCreation category.
+func instanceCreationTests() []testCase {
+	return nil
+}

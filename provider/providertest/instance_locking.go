@@ -1,0 +1,6 @@
+package providertest
+
+// instanceLockingTests returns the InstanceLocking category.
+func instanceLockingTests() []testCase {
+	return nil
+}

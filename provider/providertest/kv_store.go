@@ -1,0 +1,6 @@
+package providertest
+
+// kvStoreTests returns the KVStore category.
+func kvStoreTests() []testCase {
+	return nil
+}

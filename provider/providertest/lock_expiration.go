@@ -1,0 +1,6 @@
+package providertest
+
+// lockExpirationTests returns the LockExpiration category.
+func lockExpirationTests() []testCase {
+	return nil
+}

@@ -1,0 +1,6 @@
+package providertest
+
+// longPollingTests returns the LongPolling category.
+func longPollingTests() []testCase {
+	return nil
+}

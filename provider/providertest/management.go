@@ -1,0 +1,6 @@
+package providertest
+
+// managementTests returns the Management category.
+func managementTests() []testCase {
+	return nil
+}

@@ -1,0 +1,6 @@
+package providertest
+
+// multiExecutionTests returns the MultiExecution category.
+func multiExecutionTests() []testCase {
+	return nil
+}

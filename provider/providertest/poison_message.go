@@ -1,0 +1,6 @@
+package providertest
+
+// poisonMessageTests returns the PoisonMessage category.
+func poisonMessageTests() []testCase {
+	return nil
+}

@@ -1,0 +1,6 @@
+package providertest
+
+// pruneTests returns the Prune category.
+func pruneTests() []testCase {
+	return nil
+}

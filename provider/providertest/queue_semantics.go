@@ -1,0 +1,6 @@
+package providertest
+
+// queueSemanticsTests returns the QueueSemantics category.
+func queueSemanticsTests() []testCase {
+	return nil
+}

@@ -1,0 +1,6 @@
+package providertest
+
+// sessionsTests returns the Sessions category.
+func sessionsTests() []testCase {
+	return nil
+}

@@ -1,0 +1,6 @@
+package providertest
+
+// tagFilteringTests returns the TagFiltering category.
+func tagFilteringTests() []testCase {
+	return nil
+}
