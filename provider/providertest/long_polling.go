@@ -1,6 +1,144 @@
 package providertest
 
-// longPollingTests returns the LongPolling category.
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/dynoxide/dynoxide/provider"
+)
+
+// Timings of the polling tests.
+const (
+	// longPollingLockTimeout is the lock timeout passed to every fetch.
+	longPollingLockTimeout = 30 * time.Second
+	// longPollingPollTimeout is the poll timeout of the short- and
+	// long-poll tests.
+	longPollingPollTimeout = 500 * time.Millisecond
+	// longPollingBoundPoll and longPollingBoundSlack define the upper-bound
+	// test: a fetch with that poll timeout returns within poll+slack.
+	longPollingBoundPoll  = 300 * time.Millisecond
+	longPollingBoundSlack = 200 * time.Millisecond
+)
+
+// longPollingTests returns the LongPolling category (duroxide module
+// long_polling). Short-poll tests run for providers without
+// Factory.LongPolling, long-poll tests for those with it.
 func longPollingTests() []testCase {
-	return nil
+	return []testCase{
+		{"ShortPollReturnsImmediately", longPollingShortPollReturnsImmediately},
+		{"LongPollWaitsForTimeout", longPollingLongPollWaitsForTimeout},
+		{"FetchRespectsTimeoutUpperBound", longPollingFetchRespectsTimeoutUpperBound},
+		{"ShortPollWorkItemReturnsImmediately", longPollingShortPollWorkItemReturnsImmediately},
+		{"LongPollWorkItemWaitsForTimeout", longPollingLongPollWorkItemWaitsForTimeout},
+	}
+}
+
+// longPollingOnlyShort skips t for a long-polling provider.
+func longPollingOnlyShort(t *testing.T, s *suite) {
+	t.Helper()
+	if s.f.LongPolling {
+		t.Skip("short-poll test; the provider long-polls (Factory.LongPolling is set)")
+	}
+}
+
+// longPollingOnlyLong skips t for a short-polling provider.
+func longPollingOnlyLong(t *testing.T, s *suite) {
+	t.Helper()
+	if !s.f.LongPolling {
+		t.Skip("long-poll test; the provider short-polls (Factory.LongPolling is not set)")
+	}
+}
+
+// longPollingTimeOrchFetch fetches from an empty orchestrator queue with
+// pollTimeout, checks that nothing came back and returns how long it took.
+func longPollingTimeOrchFetch(ctx context.Context, t *testing.T, p provider.Provider, pollTimeout time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	item, err := p.FetchOrchestrationItem(ctx, longPollingLockTimeout, pollTimeout, nil)
+	elapsed := time.Since(start)
+	must(t, err, "FetchOrchestrationItem")
+	if item != nil {
+		t.Fatalf("FetchOrchestrationItem on an empty queue: got instance %q, want none", item.Instance)
+	}
+	return elapsed
+}
+
+// longPollingTimeWorkFetch fetches from an empty worker queue with
+// pollTimeout, checks that nothing came back and returns how long it took.
+func longPollingTimeWorkFetch(ctx context.Context, t *testing.T, p provider.Provider, pollTimeout time.Duration) time.Duration {
+	t.Helper()
+	start := time.Now()
+	w, err := p.FetchWorkItem(ctx, longPollingLockTimeout, pollTimeout, nil, provider.DefaultOnlyTags())
+	elapsed := time.Since(start)
+	must(t, err, "FetchWorkItem")
+	if w != nil {
+		t.Fatalf("FetchWorkItem on an empty queue: got activity %d of %q, want none", w.Item.ID, w.Item.Instance)
+	}
+	return elapsed
+}
+
+// longPollingShortPollReturnsImmediately checks that a short-polling
+// provider ignores the poll timeout: an empty orchestration fetch returns
+// within the factory's short-poll threshold.
+func longPollingShortPollReturnsImmediately(t *testing.T, s *suite) {
+	longPollingOnlyShort(t, s)
+	ctx := testContext(t)
+	p := s.provider(t)
+
+	elapsed := longPollingTimeOrchFetch(ctx, t, p, longPollingPollTimeout)
+	if limit := s.shortPollThreshold(); elapsed >= limit {
+		t.Fatalf("empty orchestration fetch with poll timeout %v took %v, want under the short-poll threshold %v", longPollingPollTimeout, elapsed, limit)
+	}
+}
+
+// longPollingLongPollWaitsForTimeout checks that a long-polling provider
+// blocks an empty orchestration fetch for at least the poll timeout.
+func longPollingLongPollWaitsForTimeout(t *testing.T, s *suite) {
+	longPollingOnlyLong(t, s)
+	ctx := testContext(t)
+	p := s.provider(t)
+
+	elapsed := longPollingTimeOrchFetch(ctx, t, p, longPollingPollTimeout)
+	if elapsed < longPollingPollTimeout {
+		t.Fatalf("empty orchestration fetch returned after %v, want at least the poll timeout %v", elapsed, longPollingPollTimeout)
+	}
+}
+
+// longPollingFetchRespectsTimeoutUpperBound checks that an empty
+// orchestration fetch never blocks much longer than its poll timeout.
+func longPollingFetchRespectsTimeoutUpperBound(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	p := s.provider(t)
+
+	elapsed := longPollingTimeOrchFetch(ctx, t, p, longPollingBoundPoll)
+	if limit := longPollingBoundPoll + longPollingBoundSlack; elapsed >= limit {
+		t.Fatalf("empty orchestration fetch with poll timeout %v took %v, want under %v", longPollingBoundPoll, elapsed, limit)
+	}
+}
+
+// longPollingShortPollWorkItemReturnsImmediately checks that a short-polling
+// provider's empty work-item fetch returns within the short-poll threshold.
+func longPollingShortPollWorkItemReturnsImmediately(t *testing.T, s *suite) {
+	longPollingOnlyShort(t, s)
+	ctx := testContext(t)
+	p := s.provider(t)
+
+	elapsed := longPollingTimeWorkFetch(ctx, t, p, longPollingPollTimeout)
+	if limit := s.shortPollThreshold(); elapsed >= limit {
+		t.Fatalf("empty work-item fetch with poll timeout %v took %v, want under the short-poll threshold %v", longPollingPollTimeout, elapsed, limit)
+	}
+}
+
+// longPollingLongPollWorkItemWaitsForTimeout checks that a long-polling
+// provider blocks an empty work-item fetch for at least the poll timeout.
+func longPollingLongPollWorkItemWaitsForTimeout(t *testing.T, s *suite) {
+	longPollingOnlyLong(t, s)
+	ctx := testContext(t)
+	p := s.provider(t)
+
+	elapsed := longPollingTimeWorkFetch(ctx, t, p, longPollingPollTimeout)
+	if elapsed < longPollingPollTimeout {
+		t.Fatalf("empty work-item fetch returned after %v, want at least the poll timeout %v", elapsed, longPollingPollTimeout)
+	}
 }

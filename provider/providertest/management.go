@@ -1,6 +1,425 @@
 package providertest
 
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/dynoxide/dynoxide/provider"
+)
+
 // managementTests returns the Management category.
 func managementTests() []testCase {
-	return nil
+	return []testCase{
+		{"ListInstances", managementListInstances},
+		{"ListInstancesByStatus", managementListInstancesByStatus},
+		{"ListExecutions", managementListExecutions},
+		{"GetInstanceInfo", managementGetInstanceInfo},
+		{"GetExecutionInfo", managementGetExecutionInfo},
+		{"GetSystemMetrics", managementGetSystemMetrics},
+		{"GetQueueDepths", managementGetQueueDepths},
+		{"GetInstanceStatsNonexistent", managementGetInstanceStatsNonexistent},
+		{"GetInstanceStatsHistory", managementGetInstanceStatsHistory},
+		{"GetInstanceStatsKV", managementGetInstanceStatsKV},
+		{"GetInstanceStatsCarryForward", managementGetInstanceStatsCarryForward},
+		{"GetInstanceStatsKVDeltaOnly", managementGetInstanceStatsKVDeltaOnly},
+		{"GetInstanceStatsKVMerged", managementGetInstanceStatsKVMerged},
+	}
+}
+
+// managementFetch fetches the next orchestration item and fails t unless it
+// belongs to instance. The categories of this file family enqueue one
+// instance's messages at a time, so the next item is always that instance's.
+func managementFetch(ctx context.Context, t *testing.T, p provider.Provider, instance string) *provider.OrchestrationItem {
+	t.Helper()
+	item := mustFetchOrch(ctx, t, p, 30*time.Second)
+	if item.Instance != instance {
+		t.Fatalf("FetchOrchestrationItem: got instance %q, want %q", item.Instance, instance)
+	}
+	return item
+}
+
+// managementSorted returns a sorted copy of ids, for order-free comparison.
+func managementSorted(ids []string) []string {
+	out := slices.Clone(ids)
+	slices.Sort(out)
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+// managementListByStatus lists the instances whose current execution has
+// status, sorted.
+func managementListByStatus(ctx context.Context, t *testing.T, admin provider.Admin, status string) []string {
+	t.Helper()
+	ids, err := admin.ListInstancesByStatus(ctx, status)
+	must(t, err, "ListInstancesByStatus("+status+")")
+	return managementSorted(ids)
+}
+
+// managementStats reads instance's stats and fails t when there are none.
+func managementStats(ctx context.Context, t *testing.T, p provider.Provider, instance string) provider.SystemStats {
+	t.Helper()
+	stats, err := p.InstanceStats(ctx, instance)
+	must(t, err, "InstanceStats("+instance+")")
+	if stats == nil {
+		t.Fatalf("InstanceStats(%s): got nil, want stats of an existing instance", instance)
+	}
+	return *stats
+}
+
+// managementWantKVStats fails t unless stats report keys live KV keys holding
+// bytes value bytes in total.
+func managementWantKVStats(t *testing.T, stats provider.SystemStats, keys, bytes uint64, phase string) {
+	t.Helper()
+	if stats.KVUserKeyCount != keys {
+		t.Fatalf("%s: KVUserKeyCount = %d, want %d", phase, stats.KVUserKeyCount, keys)
+	}
+	if stats.KVTotalValueBytes != bytes {
+		t.Fatalf("%s: KVTotalValueBytes = %d, want %d", phase, stats.KVTotalValueBytes, bytes)
+	}
+}
+
+// managementPoke enqueues an external event for instance and fetches the
+// turn it causes.
+func managementPoke(ctx context.Context, t *testing.T, p provider.Provider, instance, name string) *provider.OrchestrationItem {
+	t.Helper()
+	enqueueOrch(ctx, t, p, provider.ExternalRaisedItem{Instance: instance, Name: name, Data: "{}"}, 0)
+	return managementFetch(ctx, t, p, instance)
+}
+
+// managementListInstances checks that ListInstances returns every created
+// instance.
+func managementListInstances(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	p := s.provider(t)
+	admin := s.admin(t, p)
+
+	want := []string{"mgmt-inst-0", "mgmt-inst-1", "mgmt-inst-2"}
+	for _, id := range want {
+		createInstance(ctx, t, p, id)
+	}
+	got, err := admin.ListInstances(ctx)
+	must(t, err, "ListInstances")
+	wantEqual(t, managementSorted(got), want, "ListInstances of a store holding three instances")
+}
+
+// managementListInstancesByStatus checks that ListInstancesByStatus selects
+// instances by the status of their current execution.
+func managementListInstancesByStatus(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	p := s.provider(t)
+	admin := s.admin(t, p)
+
+	completeInstance(ctx, t, p, "mgmt-completed", "", provider.StatusCompleted)
+	completeInstance(ctx, t, p, "mgmt-failed", "", provider.StatusFailed)
+	createInstance(ctx, t, p, "mgmt-running")
+	// Execution 1 continued as new; the current execution 2 runs.
+	pruneAdvance(ctx, t, p, "mgmt-can-running", 1, provider.StatusContinuedAsNew)
+	pruneAdvance(ctx, t, p, "mgmt-can-running", 2, "")
+
+	wantEqual(t, managementListByStatus(ctx, t, admin, provider.StatusCompleted), []string{"mgmt-completed"}, "Completed instances")
+	wantEqual(t, managementListByStatus(ctx, t, admin, provider.StatusFailed), []string{"mgmt-failed"}, "Failed instances")
+	wantEqual(t, managementListByStatus(ctx, t, admin, provider.StatusRunning), []string{"mgmt-can-running", "mgmt-running"}, "Running instances")
+	wantEqual(t, managementListByStatus(ctx, t, admin, provider.StatusContinuedAsNew), []string{}, "ContinuedAsNew instances (only a past execution has that status)")
+}
+
+// managementListExecutions checks that ListExecutions returns an instance's
+// execution ids in ascending order, and none for an unknown instance.
+func managementListExecutions(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	p := s.provider(t)
+	admin := s.admin(t, p)
+
+	// A first turn acked without metadata still records execution 1.
+	const inst = "mgmt-multi-exec"
+	enqueueOrch(ctx, t, p, startItem(inst), 0)
+	item := managementFetch(ctx, t, p, inst)
+	ack(ctx, t, p, item.LockToken, provider.TurnCommit{
+		ExecutionID:  provider.InitialExecutionID,
+		HistoryDelta: []provider.Event{startedEvent(inst, provider.InitialExecutionID)},
+	})
+	got, err := admin.ListExecutions(ctx, inst)
+	must(t, err, "ListExecutions("+inst+")")
+	wantEqual(t, got, []uint64{1}, "ListExecutions after the first turn")
+
+	pruneChain(ctx, t, p, "mgmt-three-execs", 3, provider.StatusCompleted)
+	got, err = admin.ListExecutions(ctx, "mgmt-three-execs")
+	must(t, err, "ListExecutions(mgmt-three-execs)")
+	wantEqual(t, got, []uint64{1, 2, 3}, "ListExecutions of a three-execution chain")
+
+	got, err = admin.ListExecutions(ctx, "mgmt-no-such-instance")
+	must(t, err, "ListExecutions of an unknown instance")
+	if len(got) != 0 {
+		t.Fatalf("ListExecutions of an unknown instance: got %v, want none", got)
+	}
+}
+
+// managementGetInstanceInfo checks that InstanceInfo reports the name and
+// version from ack metadata and the current execution, and that an unknown
+// instance is not found.
+func managementGetInstanceInfo(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	p := s.provider(t)
+	admin := s.admin(t, p)
+
+	const inst = "mgmt-info"
+	enqueueOrch(ctx, t, p, startItem(inst), 0)
+	item := managementFetch(ctx, t, p, inst)
+	ack(ctx, t, p, item.LockToken, provider.TurnCommit{
+		ExecutionID: provider.InitialExecutionID,
+		HistoryDelta: []provider.Event{event(provider.InitialEventID, inst, provider.InitialExecutionID, provider.OrchestrationStarted{
+			Name: "InfoOrch", Version: "2.0.0", Input: "test",
+		})},
+		Metadata: provider.ExecutionMetadata{OrchestrationName: "InfoOrch", OrchestrationVersion: "2.0.0"},
+	})
+
+	info, err := admin.InstanceInfo(ctx, inst)
+	must(t, err, "InstanceInfo("+inst+")")
+	wantEqual(t, info.InstanceID, inst, "InstanceInfo.InstanceID")
+	wantEqual(t, info.OrchestrationName, "InfoOrch", "InstanceInfo.OrchestrationName (from ack metadata)")
+	wantEqual(t, info.OrchestrationVersion, "2.0.0", "InstanceInfo.OrchestrationVersion (from ack metadata)")
+	wantEqual(t, info.CurrentExecutionID, uint64(1), "InstanceInfo.CurrentExecutionID")
+	wantEqual(t, info.Status, provider.StatusRunning, "InstanceInfo.Status of an instance acked without a status")
+	wantEqual(t, info.ParentInstanceID, "", "InstanceInfo.ParentInstanceID of a root instance")
+
+	_, err = admin.InstanceInfo(ctx, "mgmt-no-such-instance")
+	wantPermanent(t, err, provider.ErrNotFound, "InstanceInfo of an unknown instance")
+	wantMessage(t, err, "InstanceInfo of an unknown instance", "not found")
+}
+
+// managementGetExecutionInfo checks that ExecutionInfo reports the status,
+// output, completion and event count an ack recorded, and that an unknown
+// execution is not found.
+func managementGetExecutionInfo(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	p := s.provider(t)
+	admin := s.admin(t, p)
+
+	const inst = "mgmt-exec-info"
+	enqueueOrch(ctx, t, p, startItem(inst), 0)
+	item := managementFetch(ctx, t, p, inst)
+	ack(ctx, t, p, item.LockToken, provider.TurnCommit{
+		ExecutionID:  provider.InitialExecutionID,
+		HistoryDelta: []provider.Event{startedEvent(inst, provider.InitialExecutionID)},
+		Metadata:     provider.ExecutionMetadata{Status: provider.StatusCompleted, Output: ptr("result")},
+	})
+
+	info, err := admin.ExecutionInfo(ctx, inst, 1)
+	must(t, err, "ExecutionInfo("+inst+", 1)")
+	wantEqual(t, info.ExecutionID, uint64(1), "ExecutionInfo.ExecutionID")
+	wantEqual(t, info.Status, provider.StatusCompleted, "ExecutionInfo.Status")
+	wantEqual(t, info.Output, ptr("result"), "ExecutionInfo.Output")
+	if info.CompletedAt == nil {
+		t.Fatal("ExecutionInfo.CompletedAt: got nil for an execution acked as Completed")
+	}
+	wantEqual(t, info.EventCount, 1, "ExecutionInfo.EventCount")
+
+	_, err = admin.ExecutionInfo(ctx, inst, 2)
+	wantPermanent(t, err, provider.ErrNotFound, "ExecutionInfo of an unknown execution")
+	wantMessage(t, err, "ExecutionInfo of an unknown execution", "not found")
+}
+
+// managementGetSystemMetrics checks that SystemMetrics counts new instances
+// by current status, and their executions and events.
+func managementGetSystemMetrics(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	p := s.provider(t)
+	admin := s.admin(t, p)
+
+	base, err := admin.SystemMetrics(ctx)
+	must(t, err, "SystemMetrics (baseline)")
+
+	createInstance(ctx, t, p, "mgmt-metrics-running")                                   // 1 event
+	completeInstance(ctx, t, p, "mgmt-metrics-completed", "", provider.StatusCompleted) // 2 events
+	completeInstance(ctx, t, p, "mgmt-metrics-failed", "", provider.StatusFailed)       // 2 events
+
+	got, err := admin.SystemMetrics(ctx)
+	must(t, err, "SystemMetrics")
+	want := provider.SystemMetrics{
+		TotalInstances:     base.TotalInstances + 3,
+		TotalExecutions:    base.TotalExecutions + 3,
+		RunningInstances:   base.RunningInstances + 1,
+		CompletedInstances: base.CompletedInstances + 1,
+		FailedInstances:    base.FailedInstances + 1,
+		TotalEvents:        base.TotalEvents + 5,
+	}
+	wantEqual(t, got, want, "SystemMetrics after one running, one completed and one failed instance")
+}
+
+// managementGetQueueDepths checks that QueueDepths counts enqueued, unlocked
+// messages per queue and reports no timer queue.
+func managementGetQueueDepths(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	p := s.provider(t)
+	admin := s.admin(t, p)
+
+	depths := func(what string) provider.QueueDepths {
+		t.Helper()
+		d, err := admin.QueueDepths(ctx)
+		must(t, err, "QueueDepths ("+what+")")
+		if d.TimerQueue != 0 {
+			t.Fatalf("QueueDepths (%s): TimerQueue = %d, want 0", what, d.TimerQueue)
+		}
+		return d
+	}
+	base := depths("baseline")
+
+	const inst = "mgmt-queue"
+	enqueueOrch(ctx, t, p, startItem(inst), 0)
+	wantEqual(t, depths("after an orchestrator enqueue"), provider.QueueDepths{
+		OrchestratorQueue: base.OrchestratorQueue + 1, WorkerQueue: base.WorkerQueue,
+	}, "QueueDepths after an orchestrator enqueue")
+
+	enqueueWorker(ctx, t, p, activityItem(inst, 1, 1))
+	wantEqual(t, depths("after a worker enqueue"), provider.QueueDepths{
+		OrchestratorQueue: base.OrchestratorQueue + 1, WorkerQueue: base.WorkerQueue + 1,
+	}, "QueueDepths after a worker enqueue")
+
+	// Locked messages are not counted.
+	managementFetch(ctx, t, p, inst)
+	mustFetchWork(ctx, t, p, 30*time.Second)
+	wantEqual(t, depths("with both messages locked"), base, "QueueDepths with both messages locked")
+}
+
+// managementGetInstanceStatsNonexistent checks that InstanceStats of an
+// unknown instance is nil.
+func managementGetInstanceStatsNonexistent(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	p := s.provider(t)
+
+	stats, err := p.InstanceStats(ctx, "no-such-instance")
+	must(t, err, "InstanceStats of an unknown instance")
+	if stats != nil {
+		t.Fatalf("InstanceStats of an unknown instance: got %+v, want nil", *stats)
+	}
+}
+
+// managementGetInstanceStatsHistory checks that InstanceStats counts the
+// current execution's events and bytes and reports no KV or carried events.
+func managementGetInstanceStatsHistory(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	p := s.provider(t)
+
+	createInstance(ctx, t, p, "stats-hist")
+	stats := managementStats(ctx, t, p, "stats-hist")
+	wantEqual(t, stats.HistoryEventCount, uint64(1), "HistoryEventCount after one OrchestrationStarted")
+	if stats.HistorySizeBytes == 0 {
+		t.Fatal("HistorySizeBytes: got 0 for a history of one event")
+	}
+	managementWantKVStats(t, stats, 0, 0, "instance without KV")
+	wantEqual(t, stats.QueuePendingCount, uint64(0), "QueuePendingCount without carry-forward events")
+}
+
+// managementGetInstanceStatsKV checks that InstanceStats counts KV keys and
+// value bytes written by a completed execution.
+func managementGetInstanceStatsKV(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	p := s.provider(t)
+
+	const inst = "stats-kv"
+	createInstance(ctx, t, p, inst)
+	item := managementPoke(ctx, t, p, inst, "poke")
+	ack(ctx, t, p, item.LockToken, provider.TurnCommit{
+		ExecutionID: provider.InitialExecutionID,
+		HistoryDelta: []provider.Event{
+			event(100, inst, 1, provider.KeyValueSet{Key: "k1", Value: "aaa"}),
+			event(101, inst, 1, provider.KeyValueSet{Key: "k2", Value: "bbbbb"}),
+			event(102, inst, 1, provider.OrchestrationCompleted{Output: "done"}),
+		},
+		Metadata: provider.ExecutionMetadata{Status: provider.StatusCompleted, Output: ptr("done")},
+	})
+	managementWantKVStats(t, managementStats(ctx, t, p, inst), 2, 3+5, "after a completed execution set k1 and k2")
+}
+
+// managementGetInstanceStatsCarryForward checks that QueuePendingCount is
+// the number of events OrchestrationStarted carried forward.
+func managementGetInstanceStatsCarryForward(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	p := s.provider(t)
+
+	const inst = "cf-stats"
+	enqueueOrch(ctx, t, p, startItem(inst), 0)
+	item := managementFetch(ctx, t, p, inst)
+	ack(ctx, t, p, item.LockToken, provider.TurnCommit{
+		ExecutionID: provider.InitialExecutionID,
+		HistoryDelta: []provider.Event{event(provider.InitialEventID, inst, provider.InitialExecutionID, provider.OrchestrationStarted{
+			Name: testOrchestration, Version: testVersion, Input: "{}",
+			CarryForwardEvents: []provider.CarryForwardEvent{
+				{Name: "raised-1", Data: `{"data":"a"}`},
+				{Name: "raised-2", Data: `{"data":"b"}`},
+				{Name: "raised-3", Data: `{"data":"c"}`},
+			},
+		})},
+		Metadata: startMetadata(),
+	})
+
+	stats := managementStats(ctx, t, p, inst)
+	wantEqual(t, stats.QueuePendingCount, uint64(3), "QueuePendingCount with three carried events")
+	wantEqual(t, stats.HistoryEventCount, uint64(1), "HistoryEventCount")
+	if stats.HistorySizeBytes == 0 {
+		t.Fatal("HistorySizeBytes: got 0 for a history of one event")
+	}
+	managementWantKVStats(t, stats, 0, 0, "instance without KV")
+}
+
+// managementGetInstanceStatsKVDeltaOnly checks that InstanceStats counts KV
+// values written by the still-running current execution.
+func managementGetInstanceStatsKVDeltaOnly(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	p := s.provider(t)
+
+	const inst = "kv-delta-stats"
+	createInstance(ctx, t, p, inst)
+	item := managementPoke(ctx, t, p, inst, "poke")
+	// No status: the execution keeps running and its writes stay in the delta.
+	ack(ctx, t, p, item.LockToken, provider.TurnCommit{
+		ExecutionID: provider.InitialExecutionID,
+		HistoryDelta: []provider.Event{
+			event(100, inst, 1, provider.KeyValueSet{Key: "dk1", Value: "xxx"}),
+			event(101, inst, 1, provider.KeyValueSet{Key: "dk2", Value: "yyyyyy"}),
+			event(102, inst, 1, provider.ActivityScheduled{Name: "Noop", Input: "{}"}),
+		},
+	})
+
+	stats := managementStats(ctx, t, p, inst)
+	managementWantKVStats(t, stats, 2, 3+6, "keys only in the current execution's delta")
+	wantEqual(t, stats.QueuePendingCount, uint64(0), "QueuePendingCount without carry-forward events")
+}
+
+// managementGetInstanceStatsKVMerged checks InstanceStats while KV writes
+// are in the delta and after completion merges them, overwrites included.
+func managementGetInstanceStatsKVMerged(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	p := s.provider(t)
+
+	const inst = "kv-merged-stats"
+	createInstance(ctx, t, p, inst)
+
+	item := managementPoke(ctx, t, p, inst, "poke1")
+	ack(ctx, t, p, item.LockToken, provider.TurnCommit{
+		ExecutionID: provider.InitialExecutionID,
+		HistoryDelta: []provider.Event{
+			event(100, inst, 1, provider.KeyValueSet{Key: "mk1", Value: "aaa"}),
+			event(101, inst, 1, provider.KeyValueSet{Key: "mk2", Value: "bb"}),
+			event(102, inst, 1, provider.ActivityScheduled{Name: "Noop", Input: "{}"}),
+		},
+	})
+	managementWantKVStats(t, managementStats(ctx, t, p, inst), 2, 3+2, "delta phase")
+
+	// Overwrite mk1 and complete, which merges the delta into the store.
+	item = managementPoke(ctx, t, p, inst, "poke2")
+	ack(ctx, t, p, item.LockToken, provider.TurnCommit{
+		ExecutionID: provider.InitialExecutionID,
+		HistoryDelta: []provider.Event{
+			event(200, inst, 1, provider.KeyValueSet{Key: "mk1", Value: "zzzzz", LastUpdatedAtMs: 1}),
+			event(201, inst, 1, provider.OrchestrationCompleted{Output: "done"}),
+		},
+		Metadata: provider.ExecutionMetadata{Status: provider.StatusCompleted, Output: ptr("done")},
+	})
+	stats := managementStats(ctx, t, p, inst)
+	managementWantKVStats(t, stats, 2, 5+2, "merged phase (mk1 overwritten, not duplicated)")
+	wantEqual(t, stats.QueuePendingCount, uint64(0), "QueuePendingCount without carry-forward events")
 }

@@ -1,6 +1,278 @@
 package providertest
 
-// queueSemanticsTests returns the QueueSemantics category.
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/dynoxide/dynoxide/provider"
+)
+
+// queueSemanticsTests returns the QueueSemantics category (duroxide module
+// queue_semantics).
 func queueSemanticsTests() []testCase {
-	return nil
+	return []testCase{
+		{"WorkerQueueFIFOOrdering", queueSemanticsWorkerQueueFIFOOrdering},
+		{"WorkerPeekLockSemantics", queueSemanticsWorkerPeekLockSemantics},
+		{"WorkerAckAtomicity", queueSemanticsWorkerAckAtomicity},
+		{"TimerDelayedVisibility", queueSemanticsTimerDelayedVisibility},
+		{"LostLockTokenHandling", queueSemanticsLostLockTokenHandling},
+		{"WorkerItemImmediateVisibility", queueSemanticsWorkerItemImmediateVisibility},
+		{"WorkerDelayedVisibilitySkipsFutureItems", queueSemanticsWorkerDelayedVisibilitySkipsFutureItems},
+		{"OrphanQueueMessagesDropped", queueSemanticsOrphanQueueMessagesDropped},
+	}
+}
+
+// queueSemanticsStartWithoutMetadata runs an instance's first turn with only
+// its OrchestrationStarted event and no name/version metadata, as duroxide's
+// queue tests do: history exists, the instance record may not.
+func queueSemanticsStartWithoutMetadata(ctx context.Context, t *testing.T, p provider.Provider, instance string) {
+	t.Helper()
+	enqueueOrch(ctx, t, p, startItem(instance), 0)
+	item := mustFetchOrch(ctx, t, p, 30*time.Second)
+	wantEqual(t, item.Instance, instance, "start fetch: instance")
+	ack(ctx, t, p, item.LockToken, provider.TurnCommit{
+		ExecutionID:  provider.InitialExecutionID,
+		HistoryDelta: []provider.Event{startedEvent(instance, provider.InitialExecutionID)},
+	})
+}
+
+// queueSemanticsActivity is activity id of execution 1 of instance, named
+// name with input input.
+func queueSemanticsActivity(instance string, id uint64, name, input string) provider.ActivityExecuteItem {
+	a := activityItem(instance, provider.InitialExecutionID, id)
+	a.Name = name
+	a.Input = input
+	return a
+}
+
+// queueSemanticsDone is the completion of activity id of execution 1.
+func queueSemanticsDone(instance string, id uint64, result string) provider.ActivityCompletedItem {
+	return provider.ActivityCompletedItem{Instance: instance, ExecutionID: provider.InitialExecutionID, ID: id, Result: result}
+}
+
+// queueSemanticsWantNoWork fails t if an untagged, session-less work item
+// can be fetched.
+func queueSemanticsWantNoWork(ctx context.Context, t *testing.T, p provider.Provider, why string) {
+	t.Helper()
+	if w := fetchWork(ctx, t, p, 30*time.Second, nil, provider.DefaultOnlyTags()); w != nil {
+		t.Fatalf("%s: want no work item, got activity %d of %q", why, w.Item.ID, w.Item.Instance)
+	}
+}
+
+// queueSemanticsWorkerQueueFIFOOrdering checks that worker items come back in
+// exactly the order they were enqueued.
+func queueSemanticsWorkerQueueFIFOOrdering(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	p := s.provider(t)
+
+	for i := range uint64(5) {
+		enqueueWorker(ctx, t, p, queueSemanticsActivity("instance-A", i, fmt.Sprintf("Activity%d", i), fmt.Sprintf("input%d", i)))
+	}
+	for i := range uint64(5) {
+		w := mustFetchWork(ctx, t, p, 30*time.Second)
+		wantEqual(t, w.Item.ID, i, fmt.Sprintf("fetch %d: activity id", i))
+		wantEqual(t, w.Item.Name, fmt.Sprintf("Activity%d", i), fmt.Sprintf("fetch %d: activity name", i))
+	}
+	queueSemanticsWantNoWork(ctx, t, p, "after fetching all five")
+}
+
+// queueSemanticsWorkerPeekLockSemantics checks that a fetched worker item is
+// hidden while locked and removed only by its ack.
+func queueSemanticsWorkerPeekLockSemantics(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	p := s.provider(t)
+
+	enqueueWorker(ctx, t, p, queueSemanticsActivity("instance-A", 1, "Activity1", "input1"))
+	w := mustFetchWork(ctx, t, p, 30*time.Second)
+	wantEqual(t, w.Item.ID, uint64(1), "fetched activity id")
+
+	queueSemanticsWantNoWork(ctx, t, p, "while the item is locked")
+
+	must(t, p.AckWorkItem(ctx, w.LockToken, queueSemanticsDone("instance-A", 1, "result1")), "AckWorkItem")
+	queueSemanticsWantNoWork(ctx, t, p, "after the ack")
+}
+
+// queueSemanticsWorkerAckAtomicity checks that a worker ack both removes the
+// activity and delivers its completion to the orchestrator queue.
+func queueSemanticsWorkerAckAtomicity(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	p := s.provider(t)
+	const inst = "instance-A"
+
+	queueSemanticsStartWithoutMetadata(ctx, t, p, inst)
+
+	enqueueWorker(ctx, t, p, queueSemanticsActivity(inst, 1, "Activity1", "input1"))
+	w := mustFetchWork(ctx, t, p, 30*time.Second)
+	done := queueSemanticsDone(inst, 1, "result1")
+	must(t, p.AckWorkItem(ctx, w.LockToken, done), "AckWorkItem")
+
+	queueSemanticsWantNoWork(ctx, t, p, "after the worker ack")
+
+	item := mustFetchOrch(ctx, t, p, 30*time.Second)
+	wantEqual(t, item.Instance, inst, "orchestration fetch: instance")
+	if len(item.Messages) != 1 {
+		t.Fatalf("orchestration fetch: got %d messages, want 1 (the completion)", len(item.Messages))
+	}
+	got, ok := item.Messages[0].(provider.ActivityCompletedItem)
+	if !ok {
+		t.Fatalf("orchestration fetch: message is %s, want ActivityCompleted", item.Messages[0].Kind())
+	}
+	wantEqual(t, got, done, "delivered completion")
+}
+
+// queueSemanticsTimerDelayedVisibility checks that a TimerFired enqueued with
+// a delay stays invisible until the delay has passed.
+func queueSemanticsTimerDelayedVisibility(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	p := s.provider(t)
+	const inst = "instance-A"
+	const delay = 5 * time.Second
+
+	queueSemanticsStartWithoutMetadata(ctx, t, p, inst)
+
+	// FireAtMs is 0: on this path visibility comes from the delay.
+	enqueueOrch(ctx, t, p, provider.TimerFiredItem{Instance: inst, ExecutionID: provider.InitialExecutionID, ID: 1, FireAtMs: 0}, delay)
+	wantNoOrch(ctx, t, p, "right after enqueueing a timer delayed 5s")
+
+	sleepPast(ctx, t, delay)
+
+	item := mustFetchOrch(ctx, t, p, 30*time.Second)
+	wantEqual(t, item.Instance, inst, "fetch after the delay: instance")
+	if len(item.Messages) != 1 {
+		t.Fatalf("fetch after the delay: got %d messages, want 1 (the timer)", len(item.Messages))
+	}
+	if _, ok := item.Messages[0].(provider.TimerFiredItem); !ok {
+		t.Fatalf("fetch after the delay: message is %s, want TimerFired", item.Messages[0].Kind())
+	}
+}
+
+// queueSemanticsLostLockTokenHandling checks that a locked worker item whose
+// token is never used again is redelivered once its lock expires.
+func queueSemanticsLostLockTokenHandling(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	p := s.provider(t)
+	lockTimeout := s.lockTimeout()
+
+	enqueueWorker(ctx, t, p, queueSemanticsActivity("instance-A", 1, "Activity1", "input1"))
+	_ = mustFetchWork(ctx, t, p, lockTimeout) // token dropped, as by a crashed worker
+
+	if w := fetchWork(ctx, t, p, lockTimeout, nil, provider.DefaultOnlyTags()); w != nil {
+		t.Fatalf("fetch while locked: want none, got activity %d", w.Item.ID)
+	}
+
+	sleepPast(ctx, t, lockTimeout)
+
+	w := mustFetchWork(ctx, t, p, lockTimeout)
+	wantEqual(t, w.Item.ID, uint64(1), "redelivered activity id")
+}
+
+// queueSemanticsWorkerItemImmediateVisibility checks that a newly enqueued
+// worker item can be fetched at once.
+func queueSemanticsWorkerItemImmediateVisibility(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	p := s.provider(t)
+	const inst = "test-immediate-vis"
+	lockTimeout := s.lockTimeout()
+
+	enqueueWorker(ctx, t, p, queueSemanticsActivity(inst, 1, "TestActivity", "test"))
+
+	w := fetchWork(ctx, t, p, lockTimeout, nil, provider.DefaultOnlyTags())
+	if w == nil {
+		t.Fatal("fetch right after enqueue: want the new item, got none")
+	}
+	wantEqual(t, w.Item.Name, "TestActivity", "fetched activity name")
+
+	must(t, p.AckWorkItem(ctx, w.LockToken, queueSemanticsDone(inst, 1, "done")), "AckWorkItem")
+}
+
+// queueSemanticsWorkerDelayedVisibilitySkipsFutureItems checks that an
+// unlocked worker item whose visibility lies in the future is skipped, and
+// becomes fetchable once that time has passed.
+func queueSemanticsWorkerDelayedVisibilitySkipsFutureItems(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	p := s.provider(t)
+	const inst = "test-delayed-vis"
+	const delay = 500 * time.Millisecond
+	lockTimeout := s.lockTimeout()
+
+	enqueueWorker(ctx, t, p, queueSemanticsActivity(inst, 1, "Activity1", "first"))
+	enqueueWorker(ctx, t, p, queueSemanticsActivity(inst, 2, "Activity2", "second"))
+
+	w1 := mustFetchWork(ctx, t, p, lockTimeout)
+	wantEqual(t, w1.Item.ID, uint64(1), "first fetch: activity id")
+
+	// Unlock the first item but hide it for the delay.
+	must(t, p.AbandonWorkItem(ctx, w1.LockToken, delay, false), "AbandonWorkItem with delay")
+
+	w2 := mustFetchWork(ctx, t, p, lockTimeout)
+	wantEqual(t, w2.Item.ID, uint64(2), "second fetch: activity id (the delayed first item must be skipped)")
+
+	if w := fetchWork(ctx, t, p, lockTimeout, nil, provider.DefaultOnlyTags()); w != nil {
+		t.Fatalf("third fetch: want none (item 1 delayed, item 2 locked), got activity %d", w.Item.ID)
+	}
+
+	sleepPast(ctx, t, delay)
+
+	w3 := mustFetchWork(ctx, t, p, lockTimeout)
+	wantEqual(t, w3.Item.ID, uint64(1), "fetch after the delay: activity id")
+
+	must(t, p.AckWorkItem(ctx, w2.LockToken, queueSemanticsDone(inst, 2, "done")), "AckWorkItem(2)")
+	must(t, p.AckWorkItem(ctx, w3.LockToken, queueSemanticsDone(inst, 1, "done")), "AckWorkItem(1)")
+}
+
+// queueSemanticsOrphanQueueMessagesDropped checks that QueueMessages for an
+// instance that was never started are deleted by fetch, and that a
+// QueueMessage for an existing instance is delivered.
+func queueSemanticsOrphanQueueMessagesDropped(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	p := s.provider(t)
+	const (
+		orphan   = "orphan-test"
+		existing = "orphan-test-existing"
+	)
+
+	for _, data := range []string{"v1", "v2"} {
+		enqueueOrch(ctx, t, p, provider.QueueMessageItem{Instance: orphan, Name: "ConfigUpdate", Data: data}, 0)
+	}
+	for i := 1; i <= 2; i++ {
+		if item := fetchOrch(ctx, t, p, 5*time.Second); item != nil {
+			t.Fatalf("fetch %d with only orphan queue messages: want none, got instance %q with %d messages", i, item.Instance, len(item.Messages))
+		}
+	}
+
+	// Had the orphans stayed queued, starting that instance now would
+	// deliver them with the start.
+	enqueueOrch(ctx, t, p, startItem(orphan), 0)
+	started := mustFetchOrch(ctx, t, p, 5*time.Second)
+	wantEqual(t, started.Instance, orphan, "fetch of the later start: instance")
+	if len(started.Messages) != 1 {
+		kinds := make([]string, len(started.Messages))
+		for i, m := range started.Messages {
+			kinds[i] = m.Kind()
+		}
+		t.Fatalf("fetch of the later start: got messages %v, want only the start (orphans must have been deleted)", kinds)
+	}
+	ack(ctx, t, p, started.LockToken, provider.TurnCommit{
+		ExecutionID:  provider.InitialExecutionID,
+		HistoryDelta: []provider.Event{startedEvent(orphan, provider.InitialExecutionID)},
+		Metadata:     startMetadata(),
+	})
+
+	createInstance(ctx, t, p, existing)
+	enqueueOrch(ctx, t, p, provider.QueueMessageItem{Instance: existing, Name: "ConfigUpdate", Data: "v3"}, 0)
+
+	item := mustFetchOrch(ctx, t, p, 5*time.Second)
+	wantEqual(t, item.Instance, existing, "fetch for the existing instance: instance")
+	found := false
+	for _, m := range item.Messages {
+		if qm, ok := m.(provider.QueueMessageItem); ok && qm.Name == "ConfigUpdate" && qm.Data == "v3" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("fetch for the existing instance: messages %+v lack the ConfigUpdate/v3 queue message", item.Messages)
+	}
+	ack(ctx, t, p, item.LockToken, provider.TurnCommit{ExecutionID: item.ExecutionID})
 }

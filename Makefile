@@ -1,0 +1,22 @@
+# dynoxide: durable orchestrations for Go on DynamoDB + SQS.
+#
+#   make test   every test, with the race detector (what CI runs)
+#   make lint   go vet and gofmt
+#   make run    the conformance suite with a readable per-category summary
+
+GO       ?= go
+PARALLEL ?= 16
+
+.PHONY: test lint run
+
+test:
+	$(GO) test -race -count=1 -parallel $(PARALLEL) ./...
+
+lint:
+	$(GO) vet ./...
+	@unformatted=$$(gofmt -l .); \
+	if [ -n "$$unformatted" ]; then echo "gofmt -l reports:"; echo "$$unformatted"; exit 1; fi
+
+run:
+	$(GO) test -count=1 -parallel $(PARALLEL) -json -run '^TestConformance$$' ./provider/memprovider/ \
+		| $(GO) run ./cmd/suitereport

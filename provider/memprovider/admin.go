@@ -1,0 +1,447 @@
+package memprovider
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/dynoxide/dynoxide/provider"
+)
+
+// Operation names of the management capability.
+const (
+	opListInstances    = "list_instances"
+	opListByStatus     = "list_instances_by_status"
+	opListExecutions   = "list_executions"
+	opReadHistoryExec  = "read_history_with_execution_id"
+	opReadHistory      = "read_history"
+	opLatestExecution  = "latest_execution_id"
+	opInstanceInfo     = "get_instance_info"
+	opExecutionInfo    = "get_execution_info"
+	opSystemMetrics    = "get_system_metrics"
+	opQueueDepths      = "get_queue_depths"
+	opListChildren     = "list_children"
+	opParentID         = "get_parent_id"
+	opDeleteAtomic     = "delete_instances_atomic"
+	opDeleteBulk       = "delete_instance_bulk"
+	opPruneExecutions  = "prune_executions"
+	opPruneBulk        = "prune_executions_bulk"
+	statusUnknown      = "Unknown"
+	errInstanceUnknown = "Instance %s not found"
+)
+
+// rows returns the instances that exist (have an instance record), oldest
+// first. Callers hold p.mu.
+func (p *Provider) rows() []*instance {
+	var out []*instance
+	for _, inst := range p.instances {
+		if inst.hasRow {
+			out = append(out, inst)
+		}
+	}
+	slices.SortFunc(out, func(a, b *instance) int { return cmp.Compare(a.createdSeq, b.createdSeq) })
+	return out
+}
+
+// row returns the instance record of id if the instance exists. Callers
+// hold p.mu.
+func (p *Provider) row(id string) *instance {
+	if inst := p.instances[id]; inst != nil && inst.hasRow {
+		return inst
+	}
+	return nil
+}
+
+// currentStatus is the status of inst's current execution, or "" when it
+// has no execution record.
+func currentStatus(inst *instance) string {
+	if e := inst.currentRecord(); e != nil {
+		return e.status
+	}
+	return ""
+}
+
+// ListInstances returns every instance id, newest first.
+func (p *Provider) ListInstances(ctx context.Context) ([]string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	rows := p.rows()
+	out := make([]string, 0, len(rows))
+	for _, inst := range slices.Backward(rows) {
+		out = append(out, inst.id)
+	}
+	return out, nil
+}
+
+// ListInstancesByStatus returns the instances whose current execution has
+// status, newest first.
+func (p *Provider) ListInstancesByStatus(ctx context.Context, status string) ([]string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := []string{}
+	for _, inst := range slices.Backward(p.rows()) {
+		if currentStatus(inst) == status && status != "" {
+			out = append(out, inst.id)
+		}
+	}
+	return out, nil
+}
+
+// ListExecutions returns the instance's execution ids in ascending order;
+// empty for unknown instances.
+func (p *Provider) ListExecutions(ctx context.Context, instance string) ([]uint64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := []uint64{}
+	if inst := p.instances[instance]; inst != nil {
+		for id := range inst.executions {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// ReadHistoryWithExecutionID returns one execution's events, as
+// [Provider.ReadWithExecution].
+func (p *Provider) ReadHistoryWithExecutionID(ctx context.Context, instance string, executionID uint64) ([]provider.Event, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.readLocked(opReadHistoryExec, p.instances[instance], instance, executionID)
+}
+
+// ReadHistory returns the latest execution's events, as [Provider.Read].
+func (p *Provider) ReadHistory(ctx context.Context, instance string) ([]provider.Event, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	inst := p.instances[instance]
+	return p.readLocked(opReadHistory, inst, instance, inst.latestExecution())
+}
+
+// LatestExecutionID returns the highest execution id; 1 for unknown
+// instances.
+func (p *Provider) LatestExecutionID(ctx context.Context, instance string) (uint64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.instances[instance].latestExecution(), nil
+}
+
+// InstanceInfo describes an instance and its current execution (status
+// "Unknown" when that execution has no record). Unknown instances fail
+// with [provider.ErrNotFound].
+func (p *Provider) InstanceInfo(ctx context.Context, instance string) (*provider.InstanceInfo, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	inst := p.row(instance)
+	if inst == nil {
+		return nil, provider.Permanent(opInstanceInfo, provider.ErrNotFound, errInstanceUnknown, instance)
+	}
+	info := &provider.InstanceInfo{
+		InstanceID:           inst.id,
+		OrchestrationName:    inst.name,
+		OrchestrationVersion: cmp.Or(inst.version, provider.UnknownVersion),
+		CurrentExecutionID:   inst.currentExecution,
+		Status:               statusUnknown,
+		CreatedAt:            uint64(inst.createdAtMs),
+		UpdatedAt:            uint64(inst.updatedAtMs),
+		ParentInstanceID:     inst.parent,
+	}
+	if e := inst.currentRecord(); e != nil {
+		info.Status = e.status
+		info.Output = cloneString(e.output)
+	}
+	return info, nil
+}
+
+// ExecutionInfo describes one execution. Unknown executions fail with
+// [provider.ErrNotFound].
+func (p *Provider) ExecutionInfo(ctx context.Context, instance string, executionID uint64) (*provider.ExecutionInfo, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var e *execution
+	inst := p.instances[instance]
+	if inst != nil {
+		e = inst.executions[executionID]
+	}
+	if e == nil {
+		return nil, provider.Permanent(opExecutionInfo, provider.ErrNotFound,
+			"Execution %d not found for instance %s", executionID, instance)
+	}
+	info := &provider.ExecutionInfo{
+		ExecutionID: executionID,
+		Status:      e.status,
+		Output:      cloneString(e.output),
+		StartedAt:   uint64(e.startedAtMs),
+		EventCount:  len(inst.history[executionID]),
+	}
+	if e.completedAtMs != nil {
+		c := uint64(*e.completedAtMs)
+		info.CompletedAt = &c
+	}
+	return info, nil
+}
+
+// SystemMetrics counts instances (by the status of their current
+// execution), executions and history events.
+func (p *Provider) SystemMetrics(ctx context.Context) (provider.SystemMetrics, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var m provider.SystemMetrics
+	for _, inst := range p.instances {
+		m.TotalExecutions += uint64(len(inst.executions))
+		for _, h := range inst.history {
+			m.TotalEvents += uint64(len(h))
+		}
+		if !inst.hasRow {
+			continue
+		}
+		m.TotalInstances++
+		switch currentStatus(inst) {
+		case provider.StatusRunning:
+			m.RunningInstances++
+		case provider.StatusCompleted:
+			m.CompletedInstances++
+		case provider.StatusFailed:
+			m.FailedInstances++
+		}
+	}
+	return m, nil
+}
+
+// QueueDepths counts the messages of each queue that no live lock holds.
+// TimerQueue is always 0: timers are delayed orchestrator messages.
+func (p *Provider) QueueDepths(ctx context.Context) (provider.QueueDepths, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.nowMs()
+	var d provider.QueueDepths
+	for _, m := range p.orchQ {
+		if l := p.liveLock(m.instance, now); l == nil || l.token != m.lockToken {
+			d.OrchestratorQueue++
+		}
+	}
+	for _, m := range p.workQ {
+		if m.lockToken == "" || m.lockedUntilMs <= now {
+			d.WorkerQueue++
+		}
+	}
+	return d, nil
+}
+
+// ListChildren returns the direct children of an instance, oldest first;
+// empty for unknown instances.
+func (p *Provider) ListChildren(ctx context.Context, instance string) ([]string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.children(instance), nil
+}
+
+// children returns the ids of the direct children of id, oldest first.
+// Callers hold p.mu.
+func (p *Provider) children(id string) []string {
+	out := []string{}
+	for _, inst := range p.rows() {
+		if inst.parent == id && id != "" {
+			out = append(out, inst.id)
+		}
+	}
+	return out
+}
+
+// ParentID returns the instance's parent, or "" for a root. Unknown
+// instances fail with [provider.ErrNotFound].
+func (p *Provider) ParentID(ctx context.Context, instance string) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	inst := p.row(instance)
+	if inst == nil {
+		return "", provider.Permanent(opParentID, provider.ErrNotFound, errInstanceUnknown, instance)
+	}
+	return inst.parent, nil
+}
+
+// DeleteInstancesAtomic deletes every listed instance with all its data
+// (history, executions, queued messages of both queues, locks, KV, custom
+// status), all or nothing. Sessions are kept. Without force an instance
+// whose current execution is running fails the call with
+// [provider.ErrStillRunning]; an instance not listed whose parent is listed
+// fails it with [provider.ErrTreeChanged]. InstancesDeleted counts the
+// listed instances that existed.
+func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, force bool) (provider.DeleteInstanceResult, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.deleteLocked(opDeleteAtomic, ids, force)
+}
+
+// deleteLocked implements [Provider.DeleteInstancesAtomic]. Callers hold
+// p.mu.
+func (p *Provider) deleteLocked(op string, ids []string, force bool) (provider.DeleteInstanceResult, error) {
+	var res provider.DeleteInstanceResult
+	set := map[string]bool{}
+	for _, id := range ids {
+		set[id] = true
+	}
+	if len(set) == 0 {
+		return res, nil
+	}
+	if !force {
+		for _, id := range ids {
+			if inst := p.row(id); inst != nil && currentStatus(inst) == provider.StatusRunning {
+				return res, provider.Permanent(op, provider.ErrStillRunning,
+					"Instance %s is still running. Use force=true to delete anyway, or cancel first.", id)
+			}
+		}
+	}
+	for _, inst := range p.rows() {
+		if !set[inst.id] && inst.parent != "" && set[inst.parent] {
+			return res, provider.Permanent(op, provider.ErrTreeChanged,
+				"Cannot delete: instance %s has child %s that was created after tree traversal. Re-fetch the tree and retry.",
+				inst.parent, inst.id)
+		}
+	}
+	for id := range set {
+		inst := p.instances[id]
+		if inst == nil {
+			continue
+		}
+		if inst.hasRow {
+			res.InstancesDeleted++
+		}
+		res.ExecutionsDeleted += uint64(len(inst.executions))
+		for _, h := range inst.history {
+			res.EventsDeleted += uint64(len(h))
+		}
+		delete(p.instances, id)
+	}
+	n := len(p.orchQ)
+	p.orchQ = slices.DeleteFunc(p.orchQ, func(m *orchMessage) bool { return set[m.instance] })
+	res.QueueMessagesDeleted = uint64(n-len(p.orchQ)) + uint64(p.deleteWork(func(m *workMessage) bool { return set[m.instance] }))
+	for id := range set {
+		if l := p.orchLocks[id]; l != nil {
+			delete(p.orchTokens, l.token)
+			delete(p.orchLocks, id)
+		}
+	}
+	return res, nil
+}
+
+// tree returns root and all its descendants. Callers hold p.mu.
+func (p *Provider) tree(root string) []string {
+	all := []string{root}
+	for i := 0; i < len(all); i++ {
+		for _, c := range p.children(all[i]) {
+			if !slices.Contains(all, c) {
+				all = append(all, c)
+			}
+		}
+	}
+	return all
+}
+
+// selectInstances returns the existing instances that filter selects, oldest
+// first; keep further restricts the candidates. Callers hold p.mu.
+func (p *Provider) selectInstances(filter provider.InstanceFilter, keep func(*instance) bool) []*instance {
+	if filter.InstanceIDs != nil && len(filter.InstanceIDs) == 0 {
+		return nil
+	}
+	var out []*instance
+	for _, inst := range p.rows() {
+		if len(out) >= filter.EffectiveLimit() {
+			break
+		}
+		if filter.InstanceIDs != nil && !slices.Contains(filter.InstanceIDs, inst.id) {
+			continue
+		}
+		if !filter.CompletedBefore.IsZero() {
+			e := inst.currentRecord()
+			if e == nil || e.completedAtMs == nil || *e.completedAtMs >= filter.CompletedBefore.UnixMilli() {
+				continue
+			}
+		}
+		if keep != nil && !keep(inst) {
+			continue
+		}
+		out = append(out, inst)
+	}
+	return out
+}
+
+// DeleteInstanceBulk deletes the root instances whose current execution is
+// terminal and that filter selects, each with its whole tree (forced).
+// Running instances and sub-orchestrations are skipped. InstancesDeleted
+// counts every instance of every tree.
+func (p *Provider) DeleteInstanceBulk(ctx context.Context, filter provider.InstanceFilter) (provider.DeleteInstanceResult, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	roots := p.selectInstances(filter, func(inst *instance) bool {
+		return inst.parent == "" && provider.IsTerminalStatus(currentStatus(inst))
+	})
+	var total provider.DeleteInstanceResult
+	for _, root := range roots {
+		tree := p.tree(root.id)
+		res, err := p.deleteLocked(opDeleteBulk, tree, true)
+		if err != nil {
+			return total, err
+		}
+		res.InstancesDeleted = uint64(len(tree))
+		total = total.Add(res)
+	}
+	return total, nil
+}
+
+// PruneExecutions deletes the history and records of the instance's old
+// executions: never the current one or a running one, keeping the
+// options.KeepLast highest ids and, when options.CompletedBefore is set,
+// only those that completed before it. KV data is not touched. Unknown
+// instances fail with [provider.ErrNotFound].
+func (p *Provider) PruneExecutions(ctx context.Context, instance string, options provider.PruneOptions) (provider.PruneResult, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	inst := p.row(instance)
+	if inst == nil {
+		return provider.PruneResult{}, provider.Permanent(opPruneExecutions, provider.ErrNotFound, errInstanceUnknown, instance)
+	}
+	return pruneLocked(inst, options), nil
+}
+
+// pruneLocked prunes one existing instance. Callers hold p.mu.
+func pruneLocked(inst *instance, options provider.PruneOptions) provider.PruneResult {
+	res := provider.PruneResult{InstancesProcessed: 1}
+	ids := make([]uint64, 0, len(inst.executions))
+	for id := range inst.executions {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	keep := map[uint64]bool{}
+	if options.KeepLast > 0 {
+		for _, id := range ids[max(0, len(ids)-int(options.KeepLast)):] {
+			keep[id] = true
+		}
+	}
+	for _, id := range ids {
+		e := inst.executions[id]
+		switch {
+		case id == inst.currentExecution, e.status == provider.StatusRunning, keep[id]:
+			continue
+		case !options.CompletedBefore.IsZero() && (e.completedAtMs == nil || *e.completedAtMs >= options.CompletedBefore.UnixMilli()):
+			continue
+		}
+		res.ExecutionsDeleted++
+		res.EventsDeleted += uint64(len(inst.history[id]))
+		delete(inst.executions, id)
+		delete(inst.history, id)
+	}
+	return res
+}
+
+// PruneExecutionsBulk prunes every instance that filter selects, running
+// ones included, and sums the results.
+func (p *Provider) PruneExecutionsBulk(ctx context.Context, filter provider.InstanceFilter, options provider.PruneOptions) (provider.PruneResult, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var total provider.PruneResult
+	for _, inst := range p.selectInstances(filter, nil) {
+		total = total.Add(pruneLocked(inst, options))
+	}
+	return total, nil
+}
