@@ -25,9 +25,13 @@ type ErrorDetails interface {
 // InfrastructureDetails is a provider or data failure that aborted a turn
 // before user code ran.
 type InfrastructureDetails struct {
+	// Operation names the operation that failed; "unknown" when the error
+	// did not name one.
 	Operation string `json:"operation"`
-	Message   string `json:"message"`
-	Retryable bool   `json:"retryable"`
+	// Message describes the failure.
+	Message string `json:"message"`
+	// Retryable reports whether the operation may succeed if retried.
+	Retryable bool `json:"retryable"`
 }
 
 // ConfigErrorKind names a configuration failure.
@@ -39,9 +43,13 @@ const ConfigNondeterminism ConfigErrorKind = "Nondeterminism"
 
 // ConfigurationDetails is a deployment problem, such as nondeterminism.
 type ConfigurationDetails struct {
-	Kind     ConfigErrorKind `json:"kind"`
-	Resource string          `json:"resource"`
-	Message  *string         `json:"message"`
+	// Kind is the failure kind; always [ConfigNondeterminism].
+	Kind ConfigErrorKind `json:"kind"`
+	// Resource names what the problem concerns; DisplayMessage uses it
+	// when Message is nil.
+	Resource string `json:"resource"`
+	// Message describes the problem; nil when there is no description.
+	Message *string `json:"message"`
 }
 
 // AppErrorCode names an application failure kind.
@@ -59,7 +67,9 @@ const (
 // [AppCancelled]. On the wire the unit kinds are strings ("Panicked") and
 // cancellation is {"Cancelled":{"reason":"..."}}.
 type AppErrorKind struct {
-	Code   AppErrorCode
+	// Code is the failure kind.
+	Code AppErrorCode
+	// Reason is the cancellation reason; "" unless Code is [AppCancelled].
 	Reason string
 }
 
@@ -110,17 +120,25 @@ func (k *AppErrorKind) UnmarshalJSON(data []byte) error {
 // ApplicationDetails is a failure of user code: an activity or orchestration
 // error, a panic, or a cancellation.
 type ApplicationDetails struct {
-	Kind      AppErrorKind `json:"kind"`
-	Message   string       `json:"message"`
-	Retryable bool         `json:"retryable"`
+	// Kind is the failure kind (with the reason, for cancellations).
+	Kind AppErrorKind `json:"kind"`
+	// Message is the error or panic message.
+	Message string `json:"message"`
+	// Retryable reports whether the failure may succeed on retry.
+	Retryable bool `json:"retryable"`
 }
 
 // PoisonDetails records a message that exceeded the runtime's attempt limit.
 type PoisonDetails struct {
-	AttemptCount uint32            `json:"attempt_count"`
-	MaxAttempts  uint32            `json:"max_attempts"`
-	MessageType  PoisonMessageType `json:"message_type"`
-	Message      string            `json:"message"`
+	// AttemptCount is the delivery count that exceeded MaxAttempts.
+	AttemptCount uint32 `json:"attempt_count"`
+	// MaxAttempts is the runtime's attempt limit; a message whose attempt
+	// count exceeds it is poisoned.
+	MaxAttempts uint32 `json:"max_attempts"`
+	// MessageType says what was poisoned; it must not be nil.
+	MessageType PoisonMessageType `json:"message_type"`
+	// Message is free text about the poisoned message.
+	Message string `json:"message"`
 }
 
 // PoisonMessageType says what was poisoned: [PoisonOrchestration],
@@ -132,23 +150,32 @@ type PoisonMessageType interface {
 
 // PoisonOrchestration is a poisoned orchestration turn.
 type PoisonOrchestration struct {
-	Instance    string `json:"instance"`
+	// Instance is the instance id.
+	Instance string `json:"instance"`
+	// ExecutionID is the execution whose turn was poisoned.
 	ExecutionID uint64 `json:"execution_id"`
 }
 
 // PoisonActivity is a poisoned activity execution.
 type PoisonActivity struct {
-	Instance     string `json:"instance"`
-	ExecutionID  uint64 `json:"execution_id"`
+	// Instance is the instance that scheduled the activity.
+	Instance string `json:"instance"`
+	// ExecutionID is the execution that scheduled it.
+	ExecutionID uint64 `json:"execution_id"`
+	// ActivityName is the activity's name.
 	ActivityName string `json:"activity_name"`
-	ActivityID   uint64 `json:"activity_id"`
+	// ActivityID is the event id of its ActivityScheduled event.
+	ActivityID uint64 `json:"activity_id"`
 }
 
 // PoisonFailedDeserialization is history that repeatedly failed to decode.
 type PoisonFailedDeserialization struct {
-	Instance    string `json:"instance"`
+	// Instance is the instance id.
+	Instance string `json:"instance"`
+	// ExecutionID is the execution whose history failed to decode.
 	ExecutionID uint64 `json:"execution_id"`
-	Error       string `json:"error"`
+	// Error is the decode error text.
+	Error string `json:"error"`
 }
 
 func (PoisonOrchestration) isPoisonMessageType()         {}

@@ -21,7 +21,7 @@ type Event struct {
 	SourceEventID *uint64
 	// InstanceID and ExecutionID repeat the history's key.
 	InstanceID  string
-	ExecutionID uint64
+	ExecutionID uint64 // execution id within the instance; the first is 1
 	// TimestampMs is the creation time in epoch milliseconds.
 	TimestampMs uint64
 	// DuroxideVersion is the semver of the runtime that wrote the event; on
@@ -51,150 +51,196 @@ type EventKind interface {
 
 // OrchestrationStarted is the first event of every execution.
 type OrchestrationStarted struct {
-	Name           string  `json:"name"`
-	Version        string  `json:"version"`
-	Input          string  `json:"input"`
+	// Name is the orchestration name.
+	Name string `json:"name"`
+	// Version is the orchestration version this execution runs.
+	Version string `json:"version"`
+	// Input is the execution's input.
+	Input string `json:"input"`
+	// ParentInstance is the parent instance id of a sub-orchestration; nil
+	// for a root or detached instance.
 	ParentInstance *string `json:"parent_instance"`
-	ParentID       *uint64 `json:"parent_id"`
+	// ParentID is the parent's SubOrchestrationScheduled event id; nil
+	// without a parent.
+	ParentID *uint64 `json:"parent_id"`
 	// CarryForwardEvents is omitted from the wire when nil and encoded as
 	// [] when empty but non-nil.
-	CarryForwardEvents  []CarryForwardEvent `json:"carry_forward_events,omitzero"`
-	InitialCustomStatus *string             `json:"initial_custom_status,omitempty"`
+	CarryForwardEvents []CarryForwardEvent `json:"carry_forward_events,omitzero"`
+	// InitialCustomStatus is the custom status carried over by
+	// continue-as-new; nil (omitted from the wire) when there is none.
+	InitialCustomStatus *string `json:"initial_custom_status,omitempty"`
 }
 
 // OrchestrationCompleted ends an execution successfully.
 type OrchestrationCompleted struct {
+	// Output is the orchestration's result.
 	Output string `json:"output"`
 }
 
 // OrchestrationFailed ends an execution with an error.
 type OrchestrationFailed struct {
+	// Details says why the execution failed; required.
 	Details ErrorDetails `json:"details"`
 }
 
 // OrchestrationContinuedAsNew ends an execution that continues as a new one.
 type OrchestrationContinuedAsNew struct {
+	// Input is the input of the next execution.
 	Input string `json:"input"`
 }
 
 // OrchestrationCancelRequested records a cancellation request.
 type OrchestrationCancelRequested struct {
+	// Reason is the cancellation reason.
 	Reason string `json:"reason"`
 }
 
 // OrchestrationChained records a detached (fire-and-forget) start.
 type OrchestrationChained struct {
-	Name     string `json:"name"`
+	// Name is the orchestration to start.
+	Name string `json:"name"`
+	// Instance is the new instance's id.
 	Instance string `json:"instance"`
-	Input    string `json:"input"`
+	// Input is its input.
+	Input string `json:"input"`
 }
 
 // ActivityScheduled records an activity call; its event id is the activity id.
 type ActivityScheduled struct {
-	Name      string  `json:"name"`
-	Input     string  `json:"input"`
+	// Name is the activity name.
+	Name string `json:"name"`
+	// Input is the activity input.
+	Input string `json:"input"`
+	// SessionID pins the activity to a session; nil (omitted) for none.
 	SessionID *string `json:"session_id,omitempty"`
-	Tag       *string `json:"tag,omitempty"`
+	// Tag routes the activity to matching workers; nil (omitted) for
+	// untagged.
+	Tag *string `json:"tag,omitempty"`
 }
 
 // ActivityCompleted records an activity result.
 type ActivityCompleted struct {
+	// Result is the activity's output.
 	Result string `json:"result"`
 }
 
 // ActivityFailed records an activity failure.
 type ActivityFailed struct {
+	// Details says why the activity failed; required.
 	Details ErrorDetails `json:"details"`
 }
 
 // ActivityCancelRequested records that an in-flight activity was cancelled.
 type ActivityCancelRequested struct {
+	// Reason is the cancellation reason.
 	Reason string `json:"reason"`
 }
 
 // TimerCreated records a durable timer.
 type TimerCreated struct {
+	// FireAtMs is when the timer fires, in epoch milliseconds.
 	FireAtMs uint64 `json:"fire_at_ms"`
 }
 
 // TimerFired records a timer firing.
 type TimerFired struct {
+	// FireAtMs is the timer's fire time, in epoch milliseconds.
 	FireAtMs uint64 `json:"fire_at_ms"`
 }
 
 // ExternalSubscribed records a positional wait for a named external event.
 type ExternalSubscribed struct {
+	// Name is the external event name waited for.
 	Name string `json:"name"`
 }
 
 // ExternalEvent records a delivered external event.
 type ExternalEvent struct {
+	// Name is the event name.
 	Name string `json:"name"`
+	// Data is the event payload.
 	Data string `json:"data"`
 }
 
 // ExternalSubscribedCancelled records a cancelled external wait.
 type ExternalSubscribedCancelled struct {
+	// Reason is the cancellation reason.
 	Reason string `json:"reason"`
 }
 
 // SubOrchestrationScheduled records a sub-orchestration start.
 type SubOrchestrationScheduled struct {
-	Name     string `json:"name"`
+	// Name is the child orchestration's name.
+	Name string `json:"name"`
+	// Instance is the child instance id as scheduled.
 	Instance string `json:"instance"`
-	Input    string `json:"input"`
+	// Input is the child's input.
+	Input string `json:"input"`
 }
 
 // SubOrchestrationCompleted records a sub-orchestration result.
 type SubOrchestrationCompleted struct {
+	// Result is the child's output.
 	Result string `json:"result"`
 }
 
 // SubOrchestrationFailed records a sub-orchestration failure.
 type SubOrchestrationFailed struct {
+	// Details says why the child failed; required.
 	Details ErrorDetails `json:"details"`
 }
 
 // SubOrchestrationCancelRequested records a cancelled sub-orchestration.
 type SubOrchestrationCancelRequested struct {
+	// Reason is the cancellation reason.
 	Reason string `json:"reason"`
 }
 
 // QueueSubscribed records a FIFO mailbox subscription. Its wire tag is the
 // legacy "ExternalSubscribedPersistent".
 type QueueSubscribed struct {
+	// Name is the mailbox (queue) name.
 	Name string `json:"name"`
 }
 
 // QueueEventDelivered records a FIFO mailbox delivery. Its wire tag is the
 // legacy "ExternalEventPersistent".
 type QueueEventDelivered struct {
+	// Name is the mailbox (queue) name.
 	Name string `json:"name"`
+	// Data is the message payload.
 	Data string `json:"data"`
 }
 
 // QueueSubscriptionCancelled records a cancelled mailbox subscription. Its
 // wire tag is the legacy "ExternalSubscribedPersistentCancelled".
 type QueueSubscriptionCancelled struct {
+	// Reason is the cancellation reason.
 	Reason string `json:"reason"`
 }
 
 // CustomStatusUpdated sets (Status non-nil) or clears (nil) the instance's
 // custom status. Providers materialize it at ack.
 type CustomStatusUpdated struct {
+	// Status is the new custom status; nil (null on the wire) clears it.
 	Status *string `json:"status"`
 }
 
 // KeyValueSet sets a key of the instance's KV store. Providers materialize it
 // at ack.
 type KeyValueSet struct {
-	Key             string `json:"key"`
-	Value           string `json:"value"`
+	// Key is the key being set.
+	Key string `json:"key"`
+	// Value is its new value; "" is a real value.
+	Value string `json:"value"`
+	// LastUpdatedAtMs is when the key was set, in epoch milliseconds; 0
+	// for events written before the field existed.
 	LastUpdatedAtMs uint64 `json:"last_updated_at_ms" wire:"default"`
 }
 
 // KeyValueCleared removes one key of the instance's KV store.
 type KeyValueCleared struct {
+	// Key is the key to remove.
 	Key string `json:"key"`
 }
 

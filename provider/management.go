@@ -7,49 +7,65 @@ import (
 
 // InstanceInfo describes an instance and its current execution.
 type InstanceInfo struct {
-	InstanceID           string
+	// InstanceID is the instance id.
+	InstanceID string
+	// OrchestrationName is the stored orchestration name.
 	OrchestrationName    string
 	OrchestrationVersion string // UnknownVersion when none is stored
-	CurrentExecutionID   uint64
+	// CurrentExecutionID is the id of the current (latest) execution.
+	CurrentExecutionID uint64
 	// Status is the current execution's status, or "Unknown" if it has no
 	// execution record.
 	Status string
+	// Output is the current execution's output; nil when none is recorded.
 	Output *string
 	// CreatedAt and UpdatedAt are epoch milliseconds; 0 when the store does
 	// not track them.
 	CreatedAt        uint64
-	UpdatedAt        uint64
+	UpdatedAt        uint64 // epoch milliseconds; see CreatedAt
 	ParentInstanceID string // "" for a root instance
 }
 
 // ExecutionInfo describes one execution.
 type ExecutionInfo struct {
+	// ExecutionID is the execution id.
 	ExecutionID uint64
-	Status      string
-	Output      *string
+	// Status is the execution's status, such as [StatusRunning].
+	Status string
+	// Output is the result, failure message or continue-as-new input; nil
+	// when none is recorded.
+	Output *string
 	// StartedAt is epoch milliseconds; CompletedAt is nil while running.
 	StartedAt   uint64
-	CompletedAt *uint64
-	EventCount  int
+	CompletedAt *uint64 // epoch milliseconds; nil while running
+	// EventCount is the number of events in the execution's history.
+	EventCount int
 }
 
 // SystemMetrics counts what a store holds. Instance counts are by the status
 // of each instance's current execution.
 type SystemMetrics struct {
-	TotalInstances     uint64
-	TotalExecutions    uint64
-	RunningInstances   uint64
+	// TotalInstances counts all instances.
+	TotalInstances uint64
+	// TotalExecutions counts all executions of all instances.
+	TotalExecutions uint64
+	// RunningInstances counts instances whose current execution is Running.
+	RunningInstances uint64
+	// CompletedInstances counts instances whose current execution is
+	// Completed.
 	CompletedInstances uint64
-	FailedInstances    uint64
-	TotalEvents        uint64
+	// FailedInstances counts instances whose current execution is Failed.
+	FailedInstances uint64
+	// TotalEvents counts history events over all executions.
+	TotalEvents uint64
 }
 
 // QueueDepths counts unlocked messages per queue. TimerQueue is always 0:
 // timers are delayed orchestrator messages.
 type QueueDepths struct {
-	OrchestratorQueue int
-	WorkerQueue       int
-	TimerQueue        int
+	OrchestratorQueue int // unlocked orchestrator-queue messages
+	WorkerQueue       int // unlocked worker-queue messages
+	TimerQueue        int // always 0
 }
 
 // DefaultBulkLimit is how many instances a bulk operation selects when
@@ -90,10 +106,10 @@ type PruneOptions struct {
 
 // DeleteInstanceResult counts what a delete removed.
 type DeleteInstanceResult struct {
-	InstancesDeleted     uint64
-	ExecutionsDeleted    uint64
-	EventsDeleted        uint64
-	QueueMessagesDeleted uint64
+	InstancesDeleted     uint64 // instances removed
+	ExecutionsDeleted    uint64 // executions removed
+	EventsDeleted        uint64 // history events removed
+	QueueMessagesDeleted uint64 // orchestrator- and worker-queue messages removed
 }
 
 // Add returns the sum of r and s.
@@ -108,9 +124,11 @@ func (r DeleteInstanceResult) Add(s DeleteInstanceResult) DeleteInstanceResult {
 
 // PruneResult counts what a prune removed.
 type PruneResult struct {
+	// InstancesProcessed counts the instances examined; a single-instance
+	// prune reports 1 even when it deletes nothing.
 	InstancesProcessed uint64
-	ExecutionsDeleted  uint64
-	EventsDeleted      uint64
+	ExecutionsDeleted  uint64 // executions removed
+	EventsDeleted      uint64 // history events removed
 }
 
 // Add returns the sum of r and s.
@@ -120,6 +138,7 @@ func (r PruneResult) Add(s PruneResult) PruneResult {
 
 // InstanceTree is an instance and all its descendants.
 type InstanceTree struct {
+	// RootID is the id of the tree's root instance.
 	RootID string
 	// AllIDs holds the root and every descendant, in no particular order.
 	AllIDs []string

@@ -12,7 +12,8 @@ import (
 // Methods that find nothing return a nil result and a nil error. Every error
 // is an [*Error] (possibly wrapping a sentinel such as [ErrInvalidLockToken]);
 // a method that returns an error holds no lock on the caller's behalf.
-// Implementations are safe for concurrent use.
+// A fetch that is waiting for work when ctx ends returns an error wrapping
+// ctx.Err(). Implementations are safe for concurrent use.
 type Provider interface {
 	// FetchOrchestrationItem locks one instance that has visible messages
 	// and is not locked, and returns its batch and current history. The

@@ -113,7 +113,7 @@ type ExecutionMetadata struct {
 	// first turn of each execution. When both are set the instance record
 	// is created if absent and its name and version are overwritten.
 	OrchestrationName    string
-	OrchestrationVersion string
+	OrchestrationVersion string // see OrchestrationName
 	// ParentInstanceID links a sub-orchestration to its parent. It is
 	// stored only when the instance record is created.
 	ParentInstanceID string
@@ -124,9 +124,13 @@ type ExecutionMetadata struct {
 
 // ScheduledActivityIdentifier names a worker-queue entry for cancellation.
 type ScheduledActivityIdentifier struct {
-	Instance    string
+	// Instance is the instance that scheduled the activity.
+	Instance string
+	// ExecutionID is the execution that scheduled it.
 	ExecutionID uint64
-	ActivityID  uint64
+	// ActivityID is the event id of its ActivityScheduled event (the
+	// item's [ActivityExecuteItem.ID]).
+	ActivityID uint64
 }
 
 // SessionFetchConfig lets [Provider.FetchWorkItem] return session-bound
@@ -150,7 +154,10 @@ type CustomStatus struct {
 
 // KVEntry is one value of an instance's KV store.
 type KVEntry struct {
-	Value           string
+	// Value is the stored value; "" is a real value.
+	Value string
+	// LastUpdatedAtMs is when the key was last set, in epoch milliseconds
+	// (from its [KeyValueSet] event).
 	LastUpdatedAtMs uint64
 }
 
@@ -173,6 +180,7 @@ type SystemStats struct {
 // SemVer is a semantic version's major.minor.patch core, the part of a
 // runtime version that capability filtering compares.
 type SemVer struct {
+	// Major, Minor and Patch are the version's three numbers.
 	Major, Minor, Patch uint64
 }
 
@@ -208,6 +216,7 @@ func (v SemVer) Compare(w SemVer) int {
 
 // SemverRange is an inclusive range of versions.
 type SemverRange struct {
+	// Min and Max are the lower and upper bounds, both inclusive.
 	Min, Max SemVer
 }
 
@@ -220,6 +229,8 @@ func (r SemverRange) Contains(v SemVer) bool {
 // runtime versions a dispatcher can replay. Providers honour only the first
 // range; an empty list supports nothing.
 type CapabilityFilter struct {
+	// SupportedVersions lists the replayable version ranges; providers use
+	// only the first, and an empty list admits nothing.
 	SupportedVersions []SemverRange
 }
 

@@ -52,10 +52,11 @@ func decodeTagged(data []byte, what string) (string, json.RawMessage, error) {
 	if len(fields) != 1 {
 		return "", nil, fmt.Errorf("%s: want an object with exactly one variant key, got %d keys", what, len(fields))
 	}
-	for tag, body := range fields {
-		return tag, body, nil
+	var tag string
+	var body json.RawMessage
+	for tag, body = range fields {
 	}
-	panic("unreachable")
+	return tag, body, nil
 }
 
 // unknownKind returns the error for a variant tag this version does not know.

@@ -23,25 +23,35 @@ type WorkItem interface {
 
 // StartOrchestrationItem starts an execution of an orchestration.
 type StartOrchestrationItem struct {
-	Instance      string `json:"instance"`
+	// Instance is the id of the instance to start.
+	Instance string `json:"instance"`
+	// Orchestration is the orchestration name.
 	Orchestration string `json:"orchestration"`
-	Input         string `json:"input"`
+	// Input is the orchestration input.
+	Input string `json:"input"`
 	// Version pins the orchestration version; nil resolves the latest.
-	Version        *string `json:"version"`
+	Version *string `json:"version"`
+	// ParentInstance is the parent instance id of a sub-orchestration; nil
+	// otherwise.
 	ParentInstance *string `json:"parent_instance"`
 	// ParentID is the parent's SubOrchestrationScheduled event id.
-	ParentID    *uint64 `json:"parent_id"`
-	ExecutionID uint64  `json:"execution_id"`
+	ParentID *uint64 `json:"parent_id"`
+	// ExecutionID is the execution to start, normally 1.
+	ExecutionID uint64 `json:"execution_id"`
 }
 
 // ActivityExecuteItem asks a worker to run an activity. Its identity for
 // cancellation is (Instance, ExecutionID, ID).
 type ActivityExecuteItem struct {
-	Instance    string `json:"instance"`
+	// Instance is the instance that scheduled the activity.
+	Instance string `json:"instance"`
+	// ExecutionID is the execution that scheduled it.
 	ExecutionID uint64 `json:"execution_id"`
 	// ID is the event id of the ActivityScheduled event.
-	ID    uint64 `json:"id"`
-	Name  string `json:"name"`
+	ID uint64 `json:"id"`
+	// Name is the activity name.
+	Name string `json:"name"`
+	// Input is the activity input.
 	Input string `json:"input"`
 	// SessionID pins the activity to a session owner; nil for none.
 	SessionID *string `json:"session_id,omitempty"`
@@ -52,76 +62,111 @@ type ActivityExecuteItem struct {
 
 // ActivityCompletedItem carries an activity's result to its orchestration.
 type ActivityCompletedItem struct {
-	Instance    string `json:"instance"`
+	// Instance is the orchestration instance to deliver to.
+	Instance string `json:"instance"`
+	// ExecutionID is the execution that scheduled the activity.
 	ExecutionID uint64 `json:"execution_id"`
-	ID          uint64 `json:"id"`
-	Result      string `json:"result"`
+	// ID is the event id of the ActivityScheduled event.
+	ID uint64 `json:"id"`
+	// Result is the activity's output.
+	Result string `json:"result"`
 }
 
 // ActivityFailedItem carries an activity's failure to its orchestration.
 type ActivityFailedItem struct {
-	Instance    string       `json:"instance"`
-	ExecutionID uint64       `json:"execution_id"`
-	ID          uint64       `json:"id"`
-	Details     ErrorDetails `json:"details"`
+	// Instance is the orchestration instance to deliver to.
+	Instance string `json:"instance"`
+	// ExecutionID is the execution that scheduled the activity.
+	ExecutionID uint64 `json:"execution_id"`
+	// ID is the event id of the ActivityScheduled event.
+	ID uint64 `json:"id"`
+	// Details says why the activity failed; required.
+	Details ErrorDetails `json:"details"`
 }
 
 // TimerFiredItem fires a durable timer. Enqueued by an orchestration turn it
 // becomes visible at FireAtMs (epoch milliseconds).
 type TimerFiredItem struct {
-	Instance    string `json:"instance"`
+	// Instance is the instance that created the timer.
+	Instance string `json:"instance"`
+	// ExecutionID is the execution that created it.
 	ExecutionID uint64 `json:"execution_id"`
-	ID          uint64 `json:"id"`
-	FireAtMs    uint64 `json:"fire_at_ms"`
+	// ID is the event id of the TimerCreated event.
+	ID uint64 `json:"id"`
+	// FireAtMs is the fire time in epoch milliseconds.
+	FireAtMs uint64 `json:"fire_at_ms"`
 }
 
 // ExternalRaisedItem delivers a named external event.
 type ExternalRaisedItem struct {
+	// Instance is the target instance.
 	Instance string `json:"instance"`
-	Name     string `json:"name"`
-	Data     string `json:"data"`
+	// Name is the event name.
+	Name string `json:"name"`
+	// Data is the event payload.
+	Data string `json:"data"`
 }
 
 // SubOrchCompletedItem carries a sub-orchestration's result to its parent.
 type SubOrchCompletedItem struct {
-	ParentInstance    string `json:"parent_instance"`
+	// ParentInstance is the parent instance id, the item's target.
+	ParentInstance string `json:"parent_instance"`
+	// ParentExecutionID is the parent execution that scheduled the child.
 	ParentExecutionID uint64 `json:"parent_execution_id"`
-	ParentID          uint64 `json:"parent_id"`
-	Result            string `json:"result"`
+	// ParentID is the parent's SubOrchestrationScheduled event id.
+	ParentID uint64 `json:"parent_id"`
+	// Result is the child's output.
+	Result string `json:"result"`
 }
 
 // SubOrchFailedItem carries a sub-orchestration's failure to its parent.
 type SubOrchFailedItem struct {
-	ParentInstance    string       `json:"parent_instance"`
-	ParentExecutionID uint64       `json:"parent_execution_id"`
-	ParentID          uint64       `json:"parent_id"`
-	Details           ErrorDetails `json:"details"`
+	// ParentInstance is the parent instance id, the item's target.
+	ParentInstance string `json:"parent_instance"`
+	// ParentExecutionID is the parent execution that scheduled the child.
+	ParentExecutionID uint64 `json:"parent_execution_id"`
+	// ParentID is the parent's SubOrchestrationScheduled event id.
+	ParentID uint64 `json:"parent_id"`
+	// Details says why the child failed; required.
+	Details ErrorDetails `json:"details"`
 }
 
 // CancelInstanceItem asks an instance to cancel.
 type CancelInstanceItem struct {
+	// Instance is the instance to cancel.
 	Instance string `json:"instance"`
-	Reason   string `json:"reason"`
+	// Reason is the cancellation reason.
+	Reason string `json:"reason"`
 }
 
 // ContinueAsNewItem starts the next execution of an instance.
 type ContinueAsNewItem struct {
-	Instance      string  `json:"instance"`
-	Orchestration string  `json:"orchestration"`
-	Input         string  `json:"input"`
-	Version       *string `json:"version"`
+	// Instance is the instance that continues.
+	Instance string `json:"instance"`
+	// Orchestration is the orchestration name.
+	Orchestration string `json:"orchestration"`
+	// Input is the next execution's input.
+	Input string `json:"input"`
+	// Version is the next execution's orchestration version; nil when
+	// none was given.
+	Version *string `json:"version"`
 	// CarryForwardEvents are unconsumed queue messages for the next
 	// execution. Always encoded, as [] when empty.
-	CarryForwardEvents  []CarryForwardEvent `json:"carry_forward_events" wire:"default"`
-	InitialCustomStatus *string             `json:"initial_custom_status,omitempty"`
+	CarryForwardEvents []CarryForwardEvent `json:"carry_forward_events" wire:"default"`
+	// InitialCustomStatus is the custom status carried into the next
+	// execution; nil (omitted) when there is none.
+	InitialCustomStatus *string `json:"initial_custom_status,omitempty"`
 }
 
 // QueueMessageItem delivers a message to a named FIFO mailbox of an
 // instance. If the instance never starts, the provider drops it.
 type QueueMessageItem struct {
+	// Instance is the target instance.
 	Instance string `json:"instance"`
-	Name     string `json:"name"`
-	Data     string `json:"data"`
+	// Name is the mailbox (queue) name.
+	Name string `json:"name"`
+	// Data is the message payload.
+	Data string `json:"data"`
 }
 
 // Kind names of the work item variants, as they appear on the wire.
