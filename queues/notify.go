@@ -1,0 +1,240 @@
+package queues
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/dynoxide/dynoxide/provider"
+)
+
+// maxBatchEntries is the most entries one SendMessageBatch or
+// DeleteMessageBatch call may carry.
+const maxBatchEntries = 10
+
+// outgoing is one message to send.
+type outgoing struct {
+	body         string
+	delaySeconds int32
+}
+
+// toSend is a signal to send and its delay.
+type toSend struct {
+	sig          Signal
+	delaySeconds int32
+}
+
+// Notify wakes the waiters of signals: call it after the DynamoDB write that
+// made the work visible has committed.
+//
+// It first wakes the waiters of this process, with no network hop: at once
+// for signals that are visible now, and through an in-process timer at
+// VisibleAt for delayed ones. Then it sends one SQS message per distinct
+// signal to the queue of its kind, in SendMessageBatch calls of at most 10
+// messages; identical signals (same kind, shard, instance and VisibleAt to
+// the millisecond) are sent once. A delayed signal uses DelaySeconds,
+// rounded up to whole seconds so that it never arrives before its work. A
+// signal more than [MaxDelay] (15 minutes) away is neither sent nor
+// scheduled (see [Stats.SignalsBeyondMaxDelay]): the dispatchers' periodic
+// sweep finds that work. Kinds without a queue URL make no requests.
+//
+// An invalid signal (kind not [Orchestrator] or [Worker], negative shard)
+// fails the whole call before anything is woken or sent, with a permanent
+// error wrapping [provider.ErrInvalidInput]. Otherwise every batch is
+// attempted; the error, if any, is a [*provider.Error] whose Retryable field
+// tells whether sending again may succeed (throttling and outages may;
+// a missing queue, a refused message or a cancelled ctx may not). Because
+// the work is already committed and signals are only hints, callers may
+// log the error and carry on.
+func (s *Signals) Notify(ctx context.Context, signals ...Signal) error {
+	for _, sig := range signals {
+		if !sig.Kind.valid() {
+			return provider.Permanent(opNotify, provider.ErrInvalidInput, "invalid signal kind %v", sig.Kind)
+		}
+		if sig.Shard < 0 {
+			return provider.Permanent(opNotify, provider.ErrInvalidInput, "negative shard %d", sig.Shard)
+		}
+	}
+	if len(signals) == 0 {
+		return nil
+	}
+
+	var send [2][]toSend
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return closedError(opNotify)
+	}
+	now := s.opts.Now()
+	seen := make(map[signalKey]bool, len(signals))
+	var immediate [2][]Signal
+	for _, sig := range signals {
+		key := sig.key()
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		k := s.kinds[sig.Kind-1]
+		delay := time.Duration(0)
+		if !sig.VisibleAt.IsZero() {
+			delay = sig.VisibleAt.Sub(now)
+		}
+		var delaySeconds int32
+		switch {
+		case delay <= 0:
+			immediate[sig.Kind-1] = append(immediate[sig.Kind-1], sig)
+		case delay > MaxDelay:
+			s.stats.beyond.Add(1)
+			continue
+		default:
+			delaySeconds = int32((delay + time.Second - 1) / time.Second)
+			s.scheduleLocked(k, key, sig, delay)
+		}
+		if k.url != "" {
+			send[sig.Kind-1] = append(send[sig.Kind-1], toSend{sig, delaySeconds})
+		}
+	}
+	for i, sigs := range immediate {
+		s.deliverLocked(s.kinds[i], sigs)
+	}
+	s.mu.Unlock()
+
+	var errs []error
+	retryable := true
+	for i, list := range send {
+		url := s.kinds[i].url
+		msgs := make([]outgoing, len(list))
+		for j, m := range list {
+			msgs[j] = outgoing{body: encodeSignal(m.sig, s.id), delaySeconds: m.delaySeconds}
+		}
+		for _, batch := range splitBatches(msgs) {
+			if permanent, err := s.sendBatch(ctx, url, batch); err != nil {
+				errs = append(errs, err)
+				retryable = retryable && !permanent
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	err := errors.Join(errs...)
+	if retryable {
+		return provider.Retryable(opNotify, err, "%v", err)
+	}
+	return provider.Permanent(opNotify, err, "%v", err)
+}
+
+// scheduleLocked arranges for sig to reach the waiters of k after delay,
+// unless an identical signal is already scheduled. s.mu is held.
+func (s *Signals) scheduleLocked(k *kindState, key signalKey, sig Signal, delay time.Duration) {
+	if _, ok := s.timers[key]; ok {
+		return
+	}
+	s.wg.Add(1)
+	var t *time.Timer
+	t = time.AfterFunc(delay, func() {
+		defer s.wg.Done()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.timers[key] == t {
+			delete(s.timers, key)
+		}
+		if !s.closed {
+			s.deliverLocked(k, []Signal{sig})
+		}
+	})
+	s.timers[key] = t
+}
+
+// splitBatches cuts msgs into batches of at most maxBatchEntries messages and
+// maxBodyBytes of bodies.
+func splitBatches(msgs []outgoing) [][]outgoing {
+	var batches [][]outgoing
+	var cur []outgoing
+	size := 0
+	for _, m := range msgs {
+		if len(cur) == maxBatchEntries || (len(cur) > 0 && size+len(m.body) > maxBodyBytes) {
+			batches = append(batches, cur)
+			cur, size = nil, 0
+		}
+		cur = append(cur, m)
+		size += len(m.body)
+	}
+	if len(cur) > 0 {
+		batches = append(batches, cur)
+	}
+	return batches
+}
+
+// sendBatch sends one batch to url. It reports whether a failure is
+// permanent.
+func (s *Signals) sendBatch(ctx context.Context, url string, batch []outgoing) (permanent bool, err error) {
+	entries := make([]types.SendMessageBatchRequestEntry, len(batch))
+	for i, m := range batch {
+		entries[i] = types.SendMessageBatchRequestEntry{
+			Id:           strPtr(strconv.Itoa(i)),
+			MessageBody:  strPtr(m.body),
+			DelaySeconds: m.delaySeconds,
+		}
+	}
+	s.stats.send.Add(1)
+	res, err := s.api.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: &url, Entries: entries})
+	if err != nil {
+		s.stats.errors.Add(1)
+		return permanentSQSError(err), fmt.Errorf("SendMessageBatch of %d to %s: %w", len(batch), url, err)
+	}
+	s.stats.sent.Add(int64(len(res.Successful)))
+	if len(res.Failed) == 0 {
+		return false, nil
+	}
+	s.stats.errors.Add(int64(len(res.Failed)))
+	var b strings.Builder
+	permanent = true
+	for i, f := range res.Failed {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s: %s", deref(f.Code), deref(f.Message))
+		permanent = permanent && f.SenderFault
+	}
+	return permanent, fmt.Errorf("SendMessageBatch to %s: %d of %d messages failed: %s", url, len(res.Failed), len(batch), b.String())
+}
+
+// permanentSQSError reports whether err will recur if the same request is
+// sent again: a cancelled or expired ctx, a missing queue, a refused
+// credential or a malformed request.
+func permanentSQSError(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var qdne *types.QueueDoesNotExist
+	if errors.As(err, &qdne) {
+		return true
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		switch api.ErrorCode() {
+		case "AWS.SimpleQueueService.NonExistentQueue", "AccessDenied", "AccessDeniedException",
+			"InvalidAddress", "InvalidSecurity", "InvalidParameterValue", "UnsupportedOperation",
+			"InvalidClientTokenId", "UnrecognizedClientException", "KmsAccessDenied", "KmsDisabled":
+			return true
+		}
+	}
+	return false
+}
+
+func strPtr(s string) *string { return &s }
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}

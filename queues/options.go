@@ -1,0 +1,88 @@
+package queues
+
+import (
+	"fmt"
+	"time"
+)
+
+// MaxDelay is the longest delay SQS accepts for one message (DelaySeconds
+// 900). [Signals.Notify] sends no message, and schedules no in-process
+// wake-up, for a signal whose VisibleAt lies further in the future: the
+// dispatchers' periodic sweep of DynamoDB finds that work instead.
+const MaxDelay = 15 * time.Minute
+
+// maxLongPoll is the largest WaitTimeSeconds SQS accepts.
+const maxLongPoll = 20 * time.Second
+
+// Options configures [Signals]. The zero value is valid: both kinds are then
+// in-process only, and [New] accepts a nil [API].
+type Options struct {
+	// OrchestratorQueueURL is the SQS standard queue that carries
+	// orchestrator signals between processes. Default "": orchestrator
+	// signals stay in this process, and waiters make no SQS requests.
+	OrchestratorQueueURL string
+
+	// WorkerQueueURL is the SQS standard queue that carries worker signals
+	// between processes. Default "": worker signals stay in this process,
+	// and waiters make no SQS requests. It must differ from
+	// OrchestratorQueueURL (one poller would otherwise consume the other
+	// kind's signals).
+	WorkerQueueURL string
+
+	// MaxLongPoll caps the WaitTimeSeconds of one ReceiveMessage request.
+	// It is truncated to whole seconds. Default 20 s, the SQS maximum;
+	// valid 1 s to 20 s.
+	MaxLongPoll time.Duration
+
+	// ErrorBackoff is how long a poller pauses after a failed
+	// ReceiveMessage before it polls again (waiters keep waiting in-process
+	// meanwhile). Default 1 s; must not be negative.
+	ErrorBackoff time.Duration
+
+	// MaxPending bounds the signals kept per kind for the next [Signals.Wait]
+	// when they arrive while nobody waits (the oldest are dropped first).
+	// Default 100; must not be negative.
+	MaxPending int
+
+	// Logf receives the problems the background pollers handle themselves:
+	// failed receives and deletes, undecodable messages. It is called from
+	// several goroutines. Default: discard.
+	Logf func(format string, args ...any)
+
+	// Now is the clock used to turn [Signal.VisibleAt] into a delay.
+	// Default [time.Now].
+	Now func() time.Time
+}
+
+// resolve applies defaults to a copy of o and validates it.
+func (o Options) resolve() (Options, error) {
+	if o.MaxLongPoll == 0 {
+		o.MaxLongPoll = maxLongPoll
+	}
+	o.MaxLongPoll = o.MaxLongPoll.Truncate(time.Second)
+	if o.MaxLongPoll < time.Second || o.MaxLongPoll > maxLongPoll {
+		return o, fmt.Errorf("queues: MaxLongPoll %v out of range 1s..20s", o.MaxLongPoll)
+	}
+	if o.ErrorBackoff < 0 {
+		return o, fmt.Errorf("queues: negative ErrorBackoff %v", o.ErrorBackoff)
+	}
+	if o.ErrorBackoff == 0 {
+		o.ErrorBackoff = time.Second
+	}
+	if o.MaxPending < 0 {
+		return o, fmt.Errorf("queues: negative MaxPending %d", o.MaxPending)
+	}
+	if o.MaxPending == 0 {
+		o.MaxPending = 100
+	}
+	if o.OrchestratorQueueURL != "" && o.OrchestratorQueueURL == o.WorkerQueueURL {
+		return o, fmt.Errorf("queues: orchestrator and worker signals need different queues, both are %q", o.WorkerQueueURL)
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return o, nil
+}

@@ -1,0 +1,308 @@
+package queues
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/dynoxide/dynoxide/provider"
+)
+
+// Kind names the queue a signal is for.
+type Kind int
+
+// The two kinds of signal. The zero Kind is invalid.
+const (
+	// Orchestrator signals wake orchestration dispatchers: an orchestrator
+	// message (start, completion, timer, event, ...) became or will become
+	// visible.
+	Orchestrator Kind = iota + 1
+	// Worker signals wake activity workers: a worker item became visible.
+	Worker
+)
+
+// String returns "orchestrator", "worker" or "Kind(n)".
+func (k Kind) String() string {
+	switch k {
+	case Orchestrator:
+		return "orchestrator"
+	case Worker:
+		return "worker"
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
+
+// parseKind is the inverse of [Kind.String] for the valid kinds; it returns
+// 0 for anything else.
+func parseKind(s string) Kind {
+	switch s {
+	case "orchestrator":
+		return Orchestrator
+	case "worker":
+		return Worker
+	}
+	return 0
+}
+
+func (k Kind) valid() bool { return k == Orchestrator || k == Worker }
+
+// Signal is a hint that work of one kind is, or will become, visible in
+// DynamoDB. It carries what makes the waker's next lookup cheap; it never
+// carries the work itself.
+type Signal struct {
+	// Kind is the queue the work is on.
+	Kind Kind
+	// Shard is the queue shard (0 or more) that holds the work.
+	Shard int
+	// Instance is the orchestration instance the work targets, if known.
+	// Any string is allowed, including '#', any Unicode and NUL.
+	Instance string
+	// VisibleAt is when the work becomes fetchable. The zero time means
+	// now. Over SQS it travels with millisecond precision.
+	VisibleAt time.Time
+}
+
+// signalKey identifies identical signals (VisibleAt compared to the
+// millisecond, as the message body carries it).
+type signalKey struct {
+	kind        Kind
+	shard       int
+	instance    string
+	visibleAtMs int64
+}
+
+func (s Signal) key() signalKey {
+	k := signalKey{kind: s.Kind, shard: s.Shard, instance: s.Instance}
+	if !s.VisibleAt.IsZero() {
+		k.visibleAtMs = s.VisibleAt.UnixMilli()
+	}
+	return k
+}
+
+// API is the part of the SQS client that [Signals] uses; the SDK's [sqs.Client]
+// satisfies it.
+type API interface {
+	SendMessageBatch(ctx context.Context, params *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+	ReceiveMessage(ctx context.Context, params *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	DeleteMessageBatch(ctx context.Context, params *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+}
+
+// ErrClosed is the cause of the error [Signals.Notify] and [Signals.Wait]
+// return once [Signals.Close] has been called. Match it with [errors.Is].
+var ErrClosed = errors.New("queues: signals closed")
+
+// Operation names carried by the [*provider.Error] values this package
+// returns.
+const (
+	opNotify = "queues_notify"
+	opWait   = "queues_wait"
+)
+
+// Stats counts what a [Signals] has done since [New]: SQS requests per
+// operation (the figures a request budget is measured with) and messages.
+type Stats struct {
+	// SendMessageBatchRequests counts SendMessageBatch calls.
+	SendMessageBatchRequests int64
+	// ReceiveMessageRequests counts ReceiveMessage calls (short and long
+	// polls).
+	ReceiveMessageRequests int64
+	// DeleteMessageBatchRequests counts DeleteMessageBatch calls.
+	DeleteMessageBatchRequests int64
+	// MessagesSent counts messages SQS accepted.
+	MessagesSent int64
+	// MessagesReceived counts messages received, decodable or not.
+	MessagesReceived int64
+	// MessagesFromSelf counts received messages this [Signals] had sent
+	// itself. They are deleted without waking anyone: Notify woke this
+	// process's waiters already.
+	MessagesFromSelf int64
+	// SignalsBeyondMaxDelay counts signals neither sent nor scheduled
+	// because their VisibleAt was more than [MaxDelay] away.
+	SignalsBeyondMaxDelay int64
+	// Errors counts failed SQS requests and failed batch entries.
+	Errors int64
+}
+
+type counters struct {
+	send, receive, delete, sent, received, fromSelf, beyond, errors atomic.Int64
+}
+
+// Signals sends and receives wake-up signals for both queue kinds. It is safe
+// for concurrent use. Create it with [New] and stop it with [Signals.Close].
+type Signals struct {
+	api  API
+	opts Options
+	id   string // random; marks the messages this Signals sends
+
+	mu     sync.Mutex
+	closed bool
+	done   chan struct{} // closed by Close
+	kinds  [2]*kindState
+	timers map[signalKey]*time.Timer // in-process delayed signals
+	wg     sync.WaitGroup            // pollers and timer callbacks
+
+	stats counters
+}
+
+// kindState is the receive side of one kind. Guarded by Signals.mu.
+type kindState struct {
+	kind    Kind
+	url     string
+	waiters map[*waiter]struct{}
+	pending []Signal // arrived while nobody waited
+
+	polling    bool               // a poller goroutine runs
+	pollCancel context.CancelFunc // cancels the running poller's requests
+	longPoll   bool               // a long poll (WaitTimeSeconds >= 1) is in flight
+	recvCancel context.CancelFunc // cancels the receive in flight
+	idleTimer  *time.Timer        // cancels an idle long poll after idleGrace
+}
+
+// waiter is one blocked [Signals.Wait] call. Fields other than ready are
+// guarded by Signals.mu.
+type waiter struct {
+	deadline time.Time
+	ready    chan struct{} // capacity 1: deliveries coalesce
+	signals  []Signal
+	woken    bool // a delivery is on its way; the poller ignores this waiter
+	covered  bool // a receive that can see messages sent before the wait began has run
+}
+
+// New returns a [Signals] that sends and receives through api with the
+// options optFns set. It does no I/O. api may be nil when neither queue URL
+// is set (everything then stays in this process).
+func New(api API, optFns ...func(*Options)) (*Signals, error) {
+	var o Options
+	for _, fn := range optFns {
+		if fn != nil {
+			fn(&o)
+		}
+	}
+	o, err := o.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if api == nil && (o.OrchestratorQueueURL != "" || o.WorkerQueueURL != "") {
+		return nil, errors.New("queues: nil SQS API with a queue URL set")
+	}
+	s := &Signals{
+		api:    api,
+		opts:   o,
+		id:     rand.Text()[:16],
+		done:   make(chan struct{}),
+		timers: make(map[signalKey]*time.Timer),
+	}
+	for i, url := range []string{o.OrchestratorQueueURL, o.WorkerQueueURL} {
+		s.kinds[i] = &kindState{kind: Kind(i + 1), url: url, waiters: make(map[*waiter]struct{})}
+	}
+	return s, nil
+}
+
+// kindState returns the state of kind, or an error for an invalid kind.
+func (s *Signals) kindState(op string, kind Kind) (*kindState, error) {
+	if !kind.valid() {
+		return nil, provider.Permanent(op, provider.ErrInvalidInput, "invalid signal kind %v", kind)
+	}
+	return s.kinds[kind-1], nil
+}
+
+// Stats returns the counters accumulated since [New].
+func (s *Signals) Stats() Stats {
+	c := &s.stats
+	return Stats{
+		SendMessageBatchRequests:   c.send.Load(),
+		ReceiveMessageRequests:     c.receive.Load(),
+		DeleteMessageBatchRequests: c.delete.Load(),
+		MessagesSent:               c.sent.Load(),
+		MessagesReceived:           c.received.Load(),
+		MessagesFromSelf:           c.fromSelf.Load(),
+		SignalsBeyondMaxDelay:      c.beyond.Load(),
+		Errors:                     c.errors.Load(),
+	}
+}
+
+// Close stops the background pollers and the in-process delay timers, wakes
+// every blocked [Signals.Wait] (which then returns [ErrClosed]) and waits
+// until all goroutines of s have ended. A receive in flight is cancelled (a
+// message it had already taken becomes visible again within 2 s); a delete
+// in flight is waited for (at most 5 s).
+// Close always returns nil; calling it again only waits for the first call
+// to finish.
+func (s *Signals) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.wg.Wait()
+		return nil
+	}
+	s.closed = true
+	close(s.done)
+	for _, k := range s.kinds {
+		if k.pollCancel != nil {
+			k.pollCancel()
+		}
+		s.stopIdleTimerLocked(k)
+	}
+	for key, t := range s.timers {
+		if t.Stop() {
+			s.wg.Done()
+		}
+		delete(s.timers, key)
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	return nil
+}
+
+// closedError is the error of a call made after Close.
+func closedError(op string) error {
+	return provider.Permanent(op, ErrClosed, "signals closed")
+}
+
+// deliverLocked hands sigs to every waiter of k, or keeps them for the next
+// waiter when there is none. Each waiter gets its own copy. s.mu is held.
+func (s *Signals) deliverLocked(k *kindState, sigs []Signal) {
+	if len(sigs) == 0 {
+		return
+	}
+	if len(k.waiters) == 0 {
+		k.pending = appendSignals(k.pending, sigs, s.opts.MaxPending)
+		return
+	}
+	for w := range k.waiters {
+		w.signals = appendSignals(w.signals, sigs, s.opts.MaxPending)
+		w.woken = true
+		select {
+		case w.ready <- struct{}{}:
+		default: // already signalled: this delivery coalesces with it
+		}
+	}
+}
+
+// appendSignals appends the signals of add that list does not hold yet,
+// then keeps at most limit of them, dropping the oldest.
+func appendSignals(list, add []Signal, limit int) []Signal {
+	for _, sig := range add {
+		dup := false
+		key := sig.key()
+		for _, have := range list {
+			if have.key() == key {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			list = append(list, sig)
+		}
+	}
+	if len(list) > limit {
+		list = append(list[:0:0], list[len(list)-limit:]...)
+	}
+	return list
+}

@@ -1,0 +1,319 @@
+package queues
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+// pollSlack lets a poll of whole seconds start a little after the wait it
+// serves began: a 5 s wait polls for 5 s, not 4 s, although some
+// microseconds have passed by the time the poller computes the remainder.
+const pollSlack = 20 * time.Millisecond
+
+// idleGrace is how long a long poll stays in flight after its last waiter
+// left. A dispatcher that found nothing waits again within milliseconds and
+// reuses the poll; one that found work releases it, so that this process
+// does not take signals that idle processes could act on.
+const idleGrace = 500 * time.Millisecond
+
+// receiveVisibilitySeconds is the VisibilityTimeout of every receive. The
+// poller deletes what it receives at once; the timeout only decides how soon a
+// message comes back when a delete failed or a cancelled receive had taken
+// it. Cancelling a long poll does not end it on the server side: SQS (and
+// both emulators the tests run against) keeps the request open and hands it
+// the next message, whose response nobody reads. This bounds the delay such
+// a message suffers.
+const receiveVisibilitySeconds = 2
+
+// deleteTimeout bounds one DeleteMessageBatch call. Deletes are not
+// cancelled by Close (which waits for them instead), so that a signal already
+// handed to waiters is not received a second time.
+const deleteTimeout = 5 * time.Second
+
+// Wait blocks until a signal of kind arrives, timeout passes, ctx ends or s
+// is closed, and returns the signals received: possibly none (with a nil
+// error) when timeout passed. Signals that arrived while nobody in this
+// process waited for kind are returned at once.
+//
+// Signals come from [Signals.Notify] calls in this process (no network hop)
+// and, when kind has a queue URL, from SQS. All goroutines waiting on one
+// kind share one poller: it runs only while someone waits, long-polls with
+// WaitTimeSeconds of the longest remaining wait in whole seconds (at most
+// [Options.MaxLongPoll]; a short poll when that rounds down to 0), deletes
+// the messages it received, and hands every signal to every waiter of the
+// kind (a broadcast). The remainder of a wait below one second is spent
+// in-process, so a 300 ms wait returns after about 300 ms even though SQS
+// counts in seconds. A kind without a queue URL makes no SQS requests.
+//
+// A timeout of 0 or less only collects the signals already kept for the
+// next waiter; it never blocks and makes no request. When ctx ends, Wait
+// returns what it received with ctx's error; after [Signals.Close] it returns
+// an error wrapping [ErrClosed]. SQS failures are not returned: the poller
+// logs them through [Options.Logf], counts them in [Stats.Errors], and
+// waiters fall back to their timeout.
+func (s *Signals) Wait(ctx context.Context, kind Kind, timeout time.Duration) ([]Signal, error) {
+	k, err := s.kindState(opWait, kind)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, closedError(opWait)
+	}
+	if len(k.pending) > 0 {
+		sigs := k.pending
+		k.pending = nil
+		s.mu.Unlock()
+		return sigs, nil
+	}
+	if timeout <= 0 {
+		s.mu.Unlock()
+		return nil, nil
+	}
+	w := &waiter{
+		deadline: time.Now().Add(timeout),
+		ready:    make(chan struct{}, 1),
+		// A long poll in flight returns every message sent from now on.
+		covered: k.longPoll,
+	}
+	k.waiters[w] = struct{}{}
+	s.startPollerLocked(ctx, k)
+	s.mu.Unlock()
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-w.ready:
+	case <-timer.C:
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-s.done:
+		err = closedError(opWait)
+	}
+	s.mu.Lock()
+	delete(k.waiters, w)
+	sigs := w.signals
+	s.releaseIdlePollLocked(k)
+	s.mu.Unlock()
+	return sigs, err
+}
+
+// hasActiveWaiterLocked reports whether a waiter of k still waits for the
+// poller: not yet woken, deadline not passed. s.mu is held.
+func hasActiveWaiterLocked(k *kindState, now time.Time) bool {
+	for w := range k.waiters {
+		if !w.woken && w.deadline.After(now) {
+			return true
+		}
+	}
+	return false
+}
+
+// releaseIdlePollLocked arranges for the long poll of k to be cancelled
+// after idleGrace if nobody waits for it by then. s.mu is held.
+func (s *Signals) releaseIdlePollLocked(k *kindState) {
+	if s.closed || !k.longPoll || k.recvCancel == nil || k.idleTimer != nil || hasActiveWaiterLocked(k, time.Now()) {
+		return
+	}
+	s.wg.Add(1)
+	var t *time.Timer
+	t = time.AfterFunc(idleGrace, func() {
+		defer s.wg.Done()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if k.idleTimer != t {
+			return // the receive ended, or Close stopped the timer
+		}
+		k.idleTimer = nil
+		if !s.closed && k.recvCancel != nil && !hasActiveWaiterLocked(k, time.Now()) {
+			k.recvCancel()
+			k.longPoll = false // a waiter arriving now is not served by it
+		}
+	})
+	k.idleTimer = t
+}
+
+// stopIdleTimerLocked stops the idle timer of k, if any. s.mu is held.
+func (s *Signals) stopIdleTimerLocked(k *kindState) {
+	if k.idleTimer == nil {
+		return
+	}
+	if k.idleTimer.Stop() {
+		s.wg.Done()
+	}
+	k.idleTimer = nil
+}
+
+// startPollerLocked starts the poller of k unless it runs already, k has no
+// queue or s is closed. The poller's requests keep ctx's values but not its
+// cancellation: they serve every waiter, and only Close cancels them. s.mu
+// is held.
+func (s *Signals) startPollerLocked(ctx context.Context, k *kindState) {
+	if k.url == "" || k.polling || s.closed {
+		return
+	}
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	k.polling = true
+	k.pollCancel = cancel
+	s.wg.Add(1)
+	go s.poll(pctx, k)
+}
+
+// poll is the poller of k: it receives while someone waits and hands what it
+// receives to the waiters.
+func (s *Signals) poll(ctx context.Context, k *kindState) {
+	defer s.wg.Done()
+	for {
+		s.mu.Lock()
+		waitSeconds, ok := s.nextPollLocked(k)
+		if !ok {
+			cancel := k.pollCancel
+			k.polling, k.pollCancel = false, nil
+			s.mu.Unlock()
+			cancel()
+			return
+		}
+		rctx, rcancel := context.WithCancel(ctx)
+		k.longPoll = waitSeconds > 0
+		k.recvCancel = rcancel
+		s.mu.Unlock()
+
+		s.stats.receive.Add(1)
+		started := time.Now()
+		res, err := s.api.ReceiveMessage(rctx, &sqs.ReceiveMessageInput{
+			QueueUrl:            &k.url,
+			MaxNumberOfMessages: maxBatchEntries,
+			VisibilityTimeout:   receiveVisibilitySeconds,
+			WaitTimeSeconds:     waitSeconds,
+		})
+		s.mu.Lock()
+		k.longPoll = false
+		k.recvCancel = nil
+		s.stopIdleTimerLocked(k)
+		s.mu.Unlock()
+		released := rctx.Err() != nil
+		rcancel()
+		if err != nil {
+			if released {
+				continue // Close, or nobody left waiting: the next round decides
+			}
+			s.stats.errors.Add(1)
+			s.opts.Logf("queues: ReceiveMessage from %s (%s signals): %v", k.url, k.kind, err)
+			s.pause(ctx, s.opts.ErrorBackoff)
+			continue
+		}
+		if len(res.Messages) == 0 {
+			if waitSeconds > 0 && time.Since(started) < time.Duration(waitSeconds)*time.Second/2 {
+				// A long poll came back empty long before its time: the
+				// queue does not block (an emulator, a proxy). Do not
+				// turn it into a stream of requests.
+				s.pause(ctx, s.opts.ErrorBackoff)
+			}
+			continue
+		}
+		s.stats.received.Add(int64(len(res.Messages)))
+		sigs := make([]Signal, 0, len(res.Messages))
+		for _, m := range res.Messages {
+			sig, from, err := decodeSignal(deref(m.Body))
+			switch {
+			case err != nil:
+				s.opts.Logf("queues: message %s on %s dropped: %v", deref(m.MessageId), k.url, err)
+				continue
+			case from == s.id:
+				// Notify already woke this process's waiters.
+				s.stats.fromSelf.Add(1)
+				continue
+			case sig.Kind != k.kind:
+				s.opts.Logf("queues: message %s on the %s queue %s names another kind; taken as %s", deref(m.MessageId), k.kind, k.url, k.kind)
+				sig.Kind = k.kind
+			}
+			sigs = append(sigs, sig)
+		}
+		s.mu.Lock()
+		s.deliverLocked(k, sigs)
+		s.mu.Unlock()
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
+		s.deleteMessages(dctx, k, res.Messages)
+		cancel()
+	}
+}
+
+// nextPollLocked decides the next receive of k: ok is false when the poller
+// should stop (closed, nobody left waiting, or every remaining wait is under a
+// second and already covered by an earlier receive). s.mu is held.
+func (s *Signals) nextPollLocked(k *kindState) (waitSeconds int32, ok bool) {
+	if s.closed {
+		return 0, false
+	}
+	now := time.Now()
+	var longest time.Duration
+	active, uncovered := false, false
+	for w := range k.waiters {
+		rem := w.deadline.Sub(now)
+		if w.woken || rem <= 0 {
+			continue
+		}
+		active = true
+		longest = max(longest, rem)
+		uncovered = uncovered || !w.covered
+	}
+	if !active {
+		return 0, false
+	}
+	wait := min((longest + pollSlack).Truncate(time.Second), s.opts.MaxLongPoll)
+	if wait == 0 && !uncovered {
+		return 0, false
+	}
+	for w := range k.waiters {
+		w.covered = true
+	}
+	return int32(wait / time.Second), true
+}
+
+// deleteMessages deletes received messages in one DeleteMessageBatch call (a
+// receive returns at most 10). A failed delete only means the signal will be
+// received again after the receive's visibility timeout.
+func (s *Signals) deleteMessages(ctx context.Context, k *kindState, msgs []types.Message) {
+	entries := make([]types.DeleteMessageBatchRequestEntry, 0, len(msgs))
+	for i, m := range msgs {
+		if m.ReceiptHandle == nil {
+			continue
+		}
+		entries = append(entries, types.DeleteMessageBatchRequestEntry{Id: strPtr(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle})
+	}
+	for len(entries) > 0 {
+		n := min(len(entries), maxBatchEntries)
+		batch := entries[:n]
+		entries = entries[n:]
+		s.stats.delete.Add(1)
+		res, err := s.api.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: &k.url, Entries: batch})
+		if err != nil {
+			s.stats.errors.Add(1)
+			s.opts.Logf("queues: DeleteMessageBatch of %d on %s: %v", len(batch), k.url, err)
+			continue
+		}
+		if len(res.Failed) > 0 {
+			s.stats.errors.Add(int64(len(res.Failed)))
+			f := res.Failed[0]
+			s.opts.Logf("queues: DeleteMessageBatch on %s: %d of %d failed, first: %s: %s", k.url, len(res.Failed), len(batch), deref(f.Code), deref(f.Message))
+		}
+	}
+}
+
+// pause sleeps for d or until ctx ends.
+func (s *Signals) pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
