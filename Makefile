@@ -3,13 +3,14 @@
 #   make test   every test, with the race detector (what CI runs)
 #   make lint   go vet and gofmt
 #   make run    the conformance suite with a readable per-category summary
+#   make tf-validate  terraform fmt, init and validate of terraform/, offline
 
 GO       ?= go
 PARALLEL ?= 16
 
-.PHONY: test lint run
+.PHONY: test lint run tf-validate
 
-test:
+test: tf-validate
 	$(GO) test -race -count=1 -parallel $(PARALLEL) ./...
 
 lint:
@@ -20,3 +21,6 @@ lint:
 run:
 	$(GO) test -count=1 -parallel $(PARALLEL) -json -run '^TestConformance$$' ./provider/memprovider/ \
 		| $(GO) run ./cmd/suitereport
+
+tf-validate:
+	./scripts/tf-validate

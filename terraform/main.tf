@@ -1,0 +1,196 @@
+################################################################################
+# Schema
+################################################################################
+
+# schema.json is a copy of the table shape the Go package tables defines
+# (tables.Default, encoded in tables/testdata/schema.golden.json). The table
+# below is built from it, and `make tf-validate` fails when the two files
+# differ, so the Terraform table and the Go schema cannot drift apart.
+
+locals {
+  schema = jsondecode(file("${path.module}/schema.json"))
+
+  # Every key attribute of the table and of its indexes, name => type. The
+  # schema declares each name with one type only.
+  key_attributes = {
+    for name, types in {
+      for a in concat(
+        [local.schema.partition_key, local.schema.sort_key],
+        flatten([for ix in local.schema.global_secondary_indexes : [ix.partition_key, ix.sort_key]]),
+      ) : a.name => a.type... if a.name != ""
+    } : name => types[0]
+  }
+
+  provisioned = var.billing_mode == "PROVISIONED"
+
+  table_arn = try(aws_dynamodb_table.this[0].arn, null)
+
+  # The region the table lives in, read from its ARN
+  # (arn:aws:dynamodb:REGION:ACCOUNT:table/NAME). This works alike with the
+  # 5.x and 6.x AWS providers, whose aws_region data sources differ.
+  region = try(split(":", aws_dynamodb_table.this[0].arn)[3], null)
+
+  queue_names = {
+    orchestrator = coalesce(var.orchestrator_queue_name, "${var.table_name}-orchestrator")
+    worker       = coalesce(var.worker_queue_name, "${var.table_name}-worker")
+  }
+
+  kms_key_arns = compact([var.table_kms_key_arn, var.queue_kms_key_arn])
+}
+
+################################################################################
+# Table
+################################################################################
+
+resource "aws_dynamodb_table" "this" {
+  count = var.create ? 1 : 0
+
+  name         = var.table_name
+  billing_mode = var.billing_mode
+  hash_key     = local.schema.partition_key.name
+  range_key    = local.schema.sort_key.name != "" ? local.schema.sort_key.name : null
+
+  read_capacity  = local.provisioned ? var.provisioned_capacity.table.read : null
+  write_capacity = local.provisioned ? var.provisioned_capacity.table.write : null
+
+  dynamic "attribute" {
+    for_each = local.key_attributes
+    content {
+      name = attribute.key
+      type = attribute.value
+    }
+  }
+
+  dynamic "global_secondary_index" {
+    for_each = local.schema.global_secondary_indexes
+    iterator = ix
+    content {
+      name               = ix.value.name
+      hash_key           = ix.value.partition_key.name
+      range_key          = ix.value.sort_key.name != "" ? ix.value.sort_key.name : null
+      projection_type    = ix.value.projection_type
+      non_key_attributes = ix.value.projection_type == "INCLUDE" ? ix.value.non_key_attributes : null
+      read_capacity      = local.provisioned ? var.provisioned_capacity[ix.value.name].read : null
+      write_capacity     = local.provisioned ? var.provisioned_capacity[ix.value.name].write : null
+    }
+  }
+
+  ttl {
+    enabled        = local.schema.ttl_attribute != ""
+    attribute_name = local.schema.ttl_attribute
+  }
+
+  point_in_time_recovery {
+    enabled = var.point_in_time_recovery_enabled
+  }
+
+  # DynamoDB always encrypts at rest. Without a key ARN it uses an AWS owned
+  # key; with one, the customer managed key.
+  server_side_encryption {
+    enabled     = var.table_kms_key_arn != null
+    kms_key_arn = var.table_kms_key_arn
+  }
+
+  deletion_protection_enabled = var.deletion_protection_enabled
+
+  tags = merge(var.tags, var.table_tags)
+}
+
+################################################################################
+# Signal queues
+################################################################################
+
+# Two SQS standard queues carry wake-up signals only: DynamoDB holds all work,
+# and a lost, duplicated or late signal costs latency, never correctness. No
+# dead-letter queue: a signal that could not be handled is worth nothing later.
+resource "aws_sqs_queue" "this" {
+  for_each = var.create ? local.queue_names : {}
+
+  name                       = each.value
+  message_retention_seconds  = var.queue_message_retention_seconds
+  visibility_timeout_seconds = var.queue_visibility_timeout_seconds
+  receive_wait_time_seconds  = var.queue_receive_wait_time_seconds
+  delay_seconds              = 0
+
+  sqs_managed_sse_enabled           = var.queue_kms_key_arn == null ? true : null
+  kms_master_key_id                 = var.queue_kms_key_arn
+  kms_data_key_reuse_period_seconds = var.queue_kms_key_arn != null ? var.queue_kms_data_key_reuse_period_seconds : null
+
+  tags = merge(var.tags, var.queue_tags, { "dynoxide:signal-kind" = each.key })
+}
+
+################################################################################
+# IAM policy
+################################################################################
+
+# The least privilege a dynoxide process needs: item reads and writes on the
+# table, queries of its indexes, and sending, receiving and deleting signals.
+data "aws_iam_policy_document" "this" {
+  count = var.create ? 1 : 0
+
+  statement {
+    sid    = "DynoxideTable"
+    effect = "Allow"
+    actions = [
+      "dynamodb:BatchWriteItem",
+      "dynamodb:ConditionCheckItem",
+      "dynamodb:DeleteItem",
+      "dynamodb:DescribeTable",
+      "dynamodb:GetItem",
+      "dynamodb:PutItem",
+      "dynamodb:Query",
+      "dynamodb:TransactWriteItems",
+      "dynamodb:UpdateItem",
+    ]
+    resources = [local.table_arn]
+  }
+
+  statement {
+    sid       = "DynoxideIndexes"
+    effect    = "Allow"
+    actions   = ["dynamodb:Query"]
+    resources = [for ix in local.schema.global_secondary_indexes : "${local.table_arn}/index/${ix.name}"]
+  }
+
+  statement {
+    sid    = "DynoxideSignalQueues"
+    effect = "Allow"
+    actions = [
+      "sqs:DeleteMessage",
+      "sqs:GetQueueAttributes",
+      "sqs:ReceiveMessage",
+      "sqs:SendMessage",
+    ]
+    resources = [for q in aws_sqs_queue.this : q.arn]
+  }
+
+  dynamic "statement" {
+    for_each = length(local.kms_key_arns) > 0 ? [local.kms_key_arns] : []
+    content {
+      sid       = "DynoxideKMS"
+      effect    = "Allow"
+      actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
+      resources = statement.value
+
+      condition {
+        test     = "StringEquals"
+        variable = "kms:ViaService"
+        values = [
+          "dynamodb.${local.region}.amazonaws.com",
+          "sqs.${local.region}.amazonaws.com",
+        ]
+      }
+    }
+  }
+}
+
+resource "aws_iam_policy" "this" {
+  count = var.create && var.create_iam_policy ? 1 : 0
+
+  name        = coalesce(var.iam_policy_name, "${var.table_name}-dynoxide")
+  path        = var.iam_policy_path
+  description = "Access a dynoxide process needs to table ${var.table_name} and its signal queues."
+  policy      = data.aws_iam_policy_document.this[0].json
+
+  tags = var.tags
+}

@@ -1,0 +1,91 @@
+# Renders the IAM policy with the real AWS provider, which builds policy
+# documents locally. Every resource is overridden, so nothing reaches AWS and
+# no credentials are needed.
+
+provider "aws" {
+  region                      = "eu-west-1"
+  access_key                  = "test"
+  secret_key                  = "test"
+  skip_credentials_validation = true
+  skip_requesting_account_id  = true
+  skip_metadata_api_check     = true
+  skip_region_validation      = true
+}
+
+override_resource {
+  target = aws_dynamodb_table.this[0]
+  values = {
+    name = "dynoxide"
+    arn  = "arn:aws:dynamodb:eu-west-1:123456789012:table/dynoxide"
+  }
+}
+
+override_resource {
+  target = aws_sqs_queue.this["orchestrator"]
+  values = {
+    arn = "arn:aws:sqs:eu-west-1:123456789012:dynoxide-orchestrator"
+    url = "https://sqs.eu-west-1.amazonaws.com/123456789012/dynoxide-orchestrator"
+  }
+}
+
+override_resource {
+  target = aws_sqs_queue.this["worker"]
+  values = {
+    arn = "arn:aws:sqs:eu-west-1:123456789012:dynoxide-worker"
+    url = "https://sqs.eu-west-1.amazonaws.com/123456789012/dynoxide-worker"
+  }
+}
+
+variables {
+  table_name = "dynoxide"
+}
+
+run "policy_without_kms" {
+  command = apply
+
+  assert {
+    condition     = output.region == "eu-west-1"
+    error_message = "The region output must come from the table ARN."
+  }
+
+  # Policy documents order actions and resources as the provider likes, so
+  # the checks sort them.
+  assert {
+    condition = jsonencode([for s in jsondecode(output.iam_policy_json).Statement : [s.Sid, s.Effect, sort(flatten([s.Action])), sort(flatten([s.Resource]))]]) == jsonencode([
+      ["DynoxideTable", "Allow", [
+        "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:DescribeTable",
+        "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:TransactWriteItems", "dynamodb:UpdateItem",
+      ], ["arn:aws:dynamodb:eu-west-1:123456789012:table/dynoxide"]],
+      ["DynoxideIndexes", "Allow", ["dynamodb:Query"], [
+        "arn:aws:dynamodb:eu-west-1:123456789012:table/dynoxide/index/instances",
+        "arn:aws:dynamodb:eu-west-1:123456789012:table/dynoxide/index/ready",
+      ]],
+      ["DynoxideSignalQueues", "Allow", ["sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage"], [
+        "arn:aws:sqs:eu-west-1:123456789012:dynoxide-orchestrator",
+        "arn:aws:sqs:eu-west-1:123456789012:dynoxide-worker",
+      ]],
+    ])
+    error_message = "Unexpected policy: ${output.iam_policy_json}"
+  }
+}
+
+run "policy_with_kms" {
+  command = apply
+
+  variables {
+    table_kms_key_arn = "arn:aws:kms:eu-west-1:123456789012:key/table-key"
+    queue_kms_key_arn = "arn:aws:kms:eu-west-1:123456789012:key/queue-key"
+  }
+
+  assert {
+    condition = jsonencode([for s in jsondecode(output.iam_policy_json).Statement : [
+      s.Effect, sort(flatten([s.Action])), sort(flatten([s.Resource])), sort(flatten([s.Condition.StringEquals["kms:ViaService"]]))
+      ] if s.Sid == "DynoxideKMS"]) == jsonencode([[
+      "Allow",
+      ["kms:Decrypt", "kms:GenerateDataKey"],
+      ["arn:aws:kms:eu-west-1:123456789012:key/queue-key", "arn:aws:kms:eu-west-1:123456789012:key/table-key"],
+      ["dynamodb.eu-west-1.amazonaws.com", "sqs.eu-west-1.amazonaws.com"],
+    ]])
+    error_message = "Unexpected KMS statement: ${output.iam_policy_json}"
+  }
+}
