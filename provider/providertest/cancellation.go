@@ -278,17 +278,26 @@ func cancellationAckWorkItemFailsWhenEntryDeleted(t *testing.T, s *suite) {
 	// worker holds it: the worker's ack must fail and its completion must
 	// not reach the (live, idle) instance.
 	const inst2 = "inst-ack-cancelled"
-	activity2 := cancellationActivity(inst2, 2, "TestActivity")
-	cancellationStartTurn(ctx, t, p, inst2, nil, cancellationRunningMetadata(), []provider.ActivityExecuteItem{activity2}, nil)
-	locked2 := cancellationFetchActivity(ctx, t, p, activity2)
-	item := cancellationNextTurn(ctx, t, p, inst2)
-	ack(ctx, t, p, item.LockToken, provider.TurnCommit{
-		ExecutionID:         provider.InitialExecutionID,
-		CancelledActivities: []provider.ScheduledActivityIdentifier{cancellationIdentity(inst2, 2)},
-	})
+	locked2 := cancellationStealHeldActivity(ctx, t, p, inst2)
 	err = p.AckWorkItem(ctx, locked2.LockToken, provider.ActivityCompletedItem{Instance: inst2, ExecutionID: 1, ID: 2, Result: "done"})
 	wantPermanent(t, err, provider.ErrInvalidLockToken, "AckWorkItem after the activity was cancelled")
 	wantNoOrch(ctx, t, p, "after a failed AckWorkItem of a cancelled activity")
+}
+
+// cancellationStealHeldActivity starts instance with activity 2 scheduled,
+// has a worker lock it, then commits a turn that cancels it while the worker
+// still holds it. It returns the worker's now stale lock.
+func cancellationStealHeldActivity(ctx context.Context, t *testing.T, p provider.Provider, instance string) *provider.LockedWorkItem {
+	t.Helper()
+	activity := cancellationActivity(instance, 2, "TestActivity")
+	cancellationStartTurn(ctx, t, p, instance, nil, cancellationRunningMetadata(), []provider.ActivityExecuteItem{activity}, nil)
+	locked := cancellationFetchActivity(ctx, t, p, activity)
+	item := cancellationNextTurn(ctx, t, p, instance)
+	ack(ctx, t, p, item.LockToken, provider.TurnCommit{
+		ExecutionID:         provider.InitialExecutionID,
+		CancelledActivities: []provider.ScheduledActivityIdentifier{cancellationIdentity(instance, 2)},
+	})
+	return locked
 }
 
 // cancellationRenewFailsWhenEntryDeleted checks that renewing a worker lock fails once its entry is gone.
@@ -307,14 +316,7 @@ func cancellationRenewFailsWhenEntryDeleted(t *testing.T, s *suite) {
 	// Entry removed by an orchestration turn that cancels the activity while
 	// a worker holds it: the failed renewal is the worker's signal.
 	const inst2 = "inst-renew-cancelled"
-	activity2 := cancellationActivity(inst2, 2, "TestActivity")
-	cancellationStartTurn(ctx, t, p, inst2, nil, cancellationRunningMetadata(), []provider.ActivityExecuteItem{activity2}, nil)
-	locked2 := cancellationFetchActivity(ctx, t, p, activity2)
-	item := cancellationNextTurn(ctx, t, p, inst2)
-	ack(ctx, t, p, item.LockToken, provider.TurnCommit{
-		ExecutionID:         provider.InitialExecutionID,
-		CancelledActivities: []provider.ScheduledActivityIdentifier{cancellationIdentity(inst2, 2)},
-	})
+	locked2 := cancellationStealHeldActivity(ctx, t, p, inst2)
 	err = p.RenewWorkItemLock(ctx, locked2.LockToken, cancellationLock)
 	wantPermanent(t, err, provider.ErrInvalidLockToken, "RenewWorkItemLock after the activity was cancelled")
 }
