@@ -34,6 +34,13 @@ const (
 	// AttrSession is a queue-row attribute projected into [IndexReady]: the
 	// session a dispatcher filters on.
 	AttrSession = "session"
+	// AttrItem is a queue-row attribute projected into [IndexReady]: the
+	// queued work item's JSON, so that a worker locks and returns an
+	// activity without reading the base table first.
+	AttrItem = "item"
+	// AttrAttempts is a queue-row attribute projected into [IndexReady]:
+	// the worker row's attempt count before the lock a worker is taking.
+	AttrAttempts = "att"
 
 	// IndexInstances is the sparse global secondary index that lists
 	// orchestration instances. See the package documentation.

@@ -1,4 +1,4 @@
-package dynamo
+package keys
 
 import (
 	"errors"
@@ -17,8 +17,8 @@ var hostile = []string{
 
 func TestKeysAreInjective(t *testing.T) {
 	builders := map[string]func(string) string{
-		"instancePK": instancePK, "workerPK": workerPK, "sessionPK": sessionPK,
-		"kvSK": kvSK, "deltaSK": deltaSK, "childSK": childSK, "queueSK": queueSK,
+		"InstancePK": InstancePK, "WorkerPK": WorkerPK, "SessionPK": SessionPK,
+		"KVSK": KVSK, "DeltaSK": DeltaSK, "ChildSK": ChildSK, "QueueSK": QueueSK,
 	}
 	for name, build := range builders {
 		seen := map[string]string{}
@@ -33,14 +33,14 @@ func TestKeysAreInjective(t *testing.T) {
 	// Different item kinds of one partition never share a sort key.
 	kinds := map[string]bool{}
 	for _, v := range hostile {
-		for _, k := range []string{kvSK(v), deltaSK(v), childSK(v), queueSK(v)} {
+		for _, k := range []string{KVSK(v), DeltaSK(v), ChildSK(v), QueueSK(v)} {
 			if kinds[k] {
 				t.Errorf("sort key %q is built for two kinds or values", k)
 			}
 			kinds[k] = true
 		}
 	}
-	for _, fixed := range []string{skMeta, skLock, skDeltaAll, execSK(1), historySK(1, 1)} {
+	for _, fixed := range []string{Meta, Lock, DeltaAll, ExecSK(1), HistorySK(1, 1)} {
 		if kinds[fixed] {
 			t.Errorf("fixed sort key %q collides with a built one", fixed)
 		}
@@ -49,12 +49,12 @@ func TestKeysAreInjective(t *testing.T) {
 
 func TestInstanceFromPKRoundTrips(t *testing.T) {
 	for _, v := range hostile {
-		got, err := instanceFromPK(instancePK(v))
+		got, err := InstanceFromPK(InstancePK(v))
 		if err != nil || got != v {
-			t.Errorf("instanceFromPK(instancePK(%q)) = %q, %v", v, got, err)
+			t.Errorf("InstanceFromPK(InstancePK(%q)) = %q, %v", v, got, err)
 		}
 	}
-	if _, err := instanceFromPK("W#a"); !errors.Is(err, errBadKey) {
+	if _, err := InstanceFromPK("W#a"); !errors.Is(err, ErrBadKey) {
 		t.Errorf("worker key parsed as instance key: %v", err)
 	}
 }
@@ -63,67 +63,67 @@ func TestHistoryKeysSortNumerically(t *testing.T) {
 	ids := []uint64{math.MaxUint64, 10, 2, 1, 99999, 100}
 	keys := make([]string, len(ids))
 	for i, id := range ids {
-		keys[i] = historySK(3, id)
+		keys[i] = HistorySK(3, id)
 	}
 	slices.Sort(keys)
 	slices.Sort(ids)
 	for i, k := range keys {
-		exec, ev, err := parseHistorySK(k)
+		exec, ev, err := ParseHistorySK(k)
 		if err != nil || exec != 3 || ev != ids[i] {
 			t.Fatalf("key %d = %q parses to (%d, %d, %v), want (3, %d)", i, k, exec, ev, err, ids[i])
 		}
-		if !strings.HasPrefix(k, historyPrefix(3)) || strings.HasPrefix(k, historyPrefix(30)) {
+		if !strings.HasPrefix(k, HistoryPrefix(3)) || strings.HasPrefix(k, HistoryPrefix(30)) {
 			t.Fatalf("%q is not in exactly execution 3's range", k)
 		}
 	}
-	for _, bad := range []string{"H#1#2", "#Q#x", "H#" + num20(1) + "#" + num20(2) + "x", "H#" + strings.Repeat("9", 20) + "#" + num20(1)} {
-		if _, _, err := parseHistorySK(bad); !errors.Is(err, errBadKey) {
-			t.Errorf("parseHistorySK(%q) = %v, want errBadKey", bad, err)
+	for _, bad := range []string{"H#1#2", "#Q#x", "H#" + Num20(1) + "#" + Num20(2) + "x", "H#" + strings.Repeat("9", 20) + "#" + Num20(1)} {
+		if _, _, err := ParseHistorySK(bad); !errors.Is(err, ErrBadKey) {
+			t.Errorf("ParseHistorySK(%q) = %v, want ErrBadKey", bad, err)
 		}
 	}
 }
 
 func TestControlRangeHoldsControlRowsOnly(t *testing.T) {
-	control := []string{skMeta, skLock, execSK(1), queueSK("x"), kvSK("k"), deltaSK("k"), skDeltaAll}
+	control := []string{Meta, Lock, ExecSK(1), QueueSK("x"), KVSK("k"), DeltaSK("k"), DeltaAll}
 	for _, sk := range control {
-		if sk >= controlEnd {
-			t.Errorf("control row %q is outside sk < %q", sk, controlEnd)
+		if sk >= ControlEnd {
+			t.Errorf("control row %q is outside sk < %q", sk, ControlEnd)
 		}
 	}
-	for _, sk := range []string{historySK(1, 1), childSK("c"), childSK("")} {
-		if sk < controlEnd {
-			t.Errorf("non-control row %q is inside sk < %q", sk, controlEnd)
+	for _, sk := range []string{HistorySK(1, 1), ChildSK("c"), ChildSK("")} {
+		if sk < ControlEnd {
+			t.Errorf("non-control row %q is inside sk < %q", sk, ControlEnd)
 		}
 	}
 }
 
 func TestShardOfIsStableAndInRange(t *testing.T) {
 	for _, v := range hostile {
-		s := shardOf(v, 16)
-		if s < 0 || s >= 16 || s != shardOf(v, 16) {
-			t.Fatalf("shardOf(%q) = %d", v, s)
+		s := ShardOf(v, 16)
+		if s < 0 || s >= 16 || s != ShardOf(v, 16) {
+			t.Fatalf("ShardOf(%q) = %d", v, s)
 		}
 	}
-	if workerRoutingKey("a", nil) == workerRoutingKey("", ptr("a")) {
+	if WorkerRoutingKey("a", nil) == WorkerRoutingKey("", ptr("a")) {
 		t.Fatal("an instance and a session with the same id route alike")
 	}
 }
 
 func TestIndexKeys(t *testing.T) {
-	if got := readyOrchestratorPK(3); got != "O#3" {
-		t.Errorf("readyOrchestratorPK(3) = %q", got)
+	if got := ReadyOrchestratorPK(3); got != "O#3" {
+		t.Errorf("ReadyOrchestratorPK(3) = %q", got)
 	}
-	if got := readyWorkerPK(15); got != "W#15" {
-		t.Errorf("readyWorkerPK(15) = %q", got)
+	if got := ReadyWorkerPK(15); got != "W#15" {
+		t.Errorf("ReadyWorkerPK(15) = %q", got)
 	}
-	if got := listInstancesPK(0); got != "L#0" {
-		t.Errorf("listInstancesPK(0) = %q", got)
+	if got := ListInstancesPK(0); got != "L#0" {
+		t.Errorf("ListInstancesPK(0) = %q", got)
 	}
 	// Instances list by creation time first, whatever their ids.
-	if !(listInstancesSK(9, "zzz") < listInstancesSK(10, "aaa")) {
-		t.Error("listInstancesSK does not order by creation time")
+	if !(ListInstancesSK(9, "zzz") < ListInstancesSK(10, "aaa")) {
+		t.Error("ListInstancesSK does not order by creation time")
 	}
-	if workerSK(1, 2) >= workerSK(1, 10) || workerSK(1, 99) >= workerSK(2, 0) {
+	if WorkerSK(1, 2) >= WorkerSK(1, 10) || WorkerSK(1, 99) >= WorkerSK(2, 0) {
 		t.Error("worker rows do not sort by (execution, activity)")
 	}
 }

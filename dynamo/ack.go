@@ -1,0 +1,540 @@
+package dynamo
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/provider"
+	"github.com/dynoxide/dynoxide/queues"
+)
+
+// DynamoDB limits the turn protocol is built around.
+const (
+	// maxTransactActions is the most actions one TransactWriteItems takes.
+	maxTransactActions = 100
+	// maxTransactBytes is the aggregate size one TransactWriteItems takes
+	// (4 MB), with room for request overhead.
+	maxTransactBytes = 4_000_000
+	// MaxItemBytes is DynamoDB's item size limit: one history event, with
+	// its keys, must fit in it.
+	MaxItemBytes = 400 * 1024
+)
+
+// planAction is one write of a turn: a Put of a whole item, a Delete, or
+// the increment of a parent's child counter.
+type planAction struct {
+	put item
+	del item
+	// kidsOf names the parent whose child counter the action increments.
+	kidsOf string
+	// eventID is set on history puts, which must not overwrite.
+	eventID uint64
+}
+
+// turnPlan is every write of one turn except the lock release, and the
+// signals to send once it is committed.
+type turnPlan struct {
+	actions []planAction
+	// release is the lock row after the turn.
+	release item
+	signals []queues.Signal
+	size    int
+}
+
+// AckOrchestrationItem commits a turn atomically and releases the lock.
+// An unknown, released or expired lock, or a deleted instance, fails with
+// [provider.ErrInvalidLockToken]; an event id already stored fails with
+// [provider.ErrDuplicateEvent]; an event too large for one item (see
+// [MaxItemBytes]) fails with [provider.ErrInvalidInput]. A failed ack
+// writes nothing and keeps the lock.
+//
+// Requests: one TransactWriteItems when the turn fits one transaction (100
+// actions, 4 MB) and this process fetched it; plus one Query of the control
+// rows when another process did. Larger turns use the staged protocol of
+// docs/design.md §5. A retry of an ack whose response was lost resends the
+// same transaction with the same ClientRequestToken and succeeds without
+// applying twice.
+func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, commit provider.TurnCommit) error {
+	if err := provider.ValidateTurn(opAckOrch, commit); err != nil {
+		return err
+	}
+	tok, err := parseOrchToken(lockToken)
+	if err != nil {
+		return invalidToken(opAckOrch)
+	}
+	turn := p.turns.get(lockToken)
+	if turn != nil {
+		turn.mu.Lock()
+		defer turn.mu.Unlock()
+		if turn.done {
+			return invalidToken(opAckOrch)
+		}
+	} else {
+		st, err := p.loadState(ctx, tok.instance)
+		if err != nil {
+			return translate(opAckOrch, err)
+		}
+		if st.lock.token != lockToken {
+			return invalidToken(opAckOrch)
+		}
+		if st.lock.turn != "" {
+			// This token's large turn is committed: a retried ack finishes it.
+			if err := p.rollForward(ctx, tok.instance, st.lock.turn); err != nil {
+				return translate(opAckOrch, err)
+			}
+			return nil
+		}
+		turn = &turnState{token: lockToken, st: st, ver: st.lock.ver, batch: st.lock.batch, attempts: st.lock.attempts}
+	}
+	now := p.nowMs()
+	plan, digest, err := p.planTurn(turn, commit, now)
+	if err != nil {
+		return err
+	}
+	large := len(plan.actions)+1 > maxTransactActions || plan.size > maxTransactBytes
+	if large {
+		err = p.commitLargeTurn(ctx, turn, plan)
+	} else {
+		err = p.commitTurn(ctx, turn, plan, digest, now)
+	}
+	if err != nil {
+		return err
+	}
+	turn.done = true
+	p.turns.drop(lockToken)
+	p.hints.unlocked(turn.st.id)
+	p.notify(ctx, plan.signals)
+	return nil
+}
+
+// invalidToken is the error of an ack, renewal or abandon whose lock is not
+// held.
+func invalidToken(op string) error {
+	return provider.Permanent(op, provider.ErrInvalidLockToken, "Invalid lock token: the lock expired, was released, or its instance was deleted")
+}
+
+// commitTurn sends a turn that fits one TransactWriteItems. The lock
+// release comes first, conditioned on the token and a live lease (the
+// fencing check).
+func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPlan, digest string, now int64) error {
+	in := turn.input
+	if in == nil || turn.digest != digest {
+		actions := make([]types.TransactWriteItem, 0, len(plan.actions)+1)
+		actions = append(actions, types.TransactWriteItem{Put: &types.Put{
+			TableName:                 p.table,
+			Item:                      plan.release,
+			ConditionExpression:       aws.String("#tok = :tok AND #until > :now"),
+			ExpressionAttributeNames:  map[string]string{"#tok": attrToken, "#until": attrLockUntil},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":tok": s(turn.token), ":now": n(now)},
+		}})
+		for _, a := range plan.actions {
+			actions = append(actions, p.transactAction(a))
+		}
+		sum := sha256.Sum256([]byte(turn.token + "\x00" + digest))
+		in = &dynamodb.TransactWriteItemsInput{
+			TransactItems:      actions,
+			ClientRequestToken: aws.String(hex.EncodeToString(sum[:])[:36]),
+		}
+		turn.input, turn.digest = in, digest
+	}
+	_, err := p.db.TransactWriteItems(ctx, in)
+	if err == nil {
+		return nil
+	}
+	reasons := cancelReasons(err)
+	if reasons == nil {
+		return translate(opAckOrch, err)
+	}
+	for i, code := range reasons {
+		if code != "ConditionalCheckFailed" {
+			continue
+		}
+		if i == 0 {
+			return invalidToken(opAckOrch)
+		}
+		if a := plan.actions[i-1]; a.eventID != 0 {
+			return provider.Permanent(opAckOrch, provider.ErrDuplicateEvent,
+				"event_id %d already exists in execution of instance %s", a.eventID, turn.st.id)
+		}
+	}
+	for _, code := range reasons {
+		if code == "ValidationError" {
+			return provider.Permanent(opAckOrch, provider.ErrInvalidInput, "DynamoDB rejected the turn: %v", err)
+		}
+	}
+	return provider.Retryable(opAckOrch, err, "turn transaction cancelled (%v): %v", reasons, err)
+}
+
+// transactAction turns a plan action into a transaction action.
+func (p *Provider) transactAction(a planAction) types.TransactWriteItem {
+	switch {
+	case a.kidsOf != "":
+		return types.TransactWriteItem{Update: &types.Update{
+			TableName:                 p.table,
+			Key:                       key(keys.InstancePK(a.kidsOf), keys.Kids),
+			UpdateExpression:          aws.String("ADD #n :one"),
+			ExpressionAttributeNames:  map[string]string{"#n": attrCount},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":one": n(1)},
+		}}
+	case a.del != nil:
+		return types.TransactWriteItem{Delete: &types.Delete{TableName: p.table, Key: a.del}}
+	case a.eventID != 0:
+		return types.TransactWriteItem{Put: &types.Put{
+			TableName:                p.table,
+			Item:                     a.put,
+			ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+			ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+		}}
+	default:
+		return types.TransactWriteItem{Put: &types.Put{TableName: p.table, Item: a.put}}
+	}
+}
+
+// planTurn computes every write of a turn from the instance state the fetch
+// read and the commit, and a digest of the commit. It fails, with nothing
+// written, on events that cannot be stored.
+func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int64) (turnPlan, string, error) {
+	st := turn.st
+	id := st.id
+	pk := keys.InstancePK(id)
+	var plan turnPlan
+	digest := sha256.New()
+	fmt.Fprintf(digest, "%d\x00", commit.ExecutionID)
+	add := func(a planAction) {
+		plan.actions = append(plan.actions, a)
+		if a.put != nil {
+			plan.size += itemSize(a.put)
+		} else {
+			plan.size += 200
+		}
+	}
+
+	// History, checked first: an event that cannot be stored fails the
+	// turn before anything is planned.
+	for _, e := range commit.HistoryDelta {
+		data, err := json.Marshal(e)
+		if err != nil {
+			return plan, "", provider.Permanent(opAckOrch, provider.ErrInvalidInput, "encode event %d: %v", e.EventID, err)
+		}
+		row := key(pk, keys.HistorySK(commit.ExecutionID, e.EventID))
+		row[attrEvent] = s(string(data))
+		if size := itemSize(row); size > MaxItemBytes {
+			return plan, "", provider.Permanent(opAckOrch, provider.ErrInvalidInput,
+				"event %d of instance %q is %d bytes stored; one event must fit one DynamoDB item (%d bytes)",
+				e.EventID, id, size, MaxItemBytes)
+		}
+		digest.Write(data)
+		add(planAction{put: row, eventID: e.EventID})
+	}
+
+	// Consumed messages.
+	for _, sk := range turn.batch {
+		add(planAction{del: key(pk, sk)})
+	}
+
+	// Instance and execution records.
+	meta := commit.Metadata
+	fmt.Fprintf(digest, "%q%q%q%q", meta.OrchestrationName, meta.OrchestrationVersion, meta.Status, meta.ParentInstanceID)
+	if meta.Output != nil {
+		fmt.Fprintf(digest, "%q", *meta.Output)
+	}
+	if meta.PinnedDuroxideVersion != nil {
+		digest.Write([]byte(meta.PinnedDuroxideVersion.String()))
+	}
+	exec := cloneExec(st.execs[commit.ExecutionID])
+	execChanged := exec == nil
+	if exec == nil {
+		exec = &execRow{id: commit.ExecutionID, status: provider.StatusRunning, startedAt: now}
+	}
+	if meta.PinnedDuroxideVersion != nil {
+		v := *meta.PinnedDuroxideVersion
+		exec.pinned, execChanged = &v, true
+	}
+	if meta.Status != "" {
+		exec.status, exec.output = meta.Status, meta.Output
+		completed := now
+		exec.completedAt, execChanged = &completed, true
+	}
+	if execChanged {
+		add(planAction{put: execItem(id, exec)})
+	}
+
+	var newMeta *metaRow
+	if st.meta != nil {
+		m := *st.meta
+		newMeta = &m
+	}
+	created := false
+	if meta.OrchestrationName != "" && meta.OrchestrationVersion != "" {
+		if newMeta == nil {
+			newMeta = &metaRow{current: commit.ExecutionID, parent: meta.ParentInstanceID, createdAt: now}
+			created = true
+		}
+		newMeta.name, newMeta.version = meta.OrchestrationName, meta.OrchestrationVersion
+	}
+	if newMeta != nil {
+		newMeta.current = max(newMeta.current, commit.ExecutionID)
+		newMeta.updatedAt = now
+		if status, changed := provider.CustomStatusChange(commit.HistoryDelta); changed {
+			newMeta.cstat = status
+			newMeta.cstatVersion++
+		}
+		current := st.execs[newMeta.current]
+		if newMeta.current == commit.ExecutionID {
+			current = exec
+		}
+		add(planAction{put: metaItem(id, newMeta, current, p.o.Shards)})
+		if created && newMeta.parent != "" {
+			link := key(keys.InstancePK(newMeta.parent), keys.ChildSK(id))
+			link[attrChild] = s(id)
+			add(planAction{put: link})
+			add(planAction{kidsOf: newMeta.parent})
+		}
+	}
+
+	// KV: the delta of the current execution, merged into the store when
+	// the execution ends.
+	if provider.HasKVEvents(commit.HistoryDelta) || provider.IsTerminalStatus(meta.Status) {
+		store, delta := st.cloneKV()
+		delta.Apply(commit.HistoryDelta)
+		for _, a := range kvActions(pk, st, store, delta, provider.IsTerminalStatus(meta.Status)) {
+			add(a)
+		}
+	}
+
+	// Worker items, minus those cancelled in the same turn; then the
+	// cancellations.
+	cancelled := map[provider.ScheduledActivityIdentifier]bool{}
+	for _, c := range commit.CancelledActivities {
+		cancelled[c] = true
+	}
+	// The last of two items with one identity wins (DynamoDB takes one
+	// action per item); rows are written in the turn's order.
+	last := map[provider.ScheduledActivityIdentifier]int{}
+	for i, w := range commit.WorkerItems {
+		last[provider.ScheduledActivityIdentifier{Instance: w.Instance, ExecutionID: w.ExecutionID, ActivityID: w.ID}] = i
+	}
+	scheduled := map[provider.ScheduledActivityIdentifier]bool{}
+	for i, w := range commit.WorkerItems {
+		ident := provider.ScheduledActivityIdentifier{Instance: w.Instance, ExecutionID: w.ExecutionID, ActivityID: w.ID}
+		if last[ident] != i {
+			continue
+		}
+		scheduled[ident] = true
+		data, err := json.Marshal(w)
+		if err != nil {
+			return plan, "", provider.Permanent(opAckOrch, provider.ErrInvalidInput, "encode worker item %d: %v", i, err)
+		}
+		digest.Write(data)
+		if cancelled[ident] {
+			continue
+		}
+		row, sig := p.workerItem(w, data, now)
+		add(planAction{put: row})
+		plan.signals = append(plan.signals, sig)
+	}
+	for _, c := range commit.CancelledActivities {
+		fmt.Fprintf(digest, "c%q%d.%d", c.Instance, c.ExecutionID, c.ActivityID)
+		if scheduled[c] {
+			continue
+		}
+		add(planAction{del: key(keys.WorkerPK(c.Instance), keys.WorkerSK(c.ExecutionID, c.ActivityID))})
+	}
+
+	// Orchestrator items, for any instance.
+	for i, w := range commit.OrchestratorItems {
+		data, err := provider.MarshalWorkItem(w)
+		if err != nil {
+			return plan, "", provider.Permanent(opAckOrch, provider.ErrInvalidInput, "encode orchestrator item %d: %v", i, err)
+		}
+		digest.Write(data)
+		visible := provider.TurnVisibleAt(w, timeMs(now)).UnixMilli()
+		row, sig := p.orchestratorItem(w, data, visible)
+		add(planAction{put: row})
+		plan.signals = append(plan.signals, sig)
+	}
+
+	// The lock row after the turn: released, without the consumed
+	// messages' attempt counts.
+	attempts := maps.Clone(turn.attempts)
+	for _, sk := range turn.batch {
+		delete(attempts, sk)
+	}
+	plan.release = lockItem(id, turn.ver+1, attempts)
+	plan.size += itemSize(plan.release)
+	return plan, hex.EncodeToString(digest.Sum(nil)), nil
+}
+
+// kvActions writes the new KV delta, or on a terminal status the merged
+// store and no delta.
+func kvActions(pk string, st *instanceState, store map[string]provider.KVEntry, delta provider.KVDelta, terminal bool) []planAction {
+	var out []planAction
+	if terminal {
+		merged := provider.MergeKV(store, delta)
+		for _, k := range slices.Sorted(maps.Keys(merged)) {
+			if e, ok := st.kvStore[k]; !ok || e != merged[k] {
+				e = merged[k]
+				out = append(out, planAction{put: kvItem(pk, keys.KVSK(k), k, &e)})
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(st.kvStore)) {
+			if _, ok := merged[k]; !ok {
+				out = append(out, planAction{del: key(pk, keys.KVSK(k))})
+			}
+		}
+		for _, k := range st.deltaKeys {
+			out = append(out, planAction{del: key(pk, keys.DeltaSK(k))})
+		}
+		if st.kvDelta.ClearedAll {
+			out = append(out, planAction{del: key(pk, keys.DeltaAll)})
+		}
+		return out
+	}
+	for _, k := range slices.Sorted(maps.Keys(delta.Entries)) {
+		e := delta.Entries[k]
+		if old, had := st.kvDelta.Entries[k]; had && sameEntry(old, e) {
+			continue
+		}
+		out = append(out, planAction{put: kvItem(pk, keys.DeltaSK(k), k, e)})
+	}
+	for _, k := range st.deltaKeys {
+		if _, kept := delta.Entries[k]; !kept {
+			out = append(out, planAction{del: key(pk, keys.DeltaSK(k))})
+		}
+	}
+	if delta.ClearedAll && !st.kvDelta.ClearedAll {
+		out = append(out, planAction{put: key(pk, keys.DeltaAll)})
+	}
+	return out
+}
+
+func sameEntry(a, b *provider.KVEntry) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// kvItem is a KV store or delta row; a nil entry is a delta tombstone.
+func kvItem(pk, sk, kvKey string, e *provider.KVEntry) item {
+	row := key(pk, sk)
+	row[attrKVKey] = s(kvKey)
+	if e != nil {
+		row[attrValue] = s(e.Value)
+		row[attrTS] = nu(e.LastUpdatedAtMs)
+	}
+	return row
+}
+
+// execItem is an execution row.
+func execItem(instance string, e *execRow) item {
+	row := key(keys.InstancePK(instance), keys.ExecSK(e.id))
+	row[attrStatus] = s(e.status)
+	row[attrStartedAt] = n(e.startedAt)
+	if e.output != nil {
+		row[attrOutput] = s(*e.output)
+	}
+	if e.completedAt != nil {
+		row[attrCompletedAt] = n(*e.completedAt)
+	}
+	if e.pinned != nil {
+		row[attrPinned] = s(e.pinned.String())
+	}
+	return row
+}
+
+// metaItem is an instance's metadata row, with the status and completion
+// time of its current execution copied for the instances index.
+func metaItem(instance string, m *metaRow, current *execRow, shards int) item {
+	row := key(keys.InstancePK(instance), keys.Meta)
+	row[attrName] = s(m.name)
+	row[attrVersion] = s(m.version)
+	row[attrCurrent] = nu(m.current)
+	if m.parent != "" {
+		row[attrParent] = s(m.parent)
+	}
+	if m.cstat != nil {
+		row[attrCStatus] = s(*m.cstat)
+	}
+	row[attrCStatusVer] = nu(m.cstatVersion)
+	row[attrCreatedAt] = n(m.createdAt)
+	row[attrUpdatedAt] = n(m.updatedAt)
+	if current != nil {
+		row[attrStatus] = s(current.status)
+		if current.completedAt != nil {
+			row[attrCompletedAt] = n(*current.completedAt)
+		}
+	}
+	row[attrListPK] = s(keys.ListInstancesPK(keys.ShardOf(instance, shards)))
+	row[attrListSK] = s(keys.ListInstancesSK(uint64(max(m.createdAt, 0)), instance))
+	return row
+}
+
+func cloneExec(e *execRow) *execRow {
+	if e == nil {
+		return nil
+	}
+	c := *e
+	return &c
+}
+
+// workerItem is the worker row of an activity visible at nowMs, and the
+// signal that announces it.
+func (p *Provider) workerItem(w provider.ActivityExecuteItem, data []byte, nowMs int64) (item, queues.Signal) {
+	seq := p.nextSeq()
+	shard := keys.ShardOf(keys.WorkerRoutingKey(w.Instance, w.SessionID), p.o.Shards)
+	row := key(keys.WorkerPK(w.Instance), keys.WorkerSK(w.ExecutionID, w.ID))
+	row[attrItem] = s(string(data))
+	row[attrVisible] = n(nowMs)
+	row[attrSeq] = s(seq)
+	row[attrReadyPK] = s(keys.ReadyWorkerPK(shard))
+	row[attrReadySK] = s(readySK(nowMs, seq))
+	row[attrAttempts] = n(0)
+	if w.SessionID != nil {
+		row[attrSession] = s(*w.SessionID)
+	}
+	if w.Tag != nil {
+		row[attrTag] = s(*w.Tag)
+	}
+	return row, queues.Signal{Kind: queues.Worker, Shard: shard, Instance: w.Instance}
+}
+
+// orchestratorItem is the queue row of a message visible at visibleMs, and
+// the signal that announces it.
+func (p *Provider) orchestratorItem(w provider.WorkItem, data []byte, visibleMs int64) (item, queues.Signal) {
+	seq := p.nextSeq()
+	target := w.TargetInstance()
+	shard := keys.ShardOf(target, p.o.Shards)
+	row := key(keys.InstancePK(target), keys.QueueSK(seq))
+	row[attrItem] = s(string(data))
+	row[attrKind] = s(w.Kind())
+	row[attrVisible] = n(visibleMs)
+	row[attrReadyPK] = s(keys.ReadyOrchestratorPK(shard))
+	row[attrReadySK] = s(readySK(visibleMs, seq))
+	return row, queues.Signal{Kind: queues.Orchestrator, Shard: shard, Instance: target, VisibleAt: timeMs(visibleMs)}
+}
+
+// notify sends signals after a commit; failures are logged, never
+// returned (the work is committed, and sweeps find it).
+func (p *Provider) notify(ctx context.Context, signals []queues.Signal) {
+	if len(signals) == 0 {
+		return
+	}
+	if err := p.signals.Notify(context.WithoutCancel(ctx), signals...); err != nil {
+		p.o.Logf("dynamo: wake-up signals not sent (work is committed; sweeps find it): %v", err)
+	}
+}
+
+// timeMs is the time of epoch milliseconds ms.
+func timeMs(ms int64) time.Time { return time.UnixMilli(ms) }

@@ -1,0 +1,404 @@
+package dynamo
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/provider"
+)
+
+// Operation names of the management capability.
+const (
+	opListInstances    = "list_instances"
+	opListByStatus     = "list_instances_by_status"
+	opListExecutions   = "list_executions"
+	opReadHistoryExec  = "read_history_with_execution_id"
+	opReadHistory      = "read_history"
+	opLatestExecution  = "latest_execution_id"
+	opInstanceInfo     = "get_instance_info"
+	opExecutionInfo    = "get_execution_info"
+	opSystemMetrics    = "get_system_metrics"
+	opQueueDepths      = "get_queue_depths"
+	opListChildren     = "list_children"
+	opParentID         = "get_parent_id"
+	opDeleteAtomic     = "delete_instances_atomic"
+	opDeleteBulk       = "delete_instance_bulk"
+	opPruneExecutions  = "prune_executions"
+	opPruneBulk        = "prune_executions_bulk"
+	statusUnknown      = "Unknown"
+	errInstanceUnknown = "Instance %s not found"
+)
+
+// listedInstance is one instance as the instances index lists it.
+type listedInstance struct {
+	id          string
+	listSK      string
+	status      string
+	parent      string
+	completedAt int64 // 0 while running
+}
+
+// listInstances returns every instance the instances index lists, oldest
+// first: one Query per shard, in parallel. The index is eventually
+// consistent: an instance created in the last moment may be missing.
+func (p *Provider) listInstances(ctx context.Context) ([]listedInstance, error) {
+	var (
+		mu       sync.Mutex
+		out      []listedInstance
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	for shard := range p.o.Shards {
+		wg.Go(func() {
+			rows, err := p.queryAll(ctx, &dynamodb.QueryInput{
+				IndexName:                 aws.String(schemaNames.instances),
+				KeyConditionExpression:    aws.String("#lp = :lp"),
+				ExpressionAttributeNames:  map[string]string{"#lp": attrListPK},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":lp": s(keys.ListInstancesPK(shard))},
+			})
+			var found []listedInstance
+			var d decoder
+			for _, row := range rows {
+				id, err := keys.InstanceFromPK(d.str(row, attrPK))
+				if err != nil {
+					continue
+				}
+				found = append(found, listedInstance{
+					id: id, listSK: d.str(row, attrListSK), status: d.str(row, attrStatus),
+					parent: d.str(row, attrParent), completedAt: d.int(row, attrCompletedAt),
+				})
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				err = d.err
+			}
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			out = append(out, found...)
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	slices.SortFunc(out, func(a, b listedInstance) int { return cmp.Compare(a.listSK, b.listSK) })
+	return out, nil
+}
+
+// ListInstances returns every instance id, newest first.
+//
+// Requests: one Query of the instances index per shard.
+func (p *Provider) ListInstances(ctx context.Context) ([]string, error) {
+	return p.listIDs(ctx, opListInstances, func(listedInstance) bool { return true })
+}
+
+// ListInstancesByStatus returns the instances whose current execution has
+// status, newest first.
+//
+// Requests: one Query of the instances index per shard.
+func (p *Provider) ListInstancesByStatus(ctx context.Context, status string) ([]string, error) {
+	return p.listIDs(ctx, opListByStatus, func(li listedInstance) bool { return status != "" && li.status == status })
+}
+
+func (p *Provider) listIDs(ctx context.Context, op string, keep func(listedInstance) bool) ([]string, error) {
+	all, err := p.listInstances(ctx)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	out := []string{}
+	for _, li := range slices.Backward(all) {
+		if keep(li) {
+			out = append(out, li.id)
+		}
+	}
+	return out, nil
+}
+
+// ListExecutions returns the instance's execution ids in ascending order;
+// empty for unknown instances.
+//
+// Requests: one Query of the execution records.
+func (p *Provider) ListExecutions(ctx context.Context, instance string) ([]uint64, error) {
+	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), keys.ExecPrefix, prefixEnd(keys.ExecPrefix), attrSK)
+	if err != nil {
+		return nil, translate(opListExecutions, err)
+	}
+	out := make([]uint64, 0, len(rows))
+	for _, row := range rows {
+		sk, _, _ := strAttr(row, attrSK)
+		id, err := keys.ParseNum20(sk[len(keys.ExecPrefix):])
+		if err != nil {
+			return nil, corruptError(opListExecutions, err, "execution record of instance %q: %v", instance, err)
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// ReadHistoryWithExecutionID returns one execution's events, as
+// [Provider.ReadWithExecution].
+func (p *Provider) ReadHistoryWithExecutionID(ctx context.Context, instance string, executionID uint64) ([]provider.Event, error) {
+	return p.readHistory(ctx, opReadHistoryExec, instance, executionID)
+}
+
+// ReadHistory returns the latest execution's events, as [Provider.Read].
+func (p *Provider) ReadHistory(ctx context.Context, instance string) ([]provider.Event, error) {
+	execID, err := p.latestExecution(ctx, instance)
+	if err != nil {
+		return nil, translate(opReadHistory, err)
+	}
+	return p.readHistory(ctx, opReadHistory, instance, execID)
+}
+
+// LatestExecutionID returns the highest execution id; 1 for unknown
+// instances.
+func (p *Provider) LatestExecutionID(ctx context.Context, instance string) (uint64, error) {
+	id, err := p.latestExecution(ctx, instance)
+	if err != nil {
+		return 0, translate(opLatestExecution, err)
+	}
+	return id, nil
+}
+
+// InstanceInfo describes an instance and its current execution (status
+// "Unknown" when that execution has no record). Unknown instances fail
+// with [provider.ErrNotFound].
+//
+// Requests: one Query of the control rows.
+func (p *Provider) InstanceInfo(ctx context.Context, instance string) (*provider.InstanceInfo, error) {
+	st, err := p.loadState(ctx, instance)
+	if err != nil {
+		return nil, translate(opInstanceInfo, err)
+	}
+	if st.meta == nil {
+		return nil, provider.Permanent(opInstanceInfo, provider.ErrNotFound, errInstanceUnknown, instance)
+	}
+	m := st.meta
+	info := &provider.InstanceInfo{
+		InstanceID:           instance,
+		OrchestrationName:    m.name,
+		OrchestrationVersion: cmp.Or(m.version, provider.UnknownVersion),
+		CurrentExecutionID:   m.current,
+		Status:               statusUnknown,
+		CreatedAt:            uint64(max(m.createdAt, 0)),
+		UpdatedAt:            uint64(max(m.updatedAt, 0)),
+		ParentInstanceID:     m.parent,
+	}
+	if e := st.currentExec(); e != nil {
+		info.Status, info.Output = e.status, e.output
+	}
+	return info, nil
+}
+
+// ExecutionInfo describes one execution. Unknown executions fail with
+// [provider.ErrNotFound].
+//
+// Requests: a Query of the control rows and a keys-only Query of the
+// execution's history.
+func (p *Provider) ExecutionInfo(ctx context.Context, instance string, executionID uint64) (*provider.ExecutionInfo, error) {
+	st, err := p.loadState(ctx, instance)
+	if err != nil {
+		return nil, translate(opExecutionInfo, err)
+	}
+	e := st.execs[executionID]
+	if e == nil {
+		return nil, provider.Permanent(opExecutionInfo, provider.ErrNotFound,
+			"Execution %d not found for instance %s", executionID, instance)
+	}
+	prefix := keys.HistoryPrefix(executionID)
+	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), prefix, prefixEnd(prefix), attrSK)
+	if err != nil {
+		return nil, translate(opExecutionInfo, err)
+	}
+	info := &provider.ExecutionInfo{
+		ExecutionID: executionID,
+		Status:      e.status,
+		Output:      e.output,
+		StartedAt:   uint64(max(e.startedAt, 0)),
+		EventCount:  len(rows),
+	}
+	if e.completedAt != nil {
+		c := uint64(max(*e.completedAt, 0))
+		info.CompletedAt = &c
+	}
+	return info, nil
+}
+
+// SystemMetrics counts instances (by the status of their current
+// execution), executions and history events.
+//
+// Requests: the instance listing, then one keys-only Query per instance.
+// It reads every instance: call it rarely on large tables.
+func (p *Provider) SystemMetrics(ctx context.Context) (provider.SystemMetrics, error) {
+	var m provider.SystemMetrics
+	all, err := p.listInstances(ctx)
+	if err != nil {
+		return m, translate(opSystemMetrics, err)
+	}
+	for _, li := range all {
+		m.TotalInstances++
+		switch li.status {
+		case provider.StatusRunning:
+			m.RunningInstances++
+		case provider.StatusCompleted:
+			m.CompletedInstances++
+		case provider.StatusFailed:
+			m.FailedInstances++
+		}
+		rows, err := p.queryPartition(ctx, keys.InstancePK(li.id), keys.ExecPrefix, "I", attrSK)
+		if err != nil {
+			return m, translate(opSystemMetrics, err)
+		}
+		for _, row := range rows {
+			sk, _, _ := strAttr(row, attrSK)
+			switch {
+			case strings.HasPrefix(sk, keys.ExecPrefix):
+				m.TotalExecutions++
+			case isHistorySK(sk):
+				m.TotalEvents++
+			}
+		}
+	}
+	return m, nil
+}
+
+// QueueDepths counts the messages of each queue that no live lock holds.
+// TimerQueue is always 0: timers are delayed orchestrator messages.
+//
+// Requests: one Query of the ready index per shard and queue, and one
+// GetItem per instance with queued messages.
+func (p *Provider) QueueDepths(ctx context.Context) (provider.QueueDepths, error) {
+	var d provider.QueueDepths
+	orch, err := p.sweepAll(ctx, keys.ReadyOrchestratorPK)
+	if err != nil {
+		return d, translate(opQueueDepths, err)
+	}
+	byInstance := map[string][]string{}
+	for _, r := range orch {
+		byInstance[r.pk] = append(byInstance[r.pk], r.sk)
+	}
+	for pk, sks := range byInstance {
+		out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: p.table, Key: key(pk, keys.Lock), ConsistentRead: aws.Bool(true)})
+		if err != nil {
+			return d, translate(opQueueDepths, err)
+		}
+		held := map[string]bool{}
+		if out.Item != nil {
+			var dec decoder
+			tok := dec.str(out.Item, attrToken)
+			until := dec.int(out.Item, attrLockUntil)
+			if tok != "" && until > p.nowMs() {
+				_, batch := decodeLockLists(&dec, out.Item)
+				for _, sk := range batch {
+					held[sk] = true
+				}
+			}
+		}
+		for _, sk := range sks {
+			if !held[sk] {
+				d.OrchestratorQueue++
+			}
+		}
+	}
+	work, err := p.sweepAll(ctx, keys.ReadyWorkerPK)
+	if err != nil {
+		return d, translate(opQueueDepths, err)
+	}
+	now := p.nowMs()
+	for _, r := range work {
+		// An unlocked row has no lock_until (the index does not hold tok).
+		var dec decoder
+		if until := dec.int(r.row, attrLockUntil); until <= now {
+			d.WorkerQueue++
+		}
+	}
+	return d, nil
+}
+
+// sweepAll returns every row of one queue's ready index.
+func (p *Provider) sweepAll(ctx context.Context, shardPK func(int) string) ([]readyRow, error) {
+	var out []readyRow
+	for shard := range p.o.Shards {
+		rows, err := p.queryAll(ctx, &dynamodb.QueryInput{
+			IndexName:                 aws.String(schemaNames.ready),
+			KeyConditionExpression:    aws.String("#rp = :rp"),
+			ExpressionAttributeNames:  map[string]string{"#rp": attrReadyPK},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":rp": s(shardPK(shard))},
+		})
+		if err != nil {
+			return nil, err
+		}
+		for _, row := range rows {
+			pk, _, _ := strAttr(row, attrPK)
+			sk, _, _ := strAttr(row, attrSK)
+			out = append(out, readyRow{pk: pk, sk: sk, row: row})
+		}
+	}
+	return out, nil
+}
+
+// ListChildren returns the direct children of an instance; empty for
+// unknown instances.
+//
+// Requests: one Query of the instance's child links.
+func (p *Provider) ListChildren(ctx context.Context, instance string) ([]string, error) {
+	children, err := p.children(ctx, instance)
+	if err != nil {
+		return nil, translate(opListChildren, err)
+	}
+	return children, nil
+}
+
+// children returns the ids of instance's child links.
+func (p *Provider) children(ctx context.Context, instance string) ([]string, error) {
+	// Child links, plain and hashed, sort between "C" and "D".
+	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), "C", "D", attrSK, attrChild)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(rows))
+	for _, row := range rows {
+		child, ok, err := strAttr(row, attrChild)
+		if err != nil || !ok {
+			return nil, corruptError(opListChildren, fmt.Errorf("%w: child link %s", provider.ErrCorruptData, describeKey(row)), "child link of instance %q has no child id", instance)
+		}
+		out = append(out, child)
+	}
+	return out, nil
+}
+
+// ParentID returns the instance's parent, or "" for a root. Unknown
+// instances fail with [provider.ErrNotFound].
+//
+// Requests: one GetItem.
+func (p *Provider) ParentID(ctx context.Context, instance string) (string, error) {
+	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: p.table, Key: key(keys.InstancePK(instance), keys.Meta), ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String("#p, #pk"), ExpressionAttributeNames: map[string]string{"#p": attrParent, "#pk": attrPK},
+	})
+	if err != nil {
+		return "", translate(opParentID, err)
+	}
+	if out.Item == nil {
+		return "", provider.Permanent(opParentID, provider.ErrNotFound, errInstanceUnknown, instance)
+	}
+	parent, _, err := strAttr(out.Item, attrParent)
+	if err != nil {
+		return "", corruptError(opParentID, err, "parent of instance %q: %v", instance, err)
+	}
+	return parent, nil
+}

@@ -1,0 +1,331 @@
+package dynamo
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/provider"
+)
+
+// doomed is everything stored about one instance that a delete removes.
+type doomed struct {
+	st *instanceState
+	// rows are the keys of the instance's partition and worker rows.
+	rows     []item
+	children []string
+	events   uint64
+	queued   uint64
+}
+
+// collect reads what deleting instance removes: its control rows, the
+// keys of the rest of its partition, and its worker rows.
+func (p *Provider) collect(ctx context.Context, instance string) (*doomed, error) {
+	st, err := p.loadState(ctx, instance)
+	if err != nil {
+		return nil, err
+	}
+	pk := keys.InstancePK(instance)
+	rows, err := p.queryPartition(ctx, pk, "#", "\U0010FFFF", attrPK, attrSK, attrChild)
+	if err != nil {
+		return nil, err
+	}
+	workers, err := p.queryPartition(ctx, keys.WorkerPK(instance), "0", "\U0010FFFF", attrPK, attrSK)
+	if err != nil {
+		return nil, err
+	}
+	d := &doomed{st: st}
+	for _, row := range rows {
+		sk, _, _ := strAttr(row, attrSK)
+		switch {
+		case strings.HasPrefix(sk, keys.ChildPrefix), strings.HasPrefix(sk, keys.ChildHashedPrefix):
+			child, _, _ := strAttr(row, attrChild)
+			d.children = append(d.children, child)
+		case isHistorySK(sk):
+			d.events++
+		case strings.HasPrefix(sk, keys.QueuePrefix):
+			d.queued++
+		}
+		d.rows = append(d.rows, key(pk, sk))
+		delete(row, attrChild)
+	}
+	for _, row := range workers {
+		sk, _, _ := strAttr(row, attrSK)
+		d.rows = append(d.rows, key(keys.WorkerPK(instance), sk))
+		d.queued++
+	}
+	return d, nil
+}
+
+// DeleteInstancesAtomic deletes every listed instance with all its data
+// (history, executions, queued messages of both queues, locks, KV, custom
+// status, child links), all or nothing. Sessions are kept. Without force
+// an instance whose current execution is running fails the call with
+// [provider.ErrStillRunning]; a child of a listed instance that is not
+// listed fails it with [provider.ErrTreeChanged], also when the child
+// appears between the read and the delete.
+//
+// Requests: three Queries per instance to collect its rows, then one
+// TransactWriteItems when everything fits one transaction. Larger
+// deletions commit with one transaction that removes every metadata and
+// lock row (the instances cease to exist and no ack can land), then remove
+// the remaining rows in batches.
+func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, force bool) (provider.DeleteInstanceResult, error) {
+	return p.deleteInstances(ctx, opDeleteAtomic, ids, force)
+}
+
+func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string, force bool) (provider.DeleteInstanceResult, error) {
+	var res provider.DeleteInstanceResult
+	var set []string
+	for _, id := range ids {
+		if !slices.Contains(set, id) {
+			set = append(set, id)
+		}
+	}
+	if len(set) == 0 {
+		return res, nil
+	}
+	all := make([]*doomed, 0, len(set))
+	for _, id := range set {
+		d, err := p.collect(ctx, id)
+		if err != nil {
+			return res, translate(op, err)
+		}
+		if !force {
+			if e := d.st.currentExec(); e != nil && e.status == provider.StatusRunning {
+				return res, provider.Permanent(op, provider.ErrStillRunning,
+					"Instance %s is still running. Use force=true to delete anyway, or cancel first.", id)
+			}
+		}
+		for _, c := range d.children {
+			if !slices.Contains(set, c) {
+				return res, provider.Permanent(op, provider.ErrTreeChanged,
+					"Cannot delete: instance %s has child %s that was created after tree traversal. Re-fetch the tree and retry.", id, c)
+			}
+		}
+		all = append(all, d)
+	}
+
+	// The commit: child counters unchanged (no child appeared since the
+	// read), and every metadata and lock row deleted.
+	var commit, rest []types.TransactWriteItem
+	for _, d := range all {
+		pk := keys.InstancePK(d.st.id)
+		names := map[string]string{"#n": attrCount}
+		if d.st.kids > 0 {
+			commit = append(commit, types.TransactWriteItem{Delete: &types.Delete{
+				TableName: p.table, Key: key(pk, keys.Kids), ExpressionAttributeNames: names,
+				ConditionExpression:       aws.String("#n = :n"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":n": n(d.st.kids)},
+			}})
+		} else {
+			commit = append(commit, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+				TableName: p.table, Key: key(pk, keys.Kids), ExpressionAttributeNames: names,
+				ConditionExpression: aws.String("attribute_not_exists(#n)"),
+			}})
+		}
+		if d.st.meta != nil {
+			res.InstancesDeleted++
+			if parent := d.st.meta.parent; parent != "" && !slices.Contains(set, parent) {
+				rest = append(rest, deleteAction(p.table, key(keys.InstancePK(parent), keys.ChildSK(d.st.id))))
+			}
+		}
+		res.ExecutionsDeleted += uint64(len(d.st.execs))
+		res.EventsDeleted += d.events
+		res.QueueMessagesDeleted += d.queued
+		for _, row := range d.rows {
+			sk, _, _ := strAttr(row, attrSK)
+			a := deleteAction(p.table, row)
+			switch {
+			case sk == keys.Kids:
+				// Checked, and deleted, above.
+			case (sk == keys.Meta || sk == keys.Lock) && strings.HasPrefix(row[attrPK].(*types.AttributeValueMemberS).Value, keys.InstancePrefix):
+				commit = append(commit, a)
+			default:
+				rest = append(rest, a)
+			}
+		}
+	}
+	if len(commit)+len(rest) <= maxTransactActions {
+		commit, rest = append(commit, rest...), nil
+	}
+	if len(commit) > maxTransactActions {
+		return provider.DeleteInstanceResult{}, provider.Permanent(op, provider.ErrInvalidInput,
+			"deleting %d instances at once exceeds one transaction; delete at most %d at a time", len(set), maxTransactActions/3)
+	}
+	if _, err := p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: commit}); err != nil {
+		if reasons := cancelReasons(err); slices.Contains(reasons, "ConditionalCheckFailed") {
+			return provider.DeleteInstanceResult{}, provider.Permanent(op, provider.ErrTreeChanged,
+				"Cannot delete: a child was created after tree traversal. Re-fetch the tree and retry.")
+		}
+		return provider.DeleteInstanceResult{}, translate(op, err)
+	}
+	for _, id := range set {
+		p.hints.unlocked(id)
+	}
+	reqs := make([]types.WriteRequest, 0, len(rest))
+	for _, a := range rest {
+		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: a.Delete.Key}})
+	}
+	if err := p.batchWrite(ctx, reqs); err != nil {
+		return res, translate(op, err)
+	}
+	return res, nil
+}
+
+func deleteAction(table *string, k item) types.TransactWriteItem {
+	return types.TransactWriteItem{Delete: &types.Delete{TableName: table, Key: k}}
+}
+
+// selectInstances returns the listed instances that filter selects, oldest
+// first; keep further restricts the candidates.
+func (p *Provider) selectInstances(ctx context.Context, filter provider.InstanceFilter, keep func(listedInstance) bool) ([]listedInstance, error) {
+	if filter.InstanceIDs != nil && len(filter.InstanceIDs) == 0 {
+		return nil, nil
+	}
+	all, err := p.listInstances(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []listedInstance
+	for _, li := range all {
+		if len(out) >= filter.EffectiveLimit() {
+			break
+		}
+		if filter.InstanceIDs != nil && !slices.Contains(filter.InstanceIDs, li.id) {
+			continue
+		}
+		if !filter.CompletedBefore.IsZero() && (li.completedAt == 0 || li.completedAt >= filter.CompletedBefore.UnixMilli()) {
+			continue
+		}
+		if keep != nil && !keep(li) {
+			continue
+		}
+		out = append(out, li)
+	}
+	return out, nil
+}
+
+// DeleteInstanceBulk deletes the root instances whose current execution is
+// terminal and that filter selects, each with its whole tree (forced).
+// Running instances and sub-orchestrations are skipped. InstancesDeleted
+// counts every instance of every tree.
+func (p *Provider) DeleteInstanceBulk(ctx context.Context, filter provider.InstanceFilter) (provider.DeleteInstanceResult, error) {
+	roots, err := p.selectInstances(ctx, filter, func(li listedInstance) bool {
+		return li.parent == "" && provider.IsTerminalStatus(li.status)
+	})
+	if err != nil {
+		return provider.DeleteInstanceResult{}, translate(opDeleteBulk, err)
+	}
+	var total provider.DeleteInstanceResult
+	for _, root := range roots {
+		tree, err := provider.GetInstanceTree(ctx, p, root.id)
+		if err != nil {
+			return total, err
+		}
+		res, err := p.deleteInstances(ctx, opDeleteBulk, tree.AllIDs, true)
+		if err != nil {
+			return total, err
+		}
+		res.InstancesDeleted = uint64(len(tree.AllIDs))
+		total = total.Add(res)
+	}
+	return total, nil
+}
+
+// PruneExecutions deletes the history and records of the instance's old
+// executions: never the current one or a running one, keeping the
+// options.KeepLast highest ids and, when options.CompletedBefore is set,
+// only those that completed before it. KV data is not touched. Unknown
+// instances fail with [provider.ErrNotFound].
+//
+// Requests: a Query of the control rows, a keys-only Query of each pruned
+// execution's history, and BatchWriteItem deletes (history first, the
+// execution record last, so a partial prune never leaves history without
+// its record's id listed).
+func (p *Provider) PruneExecutions(ctx context.Context, instance string, options provider.PruneOptions) (provider.PruneResult, error) {
+	st, err := p.loadState(ctx, instance)
+	if err != nil {
+		return provider.PruneResult{}, translate(opPruneExecutions, err)
+	}
+	if st.meta == nil {
+		return provider.PruneResult{}, provider.Permanent(opPruneExecutions, provider.ErrNotFound, errInstanceUnknown, instance)
+	}
+	res, err := p.prune(ctx, st, options)
+	if err != nil {
+		return res, translate(opPruneExecutions, err)
+	}
+	return res, nil
+}
+
+// prune prunes one existing instance.
+func (p *Provider) prune(ctx context.Context, st *instanceState, options provider.PruneOptions) (provider.PruneResult, error) {
+	res := provider.PruneResult{InstancesProcessed: 1}
+	ids := make([]uint64, 0, len(st.execs))
+	for id := range st.execs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	keep := map[uint64]bool{}
+	if options.KeepLast > 0 {
+		for _, id := range ids[max(0, len(ids)-int(options.KeepLast)):] {
+			keep[id] = true
+		}
+	}
+	pk := keys.InstancePK(st.id)
+	for _, id := range ids {
+		e := st.execs[id]
+		switch {
+		case id == st.meta.current, e.status == provider.StatusRunning, keep[id]:
+			continue
+		case !options.CompletedBefore.IsZero() && (e.completedAt == nil || *e.completedAt >= options.CompletedBefore.UnixMilli()):
+			continue
+		}
+		prefix := keys.HistoryPrefix(id)
+		rows, err := p.queryPartition(ctx, pk, prefix, prefixEnd(prefix), attrPK, attrSK)
+		if err != nil {
+			return res, err
+		}
+		reqs := make([]types.WriteRequest, 0, len(rows)+1)
+		for _, row := range rows {
+			reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: row}})
+		}
+		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: key(pk, keys.ExecSK(id))}})
+		if err := p.batchWrite(ctx, reqs); err != nil {
+			return res, err
+		}
+		res.ExecutionsDeleted++
+		res.EventsDeleted += uint64(len(rows))
+	}
+	return res, nil
+}
+
+// PruneExecutionsBulk prunes every instance that filter selects, running
+// ones included, and sums the results.
+func (p *Provider) PruneExecutionsBulk(ctx context.Context, filter provider.InstanceFilter, options provider.PruneOptions) (provider.PruneResult, error) {
+	selected, err := p.selectInstances(ctx, filter, nil)
+	if err != nil {
+		return provider.PruneResult{}, translate(opPruneBulk, err)
+	}
+	var total provider.PruneResult
+	for _, li := range selected {
+		st, err := p.loadState(ctx, li.id)
+		if err != nil {
+			return total, translate(opPruneBulk, err)
+		}
+		if st.meta == nil {
+			continue
+		}
+		res, err := p.prune(ctx, st, options)
+		if err != nil {
+			return total, translate(opPruneBulk, err)
+		}
+		total = total.Add(res)
+	}
+	return total, nil
+}

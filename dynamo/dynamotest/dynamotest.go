@@ -1,0 +1,201 @@
+// Package dynamotest runs the dynamo provider against a real DynamoDB API
+// and a real SQS API in tests: it creates a fresh table (and queues) per
+// test on the emulator of package localstack, builds the provider, and
+// gives the conformance suite the hooks it needs. It also meters requests
+// and consumed capacity with an SDK middleware.
+package dynamotest
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynoxide/dynoxide/dynamo"
+	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/localstack"
+	"github.com/dynoxide/dynoxide/provider"
+	"github.com/dynoxide/dynoxide/provider/providertest"
+	"github.com/dynoxide/dynoxide/tables"
+)
+
+// Config describes the provider a test gets.
+type Config struct {
+	// Queues gives the provider SQS wake-up queues (fresh per test). Without
+	// them signals stay in the process.
+	Queues bool
+	// ShortPoll sets [dynamo.Options.ShortPoll].
+	ShortPoll bool
+	// Shards sets [dynamo.Options.Shards]. Default 4: sweeps query every
+	// shard at once, which an emulator shared by many parallel tests serves
+	// far slower than DynamoDB does; four still exercise the merge of
+	// shards.
+	Shards int
+	// Meter, when set, counts the provider's DynamoDB requests.
+	Meter *Meter
+	// Options adjusts the provider's options last (clients, clock, shards).
+	Options func(*dynamo.Options)
+}
+
+// Env is one test's table, queues and clients.
+type Env struct {
+	// Endpoints are the emulator's.
+	Endpoints localstack.Endpoints
+	// AWS is the SDK configuration for the endpoints.
+	AWS aws.Config
+	// DB is a client of the endpoint, without the provider's meter.
+	DB *dynamodb.Client
+	// Table is the test's table.
+	Table string
+	// OrchestratorQueueURL and WorkerQueueURL are the test's queues ("" without
+	// Config.Queues).
+	OrchestratorQueueURL, WorkerQueueURL string
+}
+
+// NewEnv creates a fresh table (and, with queues, two fresh queues) for t on
+// the test binary's emulator; they are deleted when t ends.
+func NewEnv(t testing.TB, queues bool) *Env {
+	t.Helper()
+	ep := localstack.ForTest(t)
+	ctx := t.Context()
+	cfg, err := ep.AWSConfig(ctx)
+	if err != nil {
+		t.Fatalf("dynamotest: AWS config: %v", err)
+	}
+	env := &Env{Endpoints: ep, AWS: cfg, DB: ep.DynamoDB(cfg), Table: localstack.UniqueName(t, "dx")}
+	if err := tables.Create(ctx, env.DB, env.Table); err != nil {
+		t.Fatalf("dynamotest: create table %s: %v", env.Table, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := tables.Delete(ctx, env.DB, env.Table); err != nil {
+			t.Errorf("dynamotest: delete table %s: %v", env.Table, err)
+		}
+	})
+	if queues {
+		env.OrchestratorQueueURL = localstack.NewQueue(t, ep, localstack.UniqueName(t, "dxo"))
+		env.WorkerQueueURL = localstack.NewQueue(t, ep, localstack.UniqueName(t, "dxw"))
+	}
+	return env
+}
+
+// NewProvider returns a provider on env, closed when t ends.
+func (env *Env) NewProvider(t testing.TB, c Config) *dynamo.Provider {
+	t.Helper()
+	p, err := dynamo.New(env.AWS, func(o *dynamo.Options) {
+		o.TableName = env.Table
+		o.OrchestratorQueueURL = env.OrchestratorQueueURL
+		o.WorkerQueueURL = env.WorkerQueueURL
+		o.ShortPoll = c.ShortPoll
+		o.Shards = cmp.Or(c.Shards, 4)
+		o.Logf = t.Logf
+		o.Client = env.Endpoints.DynamoDB(env.AWS, c.Meter.attach)
+		if env.OrchestratorQueueURL != "" {
+			o.SQSClient = env.Endpoints.SQS(env.AWS)
+		}
+		if c.Options != nil {
+			c.Options(o)
+		}
+	})
+	if err != nil {
+		t.Fatalf("dynamotest: %v", err)
+	}
+	t.Cleanup(func() { p.Close() })
+	registry.Store(p, env)
+	return p
+}
+
+// New returns a provider on a fresh table (and queues), both gone when t
+// ends.
+func New(t testing.TB, c Config) (*dynamo.Provider, *Env) {
+	t.Helper()
+	env := NewEnv(t, c.Queues)
+	return env.NewProvider(t, c), env
+}
+
+// registry maps providers made here to their environments, for the suite's
+// hooks.
+var registry sync.Map
+
+func envOf(t *testing.T, p provider.Provider) *Env {
+	t.Helper()
+	env, ok := registry.Load(p)
+	if !ok {
+		t.Fatalf("dynamotest: provider %T was not made by dynamotest", p)
+	}
+	return env.(*Env)
+}
+
+// Factory is the conformance suite's factory for providers configured by c.
+func Factory(c Config) providertest.Factory {
+	return providertest.Factory{
+		NewProvider: func(t *testing.T) provider.Provider {
+			p, _ := New(t, c)
+			return p
+		},
+		LockTimeout:        3 * time.Second,
+		ShortPollThreshold: 2 * time.Second,
+		LongPolling:        !c.ShortPoll,
+		CorruptHistory:     CorruptHistory,
+		MaxAttemptCount:    MaxAttemptCount,
+	}
+}
+
+// CorruptHistory overwrites every stored history event of instance with
+// data that does not decode.
+func CorruptHistory(t *testing.T, p provider.Provider, instance string) {
+	t.Helper()
+	env := envOf(t, p)
+	ctx := t.Context()
+	out, err := env.DB.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(env.Table),
+		KeyConditionExpression:    aws.String("pk = :pk AND begins_with(sk, :h)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": str(keys.InstancePK(instance)), ":h": str(keys.HistPrefix)},
+		ConsistentRead:            aws.Bool(true),
+	})
+	if err != nil {
+		t.Fatalf("dynamotest: read history of %q: %v", instance, err)
+	}
+	for _, row := range out.Items {
+		row["ev"] = str(`{"event_id":`)
+		if _, err := env.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(env.Table), Item: row}); err != nil {
+			t.Fatalf("dynamotest: corrupt history of %q: %v", instance, err)
+		}
+	}
+}
+
+// MaxAttemptCount returns the highest attempt count the lock row of
+// instance records for its queued messages.
+func MaxAttemptCount(t *testing.T, p provider.Provider, instance string) uint32 {
+	t.Helper()
+	env := envOf(t, p)
+	out, err := env.DB.GetItem(t.Context(), &dynamodb.GetItemInput{
+		TableName:      aws.String(env.Table),
+		Key:            map[string]types.AttributeValue{"pk": str(keys.InstancePK(instance)), "sk": str(keys.Lock)},
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		t.Fatalf("dynamotest: read lock of %q: %v", instance, err)
+	}
+	var highest uint32
+	if m, ok := out.Item["att"].(*types.AttributeValueMemberM); ok {
+		for _, v := range m.Value {
+			if nv, ok := v.(*types.AttributeValueMemberN); ok {
+				var c uint32
+				if err := json.Unmarshal([]byte(nv.Value), &c); err == nil {
+					highest = max(highest, c)
+				}
+			}
+		}
+	}
+	return highest
+}
+
+func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }

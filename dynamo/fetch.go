@@ -1,0 +1,519 @@
+package dynamo
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/provider"
+	"github.com/dynoxide/dynoxide/queues"
+)
+
+// Operation names, in the contract's snake_case spelling.
+const (
+	opEnqueueOrch  = "enqueue_for_orchestrator"
+	opFetchOrch    = "fetch_orchestration_item"
+	opAckOrch      = "ack_orchestration_item"
+	opAbandonOrch  = "abandon_orchestration_item"
+	opRenewOrch    = "renew_orchestration_item_lock"
+	opRead         = "read"
+	opReadWithExec = "read_with_execution"
+	opAppend       = "append_with_execution"
+)
+
+// sweepPageSize is how many ready-index rows one sweep reads per shard and
+// page.
+const sweepPageSize = 50
+
+// poll runs the fetch loop both queues share: the signals already pending
+// first (no DynamoDB request unless one names work), then one sweep of the
+// ready index, then, unless the provider short-polls, signals as they
+// arrive until pollTimeout. trySignals and sweep return true when they
+// produced the result.
+//
+// Sweeping before waiting is what bounds the cost of a lost signal: work
+// whose signal never arrives is found by the next fetch's sweep, at most
+// one pollTimeout after it was committed.
+func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, pollTimeout time.Duration,
+	trySignals func([]queues.Signal) (bool, error), sweep func() (bool, error)) error {
+	if err := ctx.Err(); err != nil {
+		return provider.Permanent(op, err, "context done: %v", err)
+	}
+	deadline := time.Now().Add(pollTimeout)
+	pending, err := p.signals.Wait(ctx, kind, 0)
+	if err != nil {
+		return translate(op, err)
+	}
+	if len(pending) > 0 {
+		if done, err := trySignals(pending); done || err != nil {
+			return err
+		}
+	}
+	if done, err := sweep(); done || err != nil || p.o.ShortPoll {
+		return err
+	}
+	for {
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return nil
+		}
+		sigs, err := p.signals.Wait(ctx, kind, wait)
+		if err != nil {
+			return translate(op, err)
+		}
+		if len(sigs) == 0 {
+			return nil
+		}
+		if done, err := trySignals(sigs); done || err != nil {
+			return err
+		}
+	}
+}
+
+// FetchOrchestrationItem locks an instance with visible messages that no
+// one else holds and that filter admits, and returns its batch with the
+// current execution's history. See the package documentation for how it
+// waits; nil, nil means no work.
+//
+// Requests (docs/design.md §5): for a signalled instance, a consistent
+// Query of its control rows, a conditional PutItem of its lock row, and a
+// Query of its history (3). A sweep adds one Query of the ready index per
+// shard, run in parallel.
+func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, filter *provider.CapabilityFilter) (*provider.OrchestrationItem, error) {
+	if filter != nil && len(filter.SupportedVersions) == 0 {
+		return nil, nil // supports nothing
+	}
+	var result *provider.OrchestrationItem
+	try := func(instance string) (bool, error) {
+		if p.hints.isLocked(instance, p.nowMs()) {
+			return false, nil
+		}
+		item, err := p.tryInstance(ctx, instance, lockTimeout, filter)
+		if err != nil {
+			return false, err
+		}
+		result = item
+		return item != nil, nil
+	}
+	err := p.poll(ctx, opFetchOrch, queues.Orchestrator, pollTimeout,
+		func(sigs []queues.Signal) (bool, error) {
+			seen := map[string]bool{}
+			for _, sig := range sigs {
+				if seen[sig.Instance] {
+					continue
+				}
+				seen[sig.Instance] = true
+				if done, err := try(sig.Instance); done || err != nil {
+					return done, err
+				}
+			}
+			return false, nil
+		},
+		func() (bool, error) {
+			candidates, err := p.sweepReady(ctx, keys.ReadyOrchestratorPK, nil)
+			if err != nil {
+				return false, err
+			}
+			seen := map[string]bool{}
+			for _, c := range candidates {
+				id, err := keys.InstanceFromPK(c.pk)
+				if err != nil || seen[id] {
+					continue
+				}
+				seen[id] = true
+				if done, err := try(id); done || err != nil {
+					return done, err
+				}
+			}
+			return false, nil
+		})
+	if err != nil {
+		return nil, translate(opFetchOrch, err)
+	}
+	return result, nil
+}
+
+// readyRow is one ready-index entry a sweep found.
+type readyRow struct {
+	pk, sk, readySK string
+	row             item
+}
+
+// sweepReady queries every shard of one queue's ready index in parallel for
+// rows eligible now and returns them oldest first. keep, when set, filters
+// rows by their projected attributes; each shard is paged until it yields a
+// kept row or ends.
+func (p *Provider) sweepReady(ctx context.Context, shardPK func(int) string, keep func(item) bool) ([]readyRow, error) {
+	bound := readyBound(p.nowMs())
+	var (
+		mu       sync.Mutex
+		found    []readyRow
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	for shard := range p.o.Shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rows, err := p.queryReadyShard(ctx, shardPK(shard), bound, keep)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			found = append(found, rows...)
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	slices.SortFunc(found, func(a, b readyRow) int { return cmp.Compare(a.readySK, b.readySK) })
+	return found, nil
+}
+
+// queryReadyShard returns the eligible rows of one ready-index partition,
+// oldest first: the first page that holds rows keep accepts (all rows of
+// that page that it accepts).
+func (p *Provider) queryReadyShard(ctx context.Context, readyPK, bound string, keep func(item) bool) ([]readyRow, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                 p.table,
+		IndexName:                 aws.String(schemaNames.ready),
+		KeyConditionExpression:    aws.String("#rp = :rp AND #rs < :bound"),
+		ExpressionAttributeNames:  map[string]string{"#rp": attrReadyPK, "#rs": attrReadySK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":rp": s(readyPK), ":bound": s(bound)},
+		Limit:                     aws.Int32(sweepPageSize),
+	}
+	for {
+		page, err := p.db.Query(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		var out []readyRow
+		for _, row := range page.Items {
+			if keep != nil && !keep(row) {
+				continue
+			}
+			pk, _, _ := strAttr(row, attrPK)
+			sk, _, _ := strAttr(row, attrSK)
+			rsk, _, _ := strAttr(row, attrReadySK)
+			out = append(out, readyRow{pk: pk, sk: sk, readySK: rsk, row: row})
+		}
+		if len(out) > 0 || len(page.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}
+
+// tryInstance tries to lock instance's visible messages as a turn. It
+// returns nil when the instance has nothing to do, is locked, is not
+// admitted by filter, or another dispatcher won the lock.
+func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout time.Duration, filter *provider.CapabilityFilter) (*provider.OrchestrationItem, error) {
+	st, err := p.loadState(ctx, instance)
+	if err != nil {
+		return nil, err
+	}
+	now := p.nowMs()
+	if st.lock.turn != "" {
+		if st.lock.live(now) {
+			p.hints.lockedUntil(instance, st.lock.until)
+			return nil, nil
+		}
+		// A committed large turn whose committer stopped: finish it first.
+		if err := p.rollForward(ctx, instance, st.lock.turn); err != nil {
+			return nil, err
+		}
+		if st, err = p.loadState(ctx, instance); err != nil {
+			return nil, err
+		}
+		now = p.nowMs()
+	}
+	if st.lock.live(now) {
+		p.hints.lockedUntil(instance, st.lock.until)
+		return nil, nil
+	}
+	var batch []queueRow
+	var msgs []provider.WorkItem
+	for _, m := range st.msgs {
+		if m.visible > now {
+			continue
+		}
+		w, err := provider.UnmarshalWorkItem([]byte(m.data))
+		if err != nil {
+			return nil, corruptError(opFetchOrch, err, "failed to decode queued %s message for instance %q: %v", m.kind, instance, err)
+		}
+		batch = append(batch, m)
+		msgs = append(msgs, w)
+	}
+	if len(batch) == 0 {
+		return nil, nil
+	}
+	if filter != nil && !filter.Admits(st.pinned()) {
+		return nil, nil
+	}
+
+	out := &provider.OrchestrationItem{Instance: instance, Messages: msgs}
+	var historyRows []item
+	historyLoaded := false
+	if st.meta != nil {
+		out.OrchestrationName, out.Version, out.ExecutionID = st.meta.name, st.meta.version, st.meta.current
+	} else {
+		// No instance record yet: history written without one (by
+		// AppendWithExecution) names the orchestration; else a queued start.
+		execID := st.latestExecution()
+		if historyRows, err = p.historyRows(ctx, instance, execID); err != nil {
+			return nil, err
+		}
+		historyLoaded = true
+		if name, version, ok := startedFromHistory(instance, execID, historyRows); ok {
+			out.OrchestrationName, out.Version, out.ExecutionID = name, version, execID
+		} else if name, version, ok := startFromMessages(msgs); ok {
+			out.OrchestrationName, out.Version, out.ExecutionID = name, version, provider.InitialExecutionID
+			historyRows = nil
+		} else {
+			if allQueueMessages(batch) {
+				return nil, p.dropOrphans(ctx, st, batch)
+			}
+			return nil, nil // may be racing its start: leave in place
+		}
+	}
+	if out.Version == "" {
+		out.Version = provider.UnknownVersion
+	}
+
+	turn, err := p.lockTurn(ctx, st, batch, lockTimeout)
+	if err != nil || turn == nil {
+		return nil, err
+	}
+	out.LockToken = turn.token
+	for _, m := range batch {
+		out.AttemptCount = max(out.AttemptCount, turn.attempts[m.sk])
+	}
+	if !historyLoaded {
+		if historyRows, err = p.historyRows(ctx, instance, out.ExecutionID); err != nil {
+			// Ok(Some) means the lock is held; an error means it is not.
+			p.releaseQuietly(instance, turn)
+			return nil, err
+		}
+	}
+	out.KVSnapshot = map[string]provider.KVEntry{}
+	events, err := decodeHistory(opFetchOrch, instance, out.ExecutionID, historyRows)
+	if err != nil {
+		out.HistoryError = err
+		out.History = []provider.Event{}
+	} else {
+		out.History = events
+		out.KVSnapshot = st.kvStore
+	}
+	p.turns.put(turn)
+	return out, nil
+}
+
+// lockTurn wins the instance lock for batch: one conditional PutItem of the
+// lock row, conditioned on the version the control Query read. The lease
+// counts from a clock read taken just before the request; a lock that
+// comes back already expired is released and reported as nil.
+func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queueRow, lockTimeout time.Duration) (*turnState, error) {
+	ver := st.lock.ver + 1
+	token := newOrchToken(orchToken{instance: st.id, ver: ver})
+	attempts := map[string]uint32{}
+	for _, m := range st.msgs {
+		if a, ok := st.lock.attempts[m.sk]; ok {
+			attempts[m.sk] = a
+		}
+	}
+	sks := make([]string, len(batch))
+	for i, m := range batch {
+		attempts[m.sk]++
+		sks[i] = m.sk
+	}
+	start := p.nowMs()
+	until := start + durMs(lockTimeout)
+	row := lockItem(st.id, ver, attempts)
+	row[attrToken] = s(token)
+	row[attrLockUntil] = n(until)
+	row[attrBatch] = stringList(sks)
+	in := &dynamodb.PutItemInput{
+		TableName: p.table,
+		Item:      row,
+	}
+	if st.lock.exists {
+		in.ConditionExpression = aws.String("#ver = :ver")
+		in.ExpressionAttributeNames = map[string]string{"#ver": attrLockVer}
+		in.ExpressionAttributeValues = map[string]types.AttributeValue{":ver": nu(st.lock.ver)}
+	} else {
+		in.ConditionExpression = aws.String("attribute_not_exists(#pk)")
+		in.ExpressionAttributeNames = map[string]string{"#pk": attrPK}
+	}
+	if _, err := p.db.PutItem(ctx, in); err != nil {
+		if conditionFailed(err) {
+			return nil, nil // another dispatcher won
+		}
+		return nil, err
+	}
+	turn := &turnState{token: token, st: st, ver: ver, batch: sks, attempts: attempts}
+	if p.nowMs() >= until {
+		p.o.Logf("dynamo: lock on instance %q expired before the fetch returned (lock timeout %v); released", st.id, lockTimeout)
+		p.releaseQuietly(st.id, turn)
+		return nil, nil
+	}
+	return turn, nil
+}
+
+// lockItem is a lock row at version ver holding no lock.
+func lockItem(instance string, ver uint64, attempts map[string]uint32) item {
+	att := make(map[string]types.AttributeValue, len(attempts))
+	for sk, a := range attempts {
+		att[sk] = nu(uint64(a))
+	}
+	row := key(keys.InstancePK(instance), keys.Lock)
+	row[attrLockVer] = nu(ver)
+	row[attrAttempts] = &types.AttributeValueMemberM{Value: att}
+	return row
+}
+
+func stringList(values []string) types.AttributeValue {
+	l := make([]types.AttributeValue, len(values))
+	for i, v := range values {
+		l[i] = s(v)
+	}
+	return &types.AttributeValueMemberL{Value: l}
+}
+
+// releaseQuietly gives up a lock this fetch won but cannot hand out,
+// keeping the attempt counts. Failures are logged: the lease ends anyway.
+func (p *Provider) releaseQuietly(instance string, turn *turnState) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := p.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                 p.table,
+		Item:                      lockItem(instance, turn.ver+1, turn.attempts),
+		ConditionExpression:       aws.String("#tok = :tok"),
+		ExpressionAttributeNames:  map[string]string{"#tok": attrToken},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":tok": s(turn.token)},
+	})
+	if err != nil && !conditionFailed(err) {
+		p.o.Logf("dynamo: release lock of instance %q: %v", instance, err)
+	}
+}
+
+// dropOrphans deletes the QueueMessage-only batch of an instance that does
+// not exist and has no start queued, conditioned on the lock row being as
+// read (so that no turn runs meanwhile).
+func (p *Provider) dropOrphans(ctx context.Context, st *instanceState, batch []queueRow) error {
+	check := &types.ConditionCheck{
+		TableName: p.table,
+		Key:       key(keys.InstancePK(st.id), keys.Lock),
+	}
+	if st.lock.exists {
+		check.ConditionExpression = aws.String("#ver = :ver")
+		check.ExpressionAttributeNames = map[string]string{"#ver": attrLockVer}
+		check.ExpressionAttributeValues = map[string]types.AttributeValue{":ver": nu(st.lock.ver)}
+	} else {
+		check.ConditionExpression = aws.String("attribute_not_exists(#pk)")
+		check.ExpressionAttributeNames = map[string]string{"#pk": attrPK}
+	}
+	actions := []types.TransactWriteItem{{ConditionCheck: check}}
+	for _, m := range batch[:min(len(batch), maxTransactActions-1)] {
+		actions = append(actions, types.TransactWriteItem{Delete: &types.Delete{
+			TableName: p.table, Key: key(keys.InstancePK(st.id), m.sk),
+		}})
+	}
+	_, err := p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: actions})
+	if err != nil && cancelReasons(err) == nil {
+		return err
+	}
+	if err == nil {
+		p.o.Logf("dynamo: dropped %d QueueMessage(s) for instance %q, which does not exist", len(actions)-1, st.id)
+	}
+	return nil
+}
+
+// historyRows reads one execution's history rows, consistently and in
+// event order, finishing first any large turn whose rows it meets half
+// applied (docs/design.md §5).
+func (p *Provider) historyRows(ctx context.Context, instance string, executionID uint64) ([]item, error) {
+	prefix := keys.HistoryPrefix(executionID)
+	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), prefix, prefixEnd(prefix))
+	if err != nil {
+		return nil, err
+	}
+	turnID := ""
+	for _, row := range rows {
+		if tid, ok, _ := strAttr(row, attrTurnID); ok {
+			turnID = tid
+			break
+		}
+	}
+	if turnID == "" {
+		return rows, nil
+	}
+	// Rows of a large turn: they are written only after its commit, so the
+	// turn is committed; make sure it is fully applied, then read again.
+	if err := p.rollForward(ctx, instance, turnID); err != nil {
+		return nil, err
+	}
+	return p.queryPartition(ctx, keys.InstancePK(instance), prefix, prefixEnd(prefix))
+}
+
+// startedFromHistory finds the OrchestrationStarted in history rows of an
+// instance without an instance record.
+func startedFromHistory(instance string, executionID uint64, rows []item) (name, version string, ok bool) {
+	events, err := decodeHistory(opFetchOrch, instance, executionID, rows)
+	if err != nil {
+		return "", "", false
+	}
+	for _, e := range events {
+		if s, isStart := e.Kind.(provider.OrchestrationStarted); isStart {
+			return s.Name, s.Version, true
+		}
+	}
+	return "", "", false
+}
+
+// startFromMessages returns the orchestration name and version of the first
+// start or continue-as-new message in msgs.
+func startFromMessages(msgs []provider.WorkItem) (name, version string, ok bool) {
+	for _, w := range msgs {
+		var v *string
+		switch it := w.(type) {
+		case provider.StartOrchestrationItem:
+			name, v = it.Orchestration, it.Version
+		case provider.ContinueAsNewItem:
+			name, v = it.Orchestration, it.Version
+		default:
+			continue
+		}
+		if v == nil {
+			return name, provider.UnknownVersion, true
+		}
+		return name, *v, true
+	}
+	return "", "", false
+}
+
+// allQueueMessages reports whether every message of batch is a
+// QueueMessage.
+func allQueueMessages(batch []queueRow) bool {
+	for _, m := range batch {
+		if m.kind != provider.KindQueueMessage {
+			return false
+		}
+	}
+	return true
+}
+
+// isHistorySK reports whether sk is a history row's sort key.
+func isHistorySK(sk string) bool { return strings.HasPrefix(sk, keys.HistPrefix) }

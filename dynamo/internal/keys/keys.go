@@ -1,0 +1,244 @@
+// Package keys builds and parses the table keys of the dynamo provider:
+// the only place they are made (see docs/design.md §3).
+package keys
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+)
+
+// This file is the only place table keys are built or parsed (see
+// docs/design.md §3). Every key is a fixed prefix followed by fixed-width
+// numbers and at most one free-form value, which always comes last. No
+// free-form value is followed by a separator and another value, so the
+// encoding is injective whatever characters ids, session ids and KV keys
+// hold.
+
+// Partition-key prefixes.
+const (
+	InstancePrefix = "I#" // an instance's partition: control rows and history
+	WorkerPrefix   = "W#" // an instance's worker-queue rows
+	SessionPrefix  = "S#" // a session record
+)
+
+// Sort keys and sort-key prefixes inside an instance partition. Control
+// rows start with '#', so the range sk < ControlEnd holds all of them and no
+// history.
+const (
+	Meta        = "#META"
+	Lock        = "#LOCK"
+	ExecPrefix  = "#EXEC#"
+	QueuePrefix = "#Q#"
+	KVPrefix    = "#KV#"
+	DeltaPrefix = "#KD#"
+	DeltaAll    = "#KDALL"
+	ChildPrefix = "C#"
+	HistPrefix  = "H#"
+	Session     = "#SESSION"
+	Kids        = "#KIDS" // the child counter of a parent
+
+	// Hashed variants of the prefixes above, for values too long for a
+	// sort key (see bounded).
+	KVHashedPrefix    = "#KH#"
+	DeltaHashedPrefix = "#KE#"
+	ChildHashedPrefix = "CH#"
+	StagePrefix       = "T#" // staging rows of a large turn (outside the control range)
+	ControlEnd        = "$"  // the byte after '#': sk < ControlEnd selects control rows
+)
+
+// Prefixes of the ready index's partition key.
+const (
+	ReadyOrchestratorPrefix = "O#"
+	ReadyWorkerPrefix       = "W#"
+	ListInstancesPrefix     = "L#"
+)
+
+// ErrBadKey reports a stored key that does not parse as the item it should
+// be: data written by something other than this package.
+var ErrBadKey = errors.New("malformed key")
+
+// Num20 formats n zero-padded to 20 digits, so that string order is numeric
+// order for every uint64.
+func Num20(n uint64) string {
+	s := strconv.FormatUint(n, 10)
+	return strings.Repeat("0", 20-len(s)) + s
+}
+
+// ParseNum20 parses a 20-digit number written by Num20.
+func ParseNum20(s string) (uint64, error) {
+	if len(s) != 20 {
+		return 0, fmt.Errorf("%w: %q is not a 20-digit number", ErrBadKey, s)
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %q: %v", ErrBadKey, s, err)
+	}
+	return n, nil
+}
+
+// InstancePK is the partition of an instance.
+func InstancePK(instance string) string { return InstancePrefix + instance }
+
+// InstanceFromPK returns the instance id of an instance partition key.
+func InstanceFromPK(pk string) (string, error) {
+	id, ok := strings.CutPrefix(pk, InstancePrefix)
+	if !ok {
+		return "", fmt.Errorf("%w: %q is not an instance partition", ErrBadKey, pk)
+	}
+	return id, nil
+}
+
+// ExecSK is the sort key of an execution record.
+func ExecSK(executionID uint64) string { return ExecPrefix + Num20(executionID) }
+
+// HistorySK is the sort key of one history event.
+func HistorySK(executionID, eventID uint64) string {
+	return HistoryPrefix(executionID) + Num20(eventID)
+}
+
+// HistoryPrefix is the sort-key prefix of one execution's history.
+func HistoryPrefix(executionID uint64) string {
+	return HistPrefix + Num20(executionID) + "#"
+}
+
+// ParseHistorySK returns the execution and event ids of a history sort key.
+func ParseHistorySK(sk string) (executionID, eventID uint64, err error) {
+	rest, ok := strings.CutPrefix(sk, HistPrefix)
+	if !ok || len(rest) != 41 || rest[20] != '#' {
+		return 0, 0, fmt.Errorf("%w: %q is not a history key", ErrBadKey, sk)
+	}
+	if executionID, err = ParseNum20(rest[:20]); err != nil {
+		return 0, 0, err
+	}
+	if eventID, err = ParseNum20(rest[21:]); err != nil {
+		return 0, 0, err
+	}
+	return executionID, eventID, nil
+}
+
+// QueueSK is the sort key of an orchestrator message.
+func QueueSK(seq string) string { return QueuePrefix + seq }
+
+// KVSK is the sort key of a KV store entry.
+func KVSK(key string) string { return bounded(KVPrefix, KVHashedPrefix, key) }
+
+// DeltaSK is the sort key of a KV delta entry.
+func DeltaSK(key string) string { return bounded(DeltaPrefix, DeltaHashedPrefix, key) }
+
+// ChildSK is the sort key of a child link in the parent's partition.
+func ChildSK(child string) string { return bounded(ChildPrefix, ChildHashedPrefix, child) }
+
+// MaxSortKeyBytes is DynamoDB's limit on a sort key (of the table or an
+// index).
+const MaxSortKeyBytes = 1024
+
+// bounded returns plain+value when that fits a sort key, else
+// hashed+hex(SHA-256(value)). The two prefixes differ, so a plain key never
+// equals a hashed one; rows keyed this way also store the value itself in
+// an attribute, which readers use.
+func bounded(plain, hashed, value string) string {
+	if len(plain)+len(value) <= MaxSortKeyBytes {
+		return plain + value
+	}
+	sum := sha256.Sum256([]byte(value))
+	return hashed + hex.EncodeToString(sum[:])
+}
+
+// WorkerPK is the partition of an instance's worker-queue rows.
+func WorkerPK(instance string) string { return WorkerPrefix + instance }
+
+// WorkerSK is the sort key of an activity's worker row: its identity within
+// the instance.
+func WorkerSK(executionID, activityID uint64) string {
+	return Num20(executionID) + "#" + Num20(activityID)
+}
+
+// SessionPK is the partition of a session record.
+func SessionPK(session string) string { return SessionPrefix + session }
+
+// ShardOf maps a routing key (instance or session id) to a shard in
+// [0, shards).
+func ShardOf(key string, shards int) int {
+	h := fnv.New32a()
+	h.Write([]byte(key))
+	return int(h.Sum32() % uint32(shards))
+}
+
+// ReadyOrchestratorPK is the ready-index partition of an instance's
+// messages.
+func ReadyOrchestratorPK(shard int) string {
+	return ReadyOrchestratorPrefix + strconv.Itoa(shard)
+}
+
+// ReadyWorkerPK is the ready-index partition of a worker row.
+func ReadyWorkerPK(shard int) string { return ReadyWorkerPrefix + strconv.Itoa(shard) }
+
+// WorkerRoutingKey is what a worker row's shard is computed from: its
+// session when it has one (so a session's activities stay in order), else
+// its instance.
+func WorkerRoutingKey(instance string, session *string) string {
+	if session != nil {
+		return "s:" + *session
+	}
+	return "i:" + instance
+}
+
+// ListInstancesPK is the instances-index partition of an instance's
+// metadata row.
+func ListInstancesPK(shard int) string { return ListInstancesPrefix + strconv.Itoa(shard) }
+
+// ListInstancesSK orders an instance's metadata row in the instances index:
+// by creation time, then id.
+func ListInstancesSK(createdAtMs uint64, instance string) string {
+	return bounded(Num20(createdAtMs)+"#", Num20(createdAtMs)+"~", instance)
+}
+
+// StageSK is the sort key of staging row n of large turn turnID (a
+// fixed-width hex id).
+func StageSK(turnID string, n int) string {
+	return StagePrefix + turnID + "#" + Num20(uint64(n))
+}
+
+// StagePrefixOf is the sort-key prefix of large turn turnID's staging rows.
+func StagePrefixOf(turnID string) string { return StagePrefix + turnID + "#" }
+
+// ParseWorkerKey returns the instance, execution and activity of a worker
+// row's keys.
+func ParseWorkerKey(pk, sk string) (instance string, executionID, activityID uint64, err error) {
+	instance, ok := strings.CutPrefix(pk, WorkerPrefix)
+	if !ok || len(sk) != 41 || sk[20] != '#' {
+		return "", 0, 0, fmt.Errorf("%w: %q/%q is not a worker row", ErrBadKey, pk, sk)
+	}
+	if executionID, err = ParseNum20(sk[:20]); err != nil {
+		return "", 0, 0, err
+	}
+	if activityID, err = ParseNum20(sk[21:]); err != nil {
+		return "", 0, 0, err
+	}
+	return instance, executionID, activityID, nil
+}
+
+// SessionsPK is the instances-index partition of the session records of
+// owners in one shard.
+func SessionsPK(shard int) string { return SessionPrefix + strconv.Itoa(shard) }
+
+// SessionsSK orders a session record in the instances index under its
+// owner. Only the owner prefix is queried, and the owner attribute is
+// compared exactly, so the separator needs no escaping.
+func SessionsSK(owner, session string) string {
+	return bounded(SessionsPrefix(owner), SessionsPrefix(owner), session)
+}
+
+// SessionsPrefix is the index sort-key prefix of owner's session records.
+func SessionsPrefix(owner string) string {
+	if len(owner) > MaxSortKeyBytes/2 {
+		sum := sha256.Sum256([]byte(owner))
+		owner = "~" + hex.EncodeToString(sum[:])
+	}
+	return owner + "#"
+}

@@ -1,0 +1,394 @@
+package dynamo
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/provider"
+)
+
+// The large-turn protocol (docs/design.md §5): a turn too big for one
+// transaction is staged in its instance's partition, committed by one
+// conditional write of the lock row, and applied in transactions that each
+// consume one staging row, so every staged action is applied exactly once
+// whoever applies it and however often that is retried.
+
+const (
+	// stageRowBytes bounds the actions one staging row holds.
+	stageRowBytes = 300 * 1024
+	// stageActions bounds the actions of one staging row, so that applying
+	// it (plus deleting it) is one transaction.
+	stageActions = maxTransactActions - 1
+	// stageTTL is how long an uncommitted staging row lives before TTL
+	// removes it.
+	stageTTL = 7 * 24 * time.Hour
+	// batchWriteSize is the most requests one BatchWriteItem takes.
+	batchWriteSize = 25
+)
+
+// Staged action map keys.
+const (
+	stagePut  = "p"
+	stageDel  = "d"
+	stageKids = "k"
+)
+
+// largeTurnID is the id of the large turn of lockToken: the same for every
+// retry of one ack.
+func largeTurnID(lockToken string) string {
+	sum := sha256.Sum256([]byte(lockToken))
+	return hex.EncodeToString(sum[:8])
+}
+
+// commitLargeTurn stages, commits and applies a turn that does not fit one
+// transaction.
+func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan turnPlan) error {
+	id := turn.st.id
+	pk := keys.InstancePK(id)
+	tid := largeTurnID(turn.token)
+
+	// A retry after the commit finishes the committed turn.
+	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: p.table, Key: key(pk, keys.Lock), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return translate(opAckOrch, err)
+	}
+	lock, err := parseState(id, []item{out.Item})
+	if err != nil || out.Item == nil || lock.lock.token != turn.token {
+		return invalidToken(opAckOrch)
+	}
+	if lock.lock.turn == tid {
+		return translateNil(opAckOrch, p.rollForward(ctx, id, tid))
+	}
+	if !lock.lock.live(p.nowMs()) {
+		return invalidToken(opAckOrch)
+	}
+
+	// History rows cannot be conditioned in batches: check for duplicates
+	// now, under the lock (only the lock holder appends to a turn's
+	// execution).
+	var execID uint64
+	for _, a := range plan.actions {
+		if a.eventID == 0 {
+			continue
+		}
+		sk, _, _ := strAttr(a.put, attrSK)
+		execID, _, _ = keys.ParseHistorySK(sk)
+		a.put[attrTurnID] = s(tid)
+	}
+	if err := p.checkNewEvents(ctx, opAckOrch, id, execID, plan.actions); err != nil {
+		return err
+	}
+
+	// 1. Stage.
+	chunks := chunkActions(plan.actions)
+	expires := p.o.Now().Add(stageTTL).Unix()
+	stage := make([]item, len(chunks))
+	for i, chunk := range chunks {
+		row := key(pk, keys.StageSK(tid, i))
+		row[attrActions] = encodeStaged(chunk)
+		row[attrExpiresAt] = n(expires)
+		stage[i] = row
+	}
+	if err := p.batchPut(ctx, stage); err != nil {
+		return translate(opAckOrch, err)
+	}
+
+	// 2. Commit: the fencing check, and the pointer to the staged turn.
+	now := p.nowMs()
+	_, err = p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        p.table,
+		Key:              key(pk, keys.Lock),
+		UpdateExpression: aws.String("SET #turn = :tid, #texec = :exec"),
+		ConditionExpression: aws.String("#tok = :tok AND (#until > :now OR #turn = :tid) AND " +
+			"(attribute_not_exists(#turn) OR #turn = :tid)"),
+		ExpressionAttributeNames: map[string]string{"#turn": attrTurn, "#texec": attrTurnExec, "#tok": attrToken, "#until": attrLockUntil},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":tid": s(tid), ":exec": nu(execID), ":tok": s(turn.token), ":now": n(now),
+		},
+	})
+	if err != nil {
+		if conditionFailed(err) {
+			return invalidToken(opAckOrch)
+		}
+		return translate(opAckOrch, err)
+	}
+
+	// 3. Apply. Failures from here on leave a committed turn that any
+	// reader of the instance finishes; the ack reports them as retryable.
+	if err := p.applyStaged(ctx, id, tid, chunks); err != nil {
+		return translate(opAckOrch, err)
+	}
+	return translateNil(opAckOrch, p.finishTurn(ctx, id, tid, execID, turn.ver, turn.attempts, turn.batch))
+}
+
+// translateNil is translate that keeps nil.
+func translateNil(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return translate(op, err)
+}
+
+// checkNewEvents fails with [provider.ErrDuplicateEvent] when an event
+// that actions write is already stored.
+func (p *Provider) checkNewEvents(ctx context.Context, op, instance string, executionID uint64, actions []planAction) error {
+	ids := map[uint64]bool{}
+	lo, hi := ^uint64(0), uint64(0)
+	for _, a := range actions {
+		if a.eventID != 0 {
+			ids[a.eventID] = true
+			lo, hi = min(lo, a.eventID), max(hi, a.eventID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), keys.HistorySK(executionID, lo),
+		keys.HistorySK(executionID, hi)+"\x00", attrSK)
+	if err != nil {
+		return translate(op, err)
+	}
+	for _, row := range rows {
+		sk, _, _ := strAttr(row, attrSK)
+		if _, eventID, err := keys.ParseHistorySK(sk); err == nil && ids[eventID] {
+			return provider.Permanent(op, provider.ErrDuplicateEvent,
+				"event_id %d already exists in execution %d of instance %s", eventID, executionID, instance)
+		}
+	}
+	return nil
+}
+
+// chunkActions splits actions into staging rows.
+func chunkActions(actions []planAction) [][]planAction {
+	var chunks [][]planAction
+	var cur []planAction
+	size := 0
+	for _, a := range actions {
+		as := 64
+		if a.put != nil {
+			as += itemSize(a.put)
+		}
+		if len(cur) > 0 && (len(cur) >= stageActions || size+as > stageRowBytes) {
+			chunks = append(chunks, cur)
+			cur, size = nil, 0
+		}
+		cur = append(cur, a)
+		size += as
+	}
+	if len(cur) > 0 {
+		chunks = append(chunks, cur)
+	}
+	return chunks
+}
+
+// encodeStaged stores actions as a DynamoDB list.
+func encodeStaged(actions []planAction) types.AttributeValue {
+	l := make([]types.AttributeValue, len(actions))
+	for i, a := range actions {
+		var m map[string]types.AttributeValue
+		switch {
+		case a.kidsOf != "":
+			m = map[string]types.AttributeValue{stageKids: s(a.kidsOf)}
+		case a.del != nil:
+			m = map[string]types.AttributeValue{stageDel: &types.AttributeValueMemberM{Value: a.del}}
+		default:
+			m = map[string]types.AttributeValue{stagePut: &types.AttributeValueMemberM{Value: a.put}}
+		}
+		l[i] = &types.AttributeValueMemberM{Value: m}
+	}
+	return &types.AttributeValueMemberL{Value: l}
+}
+
+// decodeStaged reads a staging row's actions.
+func decodeStaged(row item) ([]planAction, error) {
+	l, ok := row[attrActions].(*types.AttributeValueMemberL)
+	if !ok {
+		return nil, fmt.Errorf("%w: staging row %s has no action list", provider.ErrCorruptData, describeKey(row))
+	}
+	out := make([]planAction, 0, len(l.Value))
+	for _, v := range l.Value {
+		m, ok := v.(*types.AttributeValueMemberM)
+		if !ok {
+			return nil, fmt.Errorf("%w: staging row %s holds %T", provider.ErrCorruptData, describeKey(row), v)
+		}
+		switch {
+		case m.Value[stagePut] != nil:
+			put, ok := m.Value[stagePut].(*types.AttributeValueMemberM)
+			if !ok {
+				return nil, fmt.Errorf("%w: staged put of %s", provider.ErrCorruptData, describeKey(row))
+			}
+			out = append(out, planAction{put: put.Value})
+		case m.Value[stageDel] != nil:
+			del, ok := m.Value[stageDel].(*types.AttributeValueMemberM)
+			if !ok {
+				return nil, fmt.Errorf("%w: staged delete of %s", provider.ErrCorruptData, describeKey(row))
+			}
+			out = append(out, planAction{del: del.Value})
+		default:
+			parent, _, err := strAttr(m.Value, stageKids)
+			if err != nil || parent == "" {
+				return nil, fmt.Errorf("%w: staged action of %s", provider.ErrCorruptData, describeKey(row))
+			}
+			out = append(out, planAction{kidsOf: parent})
+		}
+	}
+	return out, nil
+}
+
+// applyStaged applies every staging row of turn tid (see applyOne).
+func (p *Provider) applyStaged(ctx context.Context, instance, tid string, chunks [][]planAction) error {
+	pk := keys.InstancePK(instance)
+	for i, chunk := range chunks {
+		if err := p.applyOne(ctx, pk, tid, i, chunk); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rollForward finishes large turn tid of instance if it is still pending:
+// applies the staging rows that remain, then finishes it.
+func (p *Provider) rollForward(ctx context.Context, instance, tid string) error {
+	st, err := p.loadState(ctx, instance)
+	if err != nil {
+		return err
+	}
+	if st.lock.turn != tid {
+		return nil // finished meanwhile
+	}
+	prefix := keys.StagePrefixOf(tid)
+	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), prefix, prefixEnd(prefix))
+	if err != nil {
+		return err
+	}
+	pk := keys.InstancePK(instance)
+	for _, row := range rows {
+		sk, _, _ := strAttr(row, attrSK)
+		idx, err := keys.ParseNum20(sk[len(prefix):])
+		if err != nil {
+			return fmt.Errorf("%w: staging row %s: %v", provider.ErrCorruptData, describeKey(row), err)
+		}
+		actions, err := decodeStaged(row)
+		if err != nil {
+			return err
+		}
+		if err := p.applyOne(ctx, pk, tid, int(idx), actions); err != nil {
+			return err
+		}
+	}
+	return p.finishTurn(ctx, instance, tid, st.lock.turnExec, st.lock.ver, st.lock.attempts, st.lock.batch)
+}
+
+// applyOne applies staging row idx of turn tid in one transaction that
+// also deletes the row, conditioned on it existing: a row someone else
+// applied already is skipped, so each action is applied exactly once.
+func (p *Provider) applyOne(ctx context.Context, pk, tid string, idx int, actions []planAction) error {
+	tx := make([]types.TransactWriteItem, 0, len(actions)+1)
+	for _, a := range actions {
+		a.eventID = 0 // duplicates were checked before staging
+		tx = append(tx, p.transactAction(a))
+	}
+	tx = append(tx, types.TransactWriteItem{Delete: &types.Delete{
+		TableName:                p.table,
+		Key:                      key(pk, keys.StageSK(tid, idx)),
+		ConditionExpression:      aws.String("attribute_exists(#pk)"),
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+	}})
+	_, err := p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx})
+	if err != nil {
+		reasons := cancelReasons(err)
+		if len(reasons) == len(tx) && reasons[len(reasons)-1] == "ConditionalCheckFailed" {
+			return nil
+		}
+	}
+	return err
+}
+
+// finishTurn removes the large-turn mark from the turn's history rows and
+// releases the lock.
+func (p *Provider) finishTurn(ctx context.Context, instance, tid string, executionID, ver uint64, attempts map[string]uint32, batch []string) error {
+	pk := keys.InstancePK(instance)
+	prefix := keys.HistoryPrefix(executionID)
+	rows, err := p.queryPartition(ctx, pk, prefix, prefixEnd(prefix))
+	if err != nil {
+		return err
+	}
+	var strip []item
+	for _, row := range rows {
+		if v, ok, _ := strAttr(row, attrTurnID); ok && v == tid {
+			delete(row, attrTurnID)
+			strip = append(strip, row)
+		}
+	}
+	if err := p.batchPut(ctx, strip); err != nil {
+		return err
+	}
+	remaining := make(map[string]uint32, len(attempts))
+	for sk, a := range attempts {
+		remaining[sk] = a
+	}
+	for _, sk := range batch {
+		delete(remaining, sk)
+	}
+	_, err = p.db.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                 p.table,
+		Item:                      lockItem(instance, ver+1, remaining),
+		ConditionExpression:       aws.String("#turn = :tid"),
+		ExpressionAttributeNames:  map[string]string{"#turn": attrTurn},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":tid": s(tid)},
+	})
+	if err != nil && !conditionFailed(err) {
+		return err
+	}
+	p.hints.unlocked(instance)
+	return nil
+}
+
+// batchPut writes rows with BatchWriteItem, 25 at a time, resending
+// unprocessed ones with backoff.
+func (p *Provider) batchPut(ctx context.Context, rows []item) error {
+	reqs := make([]types.WriteRequest, len(rows))
+	for i, row := range rows {
+		reqs[i] = types.WriteRequest{PutRequest: &types.PutRequest{Item: row}}
+	}
+	return p.batchWrite(ctx, reqs)
+}
+
+// batchWrite runs write requests with BatchWriteItem.
+func (p *Provider) batchWrite(ctx context.Context, reqs []types.WriteRequest) error {
+	for len(reqs) > 0 {
+		batch := reqs[:min(len(reqs), batchWriteSize)]
+		reqs = reqs[len(batch):]
+		backoff := 20 * time.Millisecond
+		for attempt := 0; len(batch) > 0; attempt++ {
+			out, err := p.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{
+				RequestItems: map[string][]types.WriteRequest{*p.table: batch},
+			})
+			if err != nil {
+				return err
+			}
+			batch = out.UnprocessedItems[*p.table]
+			if len(batch) == 0 {
+				break
+			}
+			if attempt >= 8 {
+				return provider.Retryable("batch_write", nil, "%d writes still unprocessed after %d attempts", len(batch), attempt+1)
+			}
+			select {
+			case <-time.After(backoff):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			backoff *= 2
+		}
+	}
+	return nil
+}

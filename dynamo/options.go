@@ -1,0 +1,152 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/dynoxide/dynoxide/queues"
+)
+
+// API is the part of the DynamoDB client the provider calls; the SDK's
+// [dynamodb.Client] satisfies it. It lists every DynamoDB operation the
+// provider uses, so the least-privilege IAM policy of the Terraform module
+// is checked against it.
+type API interface {
+	// GetItem is [dynamodb.Client.GetItem].
+	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	// PutItem is [dynamodb.Client.PutItem].
+	PutItem(ctx context.Context, params *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	// UpdateItem is [dynamodb.Client.UpdateItem].
+	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	// DeleteItem is [dynamodb.Client.DeleteItem].
+	DeleteItem(ctx context.Context, params *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
+	// Query is [dynamodb.Client.Query].
+	Query(ctx context.Context, params *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	// TransactWriteItems is [dynamodb.Client.TransactWriteItems].
+	TransactWriteItems(ctx context.Context, params *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	// BatchWriteItem is [dynamodb.Client.BatchWriteItem].
+	BatchWriteItem(ctx context.Context, params *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error)
+}
+
+// Options configures a [Provider]. TableName is required; everything else
+// has a default.
+type Options struct {
+	// TableName is the DynamoDB table, created with the shape of
+	// [github.com/dynoxide/dynoxide/tables.Default] (by the Terraform module
+	// or tables.Ensure). Required.
+	TableName string
+
+	// OrchestratorQueueURL and WorkerQueueURL are the SQS standard queues
+	// that carry wake-up signals between processes. Default "": signals stay
+	// inside this process (dispatchers of other processes then find work by
+	// sweeping the table when their pollTimeout runs out, or at once with
+	// ShortPoll).
+	OrchestratorQueueURL string
+	WorkerQueueURL       string
+
+	// Shards is the number of partitions of the ready index per queue. It is
+	// part of the stored data's layout: every process on one table must use
+	// the same value. Default 16; valid 1 to 256.
+	Shards int
+
+	// ShortPoll makes fetches look at the table once and return at once
+	// when there is no work, ignoring pollTimeout. Default false: fetches
+	// wait up to pollTimeout for a signal (from this process or SQS) and
+	// return as soon as work is committed.
+	ShortPoll bool
+
+	// Now is the clock for leases, visibility times and timestamps.
+	// Default [time.Now]. Hosts sharing a table should be NTP-synchronised:
+	// skew shortens or lengthens leases by the skew.
+	Now func() time.Time
+
+	// Logf receives problems the provider handles itself (a signal that
+	// could not be sent, a lease that expired before the fetch returned).
+	// Default: discard.
+	Logf func(format string, args ...any)
+
+	// Client overrides the DynamoDB client built from the aws.Config given
+	// to [New]. Tests use it to count or fail requests.
+	Client API
+
+	// SQSClient overrides the SQS client built from the aws.Config given to
+	// [New].
+	SQSClient queues.API
+
+	// MaxLongPoll caps the WaitTimeSeconds of one SQS receive; see
+	// [queues.Options.MaxLongPoll]. Default 20 s.
+	MaxLongPoll time.Duration
+}
+
+// Defaults and limits of [Options].
+const (
+	DefaultShards = 16
+	MaxShards     = 256
+)
+
+// ErrInvalidOptions is wrapped by the error [New] returns for options it
+// cannot use.
+var ErrInvalidOptions = errors.New("dynamo: invalid options")
+
+// resolve applies defaults to a copy of o and validates it.
+func (o Options) resolve() (Options, error) {
+	if o.TableName == "" {
+		return o, fmt.Errorf("%w: TableName is required", ErrInvalidOptions)
+	}
+	if o.Shards == 0 {
+		o.Shards = DefaultShards
+	}
+	if o.Shards < 1 || o.Shards > MaxShards {
+		return o, fmt.Errorf("%w: Shards %d is outside 1..%d", ErrInvalidOptions, o.Shards, MaxShards)
+	}
+	if o.OrchestratorQueueURL != "" && o.OrchestratorQueueURL == o.WorkerQueueURL {
+		return o, fmt.Errorf("%w: OrchestratorQueueURL and WorkerQueueURL must differ", ErrInvalidOptions)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	return o, nil
+}
+
+// New returns a provider on the table and queues optFns name, with clients
+// built from cfg (the SDK's default chain: AWS_ENDPOINT_URL*, profiles and
+// roles all apply) unless Options.Client and Options.SQSClient are given. It
+// makes no request. Call [Provider.Close] when done.
+func New(cfg aws.Config, optFns ...func(*Options)) (*Provider, error) {
+	var o Options
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	o, err := o.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if o.Client == nil {
+		o.Client = dynamodb.NewFromConfig(cfg)
+	}
+	if o.SQSClient == nil && (o.OrchestratorQueueURL != "" || o.WorkerQueueURL != "") {
+		o.SQSClient = sqs.NewFromConfig(cfg)
+	}
+	signals, err := queues.New(o.SQSClient, func(q *queues.Options) {
+		q.OrchestratorQueueURL = o.OrchestratorQueueURL
+		q.WorkerQueueURL = o.WorkerQueueURL
+		q.Logf = o.Logf
+		q.Now = o.Now
+		if o.MaxLongPoll != 0 {
+			q.MaxLongPoll = o.MaxLongPoll
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	return newProvider(o, signals), nil
+}

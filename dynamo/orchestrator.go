@@ -1,0 +1,282 @@
+package dynamo
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/provider"
+	"github.com/dynoxide/dynoxide/queues"
+)
+
+// EnqueueForOrchestrator puts item on its target instance's queue, visible
+// after delay (0 = now). A [provider.TimerFiredItem] enqueued here uses
+// delay, not its FireAtMs. The instance is not created. Invalid items fail
+// with [provider.ErrInvalidInput].
+//
+// Requests: one PutItem, then the wake-up signal.
+func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item provider.WorkItem, delay time.Duration) error {
+	if err := provider.ValidateOrchestratorItem(opEnqueueOrch, item); err != nil {
+		return err
+	}
+	data, err := provider.MarshalWorkItem(item)
+	if err != nil {
+		return provider.Permanent(opEnqueueOrch, provider.ErrInvalidInput, "encode %s work item: %v", item.Kind(), err)
+	}
+	row, sig := p.orchestratorItem(item, data, p.nowMs()+durMs(delay))
+	if size := itemSize(row); size > MaxItemBytes {
+		return provider.Permanent(opEnqueueOrch, provider.ErrInvalidInput,
+			"%s work item is %d bytes stored; it must fit one DynamoDB item (%d bytes)", item.Kind(), size, MaxItemBytes)
+	}
+	if _, err := p.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: p.table, Item: row}); err != nil {
+		return translate(opEnqueueOrch, err)
+	}
+	p.notify(ctx, []queues.Signal{sig})
+	return nil
+}
+
+// heldTurn returns what is known of the turn lockToken holds: this
+// process's fetch, else the stored lock row (one Query). nil means the
+// token holds no lock (expiry is not checked here).
+func (p *Provider) heldTurn(ctx context.Context, op, lockToken string) (*turnState, error) {
+	tok, err := parseOrchToken(lockToken)
+	if err != nil {
+		return nil, invalidToken(op)
+	}
+	if turn := p.turns.get(lockToken); turn != nil {
+		return turn, nil
+	}
+	st, err := p.loadState(ctx, tok.instance)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	if st.lock.token != lockToken {
+		return nil, invalidToken(op)
+	}
+	return &turnState{token: lockToken, st: st, ver: st.lock.ver, batch: st.lock.batch, attempts: st.lock.attempts}, nil
+}
+
+// AbandonOrchestrationItem releases the lock without committing. A non-zero
+// delay hides the instance's currently visible messages for that long;
+// ignoreAttempt decrements the attempt count of all its messages (floor
+// 0). A token that holds no lock fails with [provider.ErrInvalidLockToken].
+//
+// Requests: one TransactWriteItems (the lock row, conditioned on the
+// token, and with a delay the visible message rows).
+func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken string, delay time.Duration, ignoreAttempt bool) error {
+	turn, err := p.heldTurn(ctx, opAbandonOrch, lockToken)
+	if err != nil {
+		return err
+	}
+	st := turn.st
+	attempts := make(map[string]uint32, len(turn.attempts))
+	for sk, a := range turn.attempts {
+		if ignoreAttempt && a > 0 {
+			a--
+		}
+		attempts[sk] = a
+	}
+	now := p.nowMs()
+	actions := []types.TransactWriteItem{{Put: &types.Put{
+		TableName:                 p.table,
+		Item:                      lockItem(st.id, turn.ver+1, attempts),
+		ConditionExpression:       aws.String("#tok = :tok"),
+		ExpressionAttributeNames:  map[string]string{"#tok": attrToken},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":tok": s(lockToken)},
+	}}}
+	visibleAt := now
+	if delay > 0 {
+		visibleAt = now + durMs(delay)
+		for _, m := range st.msgs {
+			if m.visible > now || len(actions) == maxTransactActions {
+				continue
+			}
+			row := key(keys.InstancePK(st.id), m.sk)
+			row[attrItem] = s(m.data)
+			row[attrKind] = s(m.kind)
+			row[attrVisible] = n(visibleAt)
+			row[attrReadyPK] = s(keys.ReadyOrchestratorPK(keys.ShardOf(st.id, p.o.Shards)))
+			row[attrReadySK] = s(readySK(visibleAt, m.seq))
+			actions = append(actions, types.TransactWriteItem{Put: &types.Put{
+				TableName:                p.table,
+				Item:                     row,
+				ConditionExpression:      aws.String("attribute_exists(#pk)"),
+				ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+			}})
+		}
+	}
+	_, err = p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: actions})
+	if err != nil {
+		reasons := cancelReasons(err)
+		if len(reasons) > 0 && reasons[0] == "ConditionalCheckFailed" {
+			return invalidToken(opAbandonOrch)
+		}
+		if reasons == nil || !onlyMissingRows(reasons) {
+			return translate(opAbandonOrch, err)
+		}
+		// A message went away meanwhile (instance deleted): release alone.
+		if _, err := p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: actions[:1]}); err != nil {
+			if cancelReasons(err) != nil {
+				return invalidToken(opAbandonOrch)
+			}
+			return translate(opAbandonOrch, err)
+		}
+	}
+	p.turns.drop(lockToken)
+	p.hints.unlocked(st.id)
+	p.notify(ctx, []queues.Signal{{
+		Kind: queues.Orchestrator, Shard: keys.ShardOf(st.id, p.o.Shards), Instance: st.id, VisibleAt: timeMs(visibleAt),
+	}})
+	return nil
+}
+
+// onlyMissingRows reports whether a cancelled transaction failed only on
+// conditions after its first action.
+func onlyMissingRows(reasons []string) bool {
+	for i, r := range reasons {
+		if (i == 0 && r != "None" && r != "") || (r != "None" && r != "" && r != "ConditionalCheckFailed") {
+			return false
+		}
+	}
+	return true
+}
+
+// RenewOrchestrationItemLock extends a live lock to now+extendFor. An
+// unknown, released or expired lock fails with
+// [provider.ErrInvalidLockToken].
+//
+// Requests: one UpdateItem conditioned on the token and a live lease.
+func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
+	tok, err := parseOrchToken(lockToken)
+	if err != nil {
+		return invalidToken(opRenewOrch)
+	}
+	now := p.nowMs()
+	_, err = p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 p.table,
+		Key:                       key(keys.InstancePK(tok.instance), keys.Lock),
+		UpdateExpression:          aws.String("SET #until = :until"),
+		ConditionExpression:       aws.String("#tok = :tok AND #until > :now"),
+		ExpressionAttributeNames:  map[string]string{"#tok": attrToken, "#until": attrLockUntil},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":tok": s(lockToken), ":now": n(now), ":until": n(now + durMs(extendFor))},
+	})
+	if err != nil {
+		if conditionFailed(err) {
+			return provider.Permanent(opRenewOrch, provider.ErrInvalidLockToken, "Invalid lock token: invalid, expired, or already acked")
+		}
+		return translate(opRenewOrch, err)
+	}
+	return nil
+}
+
+// Read returns the latest execution's history; empty for unknown
+// instances. An undecodable stored event fails with an error wrapping
+// [provider.ErrCorruptData].
+//
+// Requests: a Query for the latest execution record, then the history
+// Query (paged).
+func (p *Provider) Read(ctx context.Context, instance string) ([]provider.Event, error) {
+	execID, err := p.latestExecution(ctx, instance)
+	if err != nil {
+		return nil, translate(opRead, err)
+	}
+	return p.readHistory(ctx, opRead, instance, execID)
+}
+
+// ReadWithExecution returns one execution's history, as [Provider.Read].
+//
+// Requests: the history Query (paged).
+func (p *Provider) ReadWithExecution(ctx context.Context, instance string, executionID uint64) ([]provider.Event, error) {
+	return p.readHistory(ctx, opReadWithExec, instance, executionID)
+}
+
+// readHistory reads and decodes one execution's history.
+func (p *Provider) readHistory(ctx context.Context, op, instance string, executionID uint64) ([]provider.Event, error) {
+	rows, err := p.historyRows(ctx, instance, executionID)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	return decodeHistory(op, instance, executionID, rows)
+}
+
+// latestExecution returns the highest execution id with a record, or 1.
+func (p *Provider) latestExecution(ctx context.Context, instance string) (uint64, error) {
+	out, err := p.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 p.table,
+		KeyConditionExpression:    aws.String("#pk = :pk AND begins_with(#sk, :prefix)"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": s(keys.InstancePK(instance)), ":prefix": s(keys.ExecPrefix)},
+		ProjectionExpression:      aws.String("#sk"),
+		ScanIndexForward:          aws.Bool(false),
+		Limit:                     aws.Int32(1),
+		ConsistentRead:            aws.Bool(true),
+	})
+	if err != nil {
+		return 0, err
+	}
+	if len(out.Items) == 0 {
+		return provider.InitialExecutionID, nil
+	}
+	sk, _, err := strAttr(out.Items[0], attrSK)
+	if err != nil {
+		return 0, err
+	}
+	return keys.ParseNum20(sk[len(keys.ExecPrefix):])
+}
+
+// AppendWithExecution stores events in an execution's history as given
+// (for tests and tools; it creates no instance or execution record).
+// Execution id 0, event id 0, an id twice in events (all
+// [provider.ErrInvalidInput]) and an id already stored
+// ([provider.ErrDuplicateEvent]) are rejected, and then nothing is stored.
+func (p *Provider) AppendWithExecution(ctx context.Context, instance string, executionID uint64, events []provider.Event) error {
+	if executionID == 0 {
+		return provider.Permanent(opAppend, provider.ErrInvalidInput, "execution_id must be greater than 0")
+	}
+	if err := provider.ValidateEvents(opAppend, events); err != nil {
+		return err
+	}
+	pk := keys.InstancePK(instance)
+	var actions []planAction
+	for _, e := range events {
+		data, err := json.Marshal(e)
+		if err != nil {
+			return provider.Permanent(opAppend, provider.ErrInvalidInput, "encode event %d: %v", e.EventID, err)
+		}
+		row := key(pk, keys.HistorySK(executionID, e.EventID))
+		row[attrEvent] = s(string(data))
+		if size := itemSize(row); size > MaxItemBytes {
+			return provider.Permanent(opAppend, provider.ErrInvalidInput,
+				"event %d is %d bytes stored; one event must fit one DynamoDB item (%d bytes)", e.EventID, size, MaxItemBytes)
+		}
+		actions = append(actions, planAction{put: row, eventID: e.EventID})
+	}
+	if len(actions) == 0 {
+		return nil
+	}
+	if err := p.checkNewEvents(ctx, opAppend, instance, executionID, actions); err != nil {
+		return err
+	}
+	for start := 0; start < len(actions); start += maxTransactActions {
+		chunk := actions[start:min(len(actions), start+maxTransactActions)]
+		tx := make([]types.TransactWriteItem, len(chunk))
+		for i, a := range chunk {
+			tx[i] = p.transactAction(a)
+		}
+		if _, err := p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx}); err != nil {
+			for i, r := range cancelReasons(err) {
+				if r == "ConditionalCheckFailed" {
+					return provider.Permanent(opAppend, provider.ErrDuplicateEvent,
+						"event_id %d already exists in execution %d of instance %s", chunk[i].eventID, executionID, instance)
+				}
+			}
+			return translate(opAppend, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,228 @@
+package dynamo
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/provider"
+	"github.com/dynoxide/dynoxide/queues"
+	"github.com/dynoxide/dynoxide/tables"
+)
+
+// Version is the version [Provider.Version] reports.
+const Version = "0.1.0"
+
+// Compile-time checks that *Provider implements the contract.
+var (
+	_ provider.Provider  = (*Provider)(nil)
+	_ provider.Admin     = (*Provider)(nil)
+	_ provider.Describer = (*Provider)(nil)
+)
+
+// Provider is the DynamoDB + SQS [provider.Provider]; it also implements
+// [provider.Admin] and [provider.Describer]. Create it with [New]; it is
+// safe for concurrent use. Several processes may share one table and its
+// queues.
+type Provider struct {
+	o       Options
+	db      API
+	table   *string
+	signals *queues.Signals
+
+	// turns remembers what each fetch of this process learned about the
+	// instance it locked, so that the ack is one request.
+	turns turnCache
+	// hints remembers instance locks and session owners seen recently, so
+	// that sweeps skip work another dispatcher holds.
+	hints hints
+
+	seqMu    sync.Mutex
+	seqLast  int64
+	seqOwner string
+}
+
+// newProvider returns a provider on resolved options.
+func newProvider(o Options, signals *queues.Signals) *Provider {
+	var b [6]byte
+	rand.Read(b[:])
+	return &Provider{
+		o:        o,
+		db:       o.Client,
+		table:    aws.String(o.TableName),
+		signals:  signals,
+		turns:    newTurnCache(),
+		hints:    newHints(),
+		seqOwner: hex.EncodeToString(b[:]),
+	}
+}
+
+// Name returns "dynamo".
+func (p *Provider) Name() string { return "dynamo" }
+
+// Version returns [Version].
+func (p *Provider) Version() string { return Version }
+
+// Close stops the signal pollers. Calls in flight fail; the provider must
+// not be used afterwards. Nothing is lost: all state is in DynamoDB.
+func (p *Provider) Close() error { return p.signals.Close() }
+
+// nowMs reads the clock in epoch milliseconds.
+func (p *Provider) nowMs() int64 { return p.o.Now().UnixMilli() }
+
+// durMs converts d to milliseconds, rounding up; negative is 0.
+func durMs(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Millisecond - 1) / time.Millisecond)
+}
+
+// nextSeq returns a queue sequence: 20 digits of enqueue time in
+// microseconds, strictly increasing within this process, then a random
+// suffix fixed per process, so that rows sort by enqueue time and never
+// collide across processes.
+func (p *Provider) nextSeq() string {
+	p.seqMu.Lock()
+	defer p.seqMu.Unlock()
+	us := p.o.Now().UnixMicro()
+	if us <= p.seqLast {
+		us = p.seqLast + 1
+	}
+	p.seqLast = us
+	return keys.Num20(uint64(us)) + p.seqOwner
+}
+
+// readySK is the ready-index sort key of a row that becomes eligible at
+// atMs: eligible rows are exactly those with rq_sk < readyBound(now).
+func readySK(atMs int64, seq string) string {
+	return keys.Num20(uint64(max(atMs, 0))) + "#" + seq
+}
+
+// readyBound is the exclusive upper bound of rq_sk for rows eligible at
+// nowMs.
+func readyBound(nowMs int64) string { return keys.Num20(uint64(nowMs + 1)) }
+
+// translate turns an SDK error into a [*provider.Error] for op. Context
+// ends are permanent (the caller gave up); throttling, conflicts, server
+// errors and network failures are retryable; validation, missing tables
+// and access errors are permanent configuration problems.
+func translate(op string, err error) *provider.Error {
+	var pe *provider.Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return provider.Permanent(op, err, "context done: %v", err)
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		switch api.ErrorCode() {
+		case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
+			"InternalServerError", "TransactionConflictException", "TransactionInProgressException",
+			"ServiceUnavailable", "LimitExceededException":
+			return provider.Retryable(op, err, "%v", err)
+		case "ResourceNotFoundException", "ValidationException", "AccessDeniedException",
+			"UnrecognizedClientException", "MissingAuthenticationTokenException":
+			return provider.Permanent(op, err, "%v", err)
+		}
+		if api.ErrorFault() == smithy.FaultClient {
+			return provider.Permanent(op, err, "%v", err)
+		}
+	}
+	return provider.Retryable(op, err, "%v", err)
+}
+
+// conditionFailed reports whether err is a failed condition of a
+// single-item write.
+func conditionFailed(err error) bool {
+	var cf *types.ConditionalCheckFailedException
+	return errors.As(err, &cf)
+}
+
+// cancelReasons returns the per-action reason codes of a cancelled
+// transaction, or nil when err is not one.
+func cancelReasons(err error) []string {
+	var tc *types.TransactionCanceledException
+	if !errors.As(err, &tc) {
+		return nil
+	}
+	codes := make([]string, len(tc.CancellationReasons))
+	for i, r := range tc.CancellationReasons {
+		codes[i] = aws.ToString(r.Code)
+	}
+	return codes
+}
+
+// queryAll runs a Query to its last page.
+func (p *Provider) queryAll(ctx context.Context, in *dynamodb.QueryInput) ([]item, error) {
+	in.TableName = p.table
+	var out []item
+	for {
+		page, err := p.db.Query(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page.Items...)
+		if len(page.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}
+
+// queryPartition returns the rows of partition pk whose sort key lies in
+// [from, to), consistently, in sort-key order. projection, when not empty,
+// limits the attributes read.
+func (p *Provider) queryPartition(ctx context.Context, pk, from, to string, projection ...string) ([]item, error) {
+	in := &dynamodb.QueryInput{
+		KeyConditionExpression:    aws.String("#pk = :pk AND #sk BETWEEN :from AND :to"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": s(pk), ":from": s(from), ":to": s(to)},
+		ConsistentRead:            aws.Bool(true),
+	}
+	if len(projection) > 0 {
+		expr := ""
+		for i, name := range projection {
+			alias := fmt.Sprintf("#p%d", i)
+			in.ExpressionAttributeNames[alias] = name
+			if i > 0 {
+				expr += ","
+			}
+			expr += alias
+		}
+		in.ProjectionExpression = aws.String(expr)
+	}
+	rows, err := p.queryAll(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	// BETWEEN is inclusive; callers pass an exclusive end.
+	for len(rows) > 0 {
+		last, _, _ := strAttr(rows[len(rows)-1], attrSK)
+		if last < to {
+			break
+		}
+		rows = rows[:len(rows)-1]
+	}
+	return rows, nil
+}
+
+// prefixEnd is the smallest string greater than every string starting with
+// prefix (prefix's last byte incremented; prefixes here end in '#').
+func prefixEnd(prefix string) string {
+	return prefix[:len(prefix)-1] + string(prefix[len(prefix)-1]+1)
+}
+
+// schemaNames is the table's shape the provider relies on.
+var schemaNames = struct{ ready, instances string }{tables.IndexReady, tables.IndexInstances}

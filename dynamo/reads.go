@@ -1,0 +1,136 @@
+package dynamo
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/provider"
+)
+
+// Operation names of the client-facing reads.
+const (
+	opCustomStatus  = "get_custom_status"
+	opKVValue       = "get_kv_value"
+	opKVValues      = "get_kv_all_values"
+	opInstanceStats = "get_instance_stats"
+)
+
+// CustomStatus returns the instance's custom status and its version when
+// the version is above lastSeenVersion; nil otherwise, and for unknown
+// instances.
+//
+// Requests: one GetItem of the metadata row.
+func (p *Provider) CustomStatus(ctx context.Context, instance string, lastSeenVersion uint64) (*provider.CustomStatus, error) {
+	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:                p.table,
+		Key:                      key(keys.InstancePK(instance), keys.Meta),
+		ConsistentRead:           aws.Bool(true),
+		ProjectionExpression:     aws.String("#c, #v"),
+		ExpressionAttributeNames: map[string]string{"#c": attrCStatus, "#v": attrCStatusVer},
+	})
+	if err != nil {
+		return nil, translate(opCustomStatus, err)
+	}
+	if out.Item == nil {
+		return nil, nil
+	}
+	var d decoder
+	status := d.optStr(out.Item, attrCStatus)
+	version := d.uint(out.Item, attrCStatusVer)
+	if d.err != nil {
+		return nil, corruptError(opCustomStatus, d.err, "custom status of instance %q: %v", instance, d.err)
+	}
+	if version <= lastSeenVersion {
+		return nil, nil
+	}
+	return &provider.CustomStatus{Status: status, Version: version}, nil
+}
+
+// liveKV returns the instance's KV store overlaid by the current
+// execution's writes.
+func (p *Provider) liveKV(ctx context.Context, op, instance string) (map[string]provider.KVEntry, *instanceState, error) {
+	st, err := p.loadState(ctx, instance)
+	if err != nil {
+		return nil, nil, translate(op, err)
+	}
+	return provider.MergeKV(st.kvStore, st.kvDelta), st, nil
+}
+
+// KVValue returns one key as clients see it (the current execution's writes
+// included); ok is false when the key or the instance does not exist.
+//
+// Requests: one Query of the instance's control rows.
+func (p *Provider) KVValue(ctx context.Context, instance, key string) (string, bool, error) {
+	live, _, err := p.liveKV(ctx, opKVValue, instance)
+	if err != nil {
+		return "", false, err
+	}
+	e, ok := live[key]
+	return e.Value, ok, nil
+}
+
+// KVValues returns every live key as clients see it; empty for unknown
+// instances.
+//
+// Requests: one Query of the instance's control rows.
+func (p *Provider) KVValues(ctx context.Context, instance string) (map[string]string, error) {
+	live, _, err := p.liveKV(ctx, opKVValues, instance)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(live))
+	for k, e := range live {
+		out[k] = e.Value
+	}
+	return out, nil
+}
+
+// InstanceStats describes the instance's current execution: its event
+// count, the summed length of the stored event JSON, the carry-forward
+// events its OrchestrationStarted holds, and the live KV keys and value
+// bytes. Unknown instances return nil. An undecodable OrchestrationStarted
+// fails with an error wrapping [provider.ErrCorruptData].
+//
+// Requests: a Query of the control rows and one of the current history.
+func (p *Provider) InstanceStats(ctx context.Context, instance string) (*provider.SystemStats, error) {
+	live, st, err := p.liveKV(ctx, opInstanceStats, instance)
+	if err != nil {
+		return nil, err
+	}
+	if st.meta == nil {
+		return nil, nil
+	}
+	rows, err := p.historyRows(ctx, instance, st.meta.current)
+	if err != nil {
+		return nil, translate(opInstanceStats, err)
+	}
+	stats := &provider.SystemStats{}
+	for _, row := range rows {
+		data, _, err := strAttr(row, attrEvent)
+		if err != nil {
+			return nil, corruptError(opInstanceStats, err, "history of instance %q: %v", instance, err)
+		}
+		stats.HistoryEventCount++
+		stats.HistorySizeBytes += uint64(len(data))
+		sk, _, _ := strAttr(row, attrSK)
+		if _, eventID, err := keys.ParseHistorySK(sk); err != nil || eventID != provider.InitialEventID {
+			continue
+		}
+		var started provider.Event
+		if err := json.Unmarshal([]byte(data), &started); err != nil {
+			return nil, corruptError(opInstanceStats, err, "failed to deserialize OrchestrationStarted event of instance %q: %v", instance, err)
+		}
+		if s, ok := started.Kind.(provider.OrchestrationStarted); ok {
+			stats.QueuePendingCount = uint64(len(s.CarryForwardEvents))
+		}
+	}
+	for _, e := range live {
+		stats.KVUserKeyCount++
+		stats.KVTotalValueBytes += uint64(len(e.Value))
+	}
+	return stats, nil
+}

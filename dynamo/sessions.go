@@ -1,0 +1,168 @@
+package dynamo
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+)
+
+// sessionRecord is a session record's key as the instances index lists it.
+type sessionRecord struct {
+	id string
+}
+
+// listSessions returns the sessions the instances index lists in partition
+// listPK whose sort key starts with prefix. The index is eventually
+// consistent: callers condition every write on the base row.
+func (p *Provider) listSessions(ctx context.Context, listPK, prefix string) ([]sessionRecord, error) {
+	in := &dynamodb.QueryInput{
+		IndexName:                 aws.String(schemaNames.instances),
+		KeyConditionExpression:    aws.String("#lp = :lp"),
+		ExpressionAttributeNames:  map[string]string{"#lp": attrListPK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":lp": s(listPK)},
+	}
+	if prefix != "" {
+		in.KeyConditionExpression = aws.String("#lp = :lp AND begins_with(#ls, :prefix)")
+		in.ExpressionAttributeNames["#ls"] = attrListSK
+		in.ExpressionAttributeValues[":prefix"] = s(prefix)
+	}
+	rows, err := p.queryAll(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]sessionRecord, 0, len(rows))
+	for _, row := range rows {
+		pk, _, _ := strAttr(row, attrPK)
+		if id, ok := cutPrefix(pk, keys.SessionPrefix); ok {
+			out = append(out, sessionRecord{id: id})
+		}
+	}
+	return out, nil
+}
+
+func cutPrefix(v, prefix string) (string, bool) {
+	if len(v) < len(prefix) || v[:len(prefix)] != prefix {
+		return "", false
+	}
+	return v[len(prefix):], true
+}
+
+// RenewSessionLock extends to now+extendFor every session owned by one of
+// ownerIDs whose lease is live and that saw activity within idleTimeout,
+// and returns how many it extended. Idle sessions are left to expire.
+//
+// Requests: per owner, one Query of the instances index, then one
+// conditional UpdateItem per session found. A session claimed within the
+// index's propagation delay (well under a second on AWS) may be missed by
+// one round of renewals.
+func (p *Provider) RenewSessionLock(ctx context.Context, ownerIDs []string, extendFor, idleTimeout time.Duration) (int, error) {
+	renewed := 0
+	var owners []string
+	for _, o := range ownerIDs {
+		if !slices.Contains(owners, o) {
+			owners = append(owners, o)
+		}
+	}
+	for _, owner := range owners {
+		sessions, err := p.listSessions(ctx, keys.SessionsPK(keys.ShardOf(owner, p.o.Shards)), keys.SessionsPrefix(owner))
+		if err != nil {
+			return renewed, translate(opRenewSession, err)
+		}
+		for _, sess := range sessions {
+			now := p.nowMs()
+			_, err := p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+				TableName:                p.table,
+				Key:                      key(keys.SessionPK(sess.id), keys.Session),
+				UpdateExpression:         aws.String("SET #until = :until"),
+				ConditionExpression:      aws.String("#owner = :owner AND #until > :now AND #last > :idle"),
+				ExpressionAttributeNames: map[string]string{"#until": attrLockUntil, "#owner": attrOwner, "#last": attrLastSeen},
+				ExpressionAttributeValues: map[string]types.AttributeValue{
+					":until": n(now + durMs(extendFor)), ":owner": s(owner), ":now": n(now), ":idle": n(now - durMs(idleTimeout)),
+				},
+			})
+			if err != nil {
+				if conditionFailed(err) {
+					continue
+				}
+				return renewed, translate(opRenewSession, err)
+			}
+			renewed++
+		}
+	}
+	return renewed, nil
+}
+
+// CleanupOrphanedSessions deletes sessions whose lease has expired and that
+// no queued activity references, and returns how many it deleted.
+// idleTimeout is not used (expiry already implies idleness).
+//
+// Requests: one Query of the instances index per shard; per session found,
+// one Query of its ready-index shard and, for an orphan, one conditional
+// DeleteItem. Run it periodically, not on a hot path.
+func (p *Provider) CleanupOrphanedSessions(ctx context.Context, idleTimeout time.Duration) (int, error) {
+	deleted := 0
+	for shard := range p.o.Shards {
+		sessions, err := p.listSessions(ctx, keys.SessionsPK(shard), "")
+		if err != nil {
+			return deleted, translate(opCleanupSession, err)
+		}
+		for _, sess := range sessions {
+			referenced, err := p.sessionReferenced(ctx, sess.id)
+			if err != nil {
+				return deleted, translate(opCleanupSession, err)
+			}
+			if referenced {
+				continue
+			}
+			_, err = p.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+				TableName:                 p.table,
+				Key:                       key(keys.SessionPK(sess.id), keys.Session),
+				ConditionExpression:       aws.String("attribute_exists(#pk) AND (attribute_not_exists(#until) OR #until < :now)"),
+				ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#until": attrLockUntil},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":now": n(p.nowMs())},
+			})
+			if err != nil {
+				if conditionFailed(err) {
+					continue
+				}
+				return deleted, translate(opCleanupSession, err)
+			}
+			deleted++
+		}
+	}
+	return deleted, nil
+}
+
+// sessionReferenced reports whether a queued activity references session.
+// Its rows all live in one ready-index shard.
+func (p *Provider) sessionReferenced(ctx context.Context, session string) (bool, error) {
+	readyPK := keys.ReadyWorkerPK(keys.ShardOf(keys.WorkerRoutingKey("", &session), p.o.Shards))
+	in := &dynamodb.QueryInput{
+		TableName:                 p.table,
+		IndexName:                 aws.String(schemaNames.ready),
+		KeyConditionExpression:    aws.String("#rp = :rp"),
+		FilterExpression:          aws.String("#session = :session"),
+		ExpressionAttributeNames:  map[string]string{"#rp": attrReadyPK, "#session": attrSession},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":rp": s(readyPK), ":session": s(session)},
+		ProjectionExpression:      aws.String("#session"),
+	}
+	for {
+		page, err := p.db.Query(ctx, in)
+		if err != nil {
+			return false, err
+		}
+		if len(page.Items) > 0 {
+			return true, nil
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return false, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+}

@@ -1,0 +1,253 @@
+package dynamo
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/provider"
+)
+
+// instanceState is what one consistent Query of an instance's control rows
+// says about it: metadata, lock, executions, queued messages and KV.
+type instanceState struct {
+	id    string
+	meta  *metaRow
+	lock  lockRow
+	execs map[uint64]*execRow
+	// msgs are the queued orchestrator messages in queue (sort-key) order.
+	msgs    []queueRow
+	kvStore map[string]provider.KVEntry
+	kvDelta provider.KVDelta
+	// deltaKeys are the keys that have a delta row (tombstones included).
+	deltaKeys []string
+	// kids is the instance's child counter.
+	kids int64
+}
+
+// metaRow is the #META row.
+type metaRow struct {
+	name, version string
+	current       uint64
+	parent        string
+	cstat         *string
+	cstatVersion  uint64
+	createdAt     int64
+	updatedAt     int64
+}
+
+// lockRow is the #LOCK row; exists is false when there is none.
+type lockRow struct {
+	exists bool
+	token  string
+	until  int64
+	ver    uint64
+	// attempts maps message sort keys to attempt counts.
+	attempts map[string]uint32
+	// batch holds the sort keys of the messages the lock holds.
+	batch []string
+	// turn is the id of a committed large turn not yet fully applied, and
+	// turnExec the execution its history belongs to.
+	turn     string
+	turnExec uint64
+}
+
+// live reports whether the lock is held at nowMs.
+func (l lockRow) live(nowMs int64) bool { return l.token != "" && l.until > nowMs }
+
+// execRow is one #EXEC# row.
+type execRow struct {
+	id          uint64
+	status      string
+	output      *string
+	startedAt   int64
+	completedAt *int64
+	pinned      *provider.SemVer
+}
+
+// queueRow is one orchestrator message row.
+type queueRow struct {
+	sk, seq, kind, data string
+	visible             int64
+}
+
+// loadState reads the control rows of instance (one consistent Query, paged
+// for very large instances).
+func (p *Provider) loadState(ctx context.Context, instance string) (*instanceState, error) {
+	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), "#", keys.ControlEnd)
+	if err != nil {
+		return nil, err
+	}
+	return parseState(instance, rows)
+}
+
+// parseState decodes control rows.
+func parseState(instance string, rows []item) (*instanceState, error) {
+	st := &instanceState{id: instance, execs: map[uint64]*execRow{}, kvStore: map[string]provider.KVEntry{}}
+	var d decoder
+	for _, row := range rows {
+		sk := d.str(row, attrSK)
+		switch {
+		case sk == keys.Meta:
+			m := &metaRow{
+				name:         d.str(row, attrName),
+				version:      d.str(row, attrVersion),
+				current:      d.uint(row, attrCurrent),
+				parent:       d.str(row, attrParent),
+				cstat:        d.optStr(row, attrCStatus),
+				cstatVersion: d.uint(row, attrCStatusVer),
+				createdAt:    d.int(row, attrCreatedAt),
+				updatedAt:    d.int(row, attrUpdatedAt),
+			}
+			st.meta = m
+		case sk == keys.Lock:
+			st.lock = lockRow{
+				exists: true,
+				token:  d.str(row, attrToken),
+				until:  d.int(row, attrLockUntil),
+				ver:    d.uint(row, attrLockVer),
+				turn:   d.str(row, attrTurn),
+			}
+			st.lock.turnExec = d.uint(row, attrTurnExec)
+			st.lock.attempts, st.lock.batch = decodeLockLists(&d, row)
+		case strings.HasPrefix(sk, keys.ExecPrefix):
+			id, err := keys.ParseNum20(sk[len(keys.ExecPrefix):])
+			d.keep(err)
+			e := &execRow{
+				id:        id,
+				status:    d.str(row, attrStatus),
+				output:    d.optStr(row, attrOutput),
+				startedAt: d.int(row, attrStartedAt),
+			}
+			if _, ok := row[attrCompletedAt]; ok {
+				c := d.int(row, attrCompletedAt)
+				e.completedAt = &c
+			}
+			if pin := d.optStr(row, attrPinned); pin != nil {
+				v, err := provider.ParseSemVer(*pin)
+				if err != nil {
+					d.keep(fmt.Errorf("%w: pinned version of execution %d: %v", provider.ErrCorruptData, id, err))
+				}
+				e.pinned = &v
+			}
+			st.execs[id] = e
+		case strings.HasPrefix(sk, keys.QueuePrefix):
+			st.msgs = append(st.msgs, queueRow{
+				sk:      sk,
+				seq:     sk[len(keys.QueuePrefix):],
+				kind:    d.str(row, attrKind),
+				data:    d.str(row, attrItem),
+				visible: d.int(row, attrVisible),
+			})
+		case strings.HasPrefix(sk, keys.KVPrefix), strings.HasPrefix(sk, keys.KVHashedPrefix):
+			st.kvStore[d.str(row, attrKVKey)] = provider.KVEntry{Value: d.str(row, attrValue), LastUpdatedAtMs: d.uint(row, attrTS)}
+		case sk == keys.DeltaAll:
+			st.kvDelta.ClearedAll = true
+		case strings.HasPrefix(sk, keys.DeltaPrefix), strings.HasPrefix(sk, keys.DeltaHashedPrefix):
+			k := d.str(row, attrKVKey)
+			st.deltaKeys = append(st.deltaKeys, k)
+			if st.kvDelta.Entries == nil {
+				st.kvDelta.Entries = map[string]*provider.KVEntry{}
+			}
+			if v := d.optStr(row, attrValue); v != nil {
+				st.kvDelta.Entries[k] = &provider.KVEntry{Value: *v, LastUpdatedAtMs: d.uint(row, attrTS)}
+			} else {
+				st.kvDelta.Entries[k] = nil
+			}
+		case sk == keys.Kids:
+			st.kids = d.int(row, attrCount)
+		}
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	return st, nil
+}
+
+// decodeLockLists reads the attempt map and batch list of a lock row.
+func decodeLockLists(d *decoder, row item) (map[string]uint32, []string) {
+	attempts := map[string]uint32{}
+	if m, ok := row[attrAttempts].(*types.AttributeValueMemberM); ok {
+		for sk := range m.Value {
+			attempts[sk] = uint32(d.uint(m.Value, sk))
+		}
+	}
+	var batch []string
+	if l, ok := row[attrBatch].(*types.AttributeValueMemberL); ok {
+		for _, v := range l.Value {
+			if sv, ok := v.(*types.AttributeValueMemberS); ok {
+				batch = append(batch, sv.Value)
+			} else {
+				d.keep(fmt.Errorf("%w: lock batch holds %T", provider.ErrCorruptData, v))
+			}
+		}
+	}
+	return attempts, batch
+}
+
+// latestExecution is the highest execution id with a record, or 1.
+func (st *instanceState) latestExecution() uint64 {
+	latest := provider.InitialExecutionID
+	for id := range st.execs {
+		latest = max(latest, id)
+	}
+	return latest
+}
+
+// currentExec is the current execution's record, or nil.
+func (st *instanceState) currentExec() *execRow {
+	if st.meta == nil {
+		return nil
+	}
+	return st.execs[st.meta.current]
+}
+
+// pinned is the current execution's pinned version; nil when unpinned or
+// when the instance does not exist yet.
+func (st *instanceState) pinned() *provider.SemVer {
+	if e := st.currentExec(); e != nil {
+		return e.pinned
+	}
+	return nil
+}
+
+// clone returns a deep enough copy of st for a turn to modify.
+func (st *instanceState) cloneKV() (map[string]provider.KVEntry, provider.KVDelta) {
+	delta := provider.KVDelta{ClearedAll: st.kvDelta.ClearedAll}
+	if st.kvDelta.Entries != nil {
+		delta.Entries = maps.Clone(st.kvDelta.Entries)
+	}
+	return maps.Clone(st.kvStore), delta
+}
+
+// decodeHistory decodes stored history rows. A failure wraps
+// [provider.ErrCorruptData].
+func decodeHistory(op, instance string, executionID uint64, rows []item) ([]provider.Event, error) {
+	events := make([]provider.Event, 0, len(rows))
+	for i, row := range rows {
+		data, _, err := strAttr(row, attrEvent)
+		if err != nil {
+			return nil, corruptError(op, err, "history event at position %d of instance %q execution %d: %v", i, instance, executionID, err)
+		}
+		var e provider.Event
+		if err := json.Unmarshal([]byte(data), &e); err != nil {
+			return nil, corruptError(op, err, "failed to deserialize history event at position %d for instance %q execution %d: %v",
+				i, instance, executionID, err)
+		}
+		events = append(events, e)
+	}
+	return events, nil
+}
+
+// corruptError returns a permanent error whose cause wraps both
+// [provider.ErrCorruptData] and cause.
+func corruptError(op string, cause error, format string, args ...any) *provider.Error {
+	e := provider.Permanent(op, nil, format, args...)
+	e.Err = fmt.Errorf("%w: %w", provider.ErrCorruptData, cause)
+	return e
+}

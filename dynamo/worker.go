@@ -1,0 +1,438 @@
+package dynamo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/provider"
+	"github.com/dynoxide/dynoxide/queues"
+)
+
+// Operation names of the worker queue and sessions.
+const (
+	opEnqueueWork    = "enqueue_for_worker"
+	opFetchWork      = "fetch_work_item"
+	opAckWork        = "ack_work_item"
+	opRenewWork      = "renew_work_item_lock"
+	opAbandonWork    = "abandon_work_item"
+	opRenewSession   = "renew_session_lock"
+	opCleanupSession = "cleanup_orphaned_sessions"
+)
+
+// indexLagRetry is how long a signalled worker fetch that found nothing
+// waits before it looks once more: the ready index is eventually
+// consistent, and on AWS a row may reach it shortly after its signal.
+const indexLagRetry = 100 * time.Millisecond
+
+// EnqueueForWorker puts an activity on the worker queue, visible now, with
+// its identity, session and tag recorded. Enqueueing an identity that is
+// already queued replaces it.
+//
+// Requests: one PutItem, then the wake-up signal.
+func (p *Provider) EnqueueForWorker(ctx context.Context, item provider.ActivityExecuteItem) error {
+	if err := provider.ValidateWorkerItem(opEnqueueWork, item); err != nil {
+		return err
+	}
+	data, err := json.Marshal(item)
+	if err != nil {
+		return provider.Permanent(opEnqueueWork, provider.ErrInvalidInput, "encode ActivityExecute work item: %v", err)
+	}
+	row, sig := p.workerItem(item, data, p.nowMs())
+	if size := itemSize(row); size > MaxItemBytes {
+		return provider.Permanent(opEnqueueWork, provider.ErrInvalidInput,
+			"ActivityExecute work item is %d bytes stored; it must fit one DynamoDB item (%d bytes)", size, MaxItemBytes)
+	}
+	if _, err := p.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: p.table, Item: row}); err != nil {
+		return translate(opEnqueueWork, err)
+	}
+	p.notify(ctx, []queues.Signal{sig})
+	return nil
+}
+
+// FetchWorkItem locks the oldest eligible activity that passes tags and
+// the session rules and returns it. Without session only activities
+// without a session qualify; with one, also those of sessions
+// session.OwnerID holds or nobody holds (which it then claims for
+// session.LockTimeout). A [provider.TagNone] filter returns nil at once.
+// See the package documentation for how it waits; nil, nil means no work.
+//
+// Requests: for a signalled shard, one Query of the ready index and one
+// conditional UpdateItem of the row (a two-action TransactWriteItems when
+// it claims a session): 2. A sweep queries every shard, in parallel.
+func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, session *provider.SessionFetchConfig, tags provider.TagFilter) (*provider.LockedWorkItem, error) {
+	if tags.Mode() == provider.TagNone {
+		return nil, nil
+	}
+	keep := func(row item) bool {
+		tag, hasTag, _ := strAttr(row, attrTag)
+		var tagPtr *string
+		if hasTag {
+			tagPtr = &tag
+		}
+		if !tags.Matches(tagPtr) {
+			return false
+		}
+		if sid, ok, _ := strAttr(row, attrSession); ok {
+			return session != nil && !p.hints.sessionBlocked(sid, session.OwnerID, p.nowMs())
+		}
+		return true
+	}
+	var result *provider.LockedWorkItem
+	tryRows := func(rows []readyRow) (bool, error) {
+		for _, r := range rows {
+			got, err := p.lockWork(ctx, r, lockTimeout, session)
+			if err != nil {
+				return false, err
+			}
+			if got != nil {
+				result = got
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	err := p.poll(ctx, opFetchWork, queues.Worker, pollTimeout,
+		func(sigs []queues.Signal) (bool, error) {
+			var shards []int
+			for _, sig := range sigs {
+				if !slices.Contains(shards, sig.Shard) && sig.Shard < p.o.Shards {
+					shards = append(shards, sig.Shard)
+				}
+			}
+			for _, shard := range shards {
+				for attempt := 0; attempt < 2; attempt++ {
+					rows, err := p.queryReadyShard(ctx, keys.ReadyWorkerPK(shard), readyBound(p.nowMs()), keep)
+					if err != nil {
+						return false, err
+					}
+					if len(rows) > 0 || attempt == 1 {
+						if done, err := tryRows(rows); done || err != nil {
+							return done, err
+						}
+						break
+					}
+					if err := sleepCtx(ctx, indexLagRetry); err != nil {
+						return false, err
+					}
+				}
+			}
+			return false, nil
+		},
+		func() (bool, error) {
+			rows, err := p.sweepReady(ctx, keys.ReadyWorkerPK, keep)
+			if err != nil {
+				return false, err
+			}
+			return tryRows(rows)
+		})
+	if err != nil {
+		return nil, translate(opFetchWork, err)
+	}
+	return result, nil
+}
+
+// sleepCtx waits d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// lockWork tries to lock one candidate row found in the ready index. The
+// write is conditioned on the row's ready key being what the index showed,
+// so a stale index entry or a concurrent fetch makes it fail, and the row
+// is skipped. It returns nil when the row was not won.
+func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Duration, session *provider.SessionFetchConfig) (*provider.LockedWorkItem, error) {
+	instance, execID, actID, err := keys.ParseWorkerKey(r.pk, r.sk)
+	if err != nil {
+		return nil, err
+	}
+	var d decoder
+	data := d.str(r.row, attrItem)
+	attempts := d.uint(r.row, attrAttempts)
+	sid := d.optStr(r.row, attrSession)
+	if d.err != nil {
+		return nil, d.err
+	}
+	w, err := provider.UnmarshalWorkItem([]byte(data))
+	if err != nil {
+		return nil, corruptError(opFetchWork, err, "failed to decode queued activity of instance %q: %v", instance, err)
+	}
+	act, ok := w.(provider.ActivityExecuteItem)
+	if !ok {
+		return nil, provider.Permanent(opFetchWork, provider.ErrCorruptData, "worker queue holds a %s work item", w.Kind())
+	}
+	seq := r.readySK[len(keys.Num20(0))+1:]
+	tok := workToken{instance: instance, executionID: execID, activityID: actID, session: sid, seq: seq}
+	if sid != nil {
+		tok.owner = session.OwnerID
+	}
+	token := newWorkToken(tok)
+
+	start := p.nowMs()
+	until := start + durMs(lockTimeout)
+	rowUpdate := &types.Update{
+		TableName:                p.table,
+		Key:                      key(r.pk, r.sk),
+		UpdateExpression:         aws.String("SET #tok = :tok, #until = :until, #att = :att, #rs = :rs"),
+		ConditionExpression:      aws.String("#rs = :seen"),
+		ExpressionAttributeNames: map[string]string{"#tok": attrToken, "#until": attrLockUntil, "#att": attrAttempts, "#rs": attrReadySK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":tok": s(token), ":until": n(until), ":att": nu(attempts + 1),
+			":rs": s(readySK(until, seq)), ":seen": s(r.readySK),
+		},
+	}
+	if sid == nil {
+		_, err = p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: rowUpdate.TableName, Key: rowUpdate.Key, UpdateExpression: rowUpdate.UpdateExpression,
+			ConditionExpression: rowUpdate.ConditionExpression, ExpressionAttributeNames: rowUpdate.ExpressionAttributeNames,
+			ExpressionAttributeValues: rowUpdate.ExpressionAttributeValues,
+		})
+		if err != nil {
+			if conditionFailed(err) {
+				return nil, nil
+			}
+			return nil, err
+		}
+	} else {
+		sessUntil := start + durMs(session.LockTimeout)
+		ownerShard := keys.ShardOf(session.OwnerID, p.o.Shards)
+		claim := &types.Update{
+			TableName: p.table,
+			Key:       key(keys.SessionPK(*sid), keys.Session),
+			UpdateExpression: aws.String("SET #owner = :owner, #until = :suntil, #last = :now, " +
+				"#lpk = :lpk, #lsk = :lsk"),
+			ConditionExpression: aws.String("attribute_not_exists(#pk) OR #owner = :owner OR " +
+				"attribute_not_exists(#until) OR #until <= :now"),
+			ExpressionAttributeNames: map[string]string{
+				"#owner": attrOwner, "#until": attrLockUntil, "#last": attrLastSeen, "#pk": attrPK,
+				"#lpk": attrListPK, "#lsk": attrListSK,
+			},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":owner": s(session.OwnerID), ":suntil": n(sessUntil), ":now": n(start),
+				":lpk": s(keys.SessionsPK(ownerShard)), ":lsk": s(keys.SessionsSK(session.OwnerID, *sid)),
+			},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}
+		_, err = p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+			TransactItems: []types.TransactWriteItem{{Update: rowUpdate}, {Update: claim}},
+		})
+		if err != nil {
+			var tc *types.TransactionCanceledException
+			if reasons := cancelReasons(err); reasons != nil {
+				if len(reasons) == 2 && reasons[1] == "ConditionalCheckFailed" && errors.As(err, &tc) {
+					if old := tc.CancellationReasons[1].Item; old != nil {
+						var od decoder
+						p.hints.sessionOwned(*sid, od.str(old, attrOwner), od.int(old, attrLockUntil))
+					}
+				}
+				if slices.Contains(reasons, "ConditionalCheckFailed") {
+					return nil, nil // row taken, or session owned by another
+				}
+			}
+			return nil, err
+		}
+	}
+	if p.nowMs() >= until {
+		p.o.Logf("dynamo: lock on activity %d of instance %q expired before the fetch returned (lock timeout %v); released", actID, instance, lockTimeout)
+		_ = p.AbandonWorkItem(context.WithoutCancel(ctx), token, 0, false)
+		return nil, nil
+	}
+	return &provider.LockedWorkItem{Item: act, LockToken: token, AttemptCount: uint32(attempts + 1)}, nil
+}
+
+// workKey returns the key of the worker row token locks.
+func workKey(tok workToken) item {
+	return key(keys.WorkerPK(tok.instance), keys.WorkerSK(tok.executionID, tok.activityID))
+}
+
+// sessionTouch is the update that records activity on tok's session: it
+// sets the activity time and, should the record have been cleaned up
+// meanwhile, recreates it unowned-in-effect (no lease) so that cleanup
+// removes it again.
+func (p *Provider) sessionTouch(tok workToken, nowMs int64) *types.Update {
+	return &types.Update{
+		TableName:        p.table,
+		Key:              key(keys.SessionPK(*tok.session), keys.Session),
+		UpdateExpression: aws.String("SET #last = :now, #owner = if_not_exists(#owner, :owner), #lpk = if_not_exists(#lpk, :lpk), #lsk = if_not_exists(#lsk, :lsk)"),
+		ExpressionAttributeNames: map[string]string{
+			"#last": attrLastSeen, "#owner": attrOwner, "#lpk": attrListPK, "#lsk": attrListSK,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":now": n(nowMs), ":owner": s(tok.owner),
+			":lpk": s(keys.SessionsPK(keys.ShardOf(tok.owner, p.o.Shards))),
+			":lsk": s(keys.SessionsSK(tok.owner, *tok.session)),
+		},
+	}
+}
+
+// workLockLost is the error of an ack or renewal whose activity lock is
+// gone.
+func workLockLost(op string) error {
+	return provider.Permanent(op, provider.ErrInvalidLockToken, "Invalid lock token: activity was cancelled or its lock expired")
+}
+
+// AckWorkItem deletes a locked activity and, when completion is non-nil,
+// enqueues it on the orchestrator queue (visible now), atomically; it also
+// records activity on the activity's session. A completion other than
+// [provider.ActivityCompletedItem] or [provider.ActivityFailedItem] fails
+// with [provider.ErrInvalidInput]; an activity that is gone (cancelled,
+// deleted, acked) or whose lock expired fails with
+// [provider.ErrInvalidLockToken]. A failed ack changes nothing.
+//
+// Requests: one TransactWriteItems (one DeleteItem when there is neither a
+// completion nor a session).
+func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion provider.WorkItem) error {
+	if err := provider.ValidateCompletion(opAckWork, completion); err != nil {
+		return err
+	}
+	tok, err := parseWorkToken(lockToken)
+	if err != nil {
+		return workLockLost(opAckWork)
+	}
+	now := p.nowMs()
+	del := &types.Delete{
+		TableName:                 p.table,
+		Key:                       workKey(tok),
+		ConditionExpression:       aws.String("#tok = :tok AND #until > :now"),
+		ExpressionAttributeNames:  map[string]string{"#tok": attrToken, "#until": attrLockUntil},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":tok": s(lockToken), ":now": n(now)},
+	}
+	actions := []types.TransactWriteItem{{Delete: del}}
+	var signals []queues.Signal
+	if completion != nil {
+		data, err := provider.MarshalWorkItem(completion)
+		if err != nil {
+			return provider.Permanent(opAckWork, provider.ErrInvalidInput, "encode %s completion: %v", completion.Kind(), err)
+		}
+		row, sig := p.orchestratorItem(completion, data, now)
+		if size := itemSize(row); size > MaxItemBytes {
+			return provider.Permanent(opAckWork, provider.ErrInvalidInput,
+				"%s completion is %d bytes stored; it must fit one DynamoDB item (%d bytes)", completion.Kind(), size, MaxItemBytes)
+		}
+		actions = append(actions, types.TransactWriteItem{Put: &types.Put{TableName: p.table, Item: row}})
+		signals = append(signals, sig)
+	}
+	if tok.session != nil {
+		actions = append(actions, types.TransactWriteItem{Update: p.sessionTouch(tok, now)})
+	}
+	if len(actions) == 1 {
+		_, err = p.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: p.table, Key: del.Key, ConditionExpression: del.ConditionExpression,
+			ExpressionAttributeNames: del.ExpressionAttributeNames, ExpressionAttributeValues: del.ExpressionAttributeValues,
+		})
+		if conditionFailed(err) {
+			return workLockLost(opAckWork)
+		}
+	} else {
+		_, err = p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: actions})
+		if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == "ConditionalCheckFailed" {
+			return workLockLost(opAckWork)
+		}
+	}
+	if err != nil {
+		return translate(opAckWork, err)
+	}
+	p.notify(ctx, signals)
+	return nil
+}
+
+// RenewWorkItemLock extends a live activity lock to now+extendFor and
+// records activity on its session. An activity that is gone or whose lock
+// expired fails with [provider.ErrInvalidLockToken]; that is how a worker
+// learns its activity was cancelled.
+//
+// Requests: one UpdateItem (a two-action TransactWriteItems for a session
+// activity).
+func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
+	tok, err := parseWorkToken(lockToken)
+	if err != nil {
+		return workLockLost(opRenewWork)
+	}
+	now := p.nowMs()
+	until := now + durMs(extendFor)
+	// The ready key moves with the lease, so the row becomes eligible again
+	// exactly when the lease ends.
+	update := &types.Update{
+		TableName:                p.table,
+		Key:                      workKey(tok),
+		UpdateExpression:         aws.String("SET #until = :until, #rs = :rs"),
+		ConditionExpression:      aws.String("#tok = :tok AND #until > :now"),
+		ExpressionAttributeNames: map[string]string{"#tok": attrToken, "#until": attrLockUntil, "#rs": attrReadySK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":tok": s(lockToken), ":now": n(now), ":until": n(until), ":rs": s(readySK(until, tok.seq)),
+		},
+	}
+	if tok.session == nil {
+		_, err = p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: p.table, Key: update.Key, UpdateExpression: update.UpdateExpression,
+			ConditionExpression: update.ConditionExpression, ExpressionAttributeNames: update.ExpressionAttributeNames,
+			ExpressionAttributeValues: update.ExpressionAttributeValues,
+		})
+		if conditionFailed(err) {
+			return workLockLost(opRenewWork)
+		}
+	} else {
+		_, err = p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+			{Update: update}, {Update: p.sessionTouch(tok, now)},
+		}})
+		if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == "ConditionalCheckFailed" {
+			return workLockLost(opRenewWork)
+		}
+	}
+	if err != nil {
+		return translate(opRenewWork, err)
+	}
+	return nil
+}
+
+// AbandonWorkItem unlocks an activity, visible again after delay (0 =
+// now); ignoreAttempt undoes the fetch's attempt increment (floor 0). A
+// token that locks no activity fails with [provider.ErrInvalidLockToken].
+//
+// Requests: one UpdateItem conditioned on the token.
+func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, delay time.Duration, ignoreAttempt bool) error {
+	tok, err := parseWorkToken(lockToken)
+	if err != nil {
+		return provider.Permanent(opAbandonWork, provider.ErrInvalidLockToken, "Invalid lock token or already acked")
+	}
+	visible := p.nowMs() + durMs(delay)
+	expr := "SET #vis = :vis, #rs = :rs REMOVE #tok, #until"
+	names := map[string]string{"#vis": attrVisible, "#rs": attrReadySK, "#tok": attrToken, "#until": attrLockUntil}
+	values := map[string]types.AttributeValue{":tok": s(lockToken), ":vis": n(visible), ":rs": s(readySK(visible, tok.seq))}
+	if ignoreAttempt {
+		// A fetch made the count at least 1, and only the holder abandons.
+		expr = "SET #vis = :vis, #rs = :rs, #att = #att - :one REMOVE #tok, #until"
+		names["#att"] = attrAttempts
+		values[":one"] = n(1)
+	}
+	_, err = p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: p.table, Key: workKey(tok),
+		UpdateExpression:          aws.String(expr),
+		ConditionExpression:       aws.String("#tok = :tok"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	})
+	if err != nil {
+		if conditionFailed(err) {
+			return provider.Permanent(opAbandonWork, provider.ErrInvalidLockToken, "Invalid lock token or already acked")
+		}
+		return translate(opAbandonWork, err)
+	}
+	shard := keys.ShardOf(keys.WorkerRoutingKey(tok.instance, tok.session), p.o.Shards)
+	p.notify(ctx, []queues.Signal{{Kind: queues.Worker, Shard: shard, Instance: tok.instance, VisibleAt: timeMs(visible)}})
+	return nil
+}
