@@ -1,14 +1,16 @@
 # dynoxide: durable orchestrations for Go on DynamoDB + SQS.
 #
 #   make test   every test, with the race detector (what CI runs)
-#   make lint   go vet and gofmt
+#   make lint   go vet, gofmt and actionlint (.github/workflows)
 #   make run    the conformance suite with a readable per-category summary
 #   make tf-validate  terraform fmt, init and validate of terraform/, offline
+#   make tf-test      terraform apply of terraform/examples/basic against an
+#                     AWS emulator, checked from Go (cmd/tfsmoke), then destroy
 
 GO       ?= go
 PARALLEL ?= 16
 
-.PHONY: test lint run tf-validate
+.PHONY: test lint run tf-validate tf-test
 
 test: tf-validate
 	$(GO) test -race -count=1 -parallel $(PARALLEL) ./...
@@ -17,6 +19,7 @@ lint:
 	$(GO) vet ./...
 	@unformatted=$$(gofmt -l .); \
 	if [ -n "$$unformatted" ]; then echo "gofmt -l reports:"; echo "$$unformatted"; exit 1; fi
+	$(GO) run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 
 run:
 	$(GO) test -count=1 -parallel $(PARALLEL) -json -run '^TestConformance$$' ./provider/memprovider/ \
@@ -24,3 +27,6 @@ run:
 
 tf-validate:
 	./scripts/tf-validate
+
+tf-test:
+	GO=$(GO) ./scripts/tf-test

@@ -10,6 +10,10 @@
 locals {
   schema = jsondecode(file("${path.module}/schema.json"))
 
+  # The IAM actions of the policy document's table, index and queue
+  # statements; see the policy below.
+  iam_actions = jsondecode(file("${path.module}/iam_actions.json"))
+
   # Every key attribute of the table and of its indexes, name => type. The
   # schema declares each name with one type only.
   key_attributes = {
@@ -125,42 +129,30 @@ resource "aws_sqs_queue" "this" {
 
 # The least privilege a dynoxide process needs: item reads and writes on the
 # table, queries of its indexes, and sending, receiving and deleting signals.
+# The action lists are read from iam_actions.json, which a Go test
+# (internal/parity) checks against the SDK operations the provider calls:
+# every call has its permission, and nothing else is granted.
 data "aws_iam_policy_document" "this" {
   count = var.create ? 1 : 0
 
   statement {
-    sid    = "DynoxideTable"
-    effect = "Allow"
-    actions = [
-      "dynamodb:BatchWriteItem",
-      "dynamodb:ConditionCheckItem",
-      "dynamodb:DeleteItem",
-      "dynamodb:DescribeTable",
-      "dynamodb:GetItem",
-      "dynamodb:PutItem",
-      "dynamodb:Query",
-      "dynamodb:TransactWriteItems",
-      "dynamodb:UpdateItem",
-    ]
+    sid       = "DynoxideTable"
+    effect    = "Allow"
+    actions   = local.iam_actions.table
     resources = [local.table_arn]
   }
 
   statement {
     sid       = "DynoxideIndexes"
     effect    = "Allow"
-    actions   = ["dynamodb:Query"]
+    actions   = local.iam_actions.indexes
     resources = [for ix in local.schema.global_secondary_indexes : "${local.table_arn}/index/${ix.name}"]
   }
 
   statement {
-    sid    = "DynoxideSignalQueues"
-    effect = "Allow"
-    actions = [
-      "sqs:DeleteMessage",
-      "sqs:GetQueueAttributes",
-      "sqs:ReceiveMessage",
-      "sqs:SendMessage",
-    ]
+    sid       = "DynoxideSignalQueues"
+    effect    = "Allow"
+    actions   = local.iam_actions.queues
     resources = [for q in aws_sqs_queue.this : q.arn]
   }
 
