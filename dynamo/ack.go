@@ -69,6 +69,16 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 	if err := provider.ValidateTurn(opAckOrch, commit); err != nil {
 		return err
 	}
+	for _, w := range commit.WorkerItems {
+		if err := checkIDs(opAckOrch, w.Instance, w.SessionID); err != nil {
+			return err
+		}
+	}
+	for _, w := range commit.OrchestratorItems {
+		if err := checkIDs(opAckOrch, w.TargetInstance(), nil); err != nil {
+			return err
+		}
+	}
 	tok, err := parseOrchToken(lockToken)
 	if err != nil {
 		return invalidToken(opAckOrch)
@@ -84,6 +94,9 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 		st, err := p.loadState(ctx, tok.instance)
 		if err != nil {
 			return translate(opAckOrch, err)
+		}
+		if st.lock.turnDone == largeTurnID(lockToken) {
+			return nil // a retry of a large turn someone finished meanwhile
 		}
 		if st.lock.token != lockToken {
 			return invalidToken(opAckOrch)

@@ -48,6 +48,7 @@ const (
 	attrBatch     = "batch"
 	attrTurn      = "turn"
 	attrTurnExec  = "texec"
+	attrTurnDone  = "tdone"
 
 	// queue rows, history, KV, staging, sessions
 	attrItem     = "item"

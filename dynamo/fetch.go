@@ -92,8 +92,11 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 		return nil, nil // supports nothing
 	}
 	var result *provider.OrchestrationItem
-	try := func(instance string) (bool, error) {
-		if p.hints.isLocked(instance, p.nowMs()) {
+	try := func(instance string, signalled bool) (bool, error) {
+		// A signal means the instance changed: hints do not apply to it.
+		if signalled {
+			p.hints.unlocked(instance)
+		} else if p.hints.isLocked(instance, p.nowMs()) {
 			return false, nil
 		}
 		item, err := p.tryInstance(ctx, instance, lockTimeout, filter)
@@ -111,7 +114,7 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 					continue
 				}
 				seen[sig.Instance] = true
-				if done, err := try(sig.Instance); done || err != nil {
+				if done, err := try(sig.Instance, true); done || err != nil {
 					return done, err
 				}
 			}
@@ -129,7 +132,7 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 					continue
 				}
 				seen[id] = true
-				if done, err := try(id); done || err != nil {
+				if done, err := try(id, false); done || err != nil {
 					return done, err
 				}
 			}

@@ -61,6 +61,9 @@ func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan tu
 		return translate(opAckOrch, err)
 	}
 	lock, err := parseState(id, []item{out.Item})
+	if err == nil && out.Item != nil && lock.lock.turnDone == tid {
+		return nil // a retry of a turn someone finished meanwhile
+	}
 	if err != nil || out.Item == nil || lock.lock.token != turn.token {
 		return invalidToken(opAckOrch)
 	}
@@ -338,9 +341,11 @@ func (p *Provider) finishTurn(ctx context.Context, instance, tid string, executi
 	for _, sk := range batch {
 		delete(remaining, sk)
 	}
+	release := lockItem(instance, ver+1, remaining)
+	release[attrTurnDone] = s(tid)
 	_, err = p.db.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                 p.table,
-		Item:                      lockItem(instance, ver+1, remaining),
+		Item:                      release,
 		ConditionExpression:       aws.String("#turn = :tid"),
 		ExpressionAttributeNames:  map[string]string{"#turn": attrTurn},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":tid": s(tid)},

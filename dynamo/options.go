@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/dynoxide/dynoxide/provider"
 	"github.com/dynoxide/dynoxide/queues"
 )
 
@@ -89,6 +90,23 @@ const (
 	DefaultShards = 16
 	MaxShards     = 256
 )
+
+// MaxIDBytes is the longest instance id and session id the provider
+// stores: each is a partition key after a two-byte prefix, and DynamoDB
+// limits partition keys to 2,048 bytes. Longer ids fail with
+// [provider.ErrInvalidInput].
+const MaxIDBytes = 2046
+
+// checkIDs fails when an instance id or session id is too long to be a key.
+func checkIDs(op string, instance string, session *string) error {
+	if len(instance) > MaxIDBytes {
+		return provider.Permanent(op, provider.ErrInvalidInput, "instance id is %d bytes; at most %d are allowed", len(instance), MaxIDBytes)
+	}
+	if session != nil && len(*session) > MaxIDBytes {
+		return provider.Permanent(op, provider.ErrInvalidInput, "session id is %d bytes; at most %d are allowed", len(*session), MaxIDBytes)
+	}
+	return nil
+}
 
 // ErrInvalidOptions is wrapped by the error [New] returns for options it
 // cannot use.

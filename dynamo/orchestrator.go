@@ -24,6 +24,9 @@ func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item provider.Wor
 	if err := provider.ValidateOrchestratorItem(opEnqueueOrch, item); err != nil {
 		return err
 	}
+	if err := checkIDs(opEnqueueOrch, item.TargetInstance(), nil); err != nil {
+		return err
+	}
 	data, err := provider.MarshalWorkItem(item)
 	if err != nil {
 		return provider.Permanent(opEnqueueOrch, provider.ErrInvalidInput, "encode %s work item: %v", item.Kind(), err)
@@ -74,6 +77,11 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 		return err
 	}
 	st := turn.st
+	if st.lock.turn != "" {
+		// This lock's large turn is committed; it cannot be abandoned, only
+		// finished.
+		return translateNil(opAbandonOrch, p.rollForward(ctx, st.id, st.lock.turn))
+	}
 	attempts := make(map[string]uint32, len(turn.attempts))
 	for sk, a := range turn.attempts {
 		if ignoreAttempt && a > 0 {
@@ -85,8 +93,8 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 	actions := []types.TransactWriteItem{{Put: &types.Put{
 		TableName:                 p.table,
 		Item:                      lockItem(st.id, turn.ver+1, attempts),
-		ConditionExpression:       aws.String("#tok = :tok"),
-		ExpressionAttributeNames:  map[string]string{"#tok": attrToken},
+		ConditionExpression:       aws.String("#tok = :tok AND attribute_not_exists(#turn)"),
+		ExpressionAttributeNames:  map[string]string{"#tok": attrToken, "#turn": attrTurn},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":tok": s(lockToken)},
 	}}}
 	visibleAt := now
@@ -114,6 +122,14 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 	if err != nil {
 		reasons := cancelReasons(err)
 		if len(reasons) > 0 && reasons[0] == "ConditionalCheckFailed" {
+			// A large turn of this lock committed since the fetch: finish it.
+			now, err := p.loadState(ctx, st.id)
+			if err != nil {
+				return translate(opAbandonOrch, err)
+			}
+			if now.lock.token == lockToken && now.lock.turn != "" {
+				return translateNil(opAbandonOrch, p.rollForward(ctx, st.id, now.lock.turn))
+			}
 			return invalidToken(opAbandonOrch)
 		}
 		if reasons == nil || !onlyMissingRows(reasons) {

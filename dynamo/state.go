@@ -55,6 +55,9 @@ type lockRow struct {
 	// turnExec the execution its history belongs to.
 	turn     string
 	turnExec uint64
+	// turnDone is the id of the last large turn finished, so that a
+	// retried ack of it succeeds.
+	turnDone string
 }
 
 // live reports whether the lock is held at nowMs.
@@ -114,6 +117,7 @@ func parseState(instance string, rows []item) (*instanceState, error) {
 				turn:   d.str(row, attrTurn),
 			}
 			st.lock.turnExec = d.uint(row, attrTurnExec)
+			st.lock.turnDone = d.str(row, attrTurnDone)
 			st.lock.attempts, st.lock.batch = decodeLockLists(&d, row)
 		case strings.HasPrefix(sk, keys.ExecPrefix):
 			id, err := keys.ParseNum20(sk[len(keys.ExecPrefix):])

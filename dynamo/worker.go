@@ -41,6 +41,9 @@ func (p *Provider) EnqueueForWorker(ctx context.Context, item provider.ActivityE
 	if err := provider.ValidateWorkerItem(opEnqueueWork, item); err != nil {
 		return err
 	}
+	if err := checkIDs(opEnqueueWork, item.Instance, item.SessionID); err != nil {
+		return err
+	}
 	data, err := json.Marshal(item)
 	if err != nil {
 		return provider.Permanent(opEnqueueWork, provider.ErrInvalidInput, "encode ActivityExecute work item: %v", err)
@@ -298,6 +301,11 @@ func workLockLost(op string) error {
 func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion provider.WorkItem) error {
 	if err := provider.ValidateCompletion(opAckWork, completion); err != nil {
 		return err
+	}
+	if completion != nil {
+		if err := checkIDs(opAckWork, completion.TargetInstance(), nil); err != nil {
+			return err
+		}
 	}
 	tok, err := parseWorkToken(lockToken)
 	if err != nil {
