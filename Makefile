@@ -2,7 +2,9 @@
 #
 #   make test   every test, with the race detector (what CI runs)
 #   make lint   go vet, gofmt and actionlint (.github/workflows)
-#   make run    the conformance suite with a readable per-category summary
+#   make run    the conformance suite against the DynamoDB provider on the
+#               embedded emulator, with a readable per-category summary
+#   make bench  DynamoDB requests and capacity units per provider operation
 #   make tf-validate  terraform fmt, init and validate of terraform/, offline
 #   make tf-test      terraform apply of terraform/examples/basic against an
 #                     AWS emulator, checked from Go (cmd/tfsmoke), then destroy
@@ -10,7 +12,7 @@
 GO       ?= go
 PARALLEL ?= 16
 
-.PHONY: test lint run tf-validate tf-test
+.PHONY: test lint run bench tf-validate tf-test
 
 test: tf-validate
 	$(GO) test -race -count=1 -parallel $(PARALLEL) ./...
@@ -22,8 +24,11 @@ lint:
 	$(GO) run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 
 run:
-	$(GO) test -count=1 -parallel $(PARALLEL) -json -run '^TestConformance$$' ./provider/memprovider/ \
+	$(GO) test -count=1 -parallel $(PARALLEL) -timeout 20m -json -run '^TestValidation$$' . \
 		| $(GO) run ./cmd/suitereport
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 20x ./dynamo/
 
 tf-validate:
 	./scripts/tf-validate
