@@ -66,45 +66,45 @@ type turnPlan struct {
 // same transaction with the same ClientRequestToken and succeeds without
 // applying twice.
 func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, commit provider.TurnCommit) error {
-	if err := provider.ValidateTurn(opAckOrch, commit); err != nil {
+	if err := provider.ValidateTurn(provider.OpAckOrchestrationItem, commit); err != nil {
 		return err
 	}
 	for _, w := range commit.WorkerItems {
-		if err := checkIDs(opAckOrch, w.Instance, w.SessionID); err != nil {
+		if err := checkIDs(provider.OpAckOrchestrationItem, w.Instance, w.SessionID); err != nil {
 			return err
 		}
 	}
 	for _, w := range commit.OrchestratorItems {
-		if err := checkIDs(opAckOrch, w.TargetInstance(), nil); err != nil {
+		if err := checkIDs(provider.OpAckOrchestrationItem, w.TargetInstance(), nil); err != nil {
 			return err
 		}
 	}
 	tok, err := parseOrchToken(lockToken)
 	if err != nil {
-		return invalidToken(opAckOrch)
+		return invalidToken(provider.OpAckOrchestrationItem)
 	}
 	turn := p.turns.get(lockToken)
 	if turn != nil {
 		turn.mu.Lock()
 		defer turn.mu.Unlock()
 		if turn.done {
-			return invalidToken(opAckOrch)
+			return invalidToken(provider.OpAckOrchestrationItem)
 		}
 	} else {
 		st, err := p.loadState(ctx, tok.instance)
 		if err != nil {
-			return translate(opAckOrch, err)
+			return translate(provider.OpAckOrchestrationItem, err)
 		}
 		if st.lock.turnDone == largeTurnID(lockToken) {
 			return nil // a retry of a large turn someone finished meanwhile
 		}
 		if st.lock.token != lockToken {
-			return invalidToken(opAckOrch)
+			return invalidToken(provider.OpAckOrchestrationItem)
 		}
 		if st.lock.turn != "" {
 			// This token's large turn is committed: a retried ack finishes it.
 			if err := p.rollForward(ctx, tok.instance, st.lock.turn); err != nil {
-				return translate(opAckOrch, err)
+				return translate(provider.OpAckOrchestrationItem, err)
 			}
 			return nil
 		}
@@ -167,26 +167,26 @@ func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPla
 	}
 	reasons := cancelReasons(err)
 	if reasons == nil {
-		return translate(opAckOrch, err)
+		return translate(provider.OpAckOrchestrationItem, err)
 	}
 	for i, code := range reasons {
 		if code != "ConditionalCheckFailed" {
 			continue
 		}
 		if i == 0 {
-			return invalidToken(opAckOrch)
+			return invalidToken(provider.OpAckOrchestrationItem)
 		}
 		if a := plan.actions[i-1]; a.eventID != 0 {
-			return provider.Permanent(opAckOrch, provider.ErrDuplicateEvent,
+			return provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrDuplicateEvent,
 				"event_id %d already exists in execution of instance %s", a.eventID, turn.st.id)
 		}
 	}
 	for _, code := range reasons {
 		if code == "ValidationError" {
-			return provider.Permanent(opAckOrch, provider.ErrInvalidInput, "DynamoDB rejected the turn: %v", err)
+			return provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput, "DynamoDB rejected the turn: %v", err)
 		}
 	}
-	return provider.Retryable(opAckOrch, err, "turn transaction cancelled (%v): %v", reasons, err)
+	return provider.Retryable(provider.OpAckOrchestrationItem, err, "turn transaction cancelled (%v): %v", reasons, err)
 }
 
 // transactAction turns a plan action into a transaction action.
@@ -238,12 +238,12 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 	for _, e := range commit.HistoryDelta {
 		data, err := json.Marshal(e)
 		if err != nil {
-			return plan, "", provider.Permanent(opAckOrch, provider.ErrInvalidInput, "encode event %d: %v", e.EventID, err)
+			return plan, "", provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput, "encode event %d: %v", e.EventID, err)
 		}
 		row := key(pk, keys.HistorySK(commit.ExecutionID, e.EventID))
 		row[attrEvent] = s(string(data))
 		if size := itemSize(row); size > MaxItemBytes {
-			return plan, "", provider.Permanent(opAckOrch, provider.ErrInvalidInput,
+			return plan, "", provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput,
 				"event %d of instance %q is %d bytes stored; one event must fit one DynamoDB item (%d bytes)",
 				e.EventID, id, size, MaxItemBytes)
 		}
@@ -347,7 +347,7 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 		scheduled[ident] = true
 		data, err := json.Marshal(w)
 		if err != nil {
-			return plan, "", provider.Permanent(opAckOrch, provider.ErrInvalidInput, "encode worker item %d: %v", i, err)
+			return plan, "", provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput, "encode worker item %d: %v", i, err)
 		}
 		digest.Write(data)
 		if cancelled[ident] {
@@ -369,7 +369,7 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 	for i, w := range commit.OrchestratorItems {
 		data, err := provider.MarshalWorkItem(w)
 		if err != nil {
-			return plan, "", provider.Permanent(opAckOrch, provider.ErrInvalidInput, "encode orchestrator item %d: %v", i, err)
+			return plan, "", provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput, "encode orchestrator item %d: %v", i, err)
 		}
 		digest.Write(data)
 		visible := provider.TurnVisibleAt(w, timeMs(now)).UnixMilli()

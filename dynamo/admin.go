@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -14,28 +13,6 @@ import (
 
 	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
 	"github.com/dynoxide/dynoxide/provider"
-)
-
-// Operation names of the management capability.
-const (
-	opListInstances    = "list_instances"
-	opListByStatus     = "list_instances_by_status"
-	opListExecutions   = "list_executions"
-	opReadHistoryExec  = "read_history_with_execution_id"
-	opReadHistory      = "read_history"
-	opLatestExecution  = "latest_execution_id"
-	opInstanceInfo     = "get_instance_info"
-	opExecutionInfo    = "get_execution_info"
-	opSystemMetrics    = "get_system_metrics"
-	opQueueDepths      = "get_queue_depths"
-	opListChildren     = "list_children"
-	opParentID         = "get_parent_id"
-	opDeleteAtomic     = "delete_instances_atomic"
-	opDeleteBulk       = "delete_instance_bulk"
-	opPruneExecutions  = "prune_executions"
-	opPruneBulk        = "prune_executions_bulk"
-	statusUnknown      = "Unknown"
-	errInstanceUnknown = "Instance %s not found"
 )
 
 // listedInstance is one instance as the instances index lists it.
@@ -51,49 +28,32 @@ type listedInstance struct {
 // first: one Query per shard, in parallel. The index is eventually
 // consistent: an instance created in the last moment may be missing.
 func (p *Provider) listInstances(ctx context.Context) ([]listedInstance, error) {
-	var (
-		mu       sync.Mutex
-		out      []listedInstance
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	for shard := range p.o.Shards {
-		wg.Go(func() {
-			rows, err := p.queryAll(ctx, &dynamodb.QueryInput{
-				IndexName:                 aws.String(schemaNames.instances),
-				KeyConditionExpression:    aws.String("#lp = :lp"),
-				ExpressionAttributeNames:  map[string]string{"#lp": attrListPK},
-				ExpressionAttributeValues: map[string]types.AttributeValue{":lp": s(keys.ListInstancesPK(shard))},
-			})
-			var found []listedInstance
-			var d decoder
-			for _, row := range rows {
-				id, err := keys.InstanceFromPK(d.str(row, attrPK))
-				if err != nil {
-					continue
-				}
-				found = append(found, listedInstance{
-					id: id, listSK: d.str(row, attrListSK), status: d.str(row, attrStatus),
-					parent: d.str(row, attrParent), completedAt: d.int(row, attrCompletedAt),
-				})
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if err == nil {
-				err = d.err
-			}
-			if err != nil {
-				if firstErr == nil {
-					firstErr = err
-				}
-				return
-			}
-			out = append(out, found...)
+	out, err := eachShard(p.o.Shards, func(shard int) ([]listedInstance, error) {
+		rows, err := p.queryAll(ctx, &dynamodb.QueryInput{
+			IndexName:                 aws.String(schemaNames.instances),
+			KeyConditionExpression:    aws.String("#lp = :lp"),
+			ExpressionAttributeNames:  map[string]string{"#lp": attrListPK},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":lp": s(keys.ListInstancesPK(shard))},
 		})
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
+		if err != nil {
+			return nil, err
+		}
+		var found []listedInstance
+		var d decoder
+		for _, row := range rows {
+			id, err := keys.InstanceFromPK(d.str(row, attrPK))
+			if err != nil {
+				continue
+			}
+			found = append(found, listedInstance{
+				id: id, listSK: d.str(row, attrListSK), status: d.str(row, attrStatus),
+				parent: d.str(row, attrParent), completedAt: d.int(row, attrCompletedAt),
+			})
+		}
+		return found, d.err
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.SortFunc(out, func(a, b listedInstance) int { return cmp.Compare(a.listSK, b.listSK) })
 	return out, nil
@@ -103,7 +63,7 @@ func (p *Provider) listInstances(ctx context.Context) ([]listedInstance, error) 
 //
 // Requests: one Query of the instances index per shard.
 func (p *Provider) ListInstances(ctx context.Context) ([]string, error) {
-	return p.listIDs(ctx, opListInstances, func(listedInstance) bool { return true })
+	return p.listIDs(ctx, provider.OpListInstances, func(listedInstance) bool { return true })
 }
 
 // ListInstancesByStatus returns the instances whose current execution has
@@ -111,7 +71,7 @@ func (p *Provider) ListInstances(ctx context.Context) ([]string, error) {
 //
 // Requests: one Query of the instances index per shard.
 func (p *Provider) ListInstancesByStatus(ctx context.Context, status string) ([]string, error) {
-	return p.listIDs(ctx, opListByStatus, func(li listedInstance) bool { return status != "" && li.status == status })
+	return p.listIDs(ctx, provider.OpListInstancesByStatus, func(li listedInstance) bool { return status != "" && li.status == status })
 }
 
 func (p *Provider) listIDs(ctx context.Context, op string, keep func(listedInstance) bool) ([]string, error) {
@@ -135,14 +95,14 @@ func (p *Provider) listIDs(ctx context.Context, op string, keep func(listedInsta
 func (p *Provider) ListExecutions(ctx context.Context, instance string) ([]uint64, error) {
 	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), keys.ExecPrefix, prefixEnd(keys.ExecPrefix), attrSK)
 	if err != nil {
-		return nil, translate(opListExecutions, err)
+		return nil, translate(provider.OpListExecutions, err)
 	}
 	out := make([]uint64, 0, len(rows))
 	for _, row := range rows {
 		sk, _, _ := strAttr(row, attrSK)
 		id, err := keys.ParseNum20(sk[len(keys.ExecPrefix):])
 		if err != nil {
-			return nil, corruptError(opListExecutions, err, "execution record of instance %q: %v", instance, err)
+			return nil, provider.Corrupt(provider.OpListExecutions, err, "execution record of instance %q: %v", instance, err)
 		}
 		out = append(out, id)
 	}
@@ -152,16 +112,16 @@ func (p *Provider) ListExecutions(ctx context.Context, instance string) ([]uint6
 // ReadHistoryWithExecutionID returns one execution's events, as
 // [Provider.ReadWithExecution].
 func (p *Provider) ReadHistoryWithExecutionID(ctx context.Context, instance string, executionID uint64) ([]provider.Event, error) {
-	return p.readHistory(ctx, opReadHistoryExec, instance, executionID)
+	return p.readHistory(ctx, provider.OpReadHistoryWithExecutionID, instance, executionID)
 }
 
 // ReadHistory returns the latest execution's events, as [Provider.Read].
 func (p *Provider) ReadHistory(ctx context.Context, instance string) ([]provider.Event, error) {
 	execID, err := p.latestExecution(ctx, instance)
 	if err != nil {
-		return nil, translate(opReadHistory, err)
+		return nil, translate(provider.OpReadHistory, err)
 	}
-	return p.readHistory(ctx, opReadHistory, instance, execID)
+	return p.readHistory(ctx, provider.OpReadHistory, instance, execID)
 }
 
 // LatestExecutionID returns the highest execution id; 1 for unknown
@@ -169,7 +129,7 @@ func (p *Provider) ReadHistory(ctx context.Context, instance string) ([]provider
 func (p *Provider) LatestExecutionID(ctx context.Context, instance string) (uint64, error) {
 	id, err := p.latestExecution(ctx, instance)
 	if err != nil {
-		return 0, translate(opLatestExecution, err)
+		return 0, translate(provider.OpLatestExecutionID, err)
 	}
 	return id, nil
 }
@@ -182,10 +142,10 @@ func (p *Provider) LatestExecutionID(ctx context.Context, instance string) (uint
 func (p *Provider) InstanceInfo(ctx context.Context, instance string) (*provider.InstanceInfo, error) {
 	st, err := p.loadState(ctx, instance)
 	if err != nil {
-		return nil, translate(opInstanceInfo, err)
+		return nil, translate(provider.OpInstanceInfo, err)
 	}
 	if st.meta == nil {
-		return nil, provider.Permanent(opInstanceInfo, provider.ErrNotFound, errInstanceUnknown, instance)
+		return nil, provider.InstanceNotFound(provider.OpInstanceInfo, instance)
 	}
 	m := st.meta
 	info := &provider.InstanceInfo{
@@ -193,7 +153,7 @@ func (p *Provider) InstanceInfo(ctx context.Context, instance string) (*provider
 		OrchestrationName:    m.name,
 		OrchestrationVersion: cmp.Or(m.version, provider.UnknownVersion),
 		CurrentExecutionID:   m.current,
-		Status:               statusUnknown,
+		Status:               provider.StatusUnknown,
 		CreatedAt:            uint64(max(m.createdAt, 0)),
 		UpdatedAt:            uint64(max(m.updatedAt, 0)),
 		ParentInstanceID:     m.parent,
@@ -212,17 +172,16 @@ func (p *Provider) InstanceInfo(ctx context.Context, instance string) (*provider
 func (p *Provider) ExecutionInfo(ctx context.Context, instance string, executionID uint64) (*provider.ExecutionInfo, error) {
 	st, err := p.loadState(ctx, instance)
 	if err != nil {
-		return nil, translate(opExecutionInfo, err)
+		return nil, translate(provider.OpExecutionInfo, err)
 	}
 	e := st.execs[executionID]
 	if e == nil {
-		return nil, provider.Permanent(opExecutionInfo, provider.ErrNotFound,
-			"Execution %d not found for instance %s", executionID, instance)
+		return nil, provider.ExecutionNotFound(provider.OpExecutionInfo, instance, executionID)
 	}
 	prefix := keys.HistoryPrefix(executionID)
 	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), prefix, prefixEnd(prefix), attrSK)
 	if err != nil {
-		return nil, translate(opExecutionInfo, err)
+		return nil, translate(provider.OpExecutionInfo, err)
 	}
 	info := &provider.ExecutionInfo{
 		ExecutionID: executionID,
@@ -247,21 +206,13 @@ func (p *Provider) SystemMetrics(ctx context.Context) (provider.SystemMetrics, e
 	var m provider.SystemMetrics
 	all, err := p.listInstances(ctx)
 	if err != nil {
-		return m, translate(opSystemMetrics, err)
+		return m, translate(provider.OpSystemMetrics, err)
 	}
 	for _, li := range all {
-		m.TotalInstances++
-		switch li.status {
-		case provider.StatusRunning:
-			m.RunningInstances++
-		case provider.StatusCompleted:
-			m.CompletedInstances++
-		case provider.StatusFailed:
-			m.FailedInstances++
-		}
+		m.CountInstance(li.status)
 		rows, err := p.queryPartition(ctx, keys.InstancePK(li.id), keys.ExecPrefix, "I", attrSK)
 		if err != nil {
-			return m, translate(opSystemMetrics, err)
+			return m, translate(provider.OpSystemMetrics, err)
 		}
 		for _, row := range rows {
 			sk, _, _ := strAttr(row, attrSK)
@@ -285,7 +236,7 @@ func (p *Provider) QueueDepths(ctx context.Context) (provider.QueueDepths, error
 	var d provider.QueueDepths
 	orch, err := p.sweepAll(ctx, keys.ReadyOrchestratorPK)
 	if err != nil {
-		return d, translate(opQueueDepths, err)
+		return d, translate(provider.OpQueueDepths, err)
 	}
 	byInstance := map[string][]string{}
 	for _, r := range orch {
@@ -294,7 +245,7 @@ func (p *Provider) QueueDepths(ctx context.Context) (provider.QueueDepths, error
 	for pk, sks := range byInstance {
 		out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: p.table, Key: key(pk, keys.Lock), ConsistentRead: aws.Bool(true)})
 		if err != nil {
-			return d, translate(opQueueDepths, err)
+			return d, translate(provider.OpQueueDepths, err)
 		}
 		held := map[string]bool{}
 		if out.Item != nil {
@@ -316,7 +267,7 @@ func (p *Provider) QueueDepths(ctx context.Context) (provider.QueueDepths, error
 	}
 	work, err := p.sweepAll(ctx, keys.ReadyWorkerPK)
 	if err != nil {
-		return d, translate(opQueueDepths, err)
+		return d, translate(provider.OpQueueDepths, err)
 	}
 	now := p.nowMs()
 	for _, r := range work {
@@ -358,7 +309,7 @@ func (p *Provider) sweepAll(ctx context.Context, shardPK func(int) string) ([]re
 func (p *Provider) ListChildren(ctx context.Context, instance string) ([]string, error) {
 	children, err := p.children(ctx, instance)
 	if err != nil {
-		return nil, translate(opListChildren, err)
+		return nil, translate(provider.OpListChildren, err)
 	}
 	return children, nil
 }
@@ -374,7 +325,7 @@ func (p *Provider) children(ctx context.Context, instance string) ([]string, err
 	for _, row := range rows {
 		child, ok, err := strAttr(row, attrChild)
 		if err != nil || !ok {
-			return nil, corruptError(opListChildren, fmt.Errorf("%w: child link %s", provider.ErrCorruptData, describeKey(row)), "child link of instance %q has no child id", instance)
+			return nil, provider.Corrupt(provider.OpListChildren, fmt.Errorf("%w: child link %s", provider.ErrCorruptData, describeKey(row)), "child link of instance %q has no child id", instance)
 		}
 		out = append(out, child)
 	}
@@ -391,14 +342,14 @@ func (p *Provider) ParentID(ctx context.Context, instance string) (string, error
 		ProjectionExpression: aws.String("#p, #pk"), ExpressionAttributeNames: map[string]string{"#p": attrParent, "#pk": attrPK},
 	})
 	if err != nil {
-		return "", translate(opParentID, err)
+		return "", translate(provider.OpParentID, err)
 	}
 	if out.Item == nil {
-		return "", provider.Permanent(opParentID, provider.ErrNotFound, errInstanceUnknown, instance)
+		return "", provider.InstanceNotFound(provider.OpParentID, instance)
 	}
 	parent, _, err := strAttr(out.Item, attrParent)
 	if err != nil {
-		return "", corruptError(opParentID, err, "parent of instance %q: %v", instance, err)
+		return "", provider.Corrupt(provider.OpParentID, err, "parent of instance %q: %v", instance, err)
 	}
 	return parent, nil
 }

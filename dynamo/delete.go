@@ -76,7 +76,7 @@ func (p *Provider) collect(ctx context.Context, instance string) (*doomed, error
 // lock row (the instances cease to exist and no ack can land), then remove
 // the remaining rows in batches.
 func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, force bool) (provider.DeleteInstanceResult, error) {
-	return p.deleteInstances(ctx, opDeleteAtomic, ids, force)
+	return p.deleteInstances(ctx, provider.OpDeleteInstancesAtomic, ids, force)
 }
 
 func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string, force bool) (provider.DeleteInstanceResult, error) {
@@ -98,14 +98,12 @@ func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string,
 		}
 		if !force {
 			if e := d.st.currentExec(); e != nil && e.status == provider.StatusRunning {
-				return res, provider.Permanent(op, provider.ErrStillRunning,
-					"Instance %s is still running. Use force=true to delete anyway, or cancel first.", id)
+				return res, provider.StillRunning(op, id)
 			}
 		}
 		for _, c := range d.children {
 			if !slices.Contains(set, c) {
-				return res, provider.Permanent(op, provider.ErrTreeChanged,
-					"Cannot delete: instance %s has child %s that was created after tree traversal. Re-fetch the tree and retry.", id, c)
+				return res, provider.TreeChanged(op, id, c)
 			}
 		}
 		all = append(all, d)
@@ -197,10 +195,11 @@ func (p *Provider) selectInstances(ctx context.Context, filter provider.Instance
 		if len(out) >= filter.EffectiveLimit() {
 			break
 		}
-		if filter.InstanceIDs != nil && !slices.Contains(filter.InstanceIDs, li.id) {
-			continue
+		var completedAt *int64
+		if li.completedAt != 0 {
+			completedAt = &li.completedAt
 		}
-		if !filter.CompletedBefore.IsZero() && (li.completedAt == 0 || li.completedAt >= filter.CompletedBefore.UnixMilli()) {
+		if !filter.Selects(li.id, completedAt) {
 			continue
 		}
 		if keep != nil && !keep(li) {
@@ -220,7 +219,7 @@ func (p *Provider) DeleteInstanceBulk(ctx context.Context, filter provider.Insta
 		return li.parent == "" && provider.IsTerminalStatus(li.status)
 	})
 	if err != nil {
-		return provider.DeleteInstanceResult{}, translate(opDeleteBulk, err)
+		return provider.DeleteInstanceResult{}, translate(provider.OpDeleteInstanceBulk, err)
 	}
 	var total provider.DeleteInstanceResult
 	for _, root := range roots {
@@ -228,7 +227,7 @@ func (p *Provider) DeleteInstanceBulk(ctx context.Context, filter provider.Insta
 		if err != nil {
 			return total, err
 		}
-		res, err := p.deleteInstances(ctx, opDeleteBulk, tree.AllIDs, true)
+		res, err := p.deleteInstances(ctx, provider.OpDeleteInstanceBulk, tree.AllIDs, true)
 		if err != nil {
 			return total, err
 		}
@@ -251,14 +250,14 @@ func (p *Provider) DeleteInstanceBulk(ctx context.Context, filter provider.Insta
 func (p *Provider) PruneExecutions(ctx context.Context, instance string, options provider.PruneOptions) (provider.PruneResult, error) {
 	st, err := p.loadState(ctx, instance)
 	if err != nil {
-		return provider.PruneResult{}, translate(opPruneExecutions, err)
+		return provider.PruneResult{}, translate(provider.OpPruneExecutions, err)
 	}
 	if st.meta == nil {
-		return provider.PruneResult{}, provider.Permanent(opPruneExecutions, provider.ErrNotFound, errInstanceUnknown, instance)
+		return provider.PruneResult{}, provider.InstanceNotFound(provider.OpPruneExecutions, instance)
 	}
 	res, err := p.prune(ctx, st, options)
 	if err != nil {
-		return res, translate(opPruneExecutions, err)
+		return res, translate(provider.OpPruneExecutions, err)
 	}
 	return res, nil
 }
@@ -266,26 +265,12 @@ func (p *Provider) PruneExecutions(ctx context.Context, instance string, options
 // prune prunes one existing instance.
 func (p *Provider) prune(ctx context.Context, st *instanceState, options provider.PruneOptions) (provider.PruneResult, error) {
 	res := provider.PruneResult{InstancesProcessed: 1}
-	ids := make([]uint64, 0, len(st.execs))
-	for id := range st.execs {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	keep := map[uint64]bool{}
-	if options.KeepLast > 0 {
-		for _, id := range ids[max(0, len(ids)-int(options.KeepLast)):] {
-			keep[id] = true
-		}
+	execs := make([]provider.ExecutionSummary, 0, len(st.execs))
+	for id, e := range st.execs {
+		execs = append(execs, provider.ExecutionSummary{ID: id, Status: e.status, CompletedAtMs: e.completedAt})
 	}
 	pk := keys.InstancePK(st.id)
-	for _, id := range ids {
-		e := st.execs[id]
-		switch {
-		case id == st.meta.current, e.status == provider.StatusRunning, keep[id]:
-			continue
-		case !options.CompletedBefore.IsZero() && (e.completedAt == nil || *e.completedAt >= options.CompletedBefore.UnixMilli()):
-			continue
-		}
+	for _, id := range provider.ExecutionsToPrune(execs, st.meta.current, options) {
 		prefix := keys.HistoryPrefix(id)
 		rows, err := p.queryPartition(ctx, pk, prefix, prefixEnd(prefix), attrPK, attrSK)
 		if err != nil {
@@ -310,20 +295,20 @@ func (p *Provider) prune(ctx context.Context, st *instanceState, options provide
 func (p *Provider) PruneExecutionsBulk(ctx context.Context, filter provider.InstanceFilter, options provider.PruneOptions) (provider.PruneResult, error) {
 	selected, err := p.selectInstances(ctx, filter, nil)
 	if err != nil {
-		return provider.PruneResult{}, translate(opPruneBulk, err)
+		return provider.PruneResult{}, translate(provider.OpPruneExecutionsBulk, err)
 	}
 	var total provider.PruneResult
 	for _, li := range selected {
 		st, err := p.loadState(ctx, li.id)
 		if err != nil {
-			return total, translate(opPruneBulk, err)
+			return total, translate(provider.OpPruneExecutionsBulk, err)
 		}
 		if st.meta == nil {
 			continue
 		}
 		res, err := p.prune(ctx, st, options)
 		if err != nil {
-			return total, translate(opPruneBulk, err)
+			return total, translate(provider.OpPruneExecutionsBulk, err)
 		}
 		total = total.Add(res)
 	}

@@ -17,18 +17,6 @@ import (
 	"github.com/dynoxide/dynoxide/queues"
 )
 
-// Operation names, in the contract's snake_case spelling.
-const (
-	opEnqueueOrch  = "enqueue_for_orchestrator"
-	opFetchOrch    = "fetch_orchestration_item"
-	opAckOrch      = "ack_orchestration_item"
-	opAbandonOrch  = "abandon_orchestration_item"
-	opRenewOrch    = "renew_orchestration_item_lock"
-	opRead         = "read"
-	opReadWithExec = "read_with_execution"
-	opAppend       = "append_with_execution"
-)
-
 // sweepPageSize is how many ready-index rows one sweep reads per shard and
 // page.
 const sweepPageSize = 50
@@ -106,7 +94,7 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 		result = item
 		return item != nil, nil
 	}
-	err := p.poll(ctx, opFetchOrch, queues.Orchestrator, pollTimeout,
+	err := p.poll(ctx, provider.OpFetchOrchestrationItem, queues.Orchestrator, pollTimeout,
 		func(sigs []queues.Signal) (bool, error) {
 			seen := map[string]bool{}
 			for _, sig := range sigs {
@@ -139,7 +127,7 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 			return false, nil
 		})
 	if err != nil {
-		return nil, translate(opFetchOrch, err)
+		return nil, translate(provider.OpFetchOrchestrationItem, err)
 	}
 	return result, nil
 }
@@ -156,17 +144,28 @@ type readyRow struct {
 // kept row or ends.
 func (p *Provider) sweepReady(ctx context.Context, shardPK func(int) string, keep func(item) bool) ([]readyRow, error) {
 	bound := readyBound(p.nowMs())
+	found, err := eachShard(p.o.Shards, func(shard int) ([]readyRow, error) {
+		return p.queryReadyShard(ctx, shardPK(shard), bound, keep)
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(found, func(a, b readyRow) int { return cmp.Compare(a.readySK, b.readySK) })
+	return found, nil
+}
+
+// eachShard runs query for every shard at once and returns all they found,
+// in no particular order, or the first error one of them reported.
+func eachShard[T any](shards int, query func(shard int) ([]T, error)) ([]T, error) {
 	var (
 		mu       sync.Mutex
-		found    []readyRow
+		out      []T
 		firstErr error
 		wg       sync.WaitGroup
 	)
-	for shard := range p.o.Shards {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rows, err := p.queryReadyShard(ctx, shardPK(shard), bound, keep)
+	for shard := range shards {
+		wg.Go(func() {
+			found, err := query(shard)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -175,15 +174,14 @@ func (p *Provider) sweepReady(ctx context.Context, shardPK func(int) string, kee
 				}
 				return
 			}
-			found = append(found, rows...)
-		}()
+			out = append(out, found...)
+		})
 	}
 	wg.Wait()
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	slices.SortFunc(found, func(a, b readyRow) int { return cmp.Compare(a.readySK, b.readySK) })
-	return found, nil
+	return out, nil
 }
 
 // queryReadyShard returns the eligible rows of one ready-index partition,
@@ -255,7 +253,7 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 		}
 		w, err := provider.UnmarshalWorkItem([]byte(m.data))
 		if err != nil {
-			return nil, corruptError(opFetchOrch, err, "failed to decode queued %s message for instance %q: %v", m.kind, instance, err)
+			return nil, provider.Corrupt(provider.OpFetchOrchestrationItem, err, "failed to decode queued %s message for instance %q: %v", m.kind, instance, err)
 		}
 		batch = append(batch, m)
 		msgs = append(msgs, w)
@@ -282,11 +280,11 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 		historyLoaded = true
 		if name, version, ok := startedFromHistory(instance, execID, historyRows); ok {
 			out.OrchestrationName, out.Version, out.ExecutionID = name, version, execID
-		} else if name, version, ok := startFromMessages(msgs); ok {
+		} else if name, version, ok := provider.StartFromMessages(msgs); ok {
 			out.OrchestrationName, out.Version, out.ExecutionID = name, version, provider.InitialExecutionID
 			historyRows = nil
 		} else {
-			if allQueueMessages(batch) {
+			if provider.OnlyQueueMessages(msgs) {
 				return nil, p.dropOrphans(ctx, st, batch)
 			}
 			return nil, nil // may be racing its start: leave in place
@@ -312,7 +310,7 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 		}
 	}
 	out.KVSnapshot = map[string]provider.KVEntry{}
-	events, err := decodeHistory(opFetchOrch, instance, out.ExecutionID, historyRows)
+	events, err := decodeHistory(provider.OpFetchOrchestrationItem, instance, out.ExecutionID, historyRows)
 	if err != nil {
 		out.HistoryError = err
 		out.History = []provider.Event{}
@@ -352,14 +350,7 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 		TableName: p.table,
 		Item:      row,
 	}
-	if st.lock.exists {
-		in.ConditionExpression = aws.String("#ver = :ver")
-		in.ExpressionAttributeNames = map[string]string{"#ver": attrLockVer}
-		in.ExpressionAttributeValues = map[string]types.AttributeValue{":ver": nu(st.lock.ver)}
-	} else {
-		in.ConditionExpression = aws.String("attribute_not_exists(#pk)")
-		in.ExpressionAttributeNames = map[string]string{"#pk": attrPK}
-	}
+	in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = st.lockAsRead()
 	if _, err := p.db.PutItem(ctx, in); err != nil {
 		if conditionFailed(err) {
 			return nil, nil // another dispatcher won
@@ -373,6 +364,15 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 		return nil, nil
 	}
 	return turn, nil
+}
+
+// lockAsRead is the condition that the instance's lock row is still as st
+// read it: at the same version, or still absent.
+func (st *instanceState) lockAsRead() (cond *string, names map[string]string, values map[string]types.AttributeValue) {
+	if st.lock.exists {
+		return aws.String("#ver = :ver"), map[string]string{"#ver": attrLockVer}, map[string]types.AttributeValue{":ver": nu(st.lock.ver)}
+	}
+	return aws.String("attribute_not_exists(#pk)"), map[string]string{"#pk": attrPK}, nil
 }
 
 // lockItem is a lock row at version ver holding no lock.
@@ -420,14 +420,7 @@ func (p *Provider) dropOrphans(ctx context.Context, st *instanceState, batch []q
 		TableName: p.table,
 		Key:       key(keys.InstancePK(st.id), keys.Lock),
 	}
-	if st.lock.exists {
-		check.ConditionExpression = aws.String("#ver = :ver")
-		check.ExpressionAttributeNames = map[string]string{"#ver": attrLockVer}
-		check.ExpressionAttributeValues = map[string]types.AttributeValue{":ver": nu(st.lock.ver)}
-	} else {
-		check.ConditionExpression = aws.String("attribute_not_exists(#pk)")
-		check.ExpressionAttributeNames = map[string]string{"#pk": attrPK}
-	}
+	check.ConditionExpression, check.ExpressionAttributeNames, check.ExpressionAttributeValues = st.lockAsRead()
 	actions := []types.TransactWriteItem{{ConditionCheck: check}}
 	for _, m := range batch[:min(len(batch), maxTransactActions-1)] {
 		actions = append(actions, types.TransactWriteItem{Delete: &types.Delete{
@@ -474,48 +467,11 @@ func (p *Provider) historyRows(ctx context.Context, instance string, executionID
 // startedFromHistory finds the OrchestrationStarted in history rows of an
 // instance without an instance record.
 func startedFromHistory(instance string, executionID uint64, rows []item) (name, version string, ok bool) {
-	events, err := decodeHistory(opFetchOrch, instance, executionID, rows)
+	events, err := decodeHistory(provider.OpFetchOrchestrationItem, instance, executionID, rows)
 	if err != nil {
 		return "", "", false
 	}
-	for _, e := range events {
-		if s, isStart := e.Kind.(provider.OrchestrationStarted); isStart {
-			return s.Name, s.Version, true
-		}
-	}
-	return "", "", false
-}
-
-// startFromMessages returns the orchestration name and version of the first
-// start or continue-as-new message in msgs.
-func startFromMessages(msgs []provider.WorkItem) (name, version string, ok bool) {
-	for _, w := range msgs {
-		var v *string
-		switch it := w.(type) {
-		case provider.StartOrchestrationItem:
-			name, v = it.Orchestration, it.Version
-		case provider.ContinueAsNewItem:
-			name, v = it.Orchestration, it.Version
-		default:
-			continue
-		}
-		if v == nil {
-			return name, provider.UnknownVersion, true
-		}
-		return name, *v, true
-	}
-	return "", "", false
-}
-
-// allQueueMessages reports whether every message of batch is a
-// QueueMessage.
-func allQueueMessages(batch []queueRow) bool {
-	for _, m := range batch {
-		if m.kind != provider.KindQueueMessage {
-			return false
-		}
-	}
-	return true
+	return provider.StartedIn(events)
 }
 
 // isHistorySK reports whether sk is a history row's sort key.

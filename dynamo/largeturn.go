@@ -58,20 +58,20 @@ func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan tu
 	// A retry after the commit finishes the committed turn.
 	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: p.table, Key: key(pk, keys.Lock), ConsistentRead: aws.Bool(true)})
 	if err != nil {
-		return translate(opAckOrch, err)
+		return translate(provider.OpAckOrchestrationItem, err)
 	}
 	lock, err := parseState(id, []item{out.Item})
 	if err == nil && out.Item != nil && lock.lock.turnDone == tid {
 		return nil // a retry of a turn someone finished meanwhile
 	}
 	if err != nil || out.Item == nil || lock.lock.token != turn.token {
-		return invalidToken(opAckOrch)
+		return invalidToken(provider.OpAckOrchestrationItem)
 	}
 	if lock.lock.turn == tid {
-		return translateNil(opAckOrch, p.rollForward(ctx, id, tid))
+		return translateNil(provider.OpAckOrchestrationItem, p.rollForward(ctx, id, tid))
 	}
 	if !lock.lock.live(p.nowMs()) {
-		return invalidToken(opAckOrch)
+		return invalidToken(provider.OpAckOrchestrationItem)
 	}
 
 	// History rows cannot be conditioned in batches: check for duplicates
@@ -86,7 +86,7 @@ func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan tu
 		execID, _, _ = keys.ParseHistorySK(sk)
 		a.put[attrTurnID] = s(tid)
 	}
-	if err := p.checkNewEvents(ctx, opAckOrch, id, execID, plan.actions); err != nil {
+	if err := p.checkNewEvents(ctx, provider.OpAckOrchestrationItem, id, execID, plan.actions); err != nil {
 		return err
 	}
 
@@ -101,7 +101,7 @@ func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan tu
 		stage[i] = row
 	}
 	if err := p.batchPut(ctx, stage); err != nil {
-		return translate(opAckOrch, err)
+		return translate(provider.OpAckOrchestrationItem, err)
 	}
 
 	// 2. Commit: the fencing check, and the pointer to the staged turn.
@@ -119,17 +119,17 @@ func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan tu
 	})
 	if err != nil {
 		if conditionFailed(err) {
-			return invalidToken(opAckOrch)
+			return invalidToken(provider.OpAckOrchestrationItem)
 		}
-		return translate(opAckOrch, err)
+		return translate(provider.OpAckOrchestrationItem, err)
 	}
 
 	// 3. Apply. Failures from here on leave a committed turn that any
 	// reader of the instance finishes; the ack reports them as retryable.
 	if err := p.applyStaged(ctx, id, tid, chunks); err != nil {
-		return translate(opAckOrch, err)
+		return translate(provider.OpAckOrchestrationItem, err)
 	}
-	return translateNil(opAckOrch, p.finishTurn(ctx, id, tid, execID, turn.ver, turn.attempts, turn.batch))
+	return translateNil(provider.OpAckOrchestrationItem, p.finishTurn(ctx, id, tid, execID, turn.ver, turn.attempts, turn.batch))
 }
 
 // translateNil is translate that keeps nil.

@@ -21,23 +21,23 @@ import (
 //
 // Requests: one PutItem, then the wake-up signal.
 func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item provider.WorkItem, delay time.Duration) error {
-	if err := provider.ValidateOrchestratorItem(opEnqueueOrch, item); err != nil {
+	if err := provider.ValidateOrchestratorItem(provider.OpEnqueueForOrchestrator, item); err != nil {
 		return err
 	}
-	if err := checkIDs(opEnqueueOrch, item.TargetInstance(), nil); err != nil {
+	if err := checkIDs(provider.OpEnqueueForOrchestrator, item.TargetInstance(), nil); err != nil {
 		return err
 	}
 	data, err := provider.MarshalWorkItem(item)
 	if err != nil {
-		return provider.Permanent(opEnqueueOrch, provider.ErrInvalidInput, "encode %s work item: %v", item.Kind(), err)
+		return provider.Permanent(provider.OpEnqueueForOrchestrator, provider.ErrInvalidInput, "encode %s work item: %v", item.Kind(), err)
 	}
 	row, sig := p.orchestratorItem(item, data, p.nowMs()+durMs(delay))
 	if size := itemSize(row); size > MaxItemBytes {
-		return provider.Permanent(opEnqueueOrch, provider.ErrInvalidInput,
+		return provider.Permanent(provider.OpEnqueueForOrchestrator, provider.ErrInvalidInput,
 			"%s work item is %d bytes stored; it must fit one DynamoDB item (%d bytes)", item.Kind(), size, MaxItemBytes)
 	}
 	if _, err := p.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: p.table, Item: row}); err != nil {
-		return translate(opEnqueueOrch, err)
+		return translate(provider.OpEnqueueForOrchestrator, err)
 	}
 	p.notify(ctx, []queues.Signal{sig})
 	return nil
@@ -72,7 +72,7 @@ func (p *Provider) heldTurn(ctx context.Context, op, lockToken string) (*turnSta
 // Requests: one TransactWriteItems (the lock row, conditioned on the
 // token, and with a delay the visible message rows).
 func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken string, delay time.Duration, ignoreAttempt bool) error {
-	turn, err := p.heldTurn(ctx, opAbandonOrch, lockToken)
+	turn, err := p.heldTurn(ctx, provider.OpAbandonOrchestrationItem, lockToken)
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 	if st.lock.turn != "" {
 		// This lock's large turn is committed; it cannot be abandoned, only
 		// finished.
-		return translateNil(opAbandonOrch, p.rollForward(ctx, st.id, st.lock.turn))
+		return translateNil(provider.OpAbandonOrchestrationItem, p.rollForward(ctx, st.id, st.lock.turn))
 	}
 	attempts := make(map[string]uint32, len(turn.attempts))
 	for sk, a := range turn.attempts {
@@ -125,22 +125,22 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 			// A large turn of this lock committed since the fetch: finish it.
 			now, err := p.loadState(ctx, st.id)
 			if err != nil {
-				return translate(opAbandonOrch, err)
+				return translate(provider.OpAbandonOrchestrationItem, err)
 			}
 			if now.lock.token == lockToken && now.lock.turn != "" {
-				return translateNil(opAbandonOrch, p.rollForward(ctx, st.id, now.lock.turn))
+				return translateNil(provider.OpAbandonOrchestrationItem, p.rollForward(ctx, st.id, now.lock.turn))
 			}
-			return invalidToken(opAbandonOrch)
+			return invalidToken(provider.OpAbandonOrchestrationItem)
 		}
 		if reasons == nil || !onlyMissingRows(reasons) {
-			return translate(opAbandonOrch, err)
+			return translate(provider.OpAbandonOrchestrationItem, err)
 		}
 		// A message went away meanwhile (instance deleted): release alone.
 		if _, err := p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: actions[:1]}); err != nil {
 			if cancelReasons(err) != nil {
-				return invalidToken(opAbandonOrch)
+				return invalidToken(provider.OpAbandonOrchestrationItem)
 			}
-			return translate(opAbandonOrch, err)
+			return translate(provider.OpAbandonOrchestrationItem, err)
 		}
 	}
 	p.turns.drop(lockToken)
@@ -170,7 +170,7 @@ func onlyMissingRows(reasons []string) bool {
 func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
 	tok, err := parseOrchToken(lockToken)
 	if err != nil {
-		return invalidToken(opRenewOrch)
+		return invalidToken(provider.OpRenewOrchestrationItemLock)
 	}
 	now := p.nowMs()
 	_, err = p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -183,9 +183,9 @@ func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken str
 	})
 	if err != nil {
 		if conditionFailed(err) {
-			return provider.Permanent(opRenewOrch, provider.ErrInvalidLockToken, "Invalid lock token: invalid, expired, or already acked")
+			return provider.Permanent(provider.OpRenewOrchestrationItemLock, provider.ErrInvalidLockToken, "Invalid lock token: invalid, expired, or already acked")
 		}
-		return translate(opRenewOrch, err)
+		return translate(provider.OpRenewOrchestrationItemLock, err)
 	}
 	return nil
 }
@@ -199,16 +199,16 @@ func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken str
 func (p *Provider) Read(ctx context.Context, instance string) ([]provider.Event, error) {
 	execID, err := p.latestExecution(ctx, instance)
 	if err != nil {
-		return nil, translate(opRead, err)
+		return nil, translate(provider.OpRead, err)
 	}
-	return p.readHistory(ctx, opRead, instance, execID)
+	return p.readHistory(ctx, provider.OpRead, instance, execID)
 }
 
 // ReadWithExecution returns one execution's history, as [Provider.Read].
 //
 // Requests: the history Query (paged).
 func (p *Provider) ReadWithExecution(ctx context.Context, instance string, executionID uint64) ([]provider.Event, error) {
-	return p.readHistory(ctx, opReadWithExec, instance, executionID)
+	return p.readHistory(ctx, provider.OpReadWithExecution, instance, executionID)
 }
 
 // readHistory reads and decodes one execution's history.
@@ -252,9 +252,9 @@ func (p *Provider) latestExecution(ctx context.Context, instance string) (uint64
 // ([provider.ErrDuplicateEvent]) are rejected, and then nothing is stored.
 func (p *Provider) AppendWithExecution(ctx context.Context, instance string, executionID uint64, events []provider.Event) error {
 	if executionID == 0 {
-		return provider.Permanent(opAppend, provider.ErrInvalidInput, "execution_id must be greater than 0")
+		return provider.Permanent(provider.OpAppendWithExecution, provider.ErrInvalidInput, "execution_id must be greater than 0")
 	}
-	if err := provider.ValidateEvents(opAppend, events); err != nil {
+	if err := provider.ValidateEvents(provider.OpAppendWithExecution, events); err != nil {
 		return err
 	}
 	pk := keys.InstancePK(instance)
@@ -262,12 +262,12 @@ func (p *Provider) AppendWithExecution(ctx context.Context, instance string, exe
 	for _, e := range events {
 		data, err := json.Marshal(e)
 		if err != nil {
-			return provider.Permanent(opAppend, provider.ErrInvalidInput, "encode event %d: %v", e.EventID, err)
+			return provider.Permanent(provider.OpAppendWithExecution, provider.ErrInvalidInput, "encode event %d: %v", e.EventID, err)
 		}
 		row := key(pk, keys.HistorySK(executionID, e.EventID))
 		row[attrEvent] = s(string(data))
 		if size := itemSize(row); size > MaxItemBytes {
-			return provider.Permanent(opAppend, provider.ErrInvalidInput,
+			return provider.Permanent(provider.OpAppendWithExecution, provider.ErrInvalidInput,
 				"event %d is %d bytes stored; one event must fit one DynamoDB item (%d bytes)", e.EventID, size, MaxItemBytes)
 		}
 		actions = append(actions, planAction{put: row, eventID: e.EventID})
@@ -275,7 +275,7 @@ func (p *Provider) AppendWithExecution(ctx context.Context, instance string, exe
 	if len(actions) == 0 {
 		return nil
 	}
-	if err := p.checkNewEvents(ctx, opAppend, instance, executionID, actions); err != nil {
+	if err := p.checkNewEvents(ctx, provider.OpAppendWithExecution, instance, executionID, actions); err != nil {
 		return err
 	}
 	for start := 0; start < len(actions); start += maxTransactActions {
@@ -287,11 +287,11 @@ func (p *Provider) AppendWithExecution(ctx context.Context, instance string, exe
 		if _, err := p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx}); err != nil {
 			for i, r := range cancelReasons(err) {
 				if r == "ConditionalCheckFailed" {
-					return provider.Permanent(opAppend, provider.ErrDuplicateEvent,
+					return provider.Permanent(provider.OpAppendWithExecution, provider.ErrDuplicateEvent,
 						"event_id %d already exists in execution %d of instance %s", chunk[i].eventID, executionID, instance)
 				}
 			}
-			return translate(opAppend, err)
+			return translate(provider.OpAppendWithExecution, err)
 		}
 	}
 	return nil

@@ -2,21 +2,12 @@ package dynamo
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
 	"github.com/dynoxide/dynoxide/provider"
-)
-
-// Operation names of the client-facing reads.
-const (
-	opCustomStatus  = "get_custom_status"
-	opKVValue       = "get_kv_value"
-	opKVValues      = "get_kv_all_values"
-	opInstanceStats = "get_instance_stats"
 )
 
 // CustomStatus returns the instance's custom status and its version when
@@ -33,7 +24,7 @@ func (p *Provider) CustomStatus(ctx context.Context, instance string, lastSeenVe
 		ExpressionAttributeNames: map[string]string{"#c": attrCStatus, "#v": attrCStatusVer},
 	})
 	if err != nil {
-		return nil, translate(opCustomStatus, err)
+		return nil, translate(provider.OpCustomStatus, err)
 	}
 	if out.Item == nil {
 		return nil, nil
@@ -42,7 +33,7 @@ func (p *Provider) CustomStatus(ctx context.Context, instance string, lastSeenVe
 	status := d.optStr(out.Item, attrCStatus)
 	version := d.uint(out.Item, attrCStatusVer)
 	if d.err != nil {
-		return nil, corruptError(opCustomStatus, d.err, "custom status of instance %q: %v", instance, d.err)
+		return nil, provider.Corrupt(provider.OpCustomStatus, d.err, "custom status of instance %q: %v", instance, d.err)
 	}
 	if version <= lastSeenVersion {
 		return nil, nil
@@ -65,7 +56,7 @@ func (p *Provider) liveKV(ctx context.Context, op, instance string) (map[string]
 //
 // Requests: one Query of the instance's control rows.
 func (p *Provider) KVValue(ctx context.Context, instance, key string) (string, bool, error) {
-	live, _, err := p.liveKV(ctx, opKVValue, instance)
+	live, _, err := p.liveKV(ctx, provider.OpKVValue, instance)
 	if err != nil {
 		return "", false, err
 	}
@@ -78,7 +69,7 @@ func (p *Provider) KVValue(ctx context.Context, instance, key string) (string, b
 //
 // Requests: one Query of the instance's control rows.
 func (p *Provider) KVValues(ctx context.Context, instance string) (map[string]string, error) {
-	live, _, err := p.liveKV(ctx, opKVValues, instance)
+	live, _, err := p.liveKV(ctx, provider.OpKVValues, instance)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +88,7 @@ func (p *Provider) KVValues(ctx context.Context, instance string) (map[string]st
 //
 // Requests: a Query of the control rows and one of the current history.
 func (p *Provider) InstanceStats(ctx context.Context, instance string) (*provider.SystemStats, error) {
-	live, st, err := p.liveKV(ctx, opInstanceStats, instance)
+	live, st, err := p.liveKV(ctx, provider.OpInstanceStats, instance)
 	if err != nil {
 		return nil, err
 	}
@@ -106,31 +97,20 @@ func (p *Provider) InstanceStats(ctx context.Context, instance string) (*provide
 	}
 	rows, err := p.historyRows(ctx, instance, st.meta.current)
 	if err != nil {
-		return nil, translate(opInstanceStats, err)
+		return nil, translate(provider.OpInstanceStats, err)
 	}
 	stats := &provider.SystemStats{}
 	for _, row := range rows {
 		data, _, err := strAttr(row, attrEvent)
 		if err != nil {
-			return nil, corruptError(opInstanceStats, err, "history of instance %q: %v", instance, err)
+			return nil, provider.Corrupt(provider.OpInstanceStats, err, "history of instance %q: %v", instance, err)
 		}
-		stats.HistoryEventCount++
-		stats.HistorySizeBytes += uint64(len(data))
 		sk, _, _ := strAttr(row, attrSK)
-		if _, eventID, err := keys.ParseHistorySK(sk); err != nil || eventID != provider.InitialEventID {
-			continue
-		}
-		var started provider.Event
-		if err := json.Unmarshal([]byte(data), &started); err != nil {
-			return nil, corruptError(opInstanceStats, err, "failed to deserialize OrchestrationStarted event of instance %q: %v", instance, err)
-		}
-		if s, ok := started.Kind.(provider.OrchestrationStarted); ok {
-			stats.QueuePendingCount = uint64(len(s.CarryForwardEvents))
+		_, eventID, _ := keys.ParseHistorySK(sk) // 0 for a key it cannot parse
+		if err := stats.CountEvent(provider.OpInstanceStats, instance, eventID, []byte(data)); err != nil {
+			return nil, err
 		}
 	}
-	for _, e := range live {
-		stats.KVUserKeyCount++
-		stats.KVTotalValueBytes += uint64(len(e.Value))
-	}
+	stats.CountKV(live)
 	return stats, nil
 }

@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -10,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/provider"
 )
 
 // sessionRecord is a session record's key as the instances index lists it.
@@ -39,18 +41,11 @@ func (p *Provider) listSessions(ctx context.Context, listPK, prefix string) ([]s
 	out := make([]sessionRecord, 0, len(rows))
 	for _, row := range rows {
 		pk, _, _ := strAttr(row, attrPK)
-		if id, ok := cutPrefix(pk, keys.SessionPrefix); ok {
+		if id, ok := strings.CutPrefix(pk, keys.SessionPrefix); ok {
 			out = append(out, sessionRecord{id: id})
 		}
 	}
 	return out, nil
-}
-
-func cutPrefix(v, prefix string) (string, bool) {
-	if len(v) < len(prefix) || v[:len(prefix)] != prefix {
-		return "", false
-	}
-	return v[len(prefix):], true
 }
 
 // RenewSessionLock extends to now+extendFor every session owned by one of
@@ -72,7 +67,7 @@ func (p *Provider) RenewSessionLock(ctx context.Context, ownerIDs []string, exte
 	for _, owner := range owners {
 		sessions, err := p.listSessions(ctx, keys.SessionsPK(keys.ShardOf(owner, p.o.Shards)), keys.SessionsPrefix(owner))
 		if err != nil {
-			return renewed, translate(opRenewSession, err)
+			return renewed, translate(provider.OpRenewSessionLock, err)
 		}
 		for _, sess := range sessions {
 			now := p.nowMs()
@@ -90,7 +85,7 @@ func (p *Provider) RenewSessionLock(ctx context.Context, ownerIDs []string, exte
 				if conditionFailed(err) {
 					continue
 				}
-				return renewed, translate(opRenewSession, err)
+				return renewed, translate(provider.OpRenewSessionLock, err)
 			}
 			renewed++
 		}
@@ -110,12 +105,12 @@ func (p *Provider) CleanupOrphanedSessions(ctx context.Context, idleTimeout time
 	for shard := range p.o.Shards {
 		sessions, err := p.listSessions(ctx, keys.SessionsPK(shard), "")
 		if err != nil {
-			return deleted, translate(opCleanupSession, err)
+			return deleted, translate(provider.OpCleanupOrphanedSessions, err)
 		}
 		for _, sess := range sessions {
 			referenced, err := p.sessionReferenced(ctx, sess.id)
 			if err != nil {
-				return deleted, translate(opCleanupSession, err)
+				return deleted, translate(provider.OpCleanupOrphanedSessions, err)
 			}
 			if referenced {
 				continue
@@ -131,7 +126,7 @@ func (p *Provider) CleanupOrphanedSessions(ctx context.Context, idleTimeout time
 				if conditionFailed(err) {
 					continue
 				}
-				return deleted, translate(opCleanupSession, err)
+				return deleted, translate(provider.OpCleanupOrphanedSessions, err)
 			}
 			deleted++
 		}

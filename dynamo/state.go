@@ -2,7 +2,6 @@ package dynamo
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"strings"
@@ -196,11 +195,7 @@ func decodeLockLists(d *decoder, row item) (map[string]uint32, []string) {
 
 // latestExecution is the highest execution id with a record, or 1.
 func (st *instanceState) latestExecution() uint64 {
-	latest := provider.InitialExecutionID
-	for id := range st.execs {
-		latest = max(latest, id)
-	}
-	return latest
+	return provider.LatestExecution(maps.Keys(st.execs))
 }
 
 // currentExec is the current execution's record, or nil.
@@ -236,22 +231,13 @@ func decodeHistory(op, instance string, executionID uint64, rows []item) ([]prov
 	for i, row := range rows {
 		data, _, err := strAttr(row, attrEvent)
 		if err != nil {
-			return nil, corruptError(op, err, "history event at position %d of instance %q execution %d: %v", i, instance, executionID, err)
+			return nil, provider.Corrupt(op, err, "history event at position %d of instance %q execution %d: %v", i, instance, executionID, err)
 		}
-		var e provider.Event
-		if err := json.Unmarshal([]byte(data), &e); err != nil {
-			return nil, corruptError(op, err, "failed to deserialize history event at position %d for instance %q execution %d: %v",
-				i, instance, executionID, err)
+		e, err := provider.DecodeStoredEvent(op, instance, executionID, i, []byte(data))
+		if err != nil {
+			return nil, err
 		}
 		events = append(events, e)
 	}
 	return events, nil
-}
-
-// corruptError returns a permanent error whose cause wraps both
-// [provider.ErrCorruptData] and cause.
-func corruptError(op string, cause error, format string, args ...any) *provider.Error {
-	e := provider.Permanent(op, nil, format, args...)
-	e.Err = fmt.Errorf("%w: %w", provider.ErrCorruptData, cause)
-	return e
 }

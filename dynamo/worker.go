@@ -16,17 +16,6 @@ import (
 	"github.com/dynoxide/dynoxide/queues"
 )
 
-// Operation names of the worker queue and sessions.
-const (
-	opEnqueueWork    = "enqueue_for_worker"
-	opFetchWork      = "fetch_work_item"
-	opAckWork        = "ack_work_item"
-	opRenewWork      = "renew_work_item_lock"
-	opAbandonWork    = "abandon_work_item"
-	opRenewSession   = "renew_session_lock"
-	opCleanupSession = "cleanup_orphaned_sessions"
-)
-
 // indexLagRetry is how long a signalled worker fetch that found nothing
 // waits before it looks once more: the ready index is eventually
 // consistent, and on AWS a row may reach it shortly after its signal.
@@ -38,23 +27,23 @@ const indexLagRetry = 100 * time.Millisecond
 //
 // Requests: one PutItem, then the wake-up signal.
 func (p *Provider) EnqueueForWorker(ctx context.Context, item provider.ActivityExecuteItem) error {
-	if err := provider.ValidateWorkerItem(opEnqueueWork, item); err != nil {
+	if err := provider.ValidateWorkerItem(provider.OpEnqueueForWorker, item); err != nil {
 		return err
 	}
-	if err := checkIDs(opEnqueueWork, item.Instance, item.SessionID); err != nil {
+	if err := checkIDs(provider.OpEnqueueForWorker, item.Instance, item.SessionID); err != nil {
 		return err
 	}
 	data, err := json.Marshal(item)
 	if err != nil {
-		return provider.Permanent(opEnqueueWork, provider.ErrInvalidInput, "encode ActivityExecute work item: %v", err)
+		return provider.Permanent(provider.OpEnqueueForWorker, provider.ErrInvalidInput, "encode ActivityExecute work item: %v", err)
 	}
 	row, sig := p.workerItem(item, data, p.nowMs())
 	if size := itemSize(row); size > MaxItemBytes {
-		return provider.Permanent(opEnqueueWork, provider.ErrInvalidInput,
+		return provider.Permanent(provider.OpEnqueueForWorker, provider.ErrInvalidInput,
 			"ActivityExecute work item is %d bytes stored; it must fit one DynamoDB item (%d bytes)", size, MaxItemBytes)
 	}
 	if _, err := p.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: p.table, Item: row}); err != nil {
-		return translate(opEnqueueWork, err)
+		return translate(provider.OpEnqueueForWorker, err)
 	}
 	p.notify(ctx, []queues.Signal{sig})
 	return nil
@@ -102,7 +91,7 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 		}
 		return false, nil
 	}
-	err := p.poll(ctx, opFetchWork, queues.Worker, pollTimeout,
+	err := p.poll(ctx, provider.OpFetchWorkItem, queues.Worker, pollTimeout,
 		func(sigs []queues.Signal) (bool, error) {
 			var shards []int
 			for _, sig := range sigs {
@@ -137,7 +126,7 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 			return tryRows(rows)
 		})
 	if err != nil {
-		return nil, translate(opFetchWork, err)
+		return nil, translate(provider.OpFetchWorkItem, err)
 	}
 	return result, nil
 }
@@ -172,11 +161,11 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 	}
 	w, err := provider.UnmarshalWorkItem([]byte(data))
 	if err != nil {
-		return nil, corruptError(opFetchWork, err, "failed to decode queued activity of instance %q: %v", instance, err)
+		return nil, provider.Corrupt(provider.OpFetchWorkItem, err, "failed to decode queued activity of instance %q: %v", instance, err)
 	}
 	act, ok := w.(provider.ActivityExecuteItem)
 	if !ok {
-		return nil, provider.Permanent(opFetchWork, provider.ErrCorruptData, "worker queue holds a %s work item", w.Kind())
+		return nil, provider.Permanent(provider.OpFetchWorkItem, provider.ErrCorruptData, "worker queue holds a %s work item", w.Kind())
 	}
 	seq := r.readySK[len(keys.Num20(0))+1:]
 	tok := workToken{instance: instance, executionID: execID, activityID: actID, session: sid, seq: seq}
@@ -299,17 +288,17 @@ func workLockLost(op string) error {
 // Requests: one TransactWriteItems (one DeleteItem when there is neither a
 // completion nor a session).
 func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion provider.WorkItem) error {
-	if err := provider.ValidateCompletion(opAckWork, completion); err != nil {
+	if err := provider.ValidateCompletion(provider.OpAckWorkItem, completion); err != nil {
 		return err
 	}
 	if completion != nil {
-		if err := checkIDs(opAckWork, completion.TargetInstance(), nil); err != nil {
+		if err := checkIDs(provider.OpAckWorkItem, completion.TargetInstance(), nil); err != nil {
 			return err
 		}
 	}
 	tok, err := parseWorkToken(lockToken)
 	if err != nil {
-		return workLockLost(opAckWork)
+		return workLockLost(provider.OpAckWorkItem)
 	}
 	now := p.nowMs()
 	del := &types.Delete{
@@ -324,11 +313,11 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 	if completion != nil {
 		data, err := provider.MarshalWorkItem(completion)
 		if err != nil {
-			return provider.Permanent(opAckWork, provider.ErrInvalidInput, "encode %s completion: %v", completion.Kind(), err)
+			return provider.Permanent(provider.OpAckWorkItem, provider.ErrInvalidInput, "encode %s completion: %v", completion.Kind(), err)
 		}
 		row, sig := p.orchestratorItem(completion, data, now)
 		if size := itemSize(row); size > MaxItemBytes {
-			return provider.Permanent(opAckWork, provider.ErrInvalidInput,
+			return provider.Permanent(provider.OpAckWorkItem, provider.ErrInvalidInput,
 				"%s completion is %d bytes stored; it must fit one DynamoDB item (%d bytes)", completion.Kind(), size, MaxItemBytes)
 		}
 		actions = append(actions, types.TransactWriteItem{Put: &types.Put{TableName: p.table, Item: row}})
@@ -343,16 +332,16 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 			ExpressionAttributeNames: del.ExpressionAttributeNames, ExpressionAttributeValues: del.ExpressionAttributeValues,
 		})
 		if conditionFailed(err) {
-			return workLockLost(opAckWork)
+			return workLockLost(provider.OpAckWorkItem)
 		}
 	} else {
 		_, err = p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: actions})
 		if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == "ConditionalCheckFailed" {
-			return workLockLost(opAckWork)
+			return workLockLost(provider.OpAckWorkItem)
 		}
 	}
 	if err != nil {
-		return translate(opAckWork, err)
+		return translate(provider.OpAckWorkItem, err)
 	}
 	p.notify(ctx, signals)
 	return nil
@@ -368,7 +357,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
 	tok, err := parseWorkToken(lockToken)
 	if err != nil {
-		return workLockLost(opRenewWork)
+		return workLockLost(provider.OpRenewWorkItemLock)
 	}
 	now := p.nowMs()
 	until := now + durMs(extendFor)
@@ -391,18 +380,18 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 			ExpressionAttributeValues: update.ExpressionAttributeValues,
 		})
 		if conditionFailed(err) {
-			return workLockLost(opRenewWork)
+			return workLockLost(provider.OpRenewWorkItemLock)
 		}
 	} else {
 		_, err = p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 			{Update: update}, {Update: p.sessionTouch(tok, now)},
 		}})
 		if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == "ConditionalCheckFailed" {
-			return workLockLost(opRenewWork)
+			return workLockLost(provider.OpRenewWorkItemLock)
 		}
 	}
 	if err != nil {
-		return translate(opRenewWork, err)
+		return translate(provider.OpRenewWorkItemLock, err)
 	}
 	return nil
 }
@@ -415,7 +404,7 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, delay time.Duration, ignoreAttempt bool) error {
 	tok, err := parseWorkToken(lockToken)
 	if err != nil {
-		return provider.Permanent(opAbandonWork, provider.ErrInvalidLockToken, "Invalid lock token or already acked")
+		return provider.Permanent(provider.OpAbandonWorkItem, provider.ErrInvalidLockToken, "Invalid lock token or already acked")
 	}
 	visible := p.nowMs() + durMs(delay)
 	expr := "SET #vis = :vis, #rs = :rs REMOVE #tok, #until"
@@ -436,9 +425,9 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, delay 
 	})
 	if err != nil {
 		if conditionFailed(err) {
-			return provider.Permanent(opAbandonWork, provider.ErrInvalidLockToken, "Invalid lock token or already acked")
+			return provider.Permanent(provider.OpAbandonWorkItem, provider.ErrInvalidLockToken, "Invalid lock token or already acked")
 		}
-		return translate(opAbandonWork, err)
+		return translate(provider.OpAbandonWorkItem, err)
 	}
 	shard := keys.ShardOf(keys.WorkerRoutingKey(tok.instance, tok.session), p.o.Shards)
 	p.notify(ctx, []queues.Signal{{Kind: queues.Worker, Shard: shard, Instance: tok.instance, VisibleAt: timeMs(visible)}})

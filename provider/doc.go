@@ -30,7 +30,9 @@
 // materialized at ack ([CustomStatusChange], [KVDelta]), the target
 // instance and visibility come from the work item ([WorkItem.TargetInstance],
 // [TurnVisibleAt]), and a first turn takes its orchestration name from the
-// queued start message.
+// queued start message ([StartFromMessages]). Execution pruning selects
+// with [ExecutionsToPrune], and bulk operations with
+// [InstanceFilter.Selects].
 //
 // # Calling order
 //
@@ -62,9 +64,9 @@
 //     deletes.
 //   - [ErrDuplicateEvent]: an event id the execution already holds.
 //   - [ErrInvalidInput]: input the contract forbids; nothing was written.
-//   - [ErrCorruptData]: stored data that does not decode. Read returns it;
-//     FetchOrchestrationItem instead returns the item, still locked, with
-//     [OrchestrationItem.HistoryError] set.
+//   - [ErrCorruptData]: stored data that does not decode ([Corrupt]). Read
+//     returns it; FetchOrchestrationItem instead returns the item, still
+//     locked, with [OrchestrationItem.HistoryError] set.
 //
 // A method that returns an error holds no lock for the caller, and a failed
 // ack leaves the instance lock and its messages as they were.
@@ -84,7 +86,8 @@
 // get_kv_all_values is KVValues, get_instance_stats is InstanceStats,
 // get_instance_info is InstanceInfo, get_parent_id is ParentID. The ack of
 // an orchestration turn takes a [TurnCommit]. [Error.Op] keeps duroxide's
-// snake_case operation names so that logs read the same across
+// snake_case operation names (the Op constants, such as
+// [OpAckOrchestrationItem]) so that logs read the same across
 // implementations.
 //
 // # Conformance

@@ -96,6 +96,42 @@ func Retryable(op string, cause error, format string, args ...any) *Error {
 	return &Error{Op: op, Message: fmt.Sprintf(format, args...), Retryable: true, Err: cause}
 }
 
+// Corrupt returns a non-retryable [*Error] for op reporting stored data that
+// cannot be decoded: its Err wraps both [ErrCorruptData] and cause (which may
+// be nil), so that [errors.Is] finds either. The message is formatted from
+// format and args.
+func Corrupt(op string, cause error, format string, args ...any) *Error {
+	e := Permanent(op, nil, format, args...)
+	e.Err = fmt.Errorf("%w: %w", ErrCorruptData, cause)
+	return e
+}
+
+// InstanceNotFound returns the [ErrNotFound] error of op for an instance
+// that does not exist.
+func InstanceNotFound(op, instance string) *Error {
+	return Permanent(op, ErrNotFound, "Instance %s not found", instance)
+}
+
+// ExecutionNotFound returns the [ErrNotFound] error of op for an execution
+// that does not exist.
+func ExecutionNotFound(op, instance string, executionID uint64) *Error {
+	return Permanent(op, ErrNotFound, "Execution %d not found for instance %s", executionID, instance)
+}
+
+// StillRunning returns the [ErrStillRunning] error of op for a non-forced
+// delete of instance, whose current execution is running.
+func StillRunning(op, instance string) *Error {
+	return Permanent(op, ErrStillRunning, "Instance %s is still running. Use force=true to delete anyway, or cancel first.", instance)
+}
+
+// TreeChanged returns the [ErrTreeChanged] error of op for a delete that
+// lists instance but not child, its child created after the caller read
+// the tree.
+func TreeChanged(op, instance, child string) *Error {
+	return Permanent(op, ErrTreeChanged,
+		"Cannot delete: instance %s has child %s that was created after tree traversal. Re-fetch the tree and retry.", instance, child)
+}
+
 // IsRetryable reports whether err is worth retrying. An [*Error] in the
 // chain decides. Context cancellation and deadline errors are not retryable
 // (the caller gave up). Any other non-nil error is treated as retryable, the

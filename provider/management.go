@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -14,8 +15,8 @@ type InstanceInfo struct {
 	OrchestrationVersion string // UnknownVersion when none is stored
 	// CurrentExecutionID is the id of the current (latest) execution.
 	CurrentExecutionID uint64
-	// Status is the current execution's status, or "Unknown" if it has no
-	// execution record.
+	// Status is the current execution's status, or [StatusUnknown] if it
+	// has no execution record.
 	Status string
 	// Output is the current execution's output; nil when none is recorded.
 	Output *string
@@ -25,6 +26,10 @@ type InstanceInfo struct {
 	UpdatedAt        uint64 // epoch milliseconds; see CreatedAt
 	ParentInstanceID string // "" for a root instance
 }
+
+// StatusUnknown is the [InstanceInfo.Status] of an instance whose current
+// execution has no record.
+const StatusUnknown = "Unknown"
 
 // ExecutionInfo describes one execution.
 type ExecutionInfo struct {
@@ -91,6 +96,20 @@ func (f InstanceFilter) EffectiveLimit() int {
 		return DefaultBulkLimit
 	}
 	return f.Limit
+}
+
+// Selects reports whether f's criteria other than Limit admit the instance
+// id whose current execution completed at completedAtMs (epoch
+// milliseconds; nil while it runs or when it has no record). Bulk
+// operations take the instances it selects, up to [InstanceFilter.EffectiveLimit].
+func (f InstanceFilter) Selects(id string, completedAtMs *int64) bool {
+	if f.InstanceIDs != nil && !slices.Contains(f.InstanceIDs, id) {
+		return false
+	}
+	if !f.CompletedBefore.IsZero() && (completedAtMs == nil || *completedAtMs >= f.CompletedBefore.UnixMilli()) {
+		return false
+	}
+	return true
 }
 
 // PruneOptions selects executions to prune. Criteria are ANDed; the current
@@ -183,7 +202,7 @@ func DeleteInstance(ctx context.Context, admin Admin, instance string, force boo
 		return DeleteInstanceResult{}, err
 	}
 	if parent != "" {
-		return DeleteInstanceResult{}, Permanent("delete_instance", ErrSubOrchestration,
+		return DeleteInstanceResult{}, Permanent(OpDeleteInstance, ErrSubOrchestration,
 			"Cannot delete sub-orchestration %s directly. Delete root instance instead.", instance)
 	}
 	tree, err := GetInstanceTree(ctx, admin, instance)

@@ -1,7 +1,11 @@
 package provider
 
 import (
+	"cmp"
+	"encoding/json"
+	"iter"
 	"maps"
+	"slices"
 	"time"
 )
 
@@ -178,4 +182,158 @@ func MergeKV(store map[string]KVEntry, delta KVDelta) map[string]KVEntry {
 		}
 	}
 	return out
+}
+
+// StartFromMessages returns the orchestration name and version of the first
+// [StartOrchestrationItem] or [ContinueAsNewItem] in msgs, the messages of
+// an instance's first turn: they name the orchestration of an instance that
+// has no instance record yet. A message without a version yields
+// [UnknownVersion]. ok is false when msgs holds neither kind.
+func StartFromMessages(msgs []WorkItem) (name, version string, ok bool) {
+	for _, w := range msgs {
+		var v *string
+		switch it := w.(type) {
+		case StartOrchestrationItem:
+			name, v = it.Orchestration, it.Version
+		case ContinueAsNewItem:
+			name, v = it.Orchestration, it.Version
+		default:
+			continue
+		}
+		if v == nil {
+			return name, UnknownVersion, true
+		}
+		return name, *v, true
+	}
+	return "", "", false
+}
+
+// StartedIn returns the orchestration name and version of the first
+// [OrchestrationStarted] in events: history stored without an instance
+// record (by [Provider.AppendWithExecution]) names its orchestration this
+// way. ok is false when events holds none.
+func StartedIn(events []Event) (name, version string, ok bool) {
+	for _, e := range events {
+		if s, isStart := e.Kind.(OrchestrationStarted); isStart {
+			return s.Name, s.Version, true
+		}
+	}
+	return "", "", false
+}
+
+// OnlyQueueMessages reports whether every message of msgs is a
+// [QueueMessageItem]. A fetch drops such a batch when its instance does not
+// exist and nothing names its orchestration: the messages are orphans no
+// turn can consume. A batch holding anything else is left in place, since
+// its start may still arrive.
+func OnlyQueueMessages(msgs []WorkItem) bool {
+	for _, w := range msgs {
+		if w == nil || w.Kind() != KindQueueMessage {
+			return false
+		}
+	}
+	return true
+}
+
+// ExecutionSummary is what [ExecutionsToPrune] needs to know of one
+// execution.
+type ExecutionSummary struct {
+	// ID is the execution id.
+	ID uint64
+	// Status is the execution's status, such as [StatusRunning].
+	Status string
+	// CompletedAtMs is when the execution completed, in epoch
+	// milliseconds; nil while it runs.
+	CompletedAtMs *int64
+}
+
+// ExecutionsToPrune returns the ids, ascending, of the executions in execs
+// that [Admin.PruneExecutions] deletes: never current, never a running
+// one, never one of the options.KeepLast highest ids in execs and, when
+// options.CompletedBefore is set, only those that completed strictly before
+// it. execs holds distinct ids in any order; it is not modified.
+func ExecutionsToPrune(execs []ExecutionSummary, current uint64, options PruneOptions) []uint64 {
+	sorted := slices.SortedFunc(slices.Values(execs), func(a, b ExecutionSummary) int { return cmp.Compare(a.ID, b.ID) })
+	keepFrom := len(sorted)
+	if options.KeepLast > 0 {
+		keepFrom = max(0, len(sorted)-int(options.KeepLast))
+	}
+	var out []uint64
+	for i, e := range sorted {
+		switch {
+		case e.ID == current, e.Status == StatusRunning, i >= keepFrom:
+			continue
+		case !options.CompletedBefore.IsZero() && (e.CompletedAtMs == nil || *e.CompletedAtMs >= options.CompletedBefore.UnixMilli()):
+			continue
+		}
+		out = append(out, e.ID)
+	}
+	return out
+}
+
+// DecodeStoredEvent decodes one stored history event (the JSON encoding of
+// an [Event]) found at position in execution executionID of instance. A
+// failure is a [Corrupt] error of op.
+func DecodeStoredEvent(op, instance string, executionID uint64, position int, data []byte) (Event, error) {
+	var e Event
+	if err := json.Unmarshal(data, &e); err != nil {
+		return Event{}, Corrupt(op, err, "failed to deserialize history event at position %d for instance %q execution %d: %v",
+			position, instance, executionID, err)
+	}
+	return e, nil
+}
+
+// CountEvent adds one stored event of instance's current execution to s,
+// for [Provider.InstanceStats]: one event, its encoded length and, for the
+// OrchestrationStarted (event id [InitialEventID]), the carry-forward
+// events it holds. A started event that cannot be decoded is a [Corrupt]
+// error of op.
+func (s *SystemStats) CountEvent(op, instance string, eventID uint64, data []byte) error {
+	s.HistoryEventCount++
+	s.HistorySizeBytes += uint64(len(data))
+	if eventID != InitialEventID {
+		return nil
+	}
+	var started Event
+	if err := json.Unmarshal(data, &started); err != nil {
+		return Corrupt(op, err, "failed to deserialize OrchestrationStarted event of instance %q: %v", instance, err)
+	}
+	if k, ok := started.Kind.(OrchestrationStarted); ok {
+		s.QueuePendingCount = uint64(len(k.CarryForwardEvents))
+	}
+	return nil
+}
+
+// CountKV adds the live KV entries of an instance (store and delta merged,
+// see [MergeKV]) to s, for [Provider.InstanceStats].
+func (s *SystemStats) CountKV(live map[string]KVEntry) {
+	for _, e := range live {
+		s.KVUserKeyCount++
+		s.KVTotalValueBytes += uint64(len(e.Value))
+	}
+}
+
+// CountInstance adds one instance whose current execution has status to m,
+// for [Admin.SystemMetrics]: to the total and to the count of its status.
+func (m *SystemMetrics) CountInstance(status string) {
+	m.TotalInstances++
+	switch status {
+	case StatusRunning:
+		m.RunningInstances++
+	case StatusCompleted:
+		m.CompletedInstances++
+	case StatusFailed:
+		m.FailedInstances++
+	}
+}
+
+// LatestExecution returns the highest of the execution ids an instance has
+// records for, or [InitialExecutionID] when it has none: the execution that
+// [Provider.Read] and [Admin.LatestExecutionID] report.
+func LatestExecution(ids iter.Seq[uint64]) uint64 {
+	latest := InitialExecutionID
+	for id := range ids {
+		latest = max(latest, id)
+	}
+	return latest
 }

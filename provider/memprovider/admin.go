@@ -8,28 +8,6 @@ import (
 	"github.com/dynoxide/dynoxide/provider"
 )
 
-// Operation names of the management capability.
-const (
-	opListInstances    = "list_instances"
-	opListByStatus     = "list_instances_by_status"
-	opListExecutions   = "list_executions"
-	opReadHistoryExec  = "read_history_with_execution_id"
-	opReadHistory      = "read_history"
-	opLatestExecution  = "latest_execution_id"
-	opInstanceInfo     = "get_instance_info"
-	opExecutionInfo    = "get_execution_info"
-	opSystemMetrics    = "get_system_metrics"
-	opQueueDepths      = "get_queue_depths"
-	opListChildren     = "list_children"
-	opParentID         = "get_parent_id"
-	opDeleteAtomic     = "delete_instances_atomic"
-	opDeleteBulk       = "delete_instance_bulk"
-	opPruneExecutions  = "prune_executions"
-	opPruneBulk        = "prune_executions_bulk"
-	statusUnknown      = "Unknown"
-	errInstanceUnknown = "Instance %s not found"
-)
-
 // rows returns the instances that exist (have an instance record), oldest
 // first. Callers hold p.mu.
 func (p *Provider) rows() []*instance {
@@ -107,7 +85,7 @@ func (p *Provider) ListExecutions(ctx context.Context, instance string) ([]uint6
 func (p *Provider) ReadHistoryWithExecutionID(ctx context.Context, instance string, executionID uint64) ([]provider.Event, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.readLocked(opReadHistoryExec, p.instances[instance], instance, executionID)
+	return p.readLocked(provider.OpReadHistoryWithExecutionID, p.instances[instance], instance, executionID)
 }
 
 // ReadHistory returns the latest execution's events, as [Provider.Read].
@@ -115,7 +93,7 @@ func (p *Provider) ReadHistory(ctx context.Context, instance string) ([]provider
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	inst := p.instances[instance]
-	return p.readLocked(opReadHistory, inst, instance, inst.latestExecution())
+	return p.readLocked(provider.OpReadHistory, inst, instance, inst.latestExecution())
 }
 
 // LatestExecutionID returns the highest execution id; 1 for unknown
@@ -134,14 +112,14 @@ func (p *Provider) InstanceInfo(ctx context.Context, instance string) (*provider
 	defer p.mu.Unlock()
 	inst := p.row(instance)
 	if inst == nil {
-		return nil, provider.Permanent(opInstanceInfo, provider.ErrNotFound, errInstanceUnknown, instance)
+		return nil, provider.InstanceNotFound(provider.OpInstanceInfo, instance)
 	}
 	info := &provider.InstanceInfo{
 		InstanceID:           inst.id,
 		OrchestrationName:    inst.name,
 		OrchestrationVersion: cmp.Or(inst.version, provider.UnknownVersion),
 		CurrentExecutionID:   inst.currentExecution,
-		Status:               statusUnknown,
+		Status:               provider.StatusUnknown,
 		CreatedAt:            uint64(inst.createdAtMs),
 		UpdatedAt:            uint64(inst.updatedAtMs),
 		ParentInstanceID:     inst.parent,
@@ -164,8 +142,7 @@ func (p *Provider) ExecutionInfo(ctx context.Context, instance string, execution
 		e = inst.executions[executionID]
 	}
 	if e == nil {
-		return nil, provider.Permanent(opExecutionInfo, provider.ErrNotFound,
-			"Execution %d not found for instance %s", executionID, instance)
+		return nil, provider.ExecutionNotFound(provider.OpExecutionInfo, instance, executionID)
 	}
 	info := &provider.ExecutionInfo{
 		ExecutionID: executionID,
@@ -195,15 +172,7 @@ func (p *Provider) SystemMetrics(ctx context.Context) (provider.SystemMetrics, e
 		if !inst.hasRow {
 			continue
 		}
-		m.TotalInstances++
-		switch currentStatus(inst) {
-		case provider.StatusRunning:
-			m.RunningInstances++
-		case provider.StatusCompleted:
-			m.CompletedInstances++
-		case provider.StatusFailed:
-			m.FailedInstances++
-		}
+		m.CountInstance(currentStatus(inst))
 	}
 	return m, nil
 }
@@ -255,7 +224,7 @@ func (p *Provider) ParentID(ctx context.Context, instance string) (string, error
 	defer p.mu.Unlock()
 	inst := p.row(instance)
 	if inst == nil {
-		return "", provider.Permanent(opParentID, provider.ErrNotFound, errInstanceUnknown, instance)
+		return "", provider.InstanceNotFound(provider.OpParentID, instance)
 	}
 	return inst.parent, nil
 }
@@ -270,7 +239,7 @@ func (p *Provider) ParentID(ctx context.Context, instance string) (string, error
 func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, force bool) (provider.DeleteInstanceResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.deleteLocked(opDeleteAtomic, ids, force)
+	return p.deleteLocked(provider.OpDeleteInstancesAtomic, ids, force)
 }
 
 // deleteLocked implements [Provider.DeleteInstancesAtomic]. Callers hold
@@ -287,16 +256,13 @@ func (p *Provider) deleteLocked(op string, ids []string, force bool) (provider.D
 	if !force {
 		for _, id := range ids {
 			if inst := p.row(id); inst != nil && currentStatus(inst) == provider.StatusRunning {
-				return res, provider.Permanent(op, provider.ErrStillRunning,
-					"Instance %s is still running. Use force=true to delete anyway, or cancel first.", id)
+				return res, provider.StillRunning(op, id)
 			}
 		}
 	}
 	for _, inst := range p.rows() {
 		if !set[inst.id] && inst.parent != "" && set[inst.parent] {
-			return res, provider.Permanent(op, provider.ErrTreeChanged,
-				"Cannot delete: instance %s has child %s that was created after tree traversal. Re-fetch the tree and retry.",
-				inst.parent, inst.id)
+			return res, provider.TreeChanged(op, inst.parent, inst.id)
 		}
 	}
 	for id := range set {
@@ -349,14 +315,12 @@ func (p *Provider) selectInstances(filter provider.InstanceFilter, keep func(*in
 		if len(out) >= filter.EffectiveLimit() {
 			break
 		}
-		if filter.InstanceIDs != nil && !slices.Contains(filter.InstanceIDs, inst.id) {
-			continue
+		var completedAtMs *int64
+		if e := inst.currentRecord(); e != nil {
+			completedAtMs = e.completedAtMs
 		}
-		if !filter.CompletedBefore.IsZero() {
-			e := inst.currentRecord()
-			if e == nil || e.completedAtMs == nil || *e.completedAtMs >= filter.CompletedBefore.UnixMilli() {
-				continue
-			}
+		if !filter.Selects(inst.id, completedAtMs) {
+			continue
 		}
 		if keep != nil && !keep(inst) {
 			continue
@@ -379,7 +343,7 @@ func (p *Provider) DeleteInstanceBulk(ctx context.Context, filter provider.Insta
 	var total provider.DeleteInstanceResult
 	for _, root := range roots {
 		tree := p.tree(root.id)
-		res, err := p.deleteLocked(opDeleteBulk, tree, true)
+		res, err := p.deleteLocked(provider.OpDeleteInstanceBulk, tree, true)
 		if err != nil {
 			return total, err
 		}
@@ -399,7 +363,7 @@ func (p *Provider) PruneExecutions(ctx context.Context, instance string, options
 	defer p.mu.Unlock()
 	inst := p.row(instance)
 	if inst == nil {
-		return provider.PruneResult{}, provider.Permanent(opPruneExecutions, provider.ErrNotFound, errInstanceUnknown, instance)
+		return provider.PruneResult{}, provider.InstanceNotFound(provider.OpPruneExecutions, instance)
 	}
 	return pruneLocked(inst, options), nil
 }
@@ -407,25 +371,11 @@ func (p *Provider) PruneExecutions(ctx context.Context, instance string, options
 // pruneLocked prunes one existing instance. Callers hold p.mu.
 func pruneLocked(inst *instance, options provider.PruneOptions) provider.PruneResult {
 	res := provider.PruneResult{InstancesProcessed: 1}
-	ids := make([]uint64, 0, len(inst.executions))
-	for id := range inst.executions {
-		ids = append(ids, id)
+	execs := make([]provider.ExecutionSummary, 0, len(inst.executions))
+	for id, e := range inst.executions {
+		execs = append(execs, provider.ExecutionSummary{ID: id, Status: e.status, CompletedAtMs: e.completedAtMs})
 	}
-	slices.Sort(ids)
-	keep := map[uint64]bool{}
-	if options.KeepLast > 0 {
-		for _, id := range ids[max(0, len(ids)-int(options.KeepLast)):] {
-			keep[id] = true
-		}
-	}
-	for _, id := range ids {
-		e := inst.executions[id]
-		switch {
-		case id == inst.currentExecution, e.status == provider.StatusRunning, keep[id]:
-			continue
-		case !options.CompletedBefore.IsZero() && (e.completedAtMs == nil || *e.completedAtMs >= options.CompletedBefore.UnixMilli()):
-			continue
-		}
+	for _, id := range provider.ExecutionsToPrune(execs, inst.currentExecution, options) {
 		res.ExecutionsDeleted++
 		res.EventsDeleted += uint64(len(inst.history[id]))
 		delete(inst.executions, id)

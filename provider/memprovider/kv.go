@@ -2,17 +2,8 @@ package memprovider
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/dynoxide/dynoxide/provider"
-)
-
-// Operation names of the client-facing reads.
-const (
-	opCustomStatus  = "get_custom_status"
-	opKVValue       = "get_kv_value"
-	opKVValues      = "get_kv_all_values"
-	opInstanceStats = "get_instance_stats"
 )
 
 // CustomStatus returns the instance's custom status and its version when
@@ -74,22 +65,10 @@ func (p *Provider) InstanceStats(ctx context.Context, instance string) (*provide
 	}
 	stats := &provider.SystemStats{}
 	for _, e := range inst.history[inst.currentExecution] {
-		stats.HistoryEventCount++
-		stats.HistorySizeBytes += uint64(len(e.data))
-		if e.id != provider.InitialEventID {
-			continue
-		}
-		var started provider.Event
-		if err := json.Unmarshal(e.data, &started); err != nil {
-			return nil, corruptError(opInstanceStats, err, "failed to deserialize OrchestrationStarted event of instance %q: %v", instance, err)
-		}
-		if s, ok := started.Kind.(provider.OrchestrationStarted); ok {
-			stats.QueuePendingCount = uint64(len(s.CarryForwardEvents))
+		if err := stats.CountEvent(provider.OpInstanceStats, instance, e.id, e.data); err != nil {
+			return nil, err
 		}
 	}
-	for _, e := range p.liveKV(instance) {
-		stats.KVUserKeyCount++
-		stats.KVTotalValueBytes += uint64(len(e.Value))
-	}
+	stats.CountKV(p.liveKV(instance))
 	return stats, nil
 }

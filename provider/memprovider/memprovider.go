@@ -4,7 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -209,14 +209,10 @@ func (p *Provider) instanceRecord(id string, create bool) *instance {
 
 // latestExecution returns the highest execution id with a record, or 1.
 func (inst *instance) latestExecution() uint64 {
-	latest := provider.InitialExecutionID
 	if inst == nil {
-		return latest
+		return provider.InitialExecutionID
 	}
-	for id := range inst.executions {
-		latest = max(latest, id)
-	}
-	return latest
+	return provider.LatestExecution(maps.Keys(inst.executions))
 }
 
 // currentRecord returns the current execution's record, or nil.
@@ -279,22 +275,13 @@ func encodeEvents(op string, inst *instance, executionID uint64, events []provid
 func decodeEvents(op, instance string, executionID uint64, stored []storedEvent) ([]provider.Event, error) {
 	events := make([]provider.Event, 0, len(stored))
 	for i, s := range stored {
-		var e provider.Event
-		if err := json.Unmarshal(s.data, &e); err != nil {
-			return nil, corruptError(op, err, "failed to deserialize history event at position %d for instance %q execution %d: %v",
-				i, instance, executionID, err)
+		e, err := provider.DecodeStoredEvent(op, instance, executionID, i, s.data)
+		if err != nil {
+			return nil, err
 		}
 		events = append(events, e)
 	}
 	return events, nil
-}
-
-// corruptError returns a permanent error whose cause wraps both
-// [provider.ErrCorruptData] and the decode error.
-func corruptError(op string, cause error, format string, args ...any) *provider.Error {
-	e := provider.Permanent(op, nil, format, args...)
-	e.Err = fmt.Errorf("%w: %w", provider.ErrCorruptData, cause)
-	return e
 }
 
 // longPoll calls attempt under p.mu until it reports done or fails, waiting

@@ -10,30 +10,18 @@ import (
 	"github.com/dynoxide/dynoxide/provider"
 )
 
-// Operation names, in the contract's snake_case spelling.
-const (
-	opEnqueueOrch  = "enqueue_for_orchestrator"
-	opFetchOrch    = "fetch_orchestration_item"
-	opAckOrch      = "ack_orchestration_item"
-	opAbandonOrch  = "abandon_orchestration_item"
-	opRenewOrch    = "renew_orchestration_item_lock"
-	opRead         = "read"
-	opReadWithExec = "read_with_execution"
-	opAppend       = "append_with_execution"
-)
-
 // EnqueueForOrchestrator puts item on its target instance's queue, visible
 // after delay (0 = now). A [provider.TimerFiredItem] enqueued here uses
 // delay, not its FireAtMs. The instance is not created. Invalid items (nil,
 // [provider.ActivityExecuteItem], no target) fail with
 // [provider.ErrInvalidInput].
 func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item provider.WorkItem, delay time.Duration) error {
-	if err := provider.ValidateOrchestratorItem(opEnqueueOrch, item); err != nil {
+	if err := provider.ValidateOrchestratorItem(provider.OpEnqueueForOrchestrator, item); err != nil {
 		return err
 	}
 	data, err := provider.MarshalWorkItem(item)
 	if err != nil {
-		return provider.Permanent(opEnqueueOrch, provider.ErrInvalidInput, "encode %s work item: %v", item.Kind(), err)
+		return provider.Permanent(provider.OpEnqueueForOrchestrator, provider.ErrInvalidInput, "encode %s work item: %v", item.Kind(), err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -75,7 +63,7 @@ func (p *Provider) liveLock(instance string, nowMs int64) *instanceLock {
 // still arrive) and skipped, so it does not hold up other instances.
 func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, filter *provider.CapabilityFilter) (*provider.OrchestrationItem, error) {
 	var item *provider.OrchestrationItem
-	err := p.longPoll(ctx, opFetchOrch, pollTimeout, func(nowMs int64) (bool, int64, error) {
+	err := p.longPoll(ctx, provider.OpFetchOrchestrationItem, pollTimeout, func(nowMs int64) (bool, int64, error) {
 		var wake int64
 		var err error
 		item, wake, err = p.tryFetchOrch(nowMs, lockTimeout, filter)
@@ -147,7 +135,7 @@ func (p *Provider) lockInstance(id string, inst *instance, nowMs int64, lockTime
 		}
 		w, err := provider.UnmarshalWorkItem(m.data)
 		if err != nil {
-			return nil, false, corruptError(opFetchOrch, err, "failed to decode queued %s message for instance %q: %v", m.kind, id, err)
+			return nil, false, provider.Corrupt(provider.OpFetchOrchestrationItem, err, "failed to decode queued %s message for instance %q: %v", m.kind, id, err)
 		}
 		batch = append(batch, m)
 		msgs = append(msgs, w)
@@ -170,11 +158,11 @@ func (p *Provider) lockInstance(id string, inst *instance, nowMs int64, lockTime
 			history = inst.history[execID]
 			break
 		}
-		if name, version, ok := startFromMessages(msgs); ok {
+		if name, version, ok := provider.StartFromMessages(msgs); ok {
 			item.OrchestrationName, item.Version, item.ExecutionID = name, version, provider.InitialExecutionID
 			break
 		}
-		if allQueueMessages(batch) {
+		if provider.OnlyQueueMessages(msgs) {
 			p.orchQ = slices.DeleteFunc(p.orchQ, func(m *orchMessage) bool { return slices.Contains(batch, m) })
 			return nil, true, nil
 		}
@@ -199,7 +187,7 @@ func (p *Provider) lockInstance(id string, inst *instance, nowMs int64, lockTime
 	}
 	item.LockToken = token
 
-	events, err := decodeEvents(opFetchOrch, id, item.ExecutionID, history)
+	events, err := decodeEvents(provider.OpFetchOrchestrationItem, id, item.ExecutionID, history)
 	if err != nil {
 		item.HistoryError = err
 		item.History = []provider.Event{}
@@ -222,48 +210,12 @@ func startedFromHistory(inst *instance) (name, version string, executionID uint6
 		return "", "", 0, false
 	}
 	executionID = inst.latestExecution()
-	events, err := decodeEvents(opFetchOrch, inst.id, executionID, inst.history[executionID])
+	events, err := decodeEvents(provider.OpFetchOrchestrationItem, inst.id, executionID, inst.history[executionID])
 	if err != nil {
 		return "", "", 0, false
 	}
-	for _, e := range events {
-		if s, isStart := e.Kind.(provider.OrchestrationStarted); isStart {
-			return s.Name, s.Version, executionID, true
-		}
-	}
-	return "", "", 0, false
-}
-
-// startFromMessages returns the orchestration name and version of the first
-// start or continue-as-new message in msgs.
-func startFromMessages(msgs []provider.WorkItem) (name, version string, ok bool) {
-	for _, w := range msgs {
-		var v *string
-		switch it := w.(type) {
-		case provider.StartOrchestrationItem:
-			name, v = it.Orchestration, it.Version
-		case provider.ContinueAsNewItem:
-			name, v = it.Orchestration, it.Version
-		default:
-			continue
-		}
-		if v == nil {
-			return name, provider.UnknownVersion, true
-		}
-		return name, *v, true
-	}
-	return "", "", false
-}
-
-// allQueueMessages reports whether every message of batch is a
-// QueueMessage.
-func allQueueMessages(batch []*orchMessage) bool {
-	for _, m := range batch {
-		if m.kind != provider.KindQueueMessage {
-			return false
-		}
-	}
-	return true
+	name, version, ok = provider.StartedIn(events)
+	return name, version, executionID, ok
 }
 
 // AckOrchestrationItem commits a turn: it validates everything first, then
@@ -274,14 +226,14 @@ func allQueueMessages(batch []*orchMessage) bool {
 // changes nothing and leaves the lock in place. An unknown, released or
 // expired lock fails with [provider.ErrInvalidLockToken].
 func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, commit provider.TurnCommit) error {
-	if err := provider.ValidateTurn(opAckOrch, commit); err != nil {
+	if err := provider.ValidateTurn(provider.OpAckOrchestrationItem, commit); err != nil {
 		return err
 	}
 	workerData := make([][]byte, len(commit.WorkerItems))
 	for i, w := range commit.WorkerItems {
 		data, err := json.Marshal(w)
 		if err != nil {
-			return provider.Permanent(opAckOrch, provider.ErrInvalidInput, "encode worker item %d: %v", i, err)
+			return provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput, "encode worker item %d: %v", i, err)
 		}
 		workerData[i] = data
 	}
@@ -289,7 +241,7 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 	for i, w := range commit.OrchestratorItems {
 		data, err := provider.MarshalWorkItem(w)
 		if err != nil {
-			return provider.Permanent(opAckOrch, provider.ErrInvalidInput, "encode orchestrator item %d: %v", i, err)
+			return provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput, "encode orchestrator item %d: %v", i, err)
 		}
 		orchData[i] = data
 	}
@@ -299,13 +251,13 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 	now := p.nowMs()
 	lock := p.orchTokens[lockToken]
 	if lock == nil {
-		return provider.Permanent(opAckOrch, provider.ErrInvalidLockToken, "Invalid lock token")
+		return provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidLockToken, "Invalid lock token")
 	}
 	if lock.lockedUntilMs <= now {
-		return provider.Permanent(opAckOrch, provider.ErrInvalidLockToken, "Invalid lock token: instance lock expired")
+		return provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidLockToken, "Invalid lock token: instance lock expired")
 	}
 	id := lock.instance
-	events, err := encodeEvents(opAckOrch, p.instances[id], commit.ExecutionID, commit.HistoryDelta)
+	events, err := encodeEvents(provider.OpAckOrchestrationItem, p.instances[id], commit.ExecutionID, commit.HistoryDelta)
 	if err != nil {
 		return err
 	}
@@ -382,7 +334,7 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 	defer p.mu.Unlock()
 	lock := p.orchTokens[lockToken]
 	if lock == nil {
-		return provider.Permanent(opAbandonOrch, provider.ErrInvalidLockToken, "Invalid lock token")
+		return provider.Permanent(provider.OpAbandonOrchestrationItem, provider.ErrInvalidLockToken, "Invalid lock token")
 	}
 	delete(p.orchLocks, lock.instance)
 	delete(p.orchTokens, lockToken)
@@ -414,7 +366,7 @@ func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken str
 	now := p.nowMs()
 	lock := p.orchTokens[lockToken]
 	if lock == nil || lock.lockedUntilMs <= now {
-		return provider.Permanent(opRenewOrch, provider.ErrInvalidLockToken, "Invalid lock token: invalid, expired, or already acked")
+		return provider.Permanent(provider.OpRenewOrchestrationItemLock, provider.ErrInvalidLockToken, "Invalid lock token: invalid, expired, or already acked")
 	}
 	lock.lockedUntilMs = now + durMs(extendFor)
 	return nil
@@ -427,14 +379,14 @@ func (p *Provider) Read(ctx context.Context, instance string) ([]provider.Event,
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	inst := p.instances[instance]
-	return p.readLocked(opRead, inst, instance, inst.latestExecution())
+	return p.readLocked(provider.OpRead, inst, instance, inst.latestExecution())
 }
 
 // ReadWithExecution returns one execution's history, as [Provider.Read].
 func (p *Provider) ReadWithExecution(ctx context.Context, instance string, executionID uint64) ([]provider.Event, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.readLocked(opReadWithExec, p.instances[instance], instance, executionID)
+	return p.readLocked(provider.OpReadWithExecution, p.instances[instance], instance, executionID)
 }
 
 // readLocked decodes one execution's history. Callers hold p.mu.
@@ -452,11 +404,11 @@ func (p *Provider) readLocked(op string, inst *instance, id string, executionID 
 // ([provider.ErrDuplicateEvent]) are rejected, and then nothing is stored.
 func (p *Provider) AppendWithExecution(ctx context.Context, instance string, executionID uint64, events []provider.Event) error {
 	if executionID == 0 {
-		return provider.Permanent(opAppend, provider.ErrInvalidInput, "execution_id must be greater than 0")
+		return provider.Permanent(provider.OpAppendWithExecution, provider.ErrInvalidInput, "execution_id must be greater than 0")
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	stored, err := encodeEvents(opAppend, p.instances[instance], executionID, events)
+	stored, err := encodeEvents(provider.OpAppendWithExecution, p.instances[instance], executionID, events)
 	if err != nil {
 		return err
 	}

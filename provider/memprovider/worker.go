@@ -9,27 +9,16 @@ import (
 	"github.com/dynoxide/dynoxide/provider"
 )
 
-// Operation names of the worker queue and sessions.
-const (
-	opEnqueueWork    = "enqueue_for_worker"
-	opFetchWork      = "fetch_work_item"
-	opAckWork        = "ack_work_item"
-	opRenewWork      = "renew_work_item_lock"
-	opAbandonWork    = "abandon_work_item"
-	opRenewSession   = "renew_session_lock"
-	opCleanupSession = "cleanup_orphaned_sessions"
-)
-
 // EnqueueForWorker puts an activity on the worker queue, visible now, with
 // its identity, session and tag recorded. An item without an instance fails
 // with [provider.ErrInvalidInput].
 func (p *Provider) EnqueueForWorker(ctx context.Context, item provider.ActivityExecuteItem) error {
-	if err := provider.ValidateWorkerItem(opEnqueueWork, item); err != nil {
+	if err := provider.ValidateWorkerItem(provider.OpEnqueueForWorker, item); err != nil {
 		return err
 	}
 	data, err := json.Marshal(item)
 	if err != nil {
-		return provider.Permanent(opEnqueueWork, provider.ErrInvalidInput, "encode ActivityExecute work item: %v", err)
+		return provider.Permanent(provider.OpEnqueueForWorker, provider.ErrInvalidInput, "encode ActivityExecute work item: %v", err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -81,7 +70,7 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 		return nil, nil
 	}
 	var item *provider.LockedWorkItem
-	err := p.longPoll(ctx, opFetchWork, pollTimeout, func(nowMs int64) (bool, int64, error) {
+	err := p.longPoll(ctx, provider.OpFetchWorkItem, pollTimeout, func(nowMs int64) (bool, int64, error) {
 		var wake int64
 		var err error
 		item, wake, err = p.tryFetchWork(nowMs, lockTimeout, session, tags)
@@ -118,11 +107,11 @@ func (p *Provider) tryFetchWork(nowMs int64, lockTimeout time.Duration, cfg *pro
 		}
 		w, err := provider.UnmarshalWorkItem(m.data)
 		if err != nil {
-			return nil, 0, corruptError(opFetchWork, err, "failed to decode queued activity of instance %q: %v", m.instance, err)
+			return nil, 0, provider.Corrupt(provider.OpFetchWorkItem, err, "failed to decode queued activity of instance %q: %v", m.instance, err)
 		}
 		act, ok := w.(provider.ActivityExecuteItem)
 		if !ok {
-			return nil, 0, provider.Permanent(opFetchWork, provider.ErrCorruptData, "worker queue holds a %s work item", w.Kind())
+			return nil, 0, provider.Permanent(provider.OpFetchWorkItem, provider.ErrCorruptData, "worker queue holds a %s work item", w.Kind())
 		}
 		// Win the lock; leases count from a clock read after winning it.
 		token := newToken()
@@ -174,14 +163,14 @@ func (p *Provider) touchSession(m *workMessage, nowMs int64) {
 // deleted, acked) or whose lock expired fails with
 // [provider.ErrInvalidLockToken]. A failed ack changes nothing.
 func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion provider.WorkItem) error {
-	if err := provider.ValidateCompletion(opAckWork, completion); err != nil {
+	if err := provider.ValidateCompletion(provider.OpAckWorkItem, completion); err != nil {
 		return err
 	}
 	var data []byte
 	if completion != nil {
 		var err error
 		if data, err = provider.MarshalWorkItem(completion); err != nil {
-			return provider.Permanent(opAckWork, provider.ErrInvalidInput, "encode %s completion: %v", completion.Kind(), err)
+			return provider.Permanent(provider.OpAckWorkItem, provider.ErrInvalidInput, "encode %s completion: %v", completion.Kind(), err)
 		}
 	}
 	p.mu.Lock()
@@ -189,7 +178,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 	now := p.nowMs()
 	m := p.liveWork(lockToken, now)
 	if m == nil {
-		return provider.Permanent(opAckWork, provider.ErrInvalidLockToken,
+		return provider.Permanent(provider.OpAckWorkItem, provider.ErrInvalidLockToken,
 			"Invalid lock token: activity was cancelled or its lock expired")
 	}
 	p.deleteWork(func(w *workMessage) bool { return w == m })
@@ -211,7 +200,7 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 	now := p.nowMs()
 	m := p.liveWork(lockToken, now)
 	if m == nil {
-		return provider.Permanent(opRenewWork, provider.ErrInvalidLockToken,
+		return provider.Permanent(provider.OpRenewWorkItemLock, provider.ErrInvalidLockToken,
 			"Invalid lock token: activity was cancelled or its lock expired")
 	}
 	m.lockedUntilMs = now + durMs(extendFor)
@@ -227,7 +216,7 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, delay 
 	defer p.mu.Unlock()
 	m := p.workTokens[lockToken]
 	if m == nil {
-		return provider.Permanent(opAbandonWork, provider.ErrInvalidLockToken, "Invalid lock token or already acked")
+		return provider.Permanent(provider.OpAbandonWorkItem, provider.ErrInvalidLockToken, "Invalid lock token or already acked")
 	}
 	delete(p.workTokens, lockToken)
 	m.lockToken, m.lockedUntilMs = "", 0
