@@ -26,9 +26,11 @@ const (
 	// maxTransactBytes is the aggregate size one TransactWriteItems takes
 	// (4 MB), with room for request overhead.
 	maxTransactBytes = 4_000_000
-	// MaxItemBytes is DynamoDB's item size limit: one history event, with
-	// its keys, must fit in it.
-	MaxItemBytes = 400 * 1024
+	// MaxItemBytes is the largest row the provider stores: DynamoDB's
+	// 400 KB item limit less 1 KB, the room a staging row of the
+	// large-turn protocol needs around a row it carries. One history event,
+	// one queued work item, with keys, must fit in it.
+	MaxItemBytes = 399 * 1024
 )
 
 // planAction is one write of a turn: a Put of a whole item, a Delete, or
@@ -386,6 +388,16 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 	}
 	plan.release = lockItem(id, turn.ver+1, attempts)
 	plan.size += itemSize(plan.release)
+	for _, a := range plan.actions {
+		if a.put == nil || a.eventID != 0 {
+			continue // events were checked above, each with its id
+		}
+		if size := itemSize(a.put); size > MaxItemBytes {
+			return plan, "", provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput,
+				"turn of instance %q writes a %d-byte row (%s); one row must fit one DynamoDB item (%d bytes)",
+				id, size, describeKey(a.put), MaxItemBytes)
+		}
+	}
 	return plan, hex.EncodeToString(digest.Sum(nil)), nil
 }
 

@@ -109,7 +109,15 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 			return false, nil
 		},
 		func() (bool, error) {
-			candidates, err := p.sweepReady(ctx, keys.ReadyOrchestratorPK, nil)
+			// Instances seen locked are passed over inside the index query,
+			// so that one busy instance's messages do not hide a shard's
+			// other work.
+			now := p.nowMs()
+			candidates, err := p.sweepReady(ctx, keys.ReadyOrchestratorPK, func(row item) bool {
+				pk, _, _ := strAttr(row, attrPK)
+				id, err := keys.InstanceFromPK(pk)
+				return err == nil && !p.hints.isLocked(id, now)
+			})
 			if err != nil {
 				return false, err
 			}
