@@ -248,6 +248,9 @@ func workerRows(ctx context.Context, t *testing.T, p provider.Provider) int {
 func TestLargeTurnAllOrNothing(t *testing.T) {
 	t.Parallel()
 	const n = 1000
+	// The lock outlives the slowest emulator: these tests are about
+	// atomicity, not leases.
+	const lock = 10 * time.Minute
 	for _, tc := range []struct {
 		name string
 		// fail picks the request to fail; sent makes it fail after it was
@@ -265,7 +268,11 @@ func TestLargeTurnAllOrNothing(t *testing.T) {
 			ctx := t.Context()
 			p, observer, f := faultyProvider(t)
 			inst := "big-" + tc.name
-			item := startAndFetch(ctx, t, p, inst)
+			must(t, p.EnqueueForOrchestrator(ctx, startItem(inst), 0), "EnqueueForOrchestrator")
+			item, err := p.FetchOrchestrationItem(ctx, lock, 0, nil)
+			if err != nil || item == nil {
+				t.Fatalf("FetchOrchestrationItem: %v, %v", item, err)
+			}
 			commit := activities(inst, n)
 			f.setRule(func(op string, n int) (error, bool) {
 				if tc.fail(op, n) {
@@ -273,7 +280,7 @@ func TestLargeTurnAllOrNothing(t *testing.T) {
 				}
 				return nil, false
 			})
-			err := p.AckOrchestrationItem(ctx, item.LockToken, commit)
+			err = p.AckOrchestrationItem(ctx, item.LockToken, commit)
 			f.setRule(nil)
 			if tc.name == "Success" {
 				must(t, err, "AckOrchestrationItem")
