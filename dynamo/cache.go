@@ -95,11 +95,16 @@ func newHints() hints {
 	return hints{locked: map[string]int64{}, sessions: map[string]sessionHint{}}
 }
 
-// lockedUntil records that instance is locked until untilMs.
-func (h *hints) lockedUntil(instance string, untilMs int64) {
+// maxLockHintMs caps how long a lock seen in another process is trusted:
+// its holder may release it early, and until a signal or this cap, sweeps
+// of this process pass over the instance.
+const maxLockHintMs = 1000
+
+// lockedUntil records, at nowMs, that instance is locked until untilMs.
+func (h *hints) lockedUntil(instance string, nowMs, untilMs int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.locked[instance] = untilMs
+	h.locked[instance] = min(untilMs, nowMs+maxLockHintMs)
 	if len(h.locked) > maxCachedTurns {
 		clear(h.locked)
 	}

@@ -237,7 +237,7 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 	now := p.nowMs()
 	if st.lock.turn != "" {
 		if st.lock.live(now) {
-			p.hints.lockedUntil(instance, st.lock.until)
+			p.hints.lockedUntil(instance, now, st.lock.until)
 			return nil, nil
 		}
 		// A committed large turn whose committer stopped: finish it first.
@@ -250,7 +250,7 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 		now = p.nowMs()
 	}
 	if st.lock.live(now) {
-		p.hints.lockedUntil(instance, st.lock.until)
+		p.hints.lockedUntil(instance, now, st.lock.until)
 		return nil, nil
 	}
 	var batch []queueRow
