@@ -13,6 +13,7 @@ import (
 
 	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
 	"github.com/dynoxide/dynoxide/provider"
+	"github.com/dynoxide/dynoxide/tables"
 )
 
 // listedInstance is one instance as the instances index lists it.
@@ -30,7 +31,7 @@ type listedInstance struct {
 func (p *Provider) listInstances(ctx context.Context) ([]listedInstance, error) {
 	out, err := eachShard(p.o.Shards, func(shard int) ([]listedInstance, error) {
 		rows, err := p.queryAll(ctx, &dynamodb.QueryInput{
-			IndexName:                 aws.String(schemaNames.instances),
+			IndexName:                 aws.String(tables.IndexInstances),
 			KeyConditionExpression:    aws.String("#lp = :lp"),
 			ExpressionAttributeNames:  map[string]string{"#lp": attrListPK},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":lp": s(keys.ListInstancesPK(shard))},
@@ -285,7 +286,7 @@ func (p *Provider) sweepAll(ctx context.Context, shardPK func(int) string) ([]re
 	var out []readyRow
 	for shard := range p.o.Shards {
 		rows, err := p.queryAll(ctx, &dynamodb.QueryInput{
-			IndexName:                 aws.String(schemaNames.ready),
+			IndexName:                 aws.String(tables.IndexReady),
 			KeyConditionExpression:    aws.String("#rp = :rp"),
 			ExpressionAttributeNames:  map[string]string{"#rp": attrReadyPK},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":rp": s(shardPK(shard))},

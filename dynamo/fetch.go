@@ -15,6 +15,7 @@ import (
 	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
 	"github.com/dynoxide/dynoxide/provider"
 	"github.com/dynoxide/dynoxide/queues"
+	"github.com/dynoxide/dynoxide/tables"
 )
 
 // sweepPageSize is how many ready-index rows one sweep reads per shard and
@@ -198,7 +199,7 @@ func eachShard[T any](shards int, query func(shard int) ([]T, error)) ([]T, erro
 func (p *Provider) queryReadyShard(ctx context.Context, readyPK, bound string, keep func(item) bool) ([]readyRow, error) {
 	in := &dynamodb.QueryInput{
 		TableName:                 p.table,
-		IndexName:                 aws.String(schemaNames.ready),
+		IndexName:                 aws.String(tables.IndexReady),
 		KeyConditionExpression:    aws.String("#rp = :rp AND #rs < :bound"),
 		ExpressionAttributeNames:  map[string]string{"#rp": attrReadyPK, "#rs": attrReadySK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":rp": s(readyPK), ":bound": s(bound)},

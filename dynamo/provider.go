@@ -17,7 +17,6 @@ import (
 	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
 	"github.com/dynoxide/dynoxide/provider"
 	"github.com/dynoxide/dynoxide/queues"
-	"github.com/dynoxide/dynoxide/tables"
 )
 
 // Version is the version [Provider.Version] reports.
@@ -223,6 +222,3 @@ func (p *Provider) queryPartition(ctx context.Context, pk, from, to string, proj
 func prefixEnd(prefix string) string {
 	return prefix[:len(prefix)-1] + string(prefix[len(prefix)-1]+1)
 }
-
-// schemaNames is the table's shape the provider relies on.
-var schemaNames = struct{ ready, instances string }{tables.IndexReady, tables.IndexInstances}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
 	"github.com/dynoxide/dynoxide/provider"
+	"github.com/dynoxide/dynoxide/tables"
 )
 
 // sessionRecord is a session record's key as the instances index lists it.
@@ -24,7 +25,7 @@ type sessionRecord struct {
 // consistent: callers condition every write on the base row.
 func (p *Provider) listSessions(ctx context.Context, listPK, prefix string) ([]sessionRecord, error) {
 	in := &dynamodb.QueryInput{
-		IndexName:                 aws.String(schemaNames.instances),
+		IndexName:                 aws.String(tables.IndexInstances),
 		KeyConditionExpression:    aws.String("#lp = :lp"),
 		ExpressionAttributeNames:  map[string]string{"#lp": attrListPK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":lp": s(listPK)},
@@ -140,7 +141,7 @@ func (p *Provider) sessionReferenced(ctx context.Context, session string) (bool,
 	readyPK := keys.ReadyWorkerPK(keys.ShardOf(keys.WorkerRoutingKey("", &session), p.o.Shards))
 	in := &dynamodb.QueryInput{
 		TableName:                 p.table,
-		IndexName:                 aws.String(schemaNames.ready),
+		IndexName:                 aws.String(tables.IndexReady),
 		KeyConditionExpression:    aws.String("#rp = :rp"),
 		FilterExpression:          aws.String("#session = :session"),
 		ExpressionAttributeNames:  map[string]string{"#rp": attrReadyPK, "#session": attrSession},
