@@ -48,8 +48,8 @@ type planAction struct {
 // signals to send once it is committed.
 type turnPlan struct {
 	actions []planAction
-	// release is the lock row after the turn.
-	release item
+	// release holds the attempt counts the lock row keeps after the turn.
+	release map[string]uint32
 	signals []queues.Signal
 	size    int
 }
@@ -146,17 +146,14 @@ func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPla
 	in := turn.input
 	if in == nil || turn.digest != digest {
 		actions := make([]types.TransactWriteItem, 0, len(plan.actions)+1)
-		actions = append(actions, types.TransactWriteItem{Put: &types.Put{
-			TableName:                 p.table,
-			Item:                      plan.release,
-			ConditionExpression:       aws.String("#tok = :tok AND #until > :now"),
-			ExpressionAttributeNames:  map[string]string{"#tok": attrToken, "#until": attrLockUntil},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":tok": s(turn.token), ":now": n(now)},
-		}})
+		actions = append(actions, types.TransactWriteItem{Update: newLockRelease(plan.release, "").update(p.table, turn.st.id,
+			"#tok = :tok AND #until > :now AND attribute_not_exists(#turn)",
+			map[string]string{"#tok": attrToken, "#until": attrLockUntil, "#turn": attrTurn},
+			map[string]types.AttributeValue{":tok": s(turn.token), ":now": n(now)})})
 		for _, a := range plan.actions {
 			actions = append(actions, p.transactAction(a))
 		}
-		sum := sha256.Sum256([]byte(turn.token + "\x00" + digest))
+		sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", turn.token, digest, turn.sent))
 		in = &dynamodb.TransactWriteItemsInput{
 			TransactItems:      actions,
 			ClientRequestToken: aws.String(hex.EncodeToString(sum[:])[:36]),
@@ -167,28 +164,22 @@ func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPla
 	if err == nil {
 		return nil
 	}
-	reasons := cancelReasons(err)
-	if reasons == nil {
-		return translate(provider.OpAckOrchestrationItem, err)
+	if cancelReasons(err) != nil {
+		// A definite outcome: nothing was written. The next ack builds the
+		// transaction anew, with a fresh clock read and its own request
+		// token; only an unknown outcome (a timeout, a 5xx, a lost
+		// response) is resent unchanged.
+		turn.input = nil
+		turn.sent++
 	}
-	for i, code := range reasons {
-		if code != "ConditionalCheckFailed" {
-			continue
-		}
-		if i == 0 {
-			return invalidToken(provider.OpAckOrchestrationItem)
-		}
-		if a := plan.actions[i-1]; a.eventID != 0 {
-			return provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrDuplicateEvent,
-				"event_id %d already exists in execution of instance %s", a.eventID, turn.st.id)
-		}
+	switch i := conditionFailedAt(cancelReasons(err)); {
+	case i == 0:
+		return invalidToken(provider.OpAckOrchestrationItem)
+	case i > 0 && plan.actions[i-1].eventID != 0:
+		return provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrDuplicateEvent,
+			"event_id %d already exists in execution of instance %s", plan.actions[i-1].eventID, turn.st.id)
 	}
-	for _, code := range reasons {
-		if code == "ValidationError" {
-			return provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput, "DynamoDB rejected the turn: %v", err)
-		}
-	}
-	return provider.Retryable(provider.OpAckOrchestrationItem, err, "turn transaction cancelled (%v): %v", reasons, err)
+	return translate(provider.OpAckOrchestrationItem, err)
 }
 
 // transactAction turns a plan action into a transaction action.
@@ -386,8 +377,8 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 	for _, sk := range turn.batch {
 		delete(attempts, sk)
 	}
-	plan.release = lockItem(id, turn.ver+1, attempts)
-	plan.size += itemSize(plan.release)
+	plan.release = attempts
+	plan.size += itemSize(lockItem(id, turn.ver+1, attempts))
 	for _, a := range plan.actions {
 		if a.put == nil || a.eventID != 0 {
 			continue // events were checked above, each with its id

@@ -15,22 +15,45 @@ const maxCachedTurns = 4096
 type turnState struct {
 	// mu serialises acks of the turn in this process; done is set once one
 	// committed, so a concurrent duplicate fails as a second ack must.
-	mu    sync.Mutex
-	done  bool
-	token string
-	st    *instanceState
+	mu   sync.Mutex
+	done bool
+	// leaseMu guards until, which renewals change while an ack may run.
+	leaseMu sync.Mutex
+	token   string
+	st      *instanceState
 	// ver is the lock row's version after the fetch.
 	ver uint64
+	// until is the lease's end (epoch ms) as this process last set it.
+	until int64
 	// batch holds the sort keys of the locked messages.
 	batch []string
-	// attempts is the lock row's attempt map after the fetch.
-	attempts map[string]uint32
+	// attempts is the lock row's attempt map after the fetch, and
+	// undelivered the map as it was before (what a release of a batch
+	// that was never handed out restores).
+	attempts, undelivered map[string]uint32
 
 	// digest and input remember the last ack transaction sent for this
 	// turn, so that a retried ack resends it unchanged (same
 	// ClientRequestToken, same parameters).
 	digest string
 	input  *dynamodb.TransactWriteItemsInput
+	// sent counts the transactions built for this turn that DynamoDB
+	// cancelled; it makes each new one's request token distinct.
+	sent int
+}
+
+// leaseEnd is the lease's end as this process last set it (epoch ms).
+func (t *turnState) leaseEnd() int64 {
+	t.leaseMu.Lock()
+	defer t.leaseMu.Unlock()
+	return t.until
+}
+
+// setLeaseEnd records a renewed lease's end.
+func (t *turnState) setLeaseEnd(untilMs int64) {
+	t.leaseMu.Lock()
+	defer t.leaseMu.Unlock()
+	t.until = untilMs
 }
 
 // turnCache maps lock tokens to turn states.
@@ -76,6 +99,34 @@ func (c *turnCache) drop(token string) {
 	delete(c.m, token)
 }
 
+// workLeases remembers the lease ends of the activity locks this process
+// holds, so that renewals know how long they may retry.
+type workLeases struct {
+	mu sync.Mutex
+	m  map[string]int64
+}
+
+func (l *workLeases) set(token string, untilMs int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil || len(l.m) > 4*maxCachedTurns {
+		l.m = map[string]int64{} // a bound; renewals of forgotten leases retry less long
+	}
+	l.m[token] = untilMs
+}
+
+func (l *workLeases) get(token string) int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m[token]
+}
+
+func (l *workLeases) drop(token string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.m, token)
+}
+
 // hints remembers, for a short while, instances whose lock another
 // dispatcher holds and sessions another owner holds, so that sweeps do not
 // spend a request on each of them every time. A hint only ever causes a
@@ -84,6 +135,7 @@ type hints struct {
 	mu       sync.Mutex
 	locked   map[string]int64 // instance → lock expiry (ms)
 	sessions map[string]sessionHint
+	parked   map[string]parkHint // instance or worker row → park (park.go)
 }
 
 type sessionHint struct {
@@ -92,7 +144,7 @@ type sessionHint struct {
 }
 
 func newHints() hints {
-	return hints{locked: map[string]int64{}, sessions: map[string]sessionHint{}}
+	return hints{locked: map[string]int64{}, sessions: map[string]sessionHint{}, parked: map[string]parkHint{}}
 }
 
 // maxLockHintMs caps how long a lock seen in another process is trusted:

@@ -18,9 +18,21 @@ import (
 	"github.com/dynoxide/dynoxide/tables"
 )
 
-// sweepPageSize is how many ready-index rows one sweep reads per shard and
-// page.
-const sweepPageSize = 50
+// Work discovery limits (docs/design.md §8).
+const (
+	// sweepPageSize is how many ready-index rows one sweep reads per shard
+	// and page.
+	sweepPageSize = 50
+	// maxSweepPages bounds the pages one sweep reads in one shard looking
+	// for rows this process can use.
+	maxSweepPages = 20
+	// maxTurnMessages and maxTurnBytes cap one turn's batch: the oldest
+	// visible messages, at most this many and this much data, so that the
+	// lock row (which lists the batch) stays small and the ack usually fits
+	// one transaction. The rest waits for the next turn.
+	maxTurnMessages = 100
+	maxTurnBytes    = 1 << 20
+)
 
 // poll runs the fetch loop both queues share: the signals already pending
 // first (no DynamoDB request unless one names work), then one sweep of the
@@ -90,7 +102,7 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 		}
 		item, err := p.tryInstance(ctx, instance, lockTimeout, filter)
 		if err != nil {
-			return false, err
+			return false, p.candidateFailed(instance, err)
 		}
 		result = item
 		return item != nil, nil
@@ -98,16 +110,19 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 	err := p.poll(ctx, provider.OpFetchOrchestrationItem, queues.Orchestrator, pollTimeout,
 		func(sigs []queues.Signal) (bool, error) {
 			seen := map[string]bool{}
+			var firstErr error
 			for _, sig := range sigs {
 				if seen[sig.Instance] {
 					continue
 				}
 				seen[sig.Instance] = true
-				if done, err := try(sig.Instance, true); done || err != nil {
-					return done, err
+				done, err := try(sig.Instance, true)
+				if done {
+					return true, nil
 				}
+				firstErr = cmp.Or(firstErr, err)
 			}
-			return false, nil
+			return false, firstErr
 		},
 		func() (bool, error) {
 			// Instances seen locked are passed over inside the index query,
@@ -117,23 +132,30 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 			candidates, err := p.sweepReady(ctx, keys.ReadyOrchestratorPK, func(row item) bool {
 				pk, _, _ := strAttr(row, attrPK)
 				id, err := keys.InstanceFromPK(pk)
-				return err == nil && !p.hints.isLocked(id, now)
+				return err == nil && !p.hints.isLocked(id, now) && !p.hints.isParked(id, now) &&
+					!p.hints.isParked(filteredKey(id, filter), now)
 			})
 			if err != nil {
 				return false, err
 			}
+			// One candidate's failure does not end the sweep: the others
+			// are tried, and the first error is reported only when none of
+			// them was work.
 			seen := map[string]bool{}
+			var firstErr error
 			for _, c := range candidates {
 				id, err := keys.InstanceFromPK(c.pk)
 				if err != nil || seen[id] {
 					continue
 				}
 				seen[id] = true
-				if done, err := try(id, false); done || err != nil {
-					return done, err
+				done, err := try(id, false)
+				if done {
+					return true, nil
 				}
+				firstErr = cmp.Or(firstErr, err)
 			}
-			return false, nil
+			return false, firstErr
 		})
 	if err != nil {
 		return nil, translate(provider.OpFetchOrchestrationItem, err)
@@ -195,7 +217,7 @@ func eachShard[T any](shards int, query func(shard int) ([]T, error)) ([]T, erro
 
 // queryReadyShard returns the eligible rows of one ready-index partition,
 // oldest first: the first page that holds rows keep accepts (all rows of
-// that page that it accepts).
+// that page that it accepts), looking at most maxSweepPages pages deep.
 func (p *Provider) queryReadyShard(ctx context.Context, readyPK, bound string, keep func(item) bool) ([]readyRow, error) {
 	in := &dynamodb.QueryInput{
 		TableName:                 p.table,
@@ -205,7 +227,7 @@ func (p *Provider) queryReadyShard(ctx context.Context, readyPK, bound string, k
 		ExpressionAttributeValues: map[string]types.AttributeValue{":rp": s(readyPK), ":bound": s(bound)},
 		Limit:                     aws.Int32(sweepPageSize),
 	}
-	for {
+	for pages := 1; ; pages++ {
 		page, err := p.db.Query(ctx, in)
 		if err != nil {
 			return nil, err
@@ -220,7 +242,7 @@ func (p *Provider) queryReadyShard(ctx context.Context, readyPK, bound string, k
 			rsk, _, _ := strAttr(row, attrReadySK)
 			out = append(out, readyRow{pk: pk, sk: sk, readySK: rsk, row: row})
 		}
-		if len(out) > 0 || len(page.LastEvaluatedKey) == 0 {
+		if len(out) > 0 || len(page.LastEvaluatedKey) == 0 || pages == maxSweepPages {
 			return out, nil
 		}
 		in.ExclusiveStartKey = page.LastEvaluatedKey
@@ -256,21 +278,31 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 	}
 	var batch []queueRow
 	var msgs []provider.WorkItem
+	batchBytes := 0
 	for _, m := range st.msgs {
 		if m.visible > now {
 			continue
 		}
+		if len(batch) == maxTurnMessages || (len(batch) > 0 && batchBytes+len(m.data) > maxTurnBytes) {
+			break
+		}
 		w, err := provider.UnmarshalWorkItem([]byte(m.data))
 		if err != nil {
+			// Perhaps a newer version's message: another process may read
+			// it. This one passes over the instance for a while.
 			return nil, provider.Corrupt(provider.OpFetchOrchestrationItem, err, "failed to decode queued %s message for instance %q: %v", m.kind, instance, err)
 		}
 		batch = append(batch, m)
 		msgs = append(msgs, w)
+		batchBytes += len(m.data)
 	}
 	if len(batch) == 0 {
 		return nil, nil
 	}
 	if filter != nil && !filter.Admits(st.pinned()) {
+		// Another process's filter may admit it: this one passes over it
+		// for a while, without a write.
+		p.hints.park(filteredKey(instance, filter), now)
 		return nil, nil
 	}
 
@@ -296,7 +328,10 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 			if provider.OnlyQueueMessages(msgs) {
 				return nil, p.dropOrphans(ctx, st, batch)
 			}
-			return nil, nil // may be racing its start: leave in place
+			// Messages for an instance that does not exist (yet): kept for
+			// its start, but parked so that sweeps do not meet them first
+			// every time.
+			return nil, p.parkOrphans(ctx, st, batch, now)
 		}
 	}
 	if out.Version == "" {
@@ -314,7 +349,7 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 	if !historyLoaded {
 		if historyRows, err = p.historyRows(ctx, instance, out.ExecutionID); err != nil {
 			// Ok(Some) means the lock is held; an error means it is not.
-			p.releaseQuietly(instance, turn)
+			p.releaseUndelivered(instance, turn)
 			return nil, err
 		}
 	}
@@ -329,96 +364,6 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 	}
 	p.turns.put(turn)
 	return out, nil
-}
-
-// lockTurn wins the instance lock for batch: one conditional PutItem of the
-// lock row, conditioned on the version the control Query read. The lease
-// counts from a clock read taken just before the request; a lock that
-// comes back already expired is released and reported as nil.
-func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queueRow, lockTimeout time.Duration) (*turnState, error) {
-	ver := st.lock.ver + 1
-	token := newOrchToken(orchToken{instance: st.id, ver: ver})
-	attempts := map[string]uint32{}
-	for _, m := range st.msgs {
-		if a, ok := st.lock.attempts[m.sk]; ok {
-			attempts[m.sk] = a
-		}
-	}
-	sks := make([]string, len(batch))
-	for i, m := range batch {
-		attempts[m.sk]++
-		sks[i] = m.sk
-	}
-	start := p.nowMs()
-	until := start + durMs(lockTimeout)
-	row := lockItem(st.id, ver, attempts)
-	row[attrToken] = s(token)
-	row[attrLockUntil] = n(until)
-	row[attrBatch] = stringList(sks)
-	in := &dynamodb.PutItemInput{
-		TableName: p.table,
-		Item:      row,
-	}
-	in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = st.lockAsRead()
-	if _, err := p.db.PutItem(ctx, in); err != nil {
-		if conditionFailed(err) {
-			return nil, nil // another dispatcher won
-		}
-		return nil, err
-	}
-	turn := &turnState{token: token, st: st, ver: ver, batch: sks, attempts: attempts}
-	if p.nowMs() >= until {
-		p.o.Logf("dynamo: lock on instance %q expired before the fetch returned (lock timeout %v); released", st.id, lockTimeout)
-		p.releaseQuietly(st.id, turn)
-		return nil, nil
-	}
-	return turn, nil
-}
-
-// lockAsRead is the condition that the instance's lock row is still as st
-// read it: at the same version, or still absent.
-func (st *instanceState) lockAsRead() (cond *string, names map[string]string, values map[string]types.AttributeValue) {
-	if st.lock.exists {
-		return aws.String("#ver = :ver"), map[string]string{"#ver": attrLockVer}, map[string]types.AttributeValue{":ver": nu(st.lock.ver)}
-	}
-	return aws.String("attribute_not_exists(#pk)"), map[string]string{"#pk": attrPK}, nil
-}
-
-// lockItem is a lock row at version ver holding no lock.
-func lockItem(instance string, ver uint64, attempts map[string]uint32) item {
-	att := make(map[string]types.AttributeValue, len(attempts))
-	for sk, a := range attempts {
-		att[sk] = nu(uint64(a))
-	}
-	row := key(keys.InstancePK(instance), keys.Lock)
-	row[attrLockVer] = nu(ver)
-	row[attrAttempts] = &types.AttributeValueMemberM{Value: att}
-	return row
-}
-
-func stringList(values []string) types.AttributeValue {
-	l := make([]types.AttributeValue, len(values))
-	for i, v := range values {
-		l[i] = s(v)
-	}
-	return &types.AttributeValueMemberL{Value: l}
-}
-
-// releaseQuietly gives up a lock this fetch won but cannot hand out,
-// keeping the attempt counts. Failures are logged: the lease ends anyway.
-func (p *Provider) releaseQuietly(instance string, turn *turnState) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_, err := p.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                 p.table,
-		Item:                      lockItem(instance, turn.ver+1, turn.attempts),
-		ConditionExpression:       aws.String("#tok = :tok"),
-		ExpressionAttributeNames:  map[string]string{"#tok": attrToken},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":tok": s(turn.token)},
-	})
-	if err != nil && !conditionFailed(err) {
-		p.o.Logf("dynamo: release lock of instance %q: %v", instance, err)
-	}
 }
 
 // dropOrphans deletes the QueueMessage-only batch of an instance that does

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -25,8 +27,9 @@ const (
 	// stageRowBytes bounds the actions one staging row holds.
 	stageRowBytes = 300 * 1024
 	// stageActions bounds the actions of one staging row, so that applying
-	// it (plus deleting it) is one transaction.
-	stageActions = maxTransactActions - 1
+	// it (plus checking the lock row and deleting the staging row) is one
+	// transaction.
+	stageActions = maxTransactActions - 2
 	// stageTTL is how long an uncommitted staging row lives before TTL
 	// removes it.
 	stageTTL = 7 * 24 * time.Hour
@@ -109,12 +112,14 @@ func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan tu
 	_, err = p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        p.table,
 		Key:              key(pk, keys.Lock),
-		UpdateExpression: aws.String("SET #turn = :tid, #texec = :exec"),
+		UpdateExpression: aws.String("SET #turn = :tid, #texec = :exec ADD #ver :one"),
 		ConditionExpression: aws.String("#tok = :tok AND (#until > :now OR #turn = :tid) AND " +
 			"(attribute_not_exists(#turn) OR #turn = :tid)"),
-		ExpressionAttributeNames: map[string]string{"#turn": attrTurn, "#texec": attrTurnExec, "#tok": attrToken, "#until": attrLockUntil},
+		ExpressionAttributeNames: map[string]string{
+			"#turn": attrTurn, "#texec": attrTurnExec, "#tok": attrToken, "#until": attrLockUntil, "#ver": attrLockVer,
+		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":tid": s(tid), ":exec": nu(execID), ":tok": s(turn.token), ":now": n(now),
+			":tid": s(tid), ":exec": nu(execID), ":tok": s(turn.token), ":now": n(now), ":one": n(1),
 		},
 	})
 	if err != nil {
@@ -127,9 +132,12 @@ func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan tu
 	// 3. Apply. Failures from here on leave a committed turn that any
 	// reader of the instance finishes; the ack reports them as retryable.
 	if err := p.applyStaged(ctx, id, tid, chunks); err != nil {
+		if errors.Is(err, errTurnGone) {
+			return p.turnOutcome(ctx, id, tid)
+		}
 		return translate(provider.OpAckOrchestrationItem, err)
 	}
-	return translateNil(provider.OpAckOrchestrationItem, p.finishTurn(ctx, id, tid, execID, turn.ver, turn.attempts, turn.batch))
+	return translateNil(provider.OpAckOrchestrationItem, p.finishTurn(ctx, id, tid, execID, turn.attempts, turn.batch))
 }
 
 // translateNil is translate that keeps nil.
@@ -284,18 +292,53 @@ func (p *Provider) rollForward(ctx context.Context, instance, tid string) error 
 			return err
 		}
 		if err := p.applyOne(ctx, pk, tid, int(idx), actions); err != nil {
+			if errors.Is(err, errTurnGone) {
+				return nil // finished by someone else, or the instance was deleted
+			}
 			return err
 		}
 	}
-	return p.finishTurn(ctx, instance, tid, st.lock.turnExec, st.lock.ver, st.lock.attempts, st.lock.batch)
+	return p.finishTurn(ctx, instance, tid, st.lock.turnExec, st.lock.attempts, st.lock.batch)
 }
 
+// errTurnGone is what applyOne reports when the lock row no longer holds
+// the turn: someone finished it, or the instance was deleted.
+var errTurnGone = errors.New("large turn is no longer pending")
+
+// Retries of an apply transaction that conflicted with another writer (a
+// reader rolling the same turn forward, a concurrent fetch of the
+// instance's lock row).
+const (
+	applyAttempts     = 8
+	applyFirstBackoff = 20 * time.Millisecond
+)
+
 // applyOne applies staging row idx of turn tid in one transaction that
-// also deletes the row, conditioned on it existing: a row someone else
-// applied already is skipped, so each action is applied exactly once.
+// also deletes the row, conditioned on it existing (a row someone else
+// applied already is skipped, so each action is applied exactly once) and
+// on the lock row still holding the turn (so that nothing is applied to an
+// instance deleted meanwhile). History puts do not overwrite an event of
+// another turn. Transient cancellations are retried here.
 func (p *Provider) applyOne(ctx context.Context, pk, tid string, idx int, actions []planAction) error {
-	tx := make([]types.TransactWriteItem, 0, len(actions)+1)
+	tx := make([]types.TransactWriteItem, 0, len(actions)+2)
+	tx = append(tx, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+		TableName:                 p.table,
+		Key:                       key(pk, keys.Lock),
+		ConditionExpression:       aws.String("#turn = :tid"),
+		ExpressionAttributeNames:  map[string]string{"#turn": attrTurn},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":tid": s(tid)},
+	}})
 	for _, a := range actions {
+		if sk, _, _ := strAttr(a.put, attrSK); a.put != nil && isHistorySK(sk) {
+			tx = append(tx, types.TransactWriteItem{Put: &types.Put{
+				TableName:                 p.table,
+				Item:                      a.put,
+				ConditionExpression:       aws.String("attribute_not_exists(#pk) OR #tid = :tid"),
+				ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#tid": attrTurnID},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":tid": s(tid)},
+			}})
+			continue
+		}
 		a.eventID = 0 // duplicates were checked before staging
 		tx = append(tx, p.transactAction(a))
 	}
@@ -305,19 +348,35 @@ func (p *Provider) applyOne(ctx context.Context, pk, tid string, idx int, action
 		ConditionExpression:      aws.String("attribute_exists(#pk)"),
 		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
 	}})
-	_, err := p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx})
-	if err != nil {
-		reasons := cancelReasons(err)
-		if len(reasons) == len(tx) && reasons[len(reasons)-1] == "ConditionalCheckFailed" {
+	backoff := applyFirstBackoff
+	for attempt := 1; ; attempt++ {
+		_, err := p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx})
+		if err == nil {
 			return nil
 		}
+		reasons := cancelReasons(err)
+		switch i := conditionFailedAt(reasons); {
+		case len(reasons) == len(tx) && reasons[len(reasons)-1] == "ConditionalCheckFailed":
+			return nil // applied already
+		case i == 0:
+			return errTurnGone
+		case i > 0:
+			return provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrDuplicateEvent,
+				"staged row %s of large turn %s would overwrite a row of another turn", describeKey(actions[i-1].put), tid)
+		}
+		if !translate(provider.OpAckOrchestrationItem, err).Retryable || attempt == applyAttempts {
+			return err
+		}
+		if err := sleepCtx(ctx, jitter(backoff)); err != nil {
+			return err
+		}
+		backoff *= 2
 	}
-	return err
 }
 
 // finishTurn removes the large-turn mark from the turn's history rows and
-// releases the lock.
-func (p *Provider) finishTurn(ctx context.Context, instance, tid string, executionID, ver uint64, attempts map[string]uint32, batch []string) error {
+// releases the lock, recording the turn as done.
+func (p *Provider) finishTurn(ctx context.Context, instance, tid string, executionID uint64, attempts map[string]uint32, batch []string) error {
 	pk := keys.InstancePK(instance)
 	prefix := keys.HistoryPrefix(executionID)
 	rows, err := p.queryPartition(ctx, pk, prefix, prefixEnd(prefix))
@@ -334,27 +393,39 @@ func (p *Provider) finishTurn(ctx context.Context, instance, tid string, executi
 	if err := p.batchPut(ctx, strip); err != nil {
 		return err
 	}
-	remaining := make(map[string]uint32, len(attempts))
-	for sk, a := range attempts {
-		remaining[sk] = a
-	}
+	remaining := maps.Clone(attempts)
 	for _, sk := range batch {
 		delete(remaining, sk)
 	}
-	release := lockItem(instance, ver+1, remaining)
-	release[attrTurnDone] = s(tid)
-	_, err = p.db.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                 p.table,
-		Item:                      release,
-		ConditionExpression:       aws.String("#turn = :tid"),
-		ExpressionAttributeNames:  map[string]string{"#turn": attrTurn},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":tid": s(tid)},
-	})
-	if err != nil && !conditionFailed(err) {
-		return err
+	u := newLockRelease(remaining, tid).update(p.table, instance, "#turn = :tid",
+		map[string]string{"#turn": attrTurn}, map[string]types.AttributeValue{":tid": s(tid)})
+	if _, err = p.db.UpdateItem(ctx, updateItem(u)); err != nil {
+		if !conditionFailed(err) {
+			return err
+		}
+		if err := p.turnOutcome(ctx, instance, tid); err != nil {
+			return err
+		}
 	}
 	p.hints.unlocked(instance)
 	return nil
+}
+
+// turnOutcome decides, when the lock row no longer holds large turn tid,
+// whether it finished (nil) or was cut short ([provider.ErrInvalidLockToken]:
+// the instance was deleted while it was applied).
+func (p *Provider) turnOutcome(ctx context.Context, instance, tid string) error {
+	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: p.table, Key: key(keys.InstancePK(instance), keys.Lock), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return translate(provider.OpAckOrchestrationItem, err)
+	}
+	if done, _, _ := strAttr(out.Item, attrTurnDone); done == tid {
+		return nil
+	}
+	p.o.Logf("dynamo: large turn %s of instance %q was cut short: its lock row no longer holds it (instance deleted?)", tid, instance)
+	return invalidToken(provider.OpAckOrchestrationItem)
 }
 
 // batchPut writes rows with BatchWriteItem, 25 at a time, resending

@@ -90,13 +90,8 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 		attempts[sk] = a
 	}
 	now := p.nowMs()
-	actions := []types.TransactWriteItem{{Put: &types.Put{
-		TableName:                 p.table,
-		Item:                      lockItem(st.id, turn.ver+1, attempts),
-		ConditionExpression:       aws.String("#tok = :tok AND attribute_not_exists(#turn)"),
-		ExpressionAttributeNames:  map[string]string{"#tok": attrToken, "#turn": attrTurn},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":tok": s(lockToken)},
-	}}}
+	cond, names, values := holderCondition(lockToken)
+	actions := []types.TransactWriteItem{{Update: newLockRelease(attempts, "").update(p.table, st.id, cond, names, values)}}
 	visibleAt := now
 	if delay > 0 {
 		visibleAt = now + durMs(delay)
@@ -160,34 +155,6 @@ func onlyMissingRows(reasons []string) bool {
 		}
 	}
 	return true
-}
-
-// RenewOrchestrationItemLock extends a live lock to now+extendFor. An
-// unknown, released or expired lock fails with
-// [provider.ErrInvalidLockToken].
-//
-// Requests: one UpdateItem conditioned on the token and a live lease.
-func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
-	tok, err := parseOrchToken(lockToken)
-	if err != nil {
-		return invalidToken(provider.OpRenewOrchestrationItemLock)
-	}
-	now := p.nowMs()
-	_, err = p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 p.table,
-		Key:                       key(keys.InstancePK(tok.instance), keys.Lock),
-		UpdateExpression:          aws.String("SET #until = :until"),
-		ConditionExpression:       aws.String("#tok = :tok AND #until > :now"),
-		ExpressionAttributeNames:  map[string]string{"#tok": attrToken, "#until": attrLockUntil},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":tok": s(lockToken), ":now": n(now), ":until": n(now + durMs(extendFor))},
-	})
-	if err != nil {
-		if conditionFailed(err) {
-			return provider.Permanent(provider.OpRenewOrchestrationItemLock, provider.ErrInvalidLockToken, "Invalid lock token: invalid, expired, or already acked")
-		}
-		return translate(provider.OpRenewOrchestrationItemLock, err)
-	}
-	return nil
 }
 
 // Read returns the latest execution's history; empty for unknown

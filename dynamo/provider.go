@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"sync"
 	"time"
 
@@ -45,6 +46,8 @@ type Provider struct {
 	// hints remembers instance locks and session owners seen recently, so
 	// that sweeps skip work another dispatcher holds.
 	hints hints
+	// leases remembers the ends of activity leases this process holds.
+	leases workLeases
 
 	seqMu    sync.Mutex
 	seqLast  int64
@@ -79,6 +82,11 @@ func (p *Provider) Close() error { return p.signals.Close() }
 // nowMs reads the clock in epoch milliseconds.
 func (p *Provider) nowMs() int64 { return p.o.Now().UnixMilli() }
 
+// jitter returns a duration drawn uniformly from [d/2, d].
+func jitter(d time.Duration) time.Duration {
+	return d/2 + mrand.N(d/2+1)
+}
+
 // durMs converts d to milliseconds, rounding up; negative is 0.
 func durMs(d time.Duration) int64 {
 	if d <= 0 {
@@ -112,10 +120,14 @@ func readySK(atMs int64, seq string) string {
 // nowMs.
 func readyBound(nowMs int64) string { return keys.Num20(uint64(nowMs + 1)) }
 
-// translate turns an SDK error into a [*provider.Error] for op. Context
-// ends are permanent (the caller gave up); throttling, conflicts, server
-// errors and network failures are retryable; validation, missing tables
-// and access errors are permanent configuration problems.
+// translate turns an SDK error into a [*provider.Error] for op, by the
+// classification table of docs/design.md §7. Context ends are permanent
+// (the caller gave up); throttling, conflicts, server errors and network
+// failures are retryable; validation, missing tables and access errors are
+// permanent configuration problems. A cancelled transaction is classified
+// by its reasons (see [classifyCancellation]); call sites that give a
+// failed condition a meaning of their own (an invalid token, a duplicate
+// event) inspect the reasons first with [cancelReasons].
 func translate(op string, err error) *provider.Error {
 	var pe *provider.Error
 	if errors.As(err, &pe) {
@@ -123,6 +135,16 @@ func translate(op string, err error) *provider.Error {
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return provider.Permanent(op, err, "context done: %v", err)
+	}
+	if reasons := cancelReasons(err); reasons != nil {
+		switch classifyCancellation(reasons) {
+		case cancelInvalid:
+			return provider.Permanent(op, provider.ErrInvalidInput, "DynamoDB rejected the transaction (%v): %v", reasons, err)
+		case cancelCondition:
+			return provider.Permanent(op, err, "transaction cancelled by a failed condition (%v): %v", reasons, err)
+		default:
+			return provider.Retryable(op, err, "transaction cancelled (%v): %v", reasons, err)
+		}
 	}
 	var api smithy.APIError
 	if errors.As(err, &api) {
@@ -140,6 +162,51 @@ func translate(op string, err error) *provider.Error {
 		}
 	}
 	return provider.Retryable(op, err, "%v", err)
+}
+
+// cancelClass is what the reasons of a cancelled transaction say about it.
+type cancelClass int
+
+const (
+	// cancelTransient: conflicts with other writes, throttling, or no
+	// reason given (every action "None"); the same transaction can succeed
+	// when sent again.
+	cancelTransient cancelClass = iota
+	// cancelCondition: a condition of one of its actions failed; sending it
+	// again fails the same way until the data changes.
+	cancelCondition
+	// cancelInvalid: DynamoDB rejected an action as invalid (too large, two
+	// actions on one item, ...).
+	cancelInvalid
+)
+
+// classifyCancellation is the one rule for TransactionCanceledException,
+// which the SDK declares a client fault and does not retry: a failed
+// condition decides over everything else (it is definite), then a
+// validation error; TransactionConflict, ThrottlingError,
+// ProvisionedThroughputExceeded and "None" are transient.
+func classifyCancellation(reasons []string) cancelClass {
+	class := cancelTransient
+	for _, r := range reasons {
+		switch r {
+		case "ConditionalCheckFailed":
+			return cancelCondition
+		case "ValidationError", "ItemCollectionSizeLimitExceeded":
+			class = cancelInvalid
+		}
+	}
+	return class
+}
+
+// conditionFailedAt returns the index of the first action of a cancelled
+// transaction whose condition failed, or -1.
+func conditionFailedAt(reasons []string) int {
+	for i, r := range reasons {
+		if r == "ConditionalCheckFailed" {
+			return i
+		}
+	}
+	return -1
 }
 
 // conditionFailed reports whether err is a failed condition of a

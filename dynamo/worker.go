@@ -1,6 +1,7 @@
 package dynamo
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -64,6 +65,9 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 		return nil, nil
 	}
 	keep := func(row item) bool {
+		if p.hints.isParked(workRowKey(row), p.nowMs()) {
+			return false
+		}
 		tag, hasTag, _ := strAttr(row, attrTag)
 		var tagPtr *string
 		if hasTag {
@@ -78,18 +82,22 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 		return true
 	}
 	var result *provider.LockedWorkItem
+	// One candidate's failure does not end the fetch: the others are
+	// tried, and the first error is reported only when none was work.
 	tryRows := func(rows []readyRow) (bool, error) {
+		var firstErr error
 		for _, r := range rows {
 			got, err := p.lockWork(ctx, r, lockTimeout, session)
 			if err != nil {
-				return false, err
+				firstErr = cmp.Or(firstErr, p.candidateFailed(workRowKey(r.row), err))
+				continue
 			}
 			if got != nil {
 				result = got
 				return true, nil
 			}
 		}
-		return false, nil
+		return false, firstErr
 	}
 	err := p.poll(ctx, provider.OpFetchWorkItem, queues.Worker, pollTimeout,
 		func(sigs []queues.Signal) (bool, error) {
@@ -129,6 +137,13 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 		return nil, translate(provider.OpFetchWorkItem, err)
 	}
 	return result, nil
+}
+
+// workRowKey names a worker row in hints.
+func workRowKey(row item) string {
+	pk, _, _ := strAttr(row, attrPK)
+	sk, _, _ := strAttr(row, attrSK)
+	return pk + "\x00" + sk
 }
 
 // sleepCtx waits d or until ctx ends.
@@ -243,6 +258,7 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 		_ = p.AbandonWorkItem(context.WithoutCancel(ctx), token, 0, false)
 		return nil, nil
 	}
+	p.leases.set(token, until)
 	return &provider.LockedWorkItem{Item: act, LockToken: token, AttemptCount: uint32(attempts + 1)}, nil
 }
 
@@ -343,6 +359,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 	if err != nil {
 		return translate(provider.OpAckWorkItem, err)
 	}
+	p.leases.drop(lockToken)
 	p.notify(ctx, signals)
 	return nil
 }
@@ -350,49 +367,54 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 // RenewWorkItemLock extends a live activity lock to now+extendFor and
 // records activity on its session. An activity that is gone or whose lock
 // expired fails with [provider.ErrInvalidLockToken]; that is how a worker
-// learns its activity was cancelled.
+// learns its activity was cancelled. Throttling, conflicts (two activities
+// of one session renewing at once touch one session row) and lost
+// responses are retried inside the call, each attempt with a fresh clock
+// read, until the lease this process knows of is nearly over: an error
+// means the lock is lost or the context ended.
 //
 // Requests: one UpdateItem (a two-action TransactWriteItems for a session
-// activity).
+// activity), more only on transient failures.
 func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
 	tok, err := parseWorkToken(lockToken)
 	if err != nil {
 		return workLockLost(provider.OpRenewWorkItemLock)
 	}
-	now := p.nowMs()
-	until := now + durMs(extendFor)
-	// The ready key moves with the lease, so the row becomes eligible again
-	// exactly when the lease ends.
-	update := &types.Update{
-		TableName:                p.table,
-		Key:                      workKey(tok),
-		UpdateExpression:         aws.String("SET #until = :until, #rs = :rs"),
-		ConditionExpression:      aws.String("#tok = :tok AND #until > :now"),
-		ExpressionAttributeNames: map[string]string{"#tok": attrToken, "#until": attrLockUntil, "#rs": attrReadySK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":tok": s(lockToken), ":now": n(now), ":until": n(until), ":rs": s(readySK(until, tok.seq)),
-		},
-	}
-	if tok.session == nil {
-		_, err = p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: p.table, Key: update.Key, UpdateExpression: update.UpdateExpression,
-			ConditionExpression: update.ConditionExpression, ExpressionAttributeNames: update.ExpressionAttributeNames,
-			ExpressionAttributeValues: update.ExpressionAttributeValues,
-		})
-		if conditionFailed(err) {
-			return workLockLost(provider.OpRenewWorkItemLock)
+	var until int64
+	err = p.retryLeased(ctx, p.leases.get(lockToken), func() error {
+		now := p.nowMs()
+		until = now + durMs(extendFor)
+		// The ready key moves with the lease, so the row becomes eligible
+		// again exactly when the lease ends.
+		update := &types.Update{
+			TableName:                p.table,
+			Key:                      workKey(tok),
+			UpdateExpression:         aws.String("SET #until = :until, #rs = :rs"),
+			ConditionExpression:      aws.String("#tok = :tok AND #until > :now"),
+			ExpressionAttributeNames: map[string]string{"#tok": attrToken, "#until": attrLockUntil, "#rs": attrReadySK},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":tok": s(lockToken), ":now": n(now), ":until": n(until), ":rs": s(readySK(until, tok.seq)),
+			},
 		}
-	} else {
-		_, err = p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		if tok.session == nil {
+			_, err := p.db.UpdateItem(ctx, updateItem(update))
+			if conditionFailed(err) {
+				return workLockLost(provider.OpRenewWorkItemLock)
+			}
+			return err
+		}
+		_, err := p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 			{Update: update}, {Update: p.sessionTouch(tok, now)},
 		}})
-		if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == "ConditionalCheckFailed" {
+		if conditionFailedAt(cancelReasons(err)) == 0 {
 			return workLockLost(provider.OpRenewWorkItemLock)
 		}
-	}
+		return err
+	})
 	if err != nil {
 		return translate(provider.OpRenewWorkItemLock, err)
 	}
+	p.leases.set(lockToken, until)
 	return nil
 }
 
@@ -429,6 +451,7 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, delay 
 		}
 		return translate(provider.OpAbandonWorkItem, err)
 	}
+	p.leases.drop(lockToken)
 	shard := keys.ShardOf(keys.WorkerRoutingKey(tok.instance, tok.session), p.o.Shards)
 	p.notify(ctx, []queues.Signal{{Kind: queues.Worker, Shard: shard, Instance: tok.instance, VisibleAt: timeMs(visible)}})
 	return nil

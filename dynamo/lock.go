@@ -1,0 +1,284 @@
+package dynamo
+
+import (
+	"context"
+	"maps"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/provider"
+)
+
+// Every write of an instance's lock row (#LOCK) is in this file or builds
+// its expression here. The fencing rules (docs/design.md §6):
+//
+//  1. Every write moves the version on (ver). A steal is a Put conditioned
+//     on the version its fetch read, so a steal decided on a read that any
+//     later write (an ack, a renewal, an abandon, a large-turn commit)
+//     outdated fails.
+//  2. A steal also requires, in its condition, that no committed large turn
+//     is pending and that the lease is over by the stealer's clock. A
+//     delayed request carries an older :now, which only makes that check
+//     stricter.
+//  3. Every write of the holder is conditioned on its token; the release
+//     also on no pending large turn, so that a small ack cannot erase a
+//     committed large one.
+//
+// A holder's write evaluated against a stale :now (a request the network
+// or the SDK's retryer delivered late) can succeed after the lease ended by
+// its clock; rule 1 and 3 make that harmless: no one else can have taken
+// the lock in between without changing the token.
+
+// stealCondition is the condition of a fetch's lock write: the row is as
+// the fetch read it (version), holds no pending large turn, and its lease
+// is over at nowMs; or there is no row yet.
+func (st *instanceState) stealCondition(nowMs int64) (cond *string, names map[string]string, values map[string]types.AttributeValue) {
+	if !st.lock.exists {
+		return aws.String("attribute_not_exists(#pk)"), map[string]string{"#pk": attrPK}, nil
+	}
+	return aws.String("#ver = :ver AND attribute_not_exists(#turn) AND (attribute_not_exists(#tok) OR #until <= :now)"),
+		map[string]string{"#ver": attrLockVer, "#turn": attrTurn, "#tok": attrToken, "#until": attrLockUntil},
+		map[string]types.AttributeValue{":ver": nu(st.lock.ver), ":now": n(nowMs)}
+}
+
+// lockAsRead is the condition that the instance's lock row is still as st
+// read it: at the same version, or still absent.
+func (st *instanceState) lockAsRead() (cond *string, names map[string]string, values map[string]types.AttributeValue) {
+	if st.lock.exists {
+		return aws.String("#ver = :ver"), map[string]string{"#ver": attrLockVer}, map[string]types.AttributeValue{":ver": nu(st.lock.ver)}
+	}
+	return aws.String("attribute_not_exists(#pk)"), map[string]string{"#pk": attrPK}, nil
+}
+
+// lockTurn wins the instance lock for batch: one conditional PutItem of the
+// lock row (see stealCondition). The lease counts from a clock read taken
+// just before the request; a lock that comes back already expired is
+// released and reported as nil.
+func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queueRow, lockTimeout time.Duration) (*turnState, error) {
+	ver := st.lock.ver + 1
+	token := newOrchToken(orchToken{instance: st.id, ver: ver})
+	before := map[string]uint32{}
+	for _, m := range st.msgs {
+		if a, ok := st.lock.attempts[m.sk]; ok {
+			before[m.sk] = a
+		}
+	}
+	attempts := maps.Clone(before)
+	sks := make([]string, len(batch))
+	for i, m := range batch {
+		attempts[m.sk]++
+		sks[i] = m.sk
+	}
+	start := p.nowMs()
+	until := start + durMs(lockTimeout)
+	row := lockItem(st.id, ver, attempts)
+	row[attrToken] = s(token)
+	row[attrLockUntil] = n(until)
+	row[attrBatch] = stringList(sks)
+	in := &dynamodb.PutItemInput{TableName: p.table, Item: row}
+	in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = st.stealCondition(start)
+	if _, err := p.db.PutItem(ctx, in); err != nil {
+		if conditionFailed(err) {
+			return nil, nil // another dispatcher won, or the lock is live after all
+		}
+		return nil, err
+	}
+	turn := &turnState{token: token, st: st, ver: ver, until: until, batch: sks, attempts: attempts, undelivered: before}
+	if p.nowMs() >= until {
+		p.o.Logf("dynamo: lock on instance %q expired before the fetch returned (lock timeout %v); released", st.id, lockTimeout)
+		p.releaseUndelivered(st.id, turn)
+		return nil, nil
+	}
+	return turn, nil
+}
+
+// lockItem is a lock row at version ver holding no lock.
+func lockItem(instance string, ver uint64, attempts map[string]uint32) item {
+	row := key(keys.InstancePK(instance), keys.Lock)
+	row[attrLockVer] = nu(ver)
+	row[attrAttempts] = attemptsAttr(attempts)
+	return row
+}
+
+func attemptsAttr(attempts map[string]uint32) types.AttributeValue {
+	att := make(map[string]types.AttributeValue, len(attempts))
+	for sk, a := range attempts {
+		att[sk] = nu(uint64(a))
+	}
+	return &types.AttributeValueMemberM{Value: att}
+}
+
+func stringList(values []string) types.AttributeValue {
+	l := make([]types.AttributeValue, len(values))
+	for i, v := range values {
+		l[i] = s(v)
+	}
+	return &types.AttributeValueMemberL{Value: l}
+}
+
+// lockRelease is an update of the lock row that gives up the lock: it
+// drops the token, lease, batch and large-turn pointer, sets the attempt
+// counts to attempts, and moves the version on. done, when not empty,
+// records the large turn the release finishes.
+type lockRelease struct {
+	expr   string
+	names  map[string]string
+	values map[string]types.AttributeValue
+}
+
+func newLockRelease(attempts map[string]uint32, done string) lockRelease {
+	r := lockRelease{
+		expr: "SET #att = :att ADD #ver :one REMOVE #tok, #until, #batch, #turn, #texec",
+		names: map[string]string{
+			"#att": attrAttempts, "#ver": attrLockVer, "#tok": attrToken, "#until": attrLockUntil,
+			"#batch": attrBatch, "#turn": attrTurn, "#texec": attrTurnExec, "#tdone": attrTurnDone,
+		},
+		values: map[string]types.AttributeValue{":att": attemptsAttr(attempts), ":one": n(1)},
+	}
+	if done != "" {
+		r.expr = "SET #att = :att, #tdone = :done ADD #ver :one REMOVE #tok, #until, #batch, #turn, #texec"
+		r.values[":done"] = s(done)
+	} else {
+		r.expr += ", #tdone"
+	}
+	return r
+}
+
+// update returns the release as a transaction action on instance's lock
+// row, conditioned on cond (whose placeholders are added to the
+// release's).
+func (r lockRelease) update(table *string, instance, cond string, names map[string]string, values map[string]types.AttributeValue) *types.Update {
+	u := &types.Update{
+		TableName:                 table,
+		Key:                       key(keys.InstancePK(instance), keys.Lock),
+		UpdateExpression:          aws.String(r.expr),
+		ConditionExpression:       aws.String(cond),
+		ExpressionAttributeNames:  maps.Clone(r.names),
+		ExpressionAttributeValues: maps.Clone(r.values),
+	}
+	maps.Copy(u.ExpressionAttributeNames, names)
+	maps.Copy(u.ExpressionAttributeValues, values)
+	return u
+}
+
+// updateItem is u as a single-item request.
+func updateItem(u *types.Update) *dynamodb.UpdateItemInput {
+	return &dynamodb.UpdateItemInput{
+		TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression,
+		ConditionExpression: u.ConditionExpression, ExpressionAttributeNames: u.ExpressionAttributeNames,
+		ExpressionAttributeValues: u.ExpressionAttributeValues,
+	}
+}
+
+// holderCondition is the condition of a release by the holder of token:
+// the token still holds the lock and no large turn of it is committed.
+func holderCondition(token string) (string, map[string]string, map[string]types.AttributeValue) {
+	return "#tok = :tok AND attribute_not_exists(#turn)",
+		map[string]string{"#tok": attrToken, "#turn": attrTurn},
+		map[string]types.AttributeValue{":tok": s(token)}
+}
+
+// releaseUndelivered gives up a lock this fetch won but cannot hand out,
+// with the attempt counts as they were before the fetch (the batch was
+// never delivered, so it was no attempt). Failures are logged: the lease
+// ends anyway.
+func (p *Provider) releaseUndelivered(instance string, turn *turnState) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cond, names, values := holderCondition(turn.token)
+	u := newLockRelease(turn.undelivered, "").update(p.table, instance, cond, names, values)
+	_, err := p.db.UpdateItem(ctx, updateItem(u))
+	if err != nil && !conditionFailed(err) {
+		p.o.Logf("dynamo: release lock of instance %q: %v", instance, err)
+	}
+}
+
+// RenewOrchestrationItemLock extends a live lock to now+extendFor. An
+// unknown, released or expired lock fails with
+// [provider.ErrInvalidLockToken]. Throttling, conflicts and lost
+// responses are retried inside the call, each attempt with a fresh clock
+// read, until the lease this process knows of is nearly over: an error
+// means the lock is lost (or the context ended), which is how a dispatcher
+// treats it.
+//
+// Requests: one UpdateItem conditioned on the token and a live lease, more
+// only on transient failures.
+func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
+	tok, err := parseOrchToken(lockToken)
+	if err != nil {
+		return invalidToken(provider.OpRenewOrchestrationItemLock)
+	}
+	var knownUntil int64
+	turn := p.turns.get(lockToken)
+	if turn != nil {
+		knownUntil = turn.leaseEnd()
+	}
+	var until int64
+	err = p.retryLeased(ctx, knownUntil, func() error {
+		now := p.nowMs()
+		until = now + durMs(extendFor)
+		_, err := p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 p.table,
+			Key:                       key(keys.InstancePK(tok.instance), keys.Lock),
+			UpdateExpression:          aws.String("SET #until = :until ADD #ver :one"),
+			ConditionExpression:       aws.String("#tok = :tok AND #until > :now"),
+			ExpressionAttributeNames:  map[string]string{"#tok": attrToken, "#until": attrLockUntil, "#ver": attrLockVer},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":tok": s(lockToken), ":now": n(now), ":until": n(until), ":one": n(1)},
+		})
+		if conditionFailed(err) {
+			return provider.Permanent(provider.OpRenewOrchestrationItemLock, provider.ErrInvalidLockToken, "Invalid lock token: invalid, expired, or already acked")
+		}
+		return err
+	})
+	if err != nil {
+		return translate(provider.OpRenewOrchestrationItemLock, err)
+	}
+	if turn != nil {
+		turn.setLeaseEnd(until)
+	}
+	return nil
+}
+
+// Renewal retries (see retryLeased).
+const (
+	// renewFirstBackoff is the first pause between renewal attempts; it
+	// doubles, with jitter, up to renewMaxBackoff.
+	renewFirstBackoff = 25 * time.Millisecond
+	renewMaxBackoff   = time.Second
+	// renewMargin is how long before the known end of a lease retries
+	// stop: a renewal that lands later than that would race a steal.
+	renewMargin = 250 * time.Millisecond
+	// renewUnknownLease is how long retries go on when this process does
+	// not know the lease's end (the lock was fetched elsewhere).
+	renewUnknownLease = 2 * time.Second
+)
+
+// retryLeased runs attempt until it succeeds, fails with an error that is
+// not retryable, ctx ends, or the lease ending at untilMs (0: unknown) is
+// nearly over.
+func (p *Provider) retryLeased(ctx context.Context, untilMs int64, attempt func() error) error {
+	deadline := untilMs - durMs(renewMargin)
+	if untilMs == 0 {
+		deadline = p.nowMs() + durMs(renewUnknownLease)
+	}
+	backoff := renewFirstBackoff
+	for {
+		err := attempt()
+		if err == nil || !translate("renew", err).Retryable {
+			return err
+		}
+		pause := jitter(backoff)
+		if p.nowMs()+durMs(pause) >= deadline {
+			return err
+		}
+		p.o.Logf("dynamo: renewal failed, retrying in %v: %v", pause, err)
+		if err := sleepCtx(ctx, pause); err != nil {
+			return err
+		}
+		backoff = min(2*backoff, renewMaxBackoff)
+	}
+}
