@@ -160,7 +160,10 @@ func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPla
 		}
 		turn.input, turn.digest = in, digest
 	}
-	_, err := p.db.TransactWriteItems(ctx, in)
+	_, err := p.resend(ctx, provider.OpAckOrchestrationItem, func() error {
+		_, err := p.db.TransactWriteItems(ctx, in)
+		return err
+	})
 	if err == nil {
 		return nil
 	}

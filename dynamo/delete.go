@@ -156,7 +156,11 @@ func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string,
 		return provider.DeleteInstanceResult{}, provider.Permanent(op, provider.ErrInvalidInput,
 			"deleting %d instances at once exceeds one transaction; delete at most %d at a time", len(set), maxTransactActions/3)
 	}
-	if _, err := p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: commit}); err != nil {
+	in := &dynamodb.TransactWriteItemsInput{TransactItems: commit, ClientRequestToken: aws.String(newRequestToken())}
+	if _, err := p.resend(ctx, op, func() error {
+		_, err := p.db.TransactWriteItems(ctx, in)
+		return err
+	}); err != nil {
 		if reasons := cancelReasons(err); slices.Contains(reasons, "ConditionalCheckFailed") {
 			return provider.DeleteInstanceResult{}, provider.Permanent(op, provider.ErrTreeChanged,
 				"Cannot delete: a child was created after tree traversal. Re-fetch the tree and retry.")

@@ -460,9 +460,10 @@ func TestIDLimits(t *testing.T) {
 	}
 }
 
-// TestRetriedAckAfterLostResponse loses the response of a committed turn
-// transaction: the ack reports a retryable error, and the retry succeeds
-// without applying the turn twice.
+// TestRetriedAckAfterLostResponse loses the response of every attempt of
+// a committed turn transaction (the provider resends it itself, with the
+// same request token): the ack reports a retryable error, and the caller's
+// retry succeeds without applying the turn twice.
 func TestRetriedAckAfterLostResponse(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -472,7 +473,7 @@ func TestRetriedAckAfterLostResponse(t *testing.T) {
 	commit := activities(inst, 3)
 	commit.OrchestratorItems = []provider.WorkItem{provider.ExternalRaisedItem{Instance: "elsewhere", Name: "x", Data: "y"}}
 	f.setRule(func(op string, n int) (error, bool) {
-		return map[bool]error{true: errInjected}[op == "TransactWriteItems" && n == 1], true
+		return map[bool]error{true: errInjected}[op == "TransactWriteItems"], true
 	})
 	err := p.AckOrchestrationItem(ctx, item.LockToken, commit)
 	f.setRule(nil)

@@ -28,9 +28,10 @@ const (
 	maxSweepPages = 20
 	// maxTurnMessages and maxTurnBytes cap one turn's batch: the oldest
 	// visible messages, at most this many and this much data, so that the
-	// lock row (which lists the batch) stays small and the ack usually fits
-	// one transaction. The rest waits for the next turn.
-	maxTurnMessages = 100
+	// lock row (which lists the batch) stays small and an ack that deletes
+	// them and records one event for each, plus its own records, fits one
+	// transaction (100 actions). The rest waits for the next turn.
+	maxTurnMessages = 45
 	maxTurnBytes    = 1 << 20
 )
 

@@ -79,13 +79,20 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 	row[attrToken] = s(token)
 	row[attrLockUntil] = n(until)
 	row[attrBatch] = stringList(sks)
+	if st.lock.turnDone != "" {
+		// Kept, so that a late ack of the last large turn learns it is in.
+		row[attrTurnDone] = s(st.lock.turnDone)
+	}
 	in := &dynamodb.PutItemInput{TableName: p.table, Item: row}
 	in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = st.stealCondition(start)
 	if _, err := p.db.PutItem(ctx, in); err != nil {
 		if conditionFailed(err) {
 			return nil, nil // another dispatcher won, or the lock is live after all
 		}
-		return nil, err
+		// An unknown outcome: the row tells whether the write landed.
+		if held, rerr := p.heldBy(ctx, key(keys.InstancePK(st.id), keys.Lock), token); rerr != nil || !held {
+			return nil, err
+		}
 	}
 	turn := &turnState{token: token, st: st, ver: ver, until: until, batch: sks, attempts: attempts, undelivered: before}
 	if p.nowMs() >= until {
@@ -94,6 +101,20 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 		return nil, nil
 	}
 	return turn, nil
+}
+
+// heldBy reports whether the row at k holds lock token (a consistent
+// read): how a write whose response was lost is found to have landed.
+func (p *Provider) heldBy(ctx context.Context, k item, token string) (bool, error) {
+	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: p.table, Key: k, ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String("#tok"), ExpressionAttributeNames: map[string]string{"#tok": attrToken},
+	})
+	if err != nil {
+		return false, err
+	}
+	held, _, _ := strAttr(out.Item, attrToken)
+	return held == token, nil
 }
 
 // lockItem is a lock row at version ver holding no lock.
@@ -123,7 +144,8 @@ func stringList(values []string) types.AttributeValue {
 // lockRelease is an update of the lock row that gives up the lock: it
 // drops the token, lease, batch and large-turn pointer, sets the attempt
 // counts to attempts, and moves the version on. done, when not empty,
-// records the large turn the release finishes.
+// records the large turn the release finishes; otherwise the record of the
+// last finished one stays, so that a late ack of it learns it is in.
 type lockRelease struct {
 	expr   string
 	names  map[string]string
@@ -143,7 +165,7 @@ func newLockRelease(attempts map[string]uint32, done string) lockRelease {
 		r.expr = "SET #att = :att, #tdone = :done ADD #ver :one REMOVE #tok, #until, #batch, #turn, #texec"
 		r.values[":done"] = s(done)
 	} else {
-		r.expr += ", #tdone"
+		delete(r.names, "#tdone")
 	}
 	return r
 }

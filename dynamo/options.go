@@ -67,6 +67,12 @@ type Options struct {
 	// skew shortens or lengthens leases by the skew.
 	Now func() time.Time
 
+	// ClockSkewWarning is the clock skew against DynamoDB's clock (see
+	// [Provider.ClockSkew]) above which the provider logs a warning through
+	// Logf. Default [DefaultClockSkewWarning]. docs/design.md §9 lists what
+	// each guarantee tolerates.
+	ClockSkewWarning time.Duration
+
 	// Logf receives problems the provider handles itself (a signal that
 	// could not be sent, a lease that expired before the fetch returned).
 	// Default: discard.
@@ -128,6 +134,12 @@ func (o Options) resolve() (Options, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.ClockSkewWarning == 0 {
+		o.ClockSkewWarning = DefaultClockSkewWarning
+	}
+	if o.ClockSkewWarning < 0 {
+		return o, fmt.Errorf("%w: ClockSkewWarning %v is negative", ErrInvalidOptions, o.ClockSkewWarning)
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}

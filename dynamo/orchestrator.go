@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -36,7 +37,18 @@ func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item provider.Wor
 		return provider.Permanent(provider.OpEnqueueForOrchestrator, provider.ErrInvalidInput,
 			"%s work item is %d bytes stored; it must fit one DynamoDB item (%d bytes)", item.Kind(), size, MaxItemBytes)
 	}
-	if _, err := p.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: p.table, Item: row}); err != nil {
+	// The key is new, so a failed condition on a resend means that an
+	// earlier attempt landed.
+	put := &dynamodb.PutItemInput{
+		TableName: p.table, Item: row,
+		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+	}
+	resent, err := p.resend(ctx, provider.OpEnqueueForOrchestrator, func() error {
+		_, err := p.db.PutItem(ctx, put)
+		return err
+	})
+	if err != nil && !(resent && conditionFailed(err)) {
 		return translate(provider.OpEnqueueForOrchestrator, err)
 	}
 	p.notify(ctx, []queues.Signal{sig})
@@ -113,7 +125,10 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 			}})
 		}
 	}
-	_, err = p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: actions})
+	callKey := fmt.Sprintf("abandon\x00%s\x00%d\x00%t", lockToken, delay, ignoreAttempt)
+	err = p.sendTx(ctx, provider.OpAbandonOrchestrationItem, callKey, func() *dynamodb.TransactWriteItemsInput {
+		return &dynamodb.TransactWriteItemsInput{TransactItems: actions}
+	})
 	if err != nil {
 		reasons := cancelReasons(err)
 		if len(reasons) > 0 && reasons[0] == "ConditionalCheckFailed" {

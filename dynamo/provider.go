@@ -37,6 +37,7 @@ var (
 type Provider struct {
 	o       Options
 	db      API
+	clock   *clockWatch
 	table   *string
 	signals *queues.Signals
 
@@ -48,6 +49,8 @@ type Provider struct {
 	hints hints
 	// leases remembers the ends of activity leases this process holds.
 	leases workLeases
+	// txs keeps transactions whose outcome may be unknown (resend.go).
+	txs txCache
 
 	seqMu    sync.Mutex
 	seqLast  int64
@@ -58,9 +61,11 @@ type Provider struct {
 func newProvider(o Options, signals *queues.Signals) *Provider {
 	var b [6]byte
 	rand.Read(b[:])
+	clock := &clockWatch{API: o.Client, now: o.Now, logf: o.Logf, warn: o.ClockSkewWarning}
 	return &Provider{
 		o:        o,
-		db:       o.Client,
+		db:       clock,
+		clock:    clock,
 		table:    aws.String(o.TableName),
 		signals:  signals,
 		turns:    newTurnCache(),

@@ -212,7 +212,9 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 			if conditionFailed(err) {
 				return nil, nil
 			}
-			return nil, err
+			if held, rerr := p.heldBy(ctx, key(r.pk, r.sk), token); rerr != nil || !held {
+				return nil, err
+			}
 		}
 	} else {
 		sessUntil := start + durMs(session.LockTimeout)
@@ -249,8 +251,11 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 				if slices.Contains(reasons, "ConditionalCheckFailed") {
 					return nil, nil // row taken, or session owned by another
 				}
+				return nil, err
 			}
-			return nil, err
+			if held, rerr := p.heldBy(ctx, key(r.pk, r.sk), token); rerr != nil || !held {
+				return nil, err
+			}
 		}
 	}
 	if p.nowMs() >= until {
@@ -316,48 +321,67 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 	if err != nil {
 		return workLockLost(provider.OpAckWorkItem)
 	}
-	now := p.nowMs()
-	del := &types.Delete{
-		TableName:                 p.table,
-		Key:                       workKey(tok),
-		ConditionExpression:       aws.String("#tok = :tok AND #until > :now"),
-		ExpressionAttributeNames:  map[string]string{"#tok": attrToken, "#until": attrLockUntil},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":tok": s(lockToken), ":now": n(now)},
-	}
-	actions := []types.TransactWriteItem{{Delete: del}}
+	var data []byte
 	var signals []queues.Signal
 	if completion != nil {
-		data, err := provider.MarshalWorkItem(completion)
-		if err != nil {
+		if data, err = provider.MarshalWorkItem(completion); err != nil {
 			return provider.Permanent(provider.OpAckWorkItem, provider.ErrInvalidInput, "encode %s completion: %v", completion.Kind(), err)
 		}
-		row, sig := p.orchestratorItem(completion, data, now)
+		row, sig := p.orchestratorItem(completion, data, p.nowMs())
 		if size := itemSize(row); size > MaxItemBytes {
 			return provider.Permanent(provider.OpAckWorkItem, provider.ErrInvalidInput,
 				"%s completion is %d bytes stored; it must fit one DynamoDB item (%d bytes)", completion.Kind(), size, MaxItemBytes)
 		}
-		actions = append(actions, types.TransactWriteItem{Put: &types.Put{TableName: p.table, Item: row}})
 		signals = append(signals, sig)
 	}
-	if tok.session != nil {
-		actions = append(actions, types.TransactWriteItem{Update: p.sessionTouch(tok, now)})
+	del := func(now int64) *types.Delete {
+		return &types.Delete{
+			TableName:                 p.table,
+			Key:                       workKey(tok),
+			ConditionExpression:       aws.String("#tok = :tok AND #until > :now"),
+			ExpressionAttributeNames:  map[string]string{"#tok": attrToken, "#until": attrLockUntil},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":tok": s(lockToken), ":now": n(now)},
+		}
 	}
-	if len(actions) == 1 {
-		_, err = p.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-			TableName: p.table, Key: del.Key, ConditionExpression: del.ConditionExpression,
-			ExpressionAttributeNames: del.ExpressionAttributeNames, ExpressionAttributeValues: del.ExpressionAttributeValues,
+	if completion == nil && tok.session == nil {
+		// Deleting a row conditioned on the token it holds: on a resend, a
+		// failed condition means an earlier attempt deleted it.
+		d := del(p.nowMs())
+		resent, err := p.resend(ctx, provider.OpAckWorkItem, func() error {
+			_, err := p.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+				TableName: p.table, Key: d.Key, ConditionExpression: d.ConditionExpression,
+				ExpressionAttributeNames: d.ExpressionAttributeNames, ExpressionAttributeValues: d.ExpressionAttributeValues,
+			})
+			return err
 		})
 		if conditionFailed(err) {
-			return workLockLost(provider.OpAckWorkItem)
+			if !resent {
+				return workLockLost(provider.OpAckWorkItem)
+			}
+			err = nil
+		}
+		if err != nil {
+			return translate(provider.OpAckWorkItem, err)
 		}
 	} else {
-		_, err = p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: actions})
-		if reasons := cancelReasons(err); len(reasons) > 0 && reasons[0] == "ConditionalCheckFailed" {
+		err := p.sendTx(ctx, provider.OpAckWorkItem, "ack\x00"+lockToken+"\x00"+string(data), func() *dynamodb.TransactWriteItemsInput {
+			now := p.nowMs()
+			actions := []types.TransactWriteItem{{Delete: del(now)}}
+			if completion != nil {
+				row, _ := p.orchestratorItem(completion, data, now)
+				actions = append(actions, types.TransactWriteItem{Put: &types.Put{TableName: p.table, Item: row}})
+			}
+			if tok.session != nil {
+				actions = append(actions, types.TransactWriteItem{Update: p.sessionTouch(tok, now)})
+			}
+			return &dynamodb.TransactWriteItemsInput{TransactItems: actions}
+		})
+		if conditionFailedAt(cancelReasons(err)) == 0 {
 			return workLockLost(provider.OpAckWorkItem)
 		}
-	}
-	if err != nil {
-		return translate(provider.OpAckWorkItem, err)
+		if err != nil {
+			return translate(provider.OpAckWorkItem, err)
+		}
 	}
 	p.leases.drop(lockToken)
 	p.notify(ctx, signals)
@@ -438,13 +462,21 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, delay 
 		names["#att"] = attrAttempts
 		values[":one"] = n(1)
 	}
-	_, err = p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: p.table, Key: workKey(tok),
-		UpdateExpression:          aws.String(expr),
-		ConditionExpression:       aws.String("#tok = :tok"),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: values,
+	// Conditioned on the token it removes: on a resend, a failed condition
+	// means an earlier attempt landed.
+	resent, err := p.resend(ctx, provider.OpAbandonWorkItem, func() error {
+		_, err := p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: p.table, Key: workKey(tok),
+			UpdateExpression:          aws.String(expr),
+			ConditionExpression:       aws.String("#tok = :tok"),
+			ExpressionAttributeNames:  names,
+			ExpressionAttributeValues: values,
+		})
+		return err
 	})
+	if resent && conditionFailed(err) {
+		err = nil
+	}
 	if err != nil {
 		if conditionFailed(err) {
 			return provider.Permanent(provider.OpAbandonWorkItem, provider.ErrInvalidLockToken, "Invalid lock token or already acked")

@@ -68,8 +68,27 @@
 //     returns it; FetchOrchestrationItem instead returns the item, still
 //     locked, with [OrchestrationItem.HistoryError] set.
 //
-// A method that returns an error holds no lock for the caller, and a failed
-// ack leaves the instance lock and its messages as they were.
+// A method that returns an error holds no lock for the caller. A
+// permanent error from an ack means nothing of it was written.
+//
+// # Ambiguous outcomes
+//
+// A retryable error does not always mean that nothing happened: a request
+// can be carried out by the store and its response lost (a timeout, a
+// dropped connection, a 5xx sent after the commit). An ack that fails
+// retryably may therefore have committed, and so may an enqueue. The
+// caller must not assume either outcome; it retries the same call with the
+// same arguments (for an ack, the same lock token and the same commit)
+// until it gets a definite answer, and providers make that retry safe: a
+// retried ack of a turn that was committed succeeds without applying it
+// twice; a retried worker ack and abandon likewise. (A provider may bound
+// how long it recognises a retry: the DynamoDB provider recognises retries
+// from the same process within ten minutes.) This is the rule database/sql/driver states for
+// ErrBadConn, seen from the other side: a retryable error is a promise that
+// the same call may be made again, not that the first one had no effect.
+// An ack retried with a different commit for the same token is a
+// different turn and may fail with [ErrInvalidLockToken] or
+// [ErrDuplicateEvent].
 //
 // # Optional interfaces
 //

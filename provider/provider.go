@@ -27,8 +27,10 @@ type Provider interface {
 	// AckOrchestrationItem commits a turn atomically and releases the lock:
 	// all of commit is applied, together with deleting the messages locked
 	// at fetch, or nothing is. It fails with [ErrInvalidLockToken] when the
-	// lock is no longer held (and then changes nothing); a failed ack leaves
-	// the lock in place.
+	// lock is no longer held (and then changes nothing). A permanent error
+	// means nothing was written and the lock is still held; a retryable one
+	// may hide a commit whose response was lost: retry with the same token
+	// and commit (see "Ambiguous outcomes" in the package documentation).
 	AckOrchestrationItem(ctx context.Context, lockToken string, commit TurnCommit) error
 
 	// AbandonOrchestrationItem releases the lock without committing. A
@@ -67,7 +69,8 @@ type Provider interface {
 	// non-nil, enqueues it (an [ActivityCompletedItem] or
 	// [ActivityFailedItem]) on the orchestrator queue, atomically. A nil
 	// completion drops the result. Fails with [ErrInvalidLockToken] when the
-	// item is gone or its lock expired.
+	// item is gone or its lock expired. A retryable error may hide an ack
+	// that was applied: retry with the same token and completion.
 	AckWorkItem(ctx context.Context, lockToken string, completion WorkItem) error
 
 	// RenewWorkItemLock extends a live activity lock to now+extendFor.

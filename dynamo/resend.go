@@ -1,0 +1,113 @@
+package dynamo
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+)
+
+// Requests whose outcome is unknown (docs/design.md §7). A timeout, a lost
+// connection or a 5xx can hide a write DynamoDB carried out. The provider
+// makes a second attempt safe in one of three ways:
+//
+//   - by construction: the write leaves the same state however often it
+//     lands (a Put of the same row, a renewal to a later lease);
+//   - by a condition that fails once the write landed, read on a resend as
+//     "our earlier attempt landed" (an enqueue's Put on a fresh key; an
+//     abandon conditioned on the token it removes; a lock write, checked by
+//     reading whose token the row holds);
+//   - by a ClientRequestToken on a transaction resent unchanged: DynamoDB
+//     answers a repeat within ten minutes with the first outcome and does
+//     not apply it again. The input is kept per call (txCache), so that a
+//     caller retrying the same call resends it unchanged too. A
+//     transaction DynamoDB cancelled has a definite outcome (nothing
+//     written): it is built anew, with a fresh clock read and its own
+//     token, never resent.
+
+const (
+	// maxResends is how many times one call sends a request in all.
+	maxResends = 4
+	// resendFirstBackoff is the first pause between attempts; it doubles.
+	resendFirstBackoff = 20 * time.Millisecond
+)
+
+// resend runs send until it succeeds, fails definitely (an error that is
+// not retryable, or a cancelled transaction), maxResends attempts were
+// made, or ctx ends. resent reports whether an earlier attempt failed with
+// an unknown outcome: a failed condition may then be that attempt's own
+// effect.
+func (p *Provider) resend(ctx context.Context, op string, send func() error) (resent bool, err error) {
+	backoff := resendFirstBackoff
+	for attempt := 1; ; attempt++ {
+		err = send()
+		if err == nil || cancelReasons(err) != nil || !translate(op, err).Retryable || attempt == maxResends {
+			return attempt > 1, err
+		}
+		if sleepCtx(ctx, jitter(backoff)) != nil {
+			return attempt > 1, err
+		}
+		backoff *= 2
+	}
+}
+
+// newRequestToken returns a fresh ClientRequestToken, for a transaction
+// that only its own call resends.
+func newRequestToken() string {
+	var b [18]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// txCache keeps the transactions of calls whose outcome may be unknown
+// (worker acks, abandons), keyed by the call's arguments, so that a caller
+// retrying the call resends the same input with the same request token.
+type txCache struct {
+	mu sync.Mutex
+	m  map[string]*dynamodb.TransactWriteItemsInput
+}
+
+// get returns the transaction cached for callKey, or builds one with
+// build and gives it a request token derived from callKey.
+func (c *txCache) get(callKey string, build func() *dynamodb.TransactWriteItemsInput) *dynamodb.TransactWriteItemsInput {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if in, ok := c.m[callKey]; ok {
+		return in
+	}
+	if c.m == nil || len(c.m) > maxCachedTurns {
+		c.m = map[string]*dynamodb.TransactWriteItemsInput{} // a bound; forgotten calls are rebuilt
+	}
+	in := build()
+	sum := sha256.Sum256([]byte(callKey))
+	in.ClientRequestToken = aws.String(hex.EncodeToString(sum[:])[:36])
+	c.m[callKey] = in
+	return in
+}
+
+// drop forgets callKey's transaction: it succeeded or was cancelled.
+func (c *txCache) drop(callKey string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, callKey)
+}
+
+// sendTx sends the transaction cached for callKey (see txCache), resending
+// it while its outcome is unknown; once the outcome is definite it is
+// forgotten.
+func (p *Provider) sendTx(ctx context.Context, op, callKey string, build func() *dynamodb.TransactWriteItemsInput) error {
+	in := p.txs.get(callKey, build)
+	_, err := p.resend(ctx, op, func() error {
+		_, err := p.db.TransactWriteItems(ctx, in)
+		return err
+	})
+	if err == nil || cancelReasons(err) != nil || !translate(op, err).Retryable {
+		p.txs.drop(callKey)
+	}
+	return err
+}
