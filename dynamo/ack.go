@@ -361,6 +361,19 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 		add(planAction{del: key(keys.WorkerPK(c.Instance), keys.WorkerSK(c.ExecutionID, c.ActivityID))})
 	}
 
+	// A turn that schedules many activities announces the first of each
+	// shard and instance by its row, the rest by their shard: signals that
+	// are alike merge into one, and the receiver finds them in the index.
+	named := map[queues.Signal]bool{}
+	for i, sig := range plan.signals {
+		plain := sig
+		plain.Work = ""
+		if named[plain] {
+			plan.signals[i] = plain
+		}
+		named[plain] = true
+	}
+
 	// Orchestrator items, for any instance.
 	for i, w := range commit.OrchestratorItems {
 		data, err := provider.MarshalWorkItem(w)
@@ -526,7 +539,7 @@ func (p *Provider) workerItem(w provider.ActivityExecuteItem, data []byte, nowMs
 	if w.Tag != nil {
 		row[attrTag] = s(*w.Tag)
 	}
-	return row, queues.Signal{Kind: queues.Worker, Shard: shard, Instance: w.Instance}
+	return row, queues.Signal{Kind: queues.Worker, Shard: shard, Instance: w.Instance, Work: keys.WorkerSK(w.ExecutionID, w.ID)}
 }
 
 // orchestratorItem is the queue row of a message visible at visibleMs, and

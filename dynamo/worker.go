@@ -17,10 +17,16 @@ import (
 	"github.com/dynoxide/dynoxide/queues"
 )
 
-// indexLagRetry is how long a signalled worker fetch that found nothing
-// waits before it looks once more: the ready index is eventually
-// consistent, and on AWS a row may reach it shortly after its signal.
-const indexLagRetry = 100 * time.Millisecond
+// A signal that names its activity row is followed by a consistent read of
+// that row, which no index lag can hide. A signal that names only a shard
+// (one of many activities of one turn) is followed by a query of the
+// shard's ready index, which is eventually consistent: when it finds
+// nothing it looks again after indexLagRetry, doubling, indexLagRetries
+// times (about 1.5 s in all, the index's lag on AWS under load).
+const (
+	indexLagRetry   = 100 * time.Millisecond
+	indexLagRetries = 4
+)
 
 // EnqueueForWorker puts an activity on the worker queue, visible now, with
 // its identity, session and tag recorded. Enqueueing an identity that is
@@ -102,29 +108,43 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 	err := p.poll(ctx, provider.OpFetchWorkItem, queues.Worker, pollTimeout,
 		func(sigs []queues.Signal) (bool, error) {
 			var shards []int
+			var firstErr error
 			for _, sig := range sigs {
+				if sig.Work != "" && sig.Instance != "" {
+					rows, err := p.readyWorkRow(ctx, sig.Instance, sig.Work, keep)
+					if err == nil {
+						var done bool
+						if done, err = tryRows(rows); done {
+							return true, nil
+						}
+					}
+					firstErr = cmp.Or(firstErr, err)
+					continue
+				}
 				if !slices.Contains(shards, sig.Shard) && sig.Shard < p.o.Shards {
 					shards = append(shards, sig.Shard)
 				}
 			}
 			for _, shard := range shards {
-				for attempt := 0; attempt < 2; attempt++ {
+				wait := indexLagRetry
+				for attempt := 0; ; attempt++ {
 					rows, err := p.queryReadyShard(ctx, keys.ReadyWorkerPK(shard), readyBound(p.nowMs()), keep)
 					if err != nil {
 						return false, err
 					}
-					if len(rows) > 0 || attempt == 1 {
+					if len(rows) > 0 || attempt == indexLagRetries {
 						if done, err := tryRows(rows); done || err != nil {
 							return done, err
 						}
 						break
 					}
-					if err := sleepCtx(ctx, indexLagRetry); err != nil {
+					if err := sleepCtx(ctx, wait); err != nil {
 						return false, err
 					}
+					wait *= 2
 				}
 			}
-			return false, nil
+			return false, firstErr
 		},
 		func() (bool, error) {
 			rows, err := p.sweepReady(ctx, keys.ReadyWorkerPK, keep)
@@ -144,6 +164,21 @@ func workRowKey(row item) string {
 	pk, _, _ := strAttr(row, attrPK)
 	sk, _, _ := strAttr(row, attrSK)
 	return pk + "\x00" + sk
+}
+
+// readyWorkRow reads the activity row work of instance consistently and
+// returns it as a candidate when it is eligible now and keep accepts it.
+func (p *Provider) readyWorkRow(ctx context.Context, instance, work string, keep func(item) bool) ([]readyRow, error) {
+	pk := keys.WorkerPK(instance)
+	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: p.table, Key: key(pk, work), ConsistentRead: aws.Bool(true)})
+	if err != nil || out.Item == nil {
+		return nil, err
+	}
+	rsk, _, _ := strAttr(out.Item, attrReadySK)
+	if rsk == "" || rsk >= readyBound(p.nowMs()) || !keep(out.Item) {
+		return nil, nil
+	}
+	return []readyRow{{pk: pk, sk: work, readySK: rsk, row: out.Item}}, nil
 }
 
 // sleepCtx waits d or until ctx ends.
@@ -485,6 +520,9 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, delay 
 	}
 	p.leases.drop(lockToken)
 	shard := keys.ShardOf(keys.WorkerRoutingKey(tok.instance, tok.session), p.o.Shards)
-	p.notify(ctx, []queues.Signal{{Kind: queues.Worker, Shard: shard, Instance: tok.instance, VisibleAt: timeMs(visible)}})
+	p.notify(ctx, []queues.Signal{{
+		Kind: queues.Worker, Shard: shard, Instance: tok.instance, VisibleAt: timeMs(visible),
+		Work: keys.WorkerSK(tok.executionID, tok.activityID),
+	}})
 	return nil
 }

@@ -25,6 +25,7 @@ type message struct {
 	Kind        string `json:"kind"`
 	Shard       int    `json:"shard"`
 	InstanceB64 string `json:"instance_b64,omitempty"`
+	WorkB64     string `json:"work_b64,omitempty"`
 	VisibleAtMs int64  `json:"visible_at_ms,omitempty"`
 	From        string `json:"from,omitempty"`
 }
@@ -38,6 +39,9 @@ func encodeSignal(sig Signal, from string) string {
 	if sig.Instance != "" {
 		m.InstanceB64 = base64.StdEncoding.EncodeToString([]byte(sig.Instance))
 	}
+	if sig.Work != "" {
+		m.WorkB64 = base64.StdEncoding.EncodeToString([]byte(sig.Work))
+	}
 	if !sig.VisibleAt.IsZero() {
 		m.VisibleAtMs = sig.VisibleAt.UnixMilli()
 	}
@@ -47,7 +51,7 @@ func encodeSignal(sig Signal, from string) string {
 		return fmt.Sprintf(`{"v":%d,"kind":%q,"shard":%d}`, messageVersion, sig.Kind.String(), sig.Shard)
 	}
 	if len(b) > maxBodyBytes {
-		m.InstanceB64 = ""
+		m.InstanceB64, m.WorkB64 = "", ""
 		b, _ = json.Marshal(m)
 	}
 	return string(b)
@@ -74,6 +78,13 @@ func decodeSignal(body string) (sig Signal, from string, err error) {
 			return Signal{}, "", fmt.Errorf("signal body instance: %w", err)
 		}
 		sig.Instance = string(id)
+	}
+	if m.WorkB64 != "" {
+		work, err := base64.StdEncoding.DecodeString(m.WorkB64)
+		if err != nil {
+			return Signal{}, "", fmt.Errorf("signal body work: %w", err)
+		}
+		sig.Work = string(work)
 	}
 	if m.VisibleAtMs != 0 {
 		sig.VisibleAt = time.UnixMilli(m.VisibleAtMs)

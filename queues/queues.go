@@ -66,6 +66,11 @@ type Signal struct {
 	// VisibleAt is when the work becomes fetchable. The zero time means
 	// now. Over SQS it travels with millisecond precision.
 	VisibleAt time.Time
+	// Work names the row that holds the work, in the sender's terms
+	// (opaque here), so that a receiver can read it directly instead of
+	// looking for it in an index that may lag. Empty when unknown. Like
+	// Instance, any string is allowed.
+	Work string
 }
 
 // signalKey identifies identical signals (VisibleAt compared to the
@@ -74,11 +79,12 @@ type signalKey struct {
 	kind        Kind
 	shard       int
 	instance    string
+	work        string
 	visibleAtMs int64
 }
 
 func (s Signal) key() signalKey {
-	k := signalKey{kind: s.Kind, shard: s.Shard, instance: s.Instance}
+	k := signalKey{kind: s.Kind, shard: s.Shard, instance: s.Instance, work: s.Work}
 	if !s.VisibleAt.IsZero() {
 		k.visibleAtMs = s.VisibleAt.UnixMilli()
 	}

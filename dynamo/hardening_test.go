@@ -1,0 +1,524 @@
+package dynamo_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynoxide/dynoxide/dynamo"
+	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
+	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/faults"
+	"github.com/dynoxide/dynoxide/provider"
+)
+
+// These tests put the provider in the situations real AWS produces and
+// DynamoDB Local does not (conflicts, throttling, requests delivered late,
+// clocks that disagree), each through package faults, and check the
+// fencing, classification and discovery rules of docs/design.md §6–§8.
+
+// faultyOn returns a provider on env whose DynamoDB client goes through
+// in, with clock as its clock (nil: the real one) and c's other settings.
+func faultyOn(t *testing.T, env *dynamotest.Env, in *faults.Injector, clock *faults.Clock, c dynamotest.Config) *dynamo.Provider {
+	t.Helper()
+	c.Options = func(o *dynamo.Options) {
+		o.Client = in.DynamoDB(o.Client)
+		if clock != nil {
+			o.Now = clock.Now
+		}
+	}
+	return env.NewProvider(t, c)
+}
+
+// lockRow reads the lock row of instance directly.
+func lockRow(ctx context.Context, t *testing.T, env *dynamotest.Env, instance string) map[string]types.AttributeValue {
+	t.Helper()
+	out, err := env.DB.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(env.Table),
+		Key:            map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: keys.InstancePK(instance)}, "sk": &types.AttributeValueMemberS{Value: keys.Lock}},
+		ConsistentRead: aws.Bool(true),
+	})
+	must(t, err, "read lock row")
+	return out.Item
+}
+
+// isLockCommit picks the large-turn commit: the UpdateItem that sets the
+// lock row's turn pointer.
+func isLockCommit(r faults.Request) bool {
+	in, ok := r.Input.(*dynamodb.UpdateItemInput)
+	return ok && strings.Contains(aws.ToString(in.UpdateExpression), "#turn = :tid")
+}
+
+// isLockPut picks a fetch's lock write.
+func isLockPut(r faults.Request) bool {
+	in, ok := r.Input.(*dynamodb.PutItemInput)
+	if !ok {
+		return false
+	}
+	sk, _ := in.Item["sk"].(*types.AttributeValueMemberS)
+	return sk != nil && sk.Value == keys.Lock
+}
+
+// TestCancelledTransactionIsRetryable: a transaction DynamoDB cancels for a
+// conflict or throttling is a retryable error wherever it happens (the SDK
+// calls it a client fault), and a retry applies it once.
+func TestCancelledTransactionIsRetryable(t *testing.T) {
+	t.Parallel()
+	for _, reason := range []string{"TransactionConflict", "ThrottlingError"} {
+		t.Run(reason, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			env := dynamotest.NewEnv(t, false)
+			in := faults.New(1)
+			p := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+			inst := "cancel-" + reason
+			item := startAndFetch(ctx, t, p, inst)
+			must(t, p.AckOrchestrationItem(ctx, item.LockToken, activities(inst, 1)), "ack scheduling")
+			work, err := p.FetchWorkItem(ctx, longLock, 0, nil, provider.AnyTag())
+			if err != nil || work == nil {
+				t.Fatalf("FetchWorkItem: %v, %v", work, err)
+			}
+			done := provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: work.Item.ID, Result: "r"}
+
+			in.Add(faults.Rule{Ops: []string{faults.OpTransactWriteItems}, Rate: 1, Count: 1, Fault: faults.TransactionCanceled(reason, -1)})
+			err = p.AckWorkItem(ctx, work.LockToken, done)
+			if err == nil || !provider.IsRetryable(err) || errors.Is(err, provider.ErrInvalidLockToken) {
+				t.Fatalf("AckWorkItem cancelled by %s: got %v, want a retryable error", reason, err)
+			}
+			must(t, p.AckWorkItem(ctx, work.LockToken, done), "retried AckWorkItem")
+
+			next, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+			must(t, err, "FetchOrchestrationItem")
+			if next == nil || len(next.Messages) != 1 {
+				t.Fatalf("after the retried ack: got %+v, want exactly one completion", next)
+			}
+			in.Add(faults.Rule{Ops: []string{faults.OpTransactWriteItems}, Rate: 1, Count: 1, Fault: faults.TransactionCanceled(reason, 0)})
+			err = p.AbandonOrchestrationItem(ctx, next.LockToken, 0, false)
+			if err == nil || !provider.IsRetryable(err) {
+				t.Fatalf("AbandonOrchestrationItem cancelled by %s: got %v, want a retryable error", reason, err)
+			}
+			must(t, p.AbandonOrchestrationItem(ctx, next.LockToken, 0, false), "retried abandon")
+		})
+	}
+}
+
+// TestConflictingSessionRenewals: two activities of one session renew at
+// the same moment; both transactions touch the session row, and on AWS one
+// is cancelled with TransactionConflict. Both renewals must succeed (an
+// error tells the runtime its activity was cancelled).
+func TestConflictingSessionRenewals(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, false)
+	in := faults.New(2)
+	in.SetRealConflicts(true)
+	p := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	const inst = "session-renew"
+	item := startAndFetch(ctx, t, p, inst)
+	commit := activities(inst, 2)
+	for i := range commit.WorkerItems {
+		commit.WorkerItems[i].SessionID = ptr("s1")
+	}
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, commit), "ack scheduling")
+	sess := &provider.SessionFetchConfig{OwnerID: "w1", LockTimeout: longLock}
+	var tokens []string
+	for range 2 {
+		w, err := p.FetchWorkItem(ctx, longLock, 0, sess, provider.AnyTag())
+		if err != nil || w == nil {
+			t.Fatalf("FetchWorkItem: %v, %v", w, err)
+		}
+		tokens = append(tokens, w.LockToken)
+	}
+
+	// The first renewal's transaction is applied but its response waits at
+	// the gate; meanwhile the second renewal touches the same session row.
+	gate := faults.NewGate()
+	in.Add(faults.Rule{Ops: []string{faults.OpTransactWriteItems}, Rate: 1, Count: 1, Fault: faults.HoldResponse(gate)})
+	first := make(chan error, 1)
+	go func() { first <- p.RenewWorkItemLock(ctx, tokens[0], longLock) }()
+	must(t, gate.Wait(ctx, 1), "first renewal at the gate")
+	conflicts := make(chan error, 1)
+	go func() { conflicts <- p.RenewWorkItemLock(ctx, tokens[1], longLock) }()
+	// The second renewal conflicts while the first is in flight, and
+	// retries; let the first finish once a conflict was seen.
+	for in.Stats().Faults[faults.KindRealConflict] == 0 {
+		select {
+		case err := <-conflicts:
+			t.Fatalf("second renewal finished before any conflict: %v", err)
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	gate.Release()
+	must(t, <-first, "first renewal")
+	must(t, <-conflicts, "second renewal, which met a conflict")
+}
+
+// TestLargeTurnStealInterleavings: a dispatcher whose lease expires while
+// it commits a large turn, and another dispatcher that read the expired
+// lease just before the commit landed. Exactly one of them may own the
+// instance: the commit's turn is applied whole and the other gets nothing;
+// and a force delete during the apply leaves no instance behind.
+func TestLargeTurnStealInterleavings(t *testing.T) {
+	t.Parallel()
+	const n = 150 // activities: more than one transaction takes
+	const lease = 5 * time.Second
+	for _, variant := range []string{"Steal", "ForceDelete"} {
+		t.Run(variant, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			env := dynamotest.NewEnv(t, false)
+			in := faults.New(3)
+			clock := faults.NewFakeClock(time.Now())
+			a := faultyOn(t, env, in, clock, dynamotest.Config{ShortPoll: true})
+			b := faultyOn(t, env, in, clock, dynamotest.Config{ShortPoll: true})
+			inst := "steal-" + variant
+			must(t, a.EnqueueForOrchestrator(ctx, startItem(inst), 0), "enqueue start")
+			item, err := a.FetchOrchestrationItem(ctx, lease, 0, nil)
+			if err != nil || item == nil {
+				t.Fatalf("FetchOrchestrationItem: %v, %v", item, err)
+			}
+
+			commitGate, applyGate, stealGate := faults.NewGate(), faults.NewGate(), faults.NewGate()
+			in.Add(faults.Rule{Ops: []string{faults.OpUpdateItem}, Rate: 1, Match: isLockCommit, Count: 1, Fault: faults.Hold(commitGate)})
+			in.Add(faults.Rule{Ops: []string{faults.OpTransactWriteItems}, Rate: 1, Count: 1, Fault: faults.Hold(applyGate)})
+			acked := make(chan error, 1)
+			go func() { acked <- a.AckOrchestrationItem(ctx, item.LockToken, activities(inst, n)) }()
+			must(t, commitGate.Wait(ctx, 1), "commit at its gate")
+			// The commit was stamped before the lease ended; it arrives after.
+			clock.Advance(lease + time.Second)
+
+			var bGot *provider.OrchestrationItem
+			var bErr error
+			fetched := make(chan struct{})
+			if variant == "Steal" {
+				must(t, b.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: inst, Name: "e", Data: "d"}, 0), "enqueue event")
+				in.Add(faults.Rule{Ops: []string{faults.OpPutItem}, Rate: 1, Match: isLockPut, Count: 1, Fault: faults.Hold(stealGate)})
+				go func() {
+					defer close(fetched)
+					bGot, bErr = b.FetchOrchestrationItem(ctx, lease, 0, nil)
+				}()
+				must(t, stealGate.Wait(ctx, 1), "steal at its gate")
+			}
+			commitGate.Release()
+			must(t, applyGate.Wait(ctx, 1), "first apply at its gate")
+			// The turn is committed and not yet applied. The competing fetch
+			// must not take the lock from under it; it may finish the turn
+			// itself (the committer's lease is over) and then lock the
+			// instance, seeing the whole turn.
+			if variant == "Steal" {
+				stealGate.Release()
+				<-fetched
+				must(t, bErr, "competing fetch")
+				if bGot != nil && len(bGot.History) != n+1 {
+					t.Fatalf("a second dispatcher locked %q with %d events of history while a committed large turn of %d was pending",
+						inst, len(bGot.History), n+1)
+				}
+			} else {
+				if _, err := b.DeleteInstancesAtomic(ctx, []string{inst}, true); err != nil {
+					t.Fatalf("force delete during the apply: %v", err)
+				}
+			}
+			applyGate.Release()
+			err = <-acked
+
+			switch variant {
+			case "Steal":
+				must(t, err, "large ack")
+				history, err := b.Read(ctx, inst)
+				must(t, err, "Read")
+				if len(history) != n+1 {
+					t.Fatalf("history has %d events, want the large turn's %d", len(history), n+1)
+				}
+				if q := workerRows(ctx, t, b); q != n {
+					t.Fatalf("%d activities queued, want %d", q, n)
+				}
+				next := bGot
+				if next == nil {
+					next, err = b.FetchOrchestrationItem(ctx, lease, 0, nil)
+					must(t, err, "fetch after the turn")
+				}
+				if next == nil || len(next.History) != n+1 || len(next.Messages) != 1 {
+					t.Fatalf("fetch after the turn: got %+v, want the event on top of the whole turn", next)
+				}
+			case "ForceDelete":
+				if !errors.Is(err, provider.ErrInvalidLockToken) {
+					t.Fatalf("large ack of a force-deleted instance: got %v, want ErrInvalidLockToken", err)
+				}
+				if _, err := b.InstanceInfo(ctx, inst); !errors.Is(err, provider.ErrNotFound) {
+					t.Fatalf("InstanceInfo after the force delete: got %v, want ErrNotFound (no zombie)", err)
+				}
+				if history, err := b.Read(ctx, inst); err != nil || len(history) != 0 {
+					t.Fatalf("history after the force delete: %d events, %v; want none", len(history), err)
+				}
+			}
+		})
+	}
+}
+
+// TestFloodOfMessagesToOneInstance: 6,000 events raised to one instance
+// while it is locked (enough to push a lock row listing them all past
+// DynamoDB's 400 KB item limit). Every later fetch succeeds and takes a
+// bounded batch, oldest first, the lock row stays small, and the turns
+// consume the events in order, each once; the rest stay queued.
+func TestFloodOfMessagesToOneInstance(t *testing.T) {
+	t.Parallel()
+	const total, senders = 6000, 8
+	ctx := t.Context()
+	p, env := dynamotest.New(t, dynamotest.Config{ShortPoll: true})
+	const inst = "flood"
+	item := startAndFetch(ctx, t, p, inst)
+	var wg sync.WaitGroup
+	errs := make(chan error, senders)
+	for s := range senders {
+		wg.Go(func() {
+			for i := s; i < total; i += senders {
+				if err := p.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: inst, Name: "e", Data: fmt.Sprint(i)}, 0); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("raise: %v", err)
+	}
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, provider.TurnCommit{ExecutionID: 1, HistoryDelta: []provider.Event{started(inst)}, Metadata: meta()}), "first ack")
+
+	// Each sender raised its events in order: a turn's batch, and the
+	// turns one after another, keep each sender's order.
+	seen := map[string]bool{}
+	lastOf := map[int]int{}
+	nextID := uint64(2)
+	const turns = 3
+	for turn := range turns {
+		got, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+		must(t, err, fmt.Sprintf("fetch of turn %d", turn))
+		if got == nil || len(got.Messages) == 0 || len(got.Messages) > 100 {
+			t.Fatalf("turn %d: got %v, want a bounded batch of events", turn, got)
+		}
+		if size := itemBytes(lockRow(ctx, t, env, inst)); size > 16*1024 {
+			t.Fatalf("turn %d: lock row holds %d bytes for a batch of %d", turn, size, len(got.Messages))
+		}
+		commit := provider.TurnCommit{ExecutionID: 1, Metadata: meta()}
+		for _, m := range got.Messages {
+			data := m.(provider.ExternalRaisedItem).Data
+			if seen[data] {
+				t.Fatalf("event %s delivered twice", data)
+			}
+			seen[data] = true
+			var i int
+			fmt.Sscan(data, &i)
+			if last, ok := lastOf[i%senders]; ok && i <= last {
+				t.Fatalf("event %d of sender %d delivered after event %d", i, i%senders, last)
+			}
+			lastOf[i%senders] = i
+			commit.HistoryDelta = append(commit.HistoryDelta, ev(nextID, inst, provider.ExternalEvent{Name: "e", Data: data}))
+			nextID++
+		}
+		must(t, p.AckOrchestrationItem(ctx, got.LockToken, commit), "ack")
+	}
+	admin, _ := provider.AdminOf(p)
+	depths, err := admin.QueueDepths(ctx)
+	must(t, err, "QueueDepths")
+	if want := total - len(seen); depths.OrchestratorQueue != want {
+		t.Fatalf("after %d turns that consumed %d events: %d queued, want %d", turns, len(seen), depths.OrchestratorQueue, want)
+	}
+}
+
+// itemBytes approximates a row's stored size (names and string values).
+func itemBytes(row map[string]types.AttributeValue) int {
+	size := 0
+	var walk func(types.AttributeValue) int
+	walk = func(v types.AttributeValue) int {
+		switch v := v.(type) {
+		case *types.AttributeValueMemberS:
+			return len(v.Value)
+		case *types.AttributeValueMemberN:
+			return len(v.Value)
+		case *types.AttributeValueMemberM:
+			s := 0
+			for k, x := range v.Value {
+				s += len(k) + walk(x)
+			}
+			return s
+		case *types.AttributeValueMemberL:
+			s := 0
+			for _, x := range v.Value {
+				s += walk(x)
+			}
+			return s
+		}
+		return 8
+	}
+	for k, v := range row {
+		size += len(k) + walk(v)
+	}
+	return size
+}
+
+// sameShardIDs returns count instance ids (prefix + number) that fall in
+// shard of shards.
+func sameShardIDs(prefix string, shard, shards, count int) []string {
+	var out []string
+	for i := 0; len(out) < count; i++ {
+		id := fmt.Sprintf("%s-%d", prefix, i)
+		if keys.ShardOf(id, shards) == shard {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// TestRowsNothingCanUseDoNotHideWork: events raised to instances that do
+// not exist, an undecodable message and an undecodable activity sit at the
+// head of a shard, ahead of real work. Fetches find the real work within a
+// few sweeps and never fail because of the bad rows.
+func TestRowsNothingCanUseDoNotHideWork(t *testing.T) {
+	t.Parallel()
+	const shards = 2
+	ctx := t.Context()
+	p, env := dynamotest.New(t, dynamotest.Config{ShortPoll: true, Shards: shards})
+	ids := sameShardIDs("orphan", 0, shards, 81)
+	orphans, real := ids[:80], ids[80]
+	for _, id := range orphans {
+		must(t, p.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: id, Name: "e", Data: "d"}, 0), "raise to a missing instance")
+	}
+	// An undecodable message for an instance in the same shard, older than
+	// the real work: a newer version's work item, say.
+	bad := sameShardIDs("undecodable", 0, shards, 1)[0]
+	must(t, p.EnqueueForOrchestrator(ctx, startItem(bad), 0), "start of the undecodable instance")
+	corruptQueued(ctx, t, env, bad)
+	must(t, p.EnqueueForOrchestrator(ctx, startItem(real), 0), "start of the real instance")
+
+	found := false
+	for sweep := 1; sweep <= 4 && !found; sweep++ {
+		got, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+		if err != nil {
+			t.Fatalf("sweep %d: %v (one bad row must not fail a fetch)", sweep, err)
+		}
+		found = got != nil && got.Instance == real
+		if got != nil && !found {
+			t.Fatalf("sweep %d locked %q, which has nothing runnable", sweep, got.Instance)
+		}
+	}
+	if !found {
+		t.Fatalf("real instance %q not found within 4 sweeps behind %d orphan events", real, len(orphans))
+	}
+}
+
+// corruptQueued overwrites the work item of every message queued for
+// instance with data that does not decode.
+func corruptQueued(ctx context.Context, t *testing.T, env *dynamotest.Env, instance string) {
+	t.Helper()
+	out, err := env.DB.Query(ctx, &dynamodb.QueryInput{
+		TableName:              aws.String(env.Table),
+		KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :q)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": &types.AttributeValueMemberS{Value: keys.InstancePK(instance)}, ":q": &types.AttributeValueMemberS{Value: keys.QueuePrefix},
+		},
+		ConsistentRead: aws.Bool(true),
+	})
+	must(t, err, "read queue rows")
+	if len(out.Items) == 0 {
+		t.Fatalf("no queued message for %q", instance)
+	}
+	for _, row := range out.Items {
+		row["item"] = &types.AttributeValueMemberS{Value: `{"FutureKind":{}}`}
+		_, err := env.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(env.Table), Item: row})
+		must(t, err, "corrupt queue row")
+	}
+}
+
+// TestUndecodableActivityDoesNotStopWorkers: an activity row that does not
+// decode, older than real work, does not fail worker fetches.
+func TestUndecodableActivityDoesNotStopWorkers(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	p, env := dynamotest.New(t, dynamotest.Config{ShortPoll: true, Shards: 1})
+	must(t, p.EnqueueForWorker(ctx, provider.ActivityExecuteItem{Instance: "bad", ExecutionID: 1, ID: 1, Name: "A", Input: "{}"}), "enqueue")
+	_, err := env.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(env.Table),
+		Key: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: keys.WorkerPK("bad")}, "sk": &types.AttributeValueMemberS{Value: keys.WorkerSK(1, 1)},
+		},
+		UpdateExpression:          aws.String("SET #i = :bad"),
+		ExpressionAttributeNames:  map[string]string{"#i": "item"},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":bad": &types.AttributeValueMemberS{Value: `{"FutureKind":{}}`}},
+	})
+	must(t, err, "corrupt activity row")
+	must(t, p.EnqueueForWorker(ctx, provider.ActivityExecuteItem{Instance: "good", ExecutionID: 1, ID: 1, Name: "A", Input: "{}"}), "enqueue")
+	for range 2 {
+		w, err := p.FetchWorkItem(ctx, longLock, 0, nil, provider.AnyTag())
+		if err != nil {
+			t.Fatalf("FetchWorkItem: %v (one bad row must not fail a fetch)", err)
+		}
+		if w != nil {
+			if w.Item.Instance != "good" {
+				t.Fatalf("fetched %+v", w.Item)
+			}
+			return
+		}
+	}
+	t.Fatal("the real activity was not found behind an undecodable one")
+}
+
+// TestLongTimerFoundWithoutSignal: a timer 20 minutes out (beyond the
+// longest SQS delay, so no signal announces it) on an otherwise idle
+// instance, in a shard whose head holds events nothing can use. Once the
+// clock passes its fire time, a fetch finds it.
+func TestLongTimerFoundWithoutSignal(t *testing.T) {
+	t.Parallel()
+	const shards = 2
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, false)
+	clock := faults.NewFakeClock(time.Now())
+	p := faultyOn(t, env, faults.New(4), clock, dynamotest.Config{ShortPoll: true, Shards: shards})
+	ids := sameShardIDs("timer", 1, shards, 61)
+	inst := ids[60]
+	item := startAndFetch(ctx, t, p, inst)
+	for _, id := range ids[:60] {
+		must(t, p.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: id, Name: "e", Data: "d"}, 0), "raise to a missing instance")
+	}
+	fireAt := clock.Now().Add(20 * time.Minute)
+	commit := provider.TurnCommit{
+		ExecutionID:  1,
+		HistoryDelta: []provider.Event{started(inst), ev(2, inst, provider.TimerCreated{FireAtMs: uint64(fireAt.UnixMilli())})},
+		Metadata:     meta(),
+		OrchestratorItems: []provider.WorkItem{provider.TimerFiredItem{
+			Instance: inst, ExecutionID: 1, ID: 2, FireAtMs: uint64(fireAt.UnixMilli()),
+		}},
+	}
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, commit), "ack with a timer")
+	for range 3 { // before the fire time: nothing of the real instance
+		if got, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil); err != nil || (got != nil && got.Instance == inst) {
+			t.Fatalf("fetch before the timer fires: %+v, %v", got, err)
+		}
+	}
+	clock.Advance(20*time.Minute + time.Second)
+	for sweep := 1; sweep <= 4; sweep++ {
+		got, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+		must(t, err, "fetch after the fire time")
+		if got != nil && got.Instance == inst {
+			if _, ok := got.Messages[0].(provider.TimerFiredItem); !ok {
+				t.Fatalf("got %+v, want the timer", got.Messages)
+			}
+			return
+		}
+		if got != nil {
+			t.Fatalf("sweep %d locked %q, which has nothing runnable", sweep, got.Instance)
+		}
+	}
+	t.Fatal("a 20-minute timer was not found within 4 sweeps after it fired")
+}
