@@ -136,6 +136,11 @@ type hints struct {
 	locked   map[string]int64 // instance → lock expiry (ms)
 	sessions map[string]sessionHint
 	parked   map[string]parkHint // instance or worker row → park (park.go)
+	// trying holds the instances and worker rows a fetch of this process is
+	// trying to lock right now: other fetches of the process pass over
+	// them instead of racing it (their writes would fail, and on AWS
+	// conflict with the winner's ack).
+	trying map[string]bool
 }
 
 type sessionHint struct {
@@ -144,7 +149,7 @@ type sessionHint struct {
 }
 
 func newHints() hints {
-	return hints{locked: map[string]int64{}, sessions: map[string]sessionHint{}, parked: map[string]parkHint{}}
+	return hints{locked: map[string]int64{}, sessions: map[string]sessionHint{}, parked: map[string]parkHint{}, trying: map[string]bool{}}
 }
 
 // maxLockHintMs caps how long a lock seen in another process is trusted:
@@ -160,6 +165,24 @@ func (h *hints) lockedUntil(instance string, nowMs, untilMs int64) {
 	if len(h.locked) > maxCachedTurns {
 		clear(h.locked)
 	}
+}
+
+// beginTry marks k as being tried by a fetch of this process; false means
+// another fetch is trying it. endTry ends the mark.
+func (h *hints) beginTry(k string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.trying[k] {
+		return false
+	}
+	h.trying[k] = true
+	return true
+}
+
+func (h *hints) endTry(k string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.trying, k)
 }
 
 // unlocked forgets instance's lock.

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
@@ -156,11 +155,7 @@ func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string,
 		return provider.DeleteInstanceResult{}, provider.Permanent(op, provider.ErrInvalidInput,
 			"deleting %d instances at once exceeds one transaction; delete at most %d at a time", len(set), maxTransactActions/3)
 	}
-	in := &dynamodb.TransactWriteItemsInput{TransactItems: commit, ClientRequestToken: aws.String(newRequestToken())}
-	if _, err := p.resend(ctx, op, func() error {
-		_, err := p.db.TransactWriteItems(ctx, in)
-		return err
-	}); err != nil {
+	if err := p.sendFresh(ctx, op, commit); err != nil {
 		if reasons := cancelReasons(err); slices.Contains(reasons, "ConditionalCheckFailed") {
 			return provider.DeleteInstanceResult{}, provider.Permanent(op, provider.ErrTreeChanged,
 				"Cannot delete: a child was created after tree traversal. Re-fetch the tree and retry.")

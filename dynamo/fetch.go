@@ -101,6 +101,10 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 		} else if p.hints.isLocked(instance, p.nowMs()) {
 			return false, nil
 		}
+		if !p.hints.beginTry(instance) {
+			return false, nil
+		}
+		defer p.hints.endTry(instance)
 		item, err := p.tryInstance(ctx, instance, lockTimeout, filter)
 		if err != nil {
 			return false, p.candidateFailed(instance, err)

@@ -213,7 +213,10 @@ func (p *Provider) releaseUndelivered(instance string, turn *turnState) {
 	defer cancel()
 	cond, names, values := holderCondition(turn.token)
 	u := newLockRelease(turn.undelivered, "").update(p.table, instance, cond, names, values)
-	_, err := p.db.UpdateItem(ctx, updateItem(u))
+	_, err := p.resend(ctx, "release", func() error {
+		_, err := p.db.UpdateItem(ctx, updateItem(u))
+		return err
+	})
 	if err != nil && !conditionFailed(err) {
 		p.o.Logf("dynamo: release lock of instance %q: %v", instance, err)
 	}

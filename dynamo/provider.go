@@ -62,9 +62,8 @@ func newProvider(o Options, signals *queues.Signals) *Provider {
 	var b [6]byte
 	rand.Read(b[:])
 	clock := &clockWatch{API: o.Client, now: o.Now, logf: o.Logf, warn: o.ClockSkewWarning}
-	return &Provider{
+	p := &Provider{
 		o:        o,
-		db:       clock,
 		clock:    clock,
 		table:    aws.String(o.TableName),
 		signals:  signals,
@@ -72,6 +71,8 @@ func newProvider(o Options, signals *queues.Signals) *Provider {
 		hints:    newHints(),
 		seqOwner: hex.EncodeToString(b[:]),
 	}
+	p.db = resendSafe{API: clock, p: p}
+	return p
 }
 
 // Name returns "dynamo".
@@ -126,8 +127,8 @@ func readySK(atMs int64, seq string) string {
 func readyBound(nowMs int64) string { return keys.Num20(uint64(nowMs + 1)) }
 
 // translate turns an SDK error into a [*provider.Error] for op, by the
-// classification table of docs/design.md §7. Context ends are permanent
-// (the caller gave up); throttling, conflicts, server errors and network
+// classification table of docs/design.md §7. A cancelled context is
+// permanent (the caller gave up); throttling, conflicts, server errors and network
 // failures are retryable; validation, missing tables and access errors are
 // permanent configuration problems. A cancelled transaction is classified
 // by its reasons (see [classifyCancellation]); call sites that give a
@@ -138,8 +139,14 @@ func translate(op string, err error) *provider.Error {
 	if errors.As(err, &pe) {
 		return pe
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.Canceled) {
 		return provider.Permanent(op, err, "context done: %v", err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		// The caller's deadline, or an HTTP client's own timeout, which
+		// net/http reports the same way: only the caller can tell, and it
+		// knows whether its context is done. A timeout is worth a retry.
+		return provider.Retryable(op, err, "deadline exceeded: %v", err)
 	}
 	if reasons := cancelReasons(err); reasons != nil {
 		switch classifyCancellation(reasons) {

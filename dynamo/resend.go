@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
 // Requests whose outcome is unknown (docs/design.md §7). A timeout, a lost
@@ -64,6 +65,29 @@ func newRequestToken() string {
 	return hex.EncodeToString(b[:])
 }
 
+// sendFresh sends a transaction that only its own call resends: with one
+// request token while an attempt's outcome is unknown, and again with a
+// new one after DynamoDB cancelled it for a transient reason (nothing was
+// written then), up to maxResends times.
+func (p *Provider) sendFresh(ctx context.Context, op string, actions []types.TransactWriteItem) error {
+	backoff := resendFirstBackoff
+	for attempt := 1; ; attempt++ {
+		in := &dynamodb.TransactWriteItemsInput{TransactItems: actions, ClientRequestToken: aws.String(newRequestToken())}
+		_, err := p.resend(ctx, op, func() error {
+			_, err := p.db.TransactWriteItems(ctx, in)
+			return err
+		})
+		reasons := cancelReasons(err)
+		if reasons == nil || classifyCancellation(reasons) != cancelTransient || attempt == maxResends {
+			return err
+		}
+		if sleepCtx(ctx, jitter(backoff)) != nil {
+			return err
+		}
+		backoff *= 2
+	}
+}
+
 // txCache keeps the transactions of calls whose outcome may be unknown
 // (worker acks, abandons), keyed by the call's arguments, so that a caller
 // retrying the call resends the same input with the same request token.
@@ -110,4 +134,41 @@ func (p *Provider) sendTx(ctx context.Context, op, callKey string, build func() 
 		p.txs.drop(callKey)
 	}
 	return err
+}
+
+// resendSafe wraps the DynamoDB client so that the requests that are safe
+// to send again whatever became of an earlier attempt (reads, and batch
+// writes of fixed rows: puts of whole rows and deletes) are resent on
+// transient failures here, once for every caller. Conditional writes and
+// transactions pass through: their callers decide (see above).
+type resendSafe struct {
+	API
+	p *Provider
+}
+
+// Query is [API.Query], resent on transient failures.
+func (r resendSafe) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (out *dynamodb.QueryOutput, err error) {
+	_, err = r.p.resend(ctx, "query", func() error {
+		out, err = r.API.Query(ctx, in, optFns...)
+		return err
+	})
+	return out, err
+}
+
+// GetItem is [API.GetItem], resent on transient failures.
+func (r resendSafe) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (out *dynamodb.GetItemOutput, err error) {
+	_, err = r.p.resend(ctx, "get_item", func() error {
+		out, err = r.API.GetItem(ctx, in, optFns...)
+		return err
+	})
+	return out, err
+}
+
+// BatchWriteItem is [API.BatchWriteItem], resent on transient failures.
+func (r resendSafe) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (out *dynamodb.BatchWriteItemOutput, err error) {
+	_, err = r.p.resend(ctx, "batch_write_item", func() error {
+		out, err = r.API.BatchWriteItem(ctx, in, optFns...)
+		return err
+	})
+	return out, err
 }

@@ -88,14 +88,22 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 		return true
 	}
 	var result *provider.LockedWorkItem
-	// One candidate's failure does not end the fetch: the others are
-	// tried, and the first error is reported only when none was work.
+	// Candidates are tried oldest first. One this process cannot read is
+	// parked and passed over; any other failure ends the fetch, so that a
+	// retry tries the same oldest candidate again (a session's activities
+	// are handed out in order).
 	tryRows := func(rows []readyRow) (bool, error) {
-		var firstErr error
 		for _, r := range rows {
+			k := workRowKey(r.row)
+			if !p.hints.beginTry(k) {
+				continue
+			}
 			got, err := p.lockWork(ctx, r, lockTimeout, session)
+			p.hints.endTry(k)
 			if err != nil {
-				firstErr = cmp.Or(firstErr, p.candidateFailed(workRowKey(r.row), err))
+				if err = p.candidateFailed(k, err); err != nil {
+					return false, err
+				}
 				continue
 			}
 			if got != nil {
@@ -103,7 +111,7 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 				return true, nil
 			}
 		}
-		return false, firstErr
+		return false, nil
 	}
 	err := p.poll(ctx, provider.OpFetchWorkItem, queues.Worker, pollTimeout,
 		func(sigs []queues.Signal) (bool, error) {
