@@ -522,3 +522,199 @@ func TestLongTimerFoundWithoutSignal(t *testing.T) {
 	}
 	t.Fatal("a 20-minute timer was not found within 4 sweeps after it fired")
 }
+
+// TestClockSkewMeasured: a provider whose clock runs five seconds ahead
+// learns so from DynamoDB's responses and says so.
+func TestClockSkewMeasured(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, false)
+	var mu sync.Mutex
+	var logged []string
+	const ahead = 5 * time.Second
+	p := env.NewProvider(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
+		o.Now = faults.NewClock(nil, ahead).Now
+		o.Logf = func(format string, args ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			logged = append(logged, fmt.Sprintf(format, args...))
+		}
+	}})
+	honest := env.NewProvider(t, dynamotest.Config{ShortPoll: true})
+	if _, _, ok := p.ClockSkew(); ok {
+		t.Fatal("ClockSkew before any request: ok, want no estimate")
+	}
+	for i := range 20 {
+		must(t, p.EnqueueForOrchestrator(ctx, startItem(fmt.Sprint("skew-", i)), 0), "enqueue")
+		must(t, honest.EnqueueForOrchestrator(ctx, startItem(fmt.Sprint("honest-", i)), 0), "enqueue")
+		if _, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := honest.FetchOrchestrationItem(ctx, longLock, 0, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	skew, within, ok := p.ClockSkew()
+	if !ok || skew-within > ahead+100*time.Millisecond || skew+within < ahead-100*time.Millisecond || within > time.Second {
+		t.Fatalf("ClockSkew of a clock %v ahead: %v ± %v (ok %v)", ahead, skew, within, ok)
+	}
+	if skew, within, ok := honest.ClockSkew(); !ok || skew-within > 100*time.Millisecond || skew+within < -100*time.Millisecond {
+		t.Fatalf("ClockSkew of an honest clock: %v ± %v (ok %v)", skew, within, ok)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	warned := 0
+	for _, l := range logged {
+		if strings.Contains(l, "clock is") {
+			warned++
+		}
+	}
+	if warned != 1 {
+		t.Fatalf("%d skew warnings logged, want exactly 1: %q", warned, logged)
+	}
+}
+
+// TestSkewedProcessesUnderFaults: two processes whose clocks disagree by
+// the documented bound (docs/design.md §9), with throttling, conflicts,
+// server errors and lost responses injected, run the same orchestrations
+// (start, one activity, complete) with dispatchers that retry as a runtime
+// does. Every instance completes, with exactly one event of each kind in
+// its history: nothing lost, nothing applied twice.
+func TestSkewedProcessesUnderFaults(t *testing.T) {
+	t.Parallel()
+	const instances = 12
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	env := dynamotest.NewEnv(t, true)
+	in := faults.New(5)
+	in.SetRealConflicts(true)
+	for _, r := range []faults.Rule{
+		{Rate: 0.02, Fault: faults.Throttle("ThrottlingException")},
+		{Rate: 0.02, Fault: faults.ServerError("InternalServerError")},
+		{Rate: 0.02, Fault: faults.LostResponse()},
+		{Ops: []string{faults.OpTransactWriteItems}, Rate: 0.03, Fault: faults.TransactionCanceled("TransactionConflict", -1)},
+	} {
+		in.Add(r)
+	}
+	const skew = 250 * time.Millisecond // half the bound each way
+	procs := []*dynamo.Provider{
+		faultyOn(t, env, in, faults.NewClock(nil, skew), dynamotest.Config{Queues: true}),
+		faultyOn(t, env, in, faults.NewClock(nil, -skew), dynamotest.Config{Queues: true}),
+	}
+	for i := range instances {
+		must(t, retry(ctx, func() error {
+			return procs[i%2].EnqueueForOrchestrator(ctx, startItem(fmt.Sprint("skewed-", i)), 0)
+		}), "start")
+	}
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Go(func() { orchestrate(ctx, t, p) })
+		wg.Go(func() { work(ctx, t, p) })
+	}
+	observer := procs[0]
+	for i := range instances {
+		inst := fmt.Sprint("skewed-", i)
+		for {
+			info, err := observer.InstanceInfo(ctx, inst)
+			if err == nil && info.Status == provider.StatusCompleted {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("instance %s did not complete: %v %+v; faults %v", inst, err, info, in.Stats())
+			}
+			sleepFor(ctx, 20*time.Millisecond)
+		}
+	}
+	cancel()
+	wg.Wait()
+	in.SetEnabled(false)
+	for i := range instances {
+		inst := fmt.Sprint("skewed-", i)
+		h, err := procs[1].Read(context.Background(), inst)
+		must(t, err, "Read")
+		var kinds []string
+		for _, e := range h {
+			kinds = append(kinds, e.Kind.EventType())
+		}
+		if want := "OrchestrationStarted ActivityScheduled ActivityCompleted OrchestrationCompleted"; strings.Join(kinds, " ") != want {
+			t.Errorf("history of %s: %v, want %s", inst, kinds, want)
+		}
+	}
+	t.Logf("faults: %v", in.Stats())
+}
+
+// retry calls f until it succeeds, fails permanently, or ctx ends: what a
+// runtime does with retryable errors.
+func retry(ctx context.Context, f func() error) error {
+	for {
+		err := f()
+		if err == nil || !provider.IsRetryable(err) || ctx.Err() != nil {
+			return err
+		}
+		sleepFor(ctx, 10*time.Millisecond)
+	}
+}
+
+func sleepFor(ctx context.Context, d time.Duration) {
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+	}
+}
+
+// orchestrate is a minimal orchestration dispatcher: a start schedules one
+// activity, its completion completes the orchestration.
+func orchestrate(ctx context.Context, t *testing.T, p provider.Provider) {
+	for ctx.Err() == nil {
+		item, err := p.FetchOrchestrationItem(ctx, 5*time.Second, 200*time.Millisecond, nil)
+		if err != nil || item == nil {
+			if err != nil && !provider.IsRetryable(err) && ctx.Err() == nil {
+				t.Errorf("fetch: %v", err)
+				return
+			}
+			continue
+		}
+		next := uint64(len(item.History) + 1)
+		commit := provider.TurnCommit{ExecutionID: item.ExecutionID, Metadata: meta()}
+		for _, m := range item.Messages {
+			switch m := m.(type) {
+			case provider.StartOrchestrationItem:
+				if len(item.History) > 0 {
+					continue
+				}
+				commit.HistoryDelta = append(commit.HistoryDelta, started(item.Instance),
+					ev(2, item.Instance, provider.ActivityScheduled{Name: "A", Input: "x"}))
+				commit.WorkerItems = append(commit.WorkerItems, provider.ActivityExecuteItem{Instance: item.Instance, ExecutionID: 1, ID: 2, Name: "A", Input: "x"})
+				next = 3
+			case provider.ActivityCompletedItem:
+				e := ev(next, item.Instance, provider.ActivityCompleted{Result: m.Result})
+				e.SourceEventID = ptr(m.ID)
+				commit.HistoryDelta = append(commit.HistoryDelta, e, ev(next+1, item.Instance, provider.OrchestrationCompleted{Output: m.Result}))
+				commit.Metadata.Status, commit.Metadata.Output = provider.StatusCompleted, ptr(m.Result)
+			}
+		}
+		err = retry(ctx, func() error { return p.AckOrchestrationItem(ctx, item.LockToken, commit) })
+		if err != nil && ctx.Err() == nil && !errors.Is(err, provider.ErrInvalidLockToken) {
+			t.Errorf("ack of %s: %v", item.Instance, err)
+		}
+	}
+}
+
+// work is a minimal worker: every activity completes with "done".
+func work(ctx context.Context, t *testing.T, p provider.Provider) {
+	for ctx.Err() == nil {
+		w, err := p.FetchWorkItem(ctx, 5*time.Second, 200*time.Millisecond, nil, provider.AnyTag())
+		if err != nil || w == nil {
+			if err != nil && !provider.IsRetryable(err) && ctx.Err() == nil {
+				t.Errorf("fetch work: %v", err)
+				return
+			}
+			continue
+		}
+		done := provider.ActivityCompletedItem{Instance: w.Item.Instance, ExecutionID: w.Item.ExecutionID, ID: w.Item.ID, Result: "done"}
+		err = retry(ctx, func() error { return p.AckWorkItem(ctx, w.LockToken, done) })
+		if err != nil && ctx.Err() == nil && !errors.Is(err, provider.ErrInvalidLockToken) {
+			t.Errorf("ack of activity of %s: %v", w.Item.Instance, err)
+		}
+	}
+}
