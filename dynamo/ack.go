@@ -33,13 +33,10 @@ const (
 	MaxItemBytes = 399 * 1024
 )
 
-// planAction is one write of a turn: a Put of a whole item, a Delete, or
-// the increment of a parent's child counter.
+// planAction is one write of a turn: a Put of a whole item or a Delete.
 type planAction struct {
 	put item
 	del item
-	// kidsOf names the parent whose child counter the action increments.
-	kidsOf string
 	// eventID is set on history puts, which must not overwrite.
 	eventID uint64
 }
@@ -188,14 +185,6 @@ func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPla
 // transactAction turns a plan action into a transaction action.
 func (p *Provider) transactAction(a planAction) types.TransactWriteItem {
 	switch {
-	case a.kidsOf != "":
-		return types.TransactWriteItem{Update: &types.Update{
-			TableName:                 p.table,
-			Key:                       key(keys.InstancePK(a.kidsOf), keys.Kids),
-			UpdateExpression:          aws.String("ADD #n :one"),
-			ExpressionAttributeNames:  map[string]string{"#n": attrCount},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":one": n(1)},
-		}}
 	case a.del != nil:
 		return types.TransactWriteItem{Delete: &types.Delete{TableName: p.table, Key: a.del}}
 	case a.eventID != 0:
@@ -305,10 +294,9 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 		}
 		add(planAction{put: metaItem(id, newMeta, current, p.o.Shards)})
 		if created && newMeta.parent != "" {
-			link := key(keys.InstancePK(newMeta.parent), keys.ChildSK(id))
-			link[attrChild] = s(id)
-			add(planAction{put: link})
-			add(planAction{kidsOf: newMeta.parent})
+			// A put of its own item: children created at once do not
+			// contend for one row of their parent.
+			add(planAction{put: childLink(newMeta.parent, id)})
 		}
 	}
 
@@ -374,7 +362,18 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 		named[plain] = true
 	}
 
-	// Orchestrator items, for any instance.
+	// Orchestrator items, for any instance. A child this turn starts is
+	// linked to this instance at once, in this instance's partition: from
+	// this commit on, the tree includes it (deleting the tree deletes its
+	// queued start), and a delete that read the tree before fails on this
+	// turn's lock version (delete.go).
+	linked := map[string]bool{}
+	for _, w := range commit.OrchestratorItems {
+		if start, ok := w.(provider.StartOrchestrationItem); ok && start.ParentInstance != nil && *start.ParentInstance == id && !linked[start.Instance] {
+			linked[start.Instance] = true
+			add(planAction{put: childLink(id, start.Instance)})
+		}
+	}
 	for i, w := range commit.OrchestratorItems {
 		data, err := provider.MarshalWorkItem(w)
 		if err != nil {
@@ -511,6 +510,13 @@ func metaItem(instance string, m *metaRow, current *execRow, shards int) item {
 	row[attrListPK] = s(keys.ListInstancesPK(keys.ShardOf(instance, shards)))
 	row[attrListSK] = s(keys.ListInstancesSK(uint64(max(m.createdAt, 0)), instance))
 	return row
+}
+
+// childLink is the row that lists child under parent.
+func childLink(parent, child string) item {
+	link := key(keys.InstancePK(parent), keys.ChildSK(child))
+	link[attrChild] = s(child)
+	return link
 }
 
 func cloneExec(e *execRow) *execRow {

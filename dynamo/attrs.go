@@ -63,7 +63,6 @@ const (
 	attrKVKey    = "k"
 	attrChild    = "child"
 	attrTS       = "ts"
-	attrCount    = "n"
 	attrActions  = "acts"
 	attrOwner    = "owner"
 	attrLastSeen = "last_activity"

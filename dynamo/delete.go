@@ -66,8 +66,9 @@ func (p *Provider) collect(ctx context.Context, instance string) (*doomed, error
 // status, child links), all or nothing. Sessions are kept. Without force
 // an instance whose current execution is running fails the call with
 // [provider.ErrStillRunning]; a child of a listed instance that is not
-// listed fails it with [provider.ErrTreeChanged], also when the child
-// appears between the read and the delete.
+// listed fails it with [provider.ErrTreeChanged], also when a turn of a
+// listed running instance committed between the read and the delete (it
+// may have started a child).
 //
 // Requests: three Queries per instance to collect its rows, then one
 // TransactWriteItems when everything fits one transaction. Larger
@@ -108,23 +109,15 @@ func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string,
 		all = append(all, d)
 	}
 
-	// The commit: child counters unchanged (no child appeared since the
-	// read), and every metadata and lock row deleted.
+	// The commit: every metadata and lock row deleted. The lock row of a
+	// running instance only at the version read: a turn committed since
+	// may have started a child (it links its children in the same
+	// transaction), and only a running instance's turns start children.
 	var commit, rest []types.TransactWriteItem
 	for _, d := range all {
-		pk := keys.InstancePK(d.st.id)
-		names := map[string]string{"#n": attrCount}
-		if d.st.kids > 0 {
-			commit = append(commit, types.TransactWriteItem{Delete: &types.Delete{
-				TableName: p.table, Key: key(pk, keys.Kids), ExpressionAttributeNames: names,
-				ConditionExpression:       aws.String("#n = :n"),
-				ExpressionAttributeValues: map[string]types.AttributeValue{":n": n(d.st.kids)},
-			}})
-		} else {
-			commit = append(commit, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
-				TableName: p.table, Key: key(pk, keys.Kids), ExpressionAttributeNames: names,
-				ConditionExpression: aws.String("attribute_not_exists(#n)"),
-			}})
+		running := false
+		if e := d.st.currentExec(); e != nil && e.status == provider.StatusRunning {
+			running = true
 		}
 		if d.st.meta != nil {
 			res.InstancesDeleted++
@@ -139,9 +132,12 @@ func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string,
 			sk, _, _ := strAttr(row, attrSK)
 			a := deleteAction(p.table, row)
 			switch {
-			case sk == keys.Kids:
-				// Checked, and deleted, above.
 			case (sk == keys.Meta || sk == keys.Lock) && strings.HasPrefix(row[attrPK].(*types.AttributeValueMemberS).Value, keys.InstancePrefix):
+				if sk == keys.Lock && running {
+					a.Delete.ConditionExpression = aws.String("#ver = :ver")
+					a.Delete.ExpressionAttributeNames = map[string]string{"#ver": attrLockVer}
+					a.Delete.ExpressionAttributeValues = map[string]types.AttributeValue{":ver": nu(d.st.lock.ver)}
+				}
 				commit = append(commit, a)
 			default:
 				rest = append(rest, a)
@@ -153,7 +149,7 @@ func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string,
 	}
 	if len(commit) > maxTransactActions {
 		return provider.DeleteInstanceResult{}, provider.Permanent(op, provider.ErrInvalidInput,
-			"deleting %d instances at once exceeds one transaction; delete at most %d at a time", len(set), maxTransactActions/3)
+			"deleting %d instances at once exceeds one transaction; delete at most %d at a time", len(set), maxTransactActions/2)
 	}
 	if err := p.sendFresh(ctx, op, commit); err != nil {
 		if reasons := cancelReasons(err); slices.Contains(reasons, "ConditionalCheckFailed") {

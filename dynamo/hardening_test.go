@@ -718,3 +718,113 @@ func work(ctx context.Context, t *testing.T, p provider.Provider) {
 		}
 	}
 }
+
+// TestSubOrchestrationFanOutStartsWithoutContention: a parent starts 200
+// children in one turn, and the children's first acks run concurrently.
+// No two of them touch one item (on AWS they would cancel each other with
+// TransactionConflict), and the parent's tree lists every child.
+func TestSubOrchestrationFanOutStartsWithoutContention(t *testing.T) {
+	t.Parallel()
+	const children, workers = 200, 8
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, false)
+	in := faults.New(6)
+	in.SetRealConflicts(true)
+	p := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	const parent = "fan-parent"
+	item := startAndFetch(ctx, t, p, parent)
+	commit := provider.TurnCommit{ExecutionID: 1, HistoryDelta: []provider.Event{started(parent)}, Metadata: meta()}
+	for i := range children {
+		child := fmt.Sprintf("%s::child-%d", parent, i)
+		commit.HistoryDelta = append(commit.HistoryDelta, ev(uint64(i+2), parent, provider.SubOrchestrationScheduled{Name: testName, Instance: child, Input: "{}"}))
+		start := startItem(child)
+		start.ParentInstance, start.ParentID = ptr(parent), ptr(uint64(i+2))
+		commit.OrchestratorItems = append(commit.OrchestratorItems, start)
+	}
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, commit), "parent's turn")
+
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Go(func() {
+			for {
+				got, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if got == nil {
+					return
+				}
+				m := meta()
+				m.ParentInstanceID = parent
+				err = p.AckOrchestrationItem(ctx, got.LockToken, provider.TurnCommit{
+					ExecutionID: 1, HistoryDelta: []provider.Event{started(got.Instance)}, Metadata: m,
+				})
+				if err != nil {
+					errs <- fmt.Errorf("first ack of %s: %w", got.Instance, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if c := in.Stats().Faults[faults.KindRealConflict]; c != 0 {
+		t.Fatalf("the children's first acks conflicted %d times: they share an item", c)
+	}
+	tree, err := provider.GetInstanceTree(ctx, p, parent)
+	must(t, err, "GetInstanceTree")
+	if len(tree.AllIDs) != children+1 {
+		t.Fatalf("tree of the parent: %d instances, want %d", len(tree.AllIDs), children+1)
+	}
+}
+
+// TestDeleteFailsWhenATurnStartsAChild: a force delete reads a running
+// instance with no children; before it commits, a turn of the instance
+// starts a child. The delete fails with ErrTreeChanged instead of leaving
+// the child to start under a deleted parent.
+func TestDeleteFailsWhenATurnStartsAChild(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, false)
+	in := faults.New(7)
+	p := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	const parent = "tree-parent"
+	item := startAndFetch(ctx, t, p, parent)
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, provider.TurnCommit{ExecutionID: 1, HistoryDelta: []provider.Event{started(parent)}, Metadata: meta()}), "first turn")
+	must(t, p.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: parent, Name: "go", Data: "{}"}, 0), "raise")
+
+	gate := faults.NewGate()
+	in.Add(faults.Rule{Ops: []string{faults.OpTransactWriteItems}, Rate: 1, Count: 1, Fault: faults.Hold(gate)})
+	deleted := make(chan error, 1)
+	go func() {
+		_, err := p.DeleteInstancesAtomic(ctx, []string{parent}, true)
+		deleted <- err
+	}()
+	must(t, gate.Wait(ctx, 1), "delete at its gate")
+	turn, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	if err != nil || turn == nil {
+		t.Fatalf("fetch of the parent: %v, %v", turn, err)
+	}
+	child := startItem("tree-child")
+	child.ParentInstance, child.ParentID = ptr(parent), ptr(uint64(3))
+	must(t, p.AckOrchestrationItem(ctx, turn.LockToken, provider.TurnCommit{
+		ExecutionID:       1,
+		HistoryDelta:      []provider.Event{ev(2, parent, provider.ExternalEvent{Name: "go", Data: "{}"}), ev(3, parent, provider.SubOrchestrationScheduled{Name: testName, Instance: "tree-child", Input: "{}"})},
+		Metadata:          meta(),
+		OrchestratorItems: []provider.WorkItem{child},
+	}), "turn that starts a child")
+	gate.Release()
+	if err := <-deleted; !errors.Is(err, provider.ErrTreeChanged) {
+		t.Fatalf("delete after a turn started a child: got %v, want ErrTreeChanged", err)
+	}
+	tree, err := provider.GetInstanceTree(ctx, p, parent)
+	must(t, err, "GetInstanceTree")
+	if len(tree.AllIDs) != 2 {
+		t.Fatalf("tree after the failed delete: %v, want the parent and its child", tree.AllIDs)
+	}
+}

@@ -39,9 +39,8 @@ const (
 
 // Staged action map keys.
 const (
-	stagePut  = "p"
-	stageDel  = "d"
-	stageKids = "k"
+	stagePut = "p"
+	stageDel = "d"
 )
 
 // largeTurnID is the id of the large turn of lockToken: the same for every
@@ -206,8 +205,6 @@ func encodeStaged(actions []planAction) types.AttributeValue {
 	for i, a := range actions {
 		var m map[string]types.AttributeValue
 		switch {
-		case a.kidsOf != "":
-			m = map[string]types.AttributeValue{stageKids: s(a.kidsOf)}
 		case a.del != nil:
 			m = map[string]types.AttributeValue{stageDel: &types.AttributeValueMemberM{Value: a.del}}
 		default:
@@ -244,11 +241,7 @@ func decodeStaged(row item) ([]planAction, error) {
 			}
 			out = append(out, planAction{del: del.Value})
 		default:
-			parent, _, err := strAttr(m.Value, stageKids)
-			if err != nil || parent == "" {
-				return nil, fmt.Errorf("%w: staged action of %s", provider.ErrCorruptData, describeKey(row))
-			}
-			out = append(out, planAction{kidsOf: parent})
+			return nil, fmt.Errorf("%w: staged action of %s", provider.ErrCorruptData, describeKey(row))
 		}
 	}
 	return out, nil

@@ -25,8 +25,6 @@ type instanceState struct {
 	kvDelta provider.KVDelta
 	// deltaKeys are the keys that have a delta row (tombstones included).
 	deltaKeys []string
-	// kids is the instance's child counter.
-	kids int64
 }
 
 // metaRow is the #META row.
@@ -162,8 +160,6 @@ func parseState(instance string, rows []item) (*instanceState, error) {
 			} else {
 				st.kvDelta.Entries[k] = nil
 			}
-		case sk == keys.Kids:
-			st.kids = d.int(row, attrCount)
 		}
 	}
 	if d.err != nil {

@@ -40,7 +40,6 @@ const (
 	ChildPrefix = "C#"
 	HistPrefix  = "H#"
 	Session     = "#SESSION"
-	Kids        = "#KIDS" // the child counter of a parent
 
 	// Hashed variants of the prefixes above, for values too long for a
 	// sort key (see bounded).
