@@ -149,7 +149,7 @@ func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string,
 	}
 	if len(commit) > maxTransactActions {
 		return provider.DeleteInstanceResult{}, provider.Permanent(op, provider.ErrInvalidInput,
-			"deleting %d instances at once exceeds one transaction; delete at most %d at a time", len(set), maxTransactActions/2)
+			"deleting %d instances at once exceeds one transaction; delete at most %d at a time (DeleteInstanceBulk deletes larger trees in parts)", len(set), maxAtomicDelete)
 	}
 	if err := p.sendFresh(ctx, op, commit); err != nil {
 		if reasons := cancelReasons(err); slices.Contains(reasons, "ConditionalCheckFailed") {
@@ -170,6 +170,10 @@ func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string,
 	}
 	return res, nil
 }
+
+// maxAtomicDelete is the most instances one delete transaction takes: the
+// metadata and lock rows of each.
+const maxAtomicDelete = maxTransactActions / 2
 
 func deleteAction(table *string, k item) types.TransactWriteItem {
 	return types.TransactWriteItem{Delete: &types.Delete{TableName: table, Key: k}}
@@ -222,12 +226,20 @@ func (p *Provider) DeleteInstanceBulk(ctx context.Context, filter provider.Insta
 		if err != nil {
 			return total, err
 		}
-		res, err := p.deleteInstances(ctx, provider.OpDeleteInstanceBulk, tree.AllIDs, true)
-		if err != nil {
-			return total, err
+		// A tree larger than one transaction goes in atomic parts,
+		// descendants before their ancestors (AllIDs lists each instance
+		// before its descendants): what a failure leaves is still a tree,
+		// and deleting its root again finishes the job.
+		ids := tree.AllIDs
+		for end := len(ids); end > 0; end -= maxAtomicDelete {
+			part := ids[max(0, end-maxAtomicDelete):end]
+			res, err := p.deleteInstances(ctx, provider.OpDeleteInstanceBulk, part, true)
+			if err != nil {
+				return total, err
+			}
+			res.InstancesDeleted = uint64(len(part))
+			total = total.Add(res)
 		}
-		res.InstancesDeleted = uint64(len(tree.AllIDs))
-		total = total.Add(res)
 	}
 	return total, nil
 }

@@ -781,6 +781,32 @@ func TestSubOrchestrationFanOutStartsWithoutContention(t *testing.T) {
 	if len(tree.AllIDs) != children+1 {
 		t.Fatalf("tree of the parent: %d instances, want %d", len(tree.AllIDs), children+1)
 	}
+
+	// The parent completes; a bulk delete removes the whole tree, larger
+	// than one transaction takes.
+	in.SetEnabled(false)
+	must(t, p.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: parent, Name: "done", Data: "{}"}, 0), "raise")
+	last, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	if err != nil || last == nil || last.Instance != parent {
+		t.Fatalf("fetch of the parent: %+v, %v", last, err)
+	}
+	done := meta()
+	done.Status, done.Output = provider.StatusCompleted, ptr("ok")
+	must(t, p.AckOrchestrationItem(ctx, last.LockToken, provider.TurnCommit{
+		ExecutionID:  1,
+		HistoryDelta: []provider.Event{ev(children+2, parent, provider.OrchestrationCompleted{Output: "ok"})},
+		Metadata:     done,
+	}), "completing the parent")
+	res, err := p.DeleteInstanceBulk(ctx, provider.InstanceFilter{InstanceIDs: []string{parent}})
+	must(t, err, "DeleteInstanceBulk")
+	if res.InstancesDeleted != children+1 {
+		t.Fatalf("DeleteInstanceBulk deleted %d instances, want the tree's %d", res.InstancesDeleted, children+1)
+	}
+	left, err := p.ListInstances(ctx)
+	must(t, err, "ListInstances")
+	if len(left) != 0 {
+		t.Fatalf("after deleting the tree, %d instances are left", len(left))
+	}
 }
 
 // TestDeleteFailsWhenATurnStartsAChild: a force delete reads a running
