@@ -31,6 +31,8 @@ const (
 	// large-turn protocol needs around a row it carries. One history event,
 	// one queued work item, with keys, must fit in it.
 	MaxItemBytes = 399 * 1024
+	// dynamoItemLimit is DynamoDB's item size limit.
+	dynamoItemLimit = 400 * 1024
 )
 
 // planAction is one write of a turn: a Put of a whole item or a Delete.
@@ -346,6 +348,7 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 		if scheduled[c] {
 			continue
 		}
+		scheduled[c] = true // one delete per activity, however often it is named
 		add(planAction{del: key(keys.WorkerPK(c.Instance), keys.WorkerSK(c.ExecutionID, c.ActivityID))})
 	}
 
@@ -563,13 +566,20 @@ func (p *Provider) orchestratorItem(w provider.WorkItem, data []byte, visibleMs 
 	return row, queues.Signal{Kind: queues.Orchestrator, Shard: shard, Instance: target, VisibleAt: timeMs(visibleMs)}
 }
 
+// notifyTimeout bounds the sending of the signals of one commit.
+const notifyTimeout = 2 * time.Second
+
 // notify sends signals after a commit; failures are logged, never
 // returned (the work is committed, and sweeps find it).
 func (p *Provider) notify(ctx context.Context, signals []queues.Signal) {
 	if len(signals) == 0 {
 		return
 	}
-	if err := p.signals.Notify(context.WithoutCancel(ctx), signals...); err != nil {
+	// After the commit, whatever the caller's context does; but bounded, so
+	// that an SQS brown-out does not hold the dispatcher that committed.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), notifyTimeout)
+	defer cancel()
+	if err := p.signals.Notify(ctx, signals...); err != nil {
 		p.o.Logf("dynamo: wake-up signals not sent (work is committed; sweeps find it): %v", err)
 	}
 }

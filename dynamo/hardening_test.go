@@ -854,3 +854,55 @@ func TestDeleteFailsWhenATurnStartsAChild(t *testing.T) {
 		t.Fatalf("tree after the failed delete: %v, want the parent and its child", tree.AllIDs)
 	}
 }
+
+// TestDuplicateCancellationsInOneTurn: a turn that names one cancelled
+// activity twice deletes it once (DynamoDB refuses two actions on one item
+// in a transaction).
+func TestDuplicateCancellationsInOneTurn(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	p, _ := dynamotest.New(t, dynamotest.Config{ShortPoll: true})
+	const inst = "cancel-twice"
+	item := startAndFetch(ctx, t, p, inst)
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, activities(inst, 1)), "schedule")
+	must(t, p.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: inst, Name: "stop", Data: "{}"}, 0), "raise")
+	next, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	if err != nil || next == nil {
+		t.Fatalf("fetch: %v, %v", next, err)
+	}
+	act := provider.ScheduledActivityIdentifier{Instance: inst, ExecutionID: 1, ActivityID: 2}
+	must(t, p.AckOrchestrationItem(ctx, next.LockToken, provider.TurnCommit{
+		ExecutionID:         1,
+		HistoryDelta:        []provider.Event{ev(3, inst, provider.ExternalEvent{Name: "stop", Data: "{}"})},
+		Metadata:            meta(),
+		CancelledActivities: []provider.ScheduledActivityIdentifier{act, act},
+	}), "ack that cancels one activity twice")
+	if w, err := p.FetchWorkItem(ctx, longLock, 0, nil, provider.AnyTag()); err != nil || w != nil {
+		t.Fatalf("fetch of the cancelled activity: %+v, %v; want nothing", w, err)
+	}
+}
+
+// TestStagingRowTooLargeIsRejected: a turn too large for one transaction
+// that holds an event just under the item limit, of an instance whose id
+// is near the key limit: the staging row would exceed 400 KB. The ack fails
+// with ErrInvalidInput before anything is written, and the lock is kept.
+func TestStagingRowTooLargeIsRejected(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	p, _ := dynamotest.New(t, dynamotest.Config{ShortPoll: true})
+	inst := strings.Repeat("i", dynamo.MaxIDBytes-10)
+	item := startAndFetch(ctx, t, p, inst)
+	commit := activities(inst, 120)
+	// The event row holds the id twice (key and event) and fits MaxItemBytes;
+	// its staging row adds the id once more.
+	big := strings.Repeat("x", dynamo.MaxItemBytes-2*len(inst)-400)
+	commit.HistoryDelta = append(commit.HistoryDelta, ev(200, inst, provider.ExternalEvent{Name: "big", Data: big}))
+	err := p.AckOrchestrationItem(ctx, item.LockToken, commit)
+	if !errors.Is(err, provider.ErrInvalidInput) {
+		t.Fatalf("ack with a row the staged protocol cannot carry: got %v, want ErrInvalidInput", err)
+	}
+	if h, err := p.Read(ctx, inst); err != nil || len(h) != 0 {
+		t.Fatalf("history after the rejected ack: %d events, %v; want none", len(h), err)
+	}
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, activities(inst, 120)), "ack without the large event, on the same lock")
+}

@@ -100,6 +100,12 @@ func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan tu
 		row := key(pk, keys.StageSK(tid, i))
 		row[attrActions] = encodeStaged(chunk)
 		row[attrExpiresAt] = n(expires)
+		if size := itemSize(row); size > dynamoItemLimit {
+			// One row near the item limit, carried under a long key.
+			return provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput,
+				"turn of instance %q is too large for one transaction and holds a %d-byte row (%s) that the staged protocol cannot carry (%d bytes with its staging key); make the row smaller",
+				id, itemSize(chunk[0].put), describeKey(chunk[0].put), size)
+		}
 		stage[i] = row
 	}
 	if err := p.batchPut(ctx, stage); err != nil {
