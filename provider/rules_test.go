@@ -280,3 +280,40 @@ func TestLatestExecution(t *testing.T) {
 		t.Errorf("got %d, want 7", got)
 	}
 }
+
+func TestTurnVisibleAt(t *testing.T) {
+	now := time.UnixMilli(1_700_000_000_123)
+	details := provider.ApplicationDetails{Kind: provider.AppErrorKind{Code: provider.AppOrchestrationFailed}, Message: "x"}
+	timers := []struct {
+		name     string
+		fireAtMs uint64
+	}{
+		{"future", 1_700_000_060_000},
+		{"past", 1_600_000_000_000},
+		{"at now", 1_700_000_000_123},
+		{"zero", 0},
+	}
+	for _, tc := range timers {
+		item := provider.TimerFiredItem{Instance: "i", ExecutionID: 1, ID: 2, FireAtMs: tc.fireAtMs}
+		got := provider.TurnVisibleAt(item, now)
+		if want := time.UnixMilli(int64(tc.fireAtMs)); !got.Equal(want) {
+			t.Errorf("TimerFired fire_at_ms %d (%s): visible at %v, want %v (its fire time, whatever now is)", tc.fireAtMs, tc.name, got, want)
+		}
+	}
+	others := []provider.WorkItem{
+		provider.StartOrchestrationItem{Instance: "i", Orchestration: "O", Input: "{}", ExecutionID: 1},
+		provider.ActivityCompletedItem{Instance: "i", ExecutionID: 1, ID: 2, Result: "r"},
+		provider.ActivityFailedItem{Instance: "i", ExecutionID: 1, ID: 2, Details: details},
+		provider.ExternalRaisedItem{Instance: "i", Name: "e", Data: "d"},
+		provider.SubOrchCompletedItem{ParentInstance: "p", ParentExecutionID: 1, ParentID: 3, Result: "r"},
+		provider.SubOrchFailedItem{ParentInstance: "p", ParentExecutionID: 1, ParentID: 3, Details: details},
+		provider.CancelInstanceItem{Instance: "i", Reason: "r"},
+		provider.ContinueAsNewItem{Instance: "i", Orchestration: "O", Input: "{}"},
+		provider.QueueMessageItem{Instance: "i", Name: "q", Data: "d"},
+	}
+	for _, item := range others {
+		if got := provider.TurnVisibleAt(item, now); !got.Equal(now) {
+			t.Errorf("%s: visible at %v, want now (%v)", item.Kind(), got, now)
+		}
+	}
+}

@@ -12,9 +12,10 @@ import (
 	"github.com/dynoxide/dynoxide/provider/providertest"
 )
 
-// TestConformance runs the provider conformance suite.
-func TestConformance(t *testing.T) {
-	providertest.Run(t, providertest.Factory{
+// conformanceFactory is the suite's factory for memprovider: a fresh store
+// per test, every capability and hook (Lacks declares nothing missing).
+func conformanceFactory() providertest.Factory {
+	return providertest.Factory{
 		NewProvider: func(t *testing.T) provider.Provider { return memprovider.New() },
 		LockTimeout: time.Second,
 		LongPolling: true,
@@ -27,7 +28,24 @@ func TestConformance(t *testing.T) {
 		MaxAttemptCount: func(t *testing.T, p provider.Provider, instance string) uint32 {
 			return memprovider.MaxAttemptCount(p.(*memprovider.Provider), instance)
 		},
-	})
+		// Lacks is empty: memprovider implements provider.Admin and both
+		// hooks are set, so every test runs.
+	}
+}
+
+// TestConformance runs the provider conformance suite.
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	providertest.Run(t, conformanceFactory())
+}
+
+// TestConformanceRetrying runs the suite through providertest.Retrying, as
+// runtimes and fault-injection runs use providers: the wrapper must keep
+// every behaviour and every optional interface (a lost provider.Admin fails
+// the tests that need it, since the factory declares nothing missing).
+func TestConformanceRetrying(t *testing.T) {
+	t.Parallel()
+	providertest.Run(t, providertest.RetryingFactory(conformanceFactory(), providertest.RetryPolicy{}))
 }
 
 // fakeClock is a manually advanced clock for Options.Now.

@@ -67,7 +67,7 @@ func atomicityFailureRollback(t *testing.T, s *suite) {
 	if w := fetchWork(ctx, t, p, instanceLockingLongLock, nil, provider.DefaultOnlyTags()); w != nil {
 		t.Fatalf("the failed ack enqueued activity %d of %q", w.Item.ID, w.Item.Instance)
 	}
-	if a, ok := provider.AdminOf(p); ok {
+	if a, ok := s.optionalAdmin(t, p); ok {
 		info, err := a.ExecutionInfo(ctx, instance, provider.InitialExecutionID)
 		must(t, err, "ExecutionInfo")
 		if info.Status != provider.StatusRunning {
@@ -154,35 +154,38 @@ func atomicityMultiOperationAtomicAck(t *testing.T, s *suite) {
 // expires.
 func atomicityLockReleasedOnlyOnSuccessfulAck(t *testing.T, s *suite) {
 	ctx := testContext(t)
-	p := s.provider(t)
 	lock := s.lockTimeout()
 	const instance = "instance-A"
 
-	enqueueOrch(ctx, t, p, startItem(instance), 0)
-	mustFetchOrch(ctx, t, p, lock)
-	if item := fetchOrch(ctx, t, p, lock); item != nil {
-		t.Fatalf("fetch while %s is locked: got instance %q, want none", instance, item.Instance)
-	}
+	s.tries(t, func(p provider.Provider) string {
+		enqueueOrch(ctx, t, p, startItem(instance), 0)
+		_, fetched := mustFetchOrchTimed(ctx, t, p, lock)
+		held := fetched.earliest(lock)
+		if _, missed := noOrchBefore(ctx, t, p, held, "fetch while "+instance+" is locked"); missed != "" {
+			return missed
+		}
 
-	err := p.AckOrchestrationItem(ctx, "invalid-lock-token", provider.TurnCommit{
-		ExecutionID:  provider.InitialExecutionID,
-		HistoryDelta: []provider.Event{event(2, instance, provider.InitialExecutionID, provider.OrchestrationStarted{Name: testOrchestration, Version: testVersion, Input: "{}"})},
+		err := p.AckOrchestrationItem(ctx, "invalid-lock-token", provider.TurnCommit{
+			ExecutionID:  provider.InitialExecutionID,
+			HistoryDelta: []provider.Event{event(2, instance, provider.InitialExecutionID, provider.OrchestrationStarted{Name: testOrchestration, Version: testVersion, Input: "{}"})},
+		})
+		wantPermanent(t, err, provider.ErrInvalidLockToken, "AckOrchestrationItem with a wrong token")
+
+		if _, missed := noOrchBefore(ctx, t, p, held, "fetch after the rejected ack (lock still held)"); missed != "" {
+			return missed
+		}
+		if h := readHistory(ctx, t, p, instance); len(h) != 0 {
+			t.Fatalf("the rejected ack wrote history: event ids %v", eventIDs(h))
+		}
+
+		sleepUntil(ctx, t, fetched.latest(lock).Add(pastMargin))
+
+		item := mustFetchOrch(ctx, t, p, lock)
+		if item.Instance != instance {
+			t.Fatalf("fetch after lock expiry: got instance %q, want %q", item.Instance, instance)
+		}
+		return ""
 	})
-	wantPermanent(t, err, provider.ErrInvalidLockToken, "AckOrchestrationItem with a wrong token")
-
-	if item := fetchOrch(ctx, t, p, lock); item != nil {
-		t.Fatalf("fetch after the rejected ack: got instance %q, want none (lock still held)", item.Instance)
-	}
-	if h := readHistory(ctx, t, p, instance); len(h) != 0 {
-		t.Fatalf("the rejected ack wrote history: event ids %v", eventIDs(h))
-	}
-
-	sleepPast(ctx, t, lock)
-
-	item := mustFetchOrch(ctx, t, p, lock)
-	if item.Instance != instance {
-		t.Fatalf("fetch after lock expiry: got instance %q, want %q", item.Instance, instance)
-	}
 }
 
 // atomicityConcurrentAckPrevention checks that when two goroutines ack the

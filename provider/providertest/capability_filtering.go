@@ -479,7 +479,7 @@ func capabilityFilteringCorruptedHistoryFilteredVsUnfiltered(t *testing.T, s *su
 func capabilityFilteringDeserializationCycles(ctx context.Context, t *testing.T, s *suite, p provider.Provider, instance string, cycles int) {
 	t.Helper()
 	for i := range cycles {
-		item, err := p.FetchOrchestrationItem(ctx, s.lockTimeout(), 0, nil)
+		item, err := p.FetchOrchestrationItem(ctx, capabilityFilteringLock, 0, nil)
 		must(t, err, "fetch of corrupted history")
 		why := fmt.Sprintf("fetch #%d of corrupted history", i+1)
 		capabilityFilteringWantHistoryError(t, item, instance, why)

@@ -143,9 +143,14 @@ func customStatusPollingNoChange(t *testing.T, s *suite) {
 func customStatusNonexistentInstance(t *testing.T, s *suite) {
 	ctx := testContext(t)
 	p := s.provider(t)
+	const inst = "cs-exists"
+	createInstance(ctx, t, p, inst)
+	customStatusTurn(ctx, t, p, inst, customStatusEvent(2, inst, ptr("set")))
+
 	if cs := customStatusGet(ctx, t, p, "does-not-exist", 0); cs != nil {
 		t.Fatalf("CustomStatus of an unknown instance: want nil, got version %d", cs.Version)
 	}
+	customStatusWant(ctx, t, p, inst, ptr("set"), 1, "an instance that exists, beside the unknown one")
 }
 
 // customStatusDefaultOnNewInstance checks that a new instance starts at

@@ -80,6 +80,10 @@ func errorHandlingMissingInstanceMetadata(t *testing.T, s *suite) {
 	if len(history) != 0 {
 		t.Fatalf("Read of an unknown instance: got %d events, want none", len(history))
 	}
+
+	// An instance that exists reads back its history.
+	createInstance(ctx, t, p, "existent-instance")
+	wantEqual(t, eventIDs(readHistory(ctx, t, p, "existent-instance")), []uint64{1}, "Read of an instance that exists: event ids")
 }
 
 // errorHandlingCorruptedSerializationData checks that fetching from an empty
@@ -93,6 +97,11 @@ func errorHandlingCorruptedSerializationData(t *testing.T, s *suite) {
 	if item != nil {
 		t.Fatalf("FetchOrchestrationItem on an empty store: got instance %q, want no item", item.Instance)
 	}
+
+	// Once there is work, the fetch returns it.
+	enqueueOrch(ctx, t, p, startItem("after-empty"), 0)
+	item = mustFetchOrch(ctx, t, p, 30*time.Second)
+	wantEqual(t, item.Instance, "after-empty", "FetchOrchestrationItem once a start is queued: instance")
 }
 
 // errorHandlingLockExpirationDuringAck checks that an ack after the lock

@@ -3,6 +3,7 @@ package providertest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -261,15 +262,228 @@ func wantEqual[T any](t *testing.T, got, want T, what string) {
 	}
 }
 
-// sleepPast sleeps until d has passed plus a margin, for tests whose
-// subject is a lease or visibility time running out.
+// ---------------------------------------------------------------------------
+// Timing
+//
+// The timing rule. A provider reads its own clock somewhere inside a call;
+// the suite knows only the call's span, from a clock read just before the
+// call to one just after it returned. A time the provider stamps during a
+// call as "d from now" (a lock's expiry, a delayed message's visibility, a
+// session's last activity plus an idle timeout) therefore lies between
+// span.start+d and span.end+d, give or take the millisecond providers keep
+// times in. An observation of such a time counts only when the whole call
+// that makes it lies on one side of it:
+//
+//   - "still locked", "still invisible", "still active" counts only from a
+//     call that returned before span.start+d-1ms ([span.earliest]);
+//   - "expired", "visible", "idle" counts only from a call that started
+//     after span.end+d+1ms ([span.latest]). The suite waits until then,
+//     plus pastMargin, before making such a call (sleepPast, sleepUntil),
+//     so the scheduler can only make it later, never move it out of its
+//     window.
+//
+// An observation of the first kind that the scheduler pushed past its
+// instant is not asserted on, and the window is not widened to take it in:
+// the test runs its scenario again on a fresh provider ([suite.tries]), at
+// most timingTries times, and fails only if no try yields an observation
+// inside the window. Where a test looks again late in a window, it picks
+// the instant to leave room for its slowest probe ([span.late]). An
+// instant the test names itself, such as a timer's FireAtMs, is observed
+// clockAgreement inside it, since the provider's clock, not the test's,
+// decides when it has come. An upper bound on how long a call takes (the
+// poll tests) cannot be told apart from scheduler delay; it holds when one
+// of timingTries calls meets it. No wait stands in for something that
+// could be awaited: each is the passing of a lease or delay under test.
+//
+// Leases of longLease are held wherever expiry is not a test's subject; the
+// suite takes it that no single step of a test stalls for that long.
+
+const (
+	// longLease is the lock timeout and session lease of tests that never
+	// wait for a lease to run out.
+	longLease = 30 * time.Second
+	// clockTick is the resolution providers keep times in: a time stamped
+	// from a clock read at instant x may read as early as x-clockTick.
+	clockTick = time.Millisecond
+	// pastMargin is added to waits for a lease or delay to run out.
+	pastMargin = 100 * time.Millisecond
+	// timingTries bounds how often a test repeats a scenario whose timing
+	// observation fell outside its window.
+	timingTries = 5
+	// lateSlackCap bounds how far before a window's end a late probe
+	// starts, beyond a quarter of the window (see span.late).
+	lateSlackCap = 400 * time.Millisecond
+	// clockAgreement is how far a provider's clock may be from the
+	// test's. A constant offset cancels out of the windows the provider
+	// both stamps and checks; it matters where the test names an instant
+	// itself (a timer's FireAtMs), which is observed that much inside.
+	clockAgreement = 50 * time.Millisecond
+)
+
+// span is the interval of one call: from a clock read just before it to
+// one just after it returned.
+type span struct{ start, end time.Time }
+
+// timed runs call and returns its span.
+func timed(call func()) span {
+	start := time.Now()
+	call()
+	return span{start, time.Now()}
+}
+
+// earliest is the earliest instant at which a time the provider stamped
+// during sp as d from its clock can have arrived: before it, whatever was
+// stamped still holds.
+func (sp span) earliest(d time.Duration) time.Time { return sp.start.Add(d - clockTick) }
+
+// latest is the instant after which a time the provider stamped during sp
+// as d from its clock has surely arrived.
+func (sp span) latest(d time.Duration) time.Time { return sp.end.Add(d + clockTick) }
+
+// late is the instant, late in a window of length d that opened during sp,
+// where tests look again whether what was stamped still holds: not only just
+// after it began. It leaves room before the window's end for a probe three
+// times as slow as took (the slowest probe the scenario has made), but no
+// less than a quarter of the window and no more than half of it or
+// lateSlackCap, whichever is more than the quarter: three quarters into the
+// window for a fast provider, half to three quarters for one that is slow
+// on a busy machine.
+func (sp span) late(d, took time.Duration) time.Time {
+	slack := max(d/4, min(3*took, d/2, lateSlackCap))
+	return sp.start.Add(d - slack)
+}
+
+// took is how long the call of sp took.
+func (sp span) took() time.Duration { return sp.end.Sub(sp.start) }
+
+// endsBefore reports whether the call of sp returned before instant, so
+// that what it observed holds before instant.
+func (sp span) endsBefore(instant time.Time) bool { return sp.end.Before(instant) }
+
+// missed describes an observation of sp that was due before deadline and
+// came too late to count.
+func (sp span) missed(what string, deadline time.Time) string {
+	return fmt.Sprintf("%s returned %v after the end of the window it observes", what, sp.end.Sub(deadline).Round(time.Millisecond))
+}
+
+// tries runs scenario on a fresh provider until every timing observation
+// it makes falls inside its window; scenario then returns "". Otherwise it
+// returns a description of the observation that came too late (see
+// span.missed), having asserted nothing on it, and runs again. After
+// timingTries misses t fails.
+func (s *suite) tries(t *testing.T, scenario func(p provider.Provider) (missed string)) {
+	t.Helper()
+	var misses []string
+	for try := 1; try <= timingTries; try++ {
+		missed := scenario(s.provider(t))
+		if missed == "" {
+			return
+		}
+		t.Logf("try %d: %s; it does not count, the scenario runs again", try, missed)
+		misses = append(misses, missed)
+	}
+	t.Fatalf("no observation fell inside its window in %d tries (the machine is too loaded for these windows): %s",
+		timingTries, strings.Join(misses, "; "))
+}
+
+// fetchOrchTimed fetches an orchestration item without waiting and returns
+// it (nil for none) with the span of the fetch.
+func fetchOrchTimed(ctx context.Context, t *testing.T, p provider.Provider, lockTimeout time.Duration) (*provider.OrchestrationItem, span) {
+	t.Helper()
+	var item *provider.OrchestrationItem
+	var err error
+	sp := timed(func() { item, err = p.FetchOrchestrationItem(ctx, lockTimeout, 0, nil) })
+	must(t, err, "FetchOrchestrationItem")
+	return item, sp
+}
+
+// mustFetchOrchTimed is fetchOrchTimed for an item that must be there.
+func mustFetchOrchTimed(ctx context.Context, t *testing.T, p provider.Provider, lockTimeout time.Duration) (*provider.OrchestrationItem, span) {
+	t.Helper()
+	item, sp := fetchOrchTimed(ctx, t, p, lockTimeout)
+	if item == nil {
+		t.Fatal("FetchOrchestrationItem: want an item, got none")
+	}
+	return item, sp
+}
+
+// fetchWorkTimed fetches a work item without waiting and returns it (nil
+// for none) with the span of the fetch.
+func fetchWorkTimed(ctx context.Context, t *testing.T, p provider.Provider, lockTimeout time.Duration, session *provider.SessionFetchConfig, tags provider.TagFilter) (*provider.LockedWorkItem, span) {
+	t.Helper()
+	var item *provider.LockedWorkItem
+	var err error
+	sp := timed(func() { item, err = p.FetchWorkItem(ctx, lockTimeout, 0, session, tags) })
+	must(t, err, "FetchWorkItem")
+	return item, sp
+}
+
+// noOrchBefore checks that no orchestration item can be fetched, from a
+// fetch that must return before deadline (the end of the lock or delay
+// that hides the work), and returns how long the fetch took. It fails t
+// when the fetch counts and returned an item, and returns a miss,
+// asserting nothing, when it came too late.
+func noOrchBefore(ctx context.Context, t *testing.T, p provider.Provider, deadline time.Time, why string) (took time.Duration, missed string) {
+	t.Helper()
+	item, sp := fetchOrchTimed(ctx, t, p, longLease)
+	if !sp.endsBefore(deadline) {
+		return sp.took(), sp.missed(why, deadline)
+	}
+	if item != nil {
+		t.Fatalf("%s: want no orchestration item, got instance %q with %d messages", why, item.Instance, len(item.Messages))
+	}
+	return sp.took(), ""
+}
+
+// noWorkBefore is noOrchBefore for an untagged, session-less work item.
+func noWorkBefore(ctx context.Context, t *testing.T, p provider.Provider, deadline time.Time, why string) (took time.Duration, missed string) {
+	t.Helper()
+	w, sp := fetchWorkTimed(ctx, t, p, longLease, nil, provider.DefaultOnlyTags())
+	if !sp.endsBefore(deadline) {
+		return sp.took(), sp.missed(why, deadline)
+	}
+	if w != nil {
+		t.Fatalf("%s: want no work item, got activity %d of %q", why, w.Item.ID, w.Item.Instance)
+	}
+	return sp.took(), ""
+}
+
+// heldCall makes call, which needs a lock or lease that lasts until
+// deadline, and returns its span. A success counts whenever it comes. An
+// error fails t when call returned before deadline; after it, the error is
+// a miss and nothing is asserted.
+func heldCall(t *testing.T, deadline time.Time, what string, call func() error) (sp span, missed string) {
+	t.Helper()
+	var err error
+	sp = timed(func() { err = call() })
+	if err == nil {
+		return sp, ""
+	}
+	if !sp.endsBefore(deadline) {
+		return sp, sp.missed(what+" (failed: "+err.Error()+")", deadline)
+	}
+	t.Fatalf("%s: unexpected error while the lock it needs was held: %v", what, err)
+	return sp, ""
+}
+
+// sleepPast sleeps until d plus pastMargin has passed, for tests whose
+// subject is a lease or visibility time running out: called after the call
+// that stamped the time returned, it waits past span.latest(d).
 func sleepPast(ctx context.Context, t *testing.T, d time.Duration) {
 	t.Helper()
-	timer := time.NewTimer(d + 100*time.Millisecond)
+	sleepUntil(ctx, t, time.Now().Add(d+pastMargin))
+}
+
+// sleepUntil waits until the clock reaches when. Tests that act at fixed
+// points of a lease measure them from one span, so slow calls in between do
+// not shift the later points.
+func sleepUntil(ctx context.Context, t *testing.T, when time.Time) {
+	t.Helper()
+	timer := time.NewTimer(time.Until(when))
 	defer timer.Stop()
 	select {
 	case <-timer.C:
 	case <-ctx.Done():
-		t.Fatalf("context done while waiting %v: %v", d, ctx.Err())
+		t.Fatalf("context done while waiting until %v: %v", when, ctx.Err())
 	}
 }

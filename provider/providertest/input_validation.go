@@ -291,4 +291,21 @@ func inputValidationHostileTagsAndSessions(t *testing.T, s *suite) {
 	if first == nil || second == nil || *first.Item.SessionID == *second.Item.SessionID {
 		t.Fatalf("two sessions, two owners: got %+v and %+v", first, second)
 	}
+	// Affinity keeps the owners apart: each gets its own session's next
+	// item and never the other's, although the older one is "owner"'s.
+	for i, sess := range []*string{first.Item.SessionID, second.Item.SessionID} {
+		it := activityItem("inst", 3, uint64(i+1))
+		it.SessionID = sess
+		enqueueWorker(ctx, t, p, it)
+	}
+	for _, c := range []struct {
+		owner   string
+		session string
+		id      uint64
+	}{{"owner#", *second.Item.SessionID, 2}, {"owner", *first.Item.SessionID, 1}} {
+		w := fetchWork(ctx, t, p, 30*time.Second, cfg(c.owner), provider.DefaultOnlyTags())
+		if w == nil || w.Item.ExecutionID != 3 || w.Item.ID != c.id || w.Item.SessionID == nil || *w.Item.SessionID != c.session {
+			t.Fatalf("owner %q: want activity %d of its session %q, got %+v", c.owner, c.id, c.session, w)
+		}
+	}
 }

@@ -30,7 +30,7 @@ func instanceLockingTests() []testCase {
 
 // instanceLockingLongLock is the lock timeout of tests that never wait for
 // a lock to expire.
-const instanceLockingLongLock = 30 * time.Second
+const instanceLockingLongLock = longLease
 
 // instanceLockingFetch is the outcome of one FetchOrchestrationItem call
 // made on another goroutine.
@@ -125,24 +125,26 @@ func instanceLockingWantInstance(t *testing.T, item *provider.OrchestrationItem,
 // token.
 func instanceLockingExclusiveInstanceLock(t *testing.T, s *suite) {
 	ctx := testContext(t)
-	p := s.provider(t)
 	lock := s.lockTimeout()
 
-	enqueueOrch(ctx, t, p, startItem("instance-A"), 0)
-	first := mustFetchOrch(ctx, t, p, lock)
-	instanceLockingWantInstance(t, first, "instance-A", "first fetch")
+	s.tries(t, func(p provider.Provider) string {
+		enqueueOrch(ctx, t, p, startItem("instance-A"), 0)
+		first, fetched := mustFetchOrchTimed(ctx, t, p, lock)
+		instanceLockingWantInstance(t, first, "instance-A", "first fetch")
 
-	if item := fetchOrch(ctx, t, p, lock); item != nil {
-		t.Fatalf("second fetch while instance-A is locked: got instance %q, want none", item.Instance)
-	}
+		if _, missed := noOrchBefore(ctx, t, p, fetched.earliest(lock), "second fetch while instance-A is locked"); missed != "" {
+			return missed
+		}
 
-	sleepPast(ctx, t, lock)
+		sleepPast(ctx, t, lock)
 
-	second := mustFetchOrch(ctx, t, p, lock)
-	instanceLockingWantInstance(t, second, "instance-A", "fetch after lock expiry")
-	if second.LockToken == first.LockToken {
-		t.Fatalf("fetch after lock expiry reused lock token %q", first.LockToken)
-	}
+		second := mustFetchOrch(ctx, t, p, lock)
+		instanceLockingWantInstance(t, second, "instance-A", "fetch after lock expiry")
+		if second.LockToken == first.LockToken {
+			t.Fatalf("fetch after lock expiry reused lock token %q", first.LockToken)
+		}
+		return ""
+	})
 }
 
 // instanceLockingLockTokenUniqueness checks that every fetch returns a
@@ -223,31 +225,33 @@ func instanceLockingConcurrentInstanceFetching(t *testing.T, s *suite) {
 // and are then delivered together with the original batch.
 func instanceLockingCompletionsArrivingDuringLockBlocked(t *testing.T, s *suite) {
 	ctx := testContext(t)
-	p := s.provider(t)
 	lock := s.lockTimeout()
 
-	enqueueOrch(ctx, t, p, startItem("instance-A"), 0)
-	first := mustFetchOrch(ctx, t, p, lock)
-	instanceLockingWantInstance(t, first, "instance-A", "first fetch")
+	s.tries(t, func(p provider.Provider) string {
+		enqueueOrch(ctx, t, p, startItem("instance-A"), 0)
+		first, fetched := mustFetchOrchTimed(ctx, t, p, lock)
+		instanceLockingWantInstance(t, first, "instance-A", "first fetch")
 
-	for id := uint64(1); id <= 3; id++ {
-		enqueueOrch(ctx, t, p, instanceLockingCompleted("instance-A", id), 0)
-	}
-	if item := fetchOrch(ctx, t, p, lock); item != nil {
-		t.Fatalf("fetch while instance-A is locked: got instance %q with %d messages, want none", item.Instance, len(item.Messages))
-	}
+		for id := uint64(1); id <= 3; id++ {
+			enqueueOrch(ctx, t, p, instanceLockingCompleted("instance-A", id), 0)
+		}
+		if _, missed := noOrchBefore(ctx, t, p, fetched.earliest(lock), "fetch while instance-A is locked, after 3 completions arrived"); missed != "" {
+			return missed
+		}
 
-	sleepPast(ctx, t, lock)
+		sleepPast(ctx, t, lock)
 
-	item := mustFetchOrch(ctx, t, p, lock)
-	instanceLockingWantInstance(t, item, "instance-A", "fetch after lock expiry")
-	if len(item.Messages) != 4 {
-		t.Fatalf("fetch after lock expiry: got %d messages, want 4 (the start and 3 completions)", len(item.Messages))
-	}
-	if _, ok := item.Messages[0].(provider.StartOrchestrationItem); !ok {
-		t.Fatalf("fetch after lock expiry: first message is %s, want StartOrchestration", item.Messages[0].Kind())
-	}
-	wantEqual(t, instanceLockingCompletedIDs(item.Messages), []uint64{1, 2, 3}, "completion ids delivered after lock expiry")
+		item := mustFetchOrch(ctx, t, p, lock)
+		instanceLockingWantInstance(t, item, "instance-A", "fetch after lock expiry")
+		if len(item.Messages) != 4 {
+			t.Fatalf("fetch after lock expiry: got %d messages, want 4 (the start and 3 completions)", len(item.Messages))
+		}
+		if _, ok := item.Messages[0].(provider.StartOrchestrationItem); !ok {
+			t.Fatalf("fetch after lock expiry: first message is %s, want StartOrchestration", item.Messages[0].Kind())
+		}
+		wantEqual(t, instanceLockingCompletedIDs(item.Messages), []uint64{1, 2, 3}, "completion ids delivered after lock expiry")
+		return ""
+	})
 }
 
 // instanceLockingCrossInstanceLockIsolation checks that holding one
@@ -467,74 +471,80 @@ func instanceLockingFetchRetrying(ctx context.Context, p provider.Provider, lock
 // token, and that the old holder's late ack fails.
 func instanceLockingMultiThreadedLockExpirationRecovery(t *testing.T, s *suite) {
 	ctx := testContext(t)
-	p := s.provider(t)
 	lock := s.lockTimeout()
 	const instance = "expiration-instance"
 
-	enqueueOrch(ctx, t, p, startItem(instance), 0)
+	s.tries(t, func(p provider.Provider) string {
+		enqueueOrch(ctx, t, p, startItem(instance), 0)
 
-	var (
-		holder, blocked, recovered instanceLockingFetch
-		staleAck                   error
-		wg                         sync.WaitGroup
-	)
-	start := make(chan struct{})
-	held := make(chan struct{})      // closed once the holder has fetched
-	takenOver := make(chan struct{}) // closed once the recoverer has fetched
-	wg.Add(3)
-	go func() { // holder: locks the instance, then goes silent
-		defer wg.Done()
-		<-start
-		holder.item, holder.err = p.FetchOrchestrationItem(ctx, lock, 0, nil)
-		close(held)
-		<-takenOver
-		if holder.item != nil {
-			staleAck = p.AckOrchestrationItem(ctx, holder.item.LockToken, provider.TurnCommit{
-				ExecutionID:  provider.InitialExecutionID,
-				HistoryDelta: []provider.Event{startedEvent(instance, provider.InitialExecutionID)},
-				Metadata:     startMetadata(),
-			})
+		var (
+			holder, blocked, recovered instanceLockingFetch
+			holderSpan, blockedSpan    span
+			staleAck                   error
+			wg                         sync.WaitGroup
+		)
+		start := make(chan struct{})
+		held := make(chan struct{})      // closed once the holder has fetched
+		takenOver := make(chan struct{}) // closed once the recoverer has fetched
+		wg.Add(3)
+		go func() { // holder: locks the instance, then goes silent
+			defer wg.Done()
+			<-start
+			holderSpan = timed(func() { holder.item, holder.err = p.FetchOrchestrationItem(ctx, lock, 0, nil) })
+			close(held)
+			<-takenOver
+			if holder.item != nil {
+				staleAck = p.AckOrchestrationItem(ctx, holder.item.LockToken, provider.TurnCommit{
+					ExecutionID:  provider.InitialExecutionID,
+					HistoryDelta: []provider.Event{startedEvent(instance, provider.InitialExecutionID)},
+					Metadata:     startMetadata(),
+				})
+			}
+		}()
+		go func() { // competitor: tries while the lock is live
+			defer wg.Done()
+			<-start
+			<-held
+			blockedSpan = timed(func() { blocked.item, blocked.err = p.FetchOrchestrationItem(ctx, lock, 0, nil) })
+		}()
+		go func() { // recoverer: tries once the lock has run out
+			defer wg.Done()
+			defer close(takenOver)
+			<-start
+			<-held
+			if err := instanceLockingWait(ctx, lock+pastMargin); err != nil {
+				recovered.err = err
+				return
+			}
+			recovered.item, recovered.err = p.FetchOrchestrationItem(ctx, lock, 0, nil)
+		}()
+		close(start)
+		wg.Wait()
+
+		must(t, holder.err, "holder: FetchOrchestrationItem")
+		if holder.item == nil {
+			t.Fatal("holder: FetchOrchestrationItem: want an item, got none")
 		}
-	}()
-	go func() { // competitor: tries while the lock is live
-		defer wg.Done()
-		<-start
-		<-held
-		blocked.item, blocked.err = p.FetchOrchestrationItem(ctx, lock, 0, nil)
-	}()
-	go func() { // recoverer: tries once the lock has run out
-		defer wg.Done()
-		defer close(takenOver)
-		<-start
-		<-held
-		if err := instanceLockingWait(ctx, lock+100*time.Millisecond); err != nil {
-			recovered.err = err
-			return
+		instanceLockingWantInstance(t, holder.item, instance, "holder")
+
+		must(t, blocked.err, "competitor: FetchOrchestrationItem")
+		if live := holderSpan.earliest(lock); !blockedSpan.endsBefore(live) {
+			return blockedSpan.missed("competitor's fetch", live)
 		}
-		recovered.item, recovered.err = p.FetchOrchestrationItem(ctx, lock, 0, nil)
-	}()
-	close(start)
-	wg.Wait()
+		if blocked.item != nil {
+			t.Fatalf("competitor fetched %q while the holder's lock was live, want none", blocked.item.Instance)
+		}
 
-	must(t, holder.err, "holder: FetchOrchestrationItem")
-	if holder.item == nil {
-		t.Fatal("holder: FetchOrchestrationItem: want an item, got none")
-	}
-	instanceLockingWantInstance(t, holder.item, instance, "holder")
+		must(t, recovered.err, "recoverer: FetchOrchestrationItem")
+		if recovered.item == nil {
+			t.Fatal("recoverer: want the instance once the holder's lock expired, got none")
+		}
+		instanceLockingWantInstance(t, recovered.item, instance, "recoverer")
+		if recovered.item.LockToken == holder.item.LockToken {
+			t.Fatalf("recoverer got the holder's lock token %q, want a new one", holder.item.LockToken)
+		}
 
-	must(t, blocked.err, "competitor: FetchOrchestrationItem")
-	if blocked.item != nil {
-		t.Fatalf("competitor fetched %q while the holder's lock was live, want none", blocked.item.Instance)
-	}
-
-	must(t, recovered.err, "recoverer: FetchOrchestrationItem")
-	if recovered.item == nil {
-		t.Fatal("recoverer: want the instance once the holder's lock expired, got none")
-	}
-	instanceLockingWantInstance(t, recovered.item, instance, "recoverer")
-	if recovered.item.LockToken == holder.item.LockToken {
-		t.Fatalf("recoverer got the holder's lock token %q, want a new one", holder.item.LockToken)
-	}
-
-	wantPermanent(t, staleAck, provider.ErrInvalidLockToken, "holder's ack after its lock expired and was taken over")
+		wantPermanent(t, staleAck, provider.ErrInvalidLockToken, "holder's ack after its lock expired and was taken over")
+		return ""
+	})
 }

@@ -480,8 +480,13 @@ func kvStoreGetUnknownInstance(t *testing.T, s *suite) {
 	ctx := testContext(t)
 	p := s.provider(t)
 	const inst = "no-such-instance"
+	const known = "kv-known"
+	createInstance(ctx, t, p, known)
+	kvStoreAck(ctx, t, p, known, 1, kvStoreSetEvent(100, known, 1, "key", "v"))
+
 	kvStoreWantValue(ctx, t, p, inst, "key", nil, "unknown instance")
 	kvStoreWantNoValues(ctx, t, p, inst, "unknown instance")
+	kvStoreWantValue(ctx, t, p, known, "key", ptr("v"), "an instance that exists, beside the unknown one")
 }
 
 // kvStoreSetAfterClear checks that a clear-all followed by a set in the
@@ -819,4 +824,99 @@ func kvStoreDeltaPruneUntouchedKeySurvives(t *testing.T, s *suite) {
 		"stale_config": kvStoreEntry(100, "from_exec_1"),
 		"other":        kvStoreEntry(200, "unrelated"),
 	}, "execution 3 after pruning executions 1 and 2")
+}
+
+// ---------------------------------------------------------------------------
+// dynoxide's additions: tombstones reaching the store
+
+// kvStoreAdditions returns dynoxide's additions to KVStore. duroxide's tests
+// never finish an execution that cleared a key the store already held, so a
+// provider whose terminal merge never deletes store entries would pass them.
+func kvStoreAdditions() []testCase {
+	return []testCase{
+		{"KVClearInNextExecutionDeletesStoredKey", kvStoreClearInNextExecutionDeletesStoredKey},
+		{"KVClearAllInNextExecutionDeletesStoredKeys", kvStoreClearAllInNextExecutionDeletesStoredKeys},
+		{"KVSnapshotAfterClearAllCompleted", kvStoreSnapshotAfterClearAllCompleted},
+	}
+}
+
+// kvStoreClearInNextExecutionDeletesStoredKey checks that a key set in
+// execution 1, continued as new, and cleared in execution 2 is gone from
+// client reads and from the snapshot once execution 2 has completed.
+func kvStoreClearInNextExecutionDeletesStoredKey(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	p := s.provider(t)
+	const inst = "kv-clr-next"
+	createInstance(ctx, t, p, inst)
+	kvStoreAck(ctx, t, p, inst, 1,
+		kvStoreSetEvent(100, inst, 1, "gone", "1"),
+		kvStoreSetEvent(101, inst, 1, "kept", "2"))
+	kvStoreContinueAsNew(ctx, t, p, inst, 2)
+	kvStoreWantSnapshot(t, kvStoreSnapshot(ctx, t, p, inst, 2), map[string]provider.KVEntry{
+		"gone": kvStoreEntry(100, "1"),
+		"kept": kvStoreEntry(101, "2"),
+	}, "execution 2 after continue-as-new (both keys stored)")
+
+	kvStoreAck(ctx, t, p, inst, 2, kvStoreClearEvent(200, inst, 2, "gone"))
+	kvStoreComplete(ctx, t, p, inst, 2)
+
+	kvStoreWantValue(ctx, t, p, inst, "gone", nil, "stored key cleared by execution 2, after it completed")
+	kvStoreWantValue(ctx, t, p, inst, "kept", ptr("2"), "stored key execution 2 left alone, after it completed")
+	all, err := p.KVValues(ctx, inst)
+	must(t, err, "KVValues")
+	wantEqual(t, all, map[string]string{"kept": "2"}, "KVValues after execution 2 completed")
+	kvStoreWantSnapshot(t, kvStoreSnapshot(ctx, t, p, inst, 2), map[string]provider.KVEntry{
+		"kept": kvStoreEntry(101, "2"),
+	}, "after execution 2 cleared \"gone\" and completed")
+}
+
+// kvStoreClearAllInNextExecutionDeletesStoredKeys checks that keys stored
+// by completed execution 1 and cleared all at once by execution 2 are gone
+// from client reads and from the snapshot once execution 2 has completed,
+// while a key set after the clear stays.
+func kvStoreClearAllInNextExecutionDeletesStoredKeys(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	p := s.provider(t)
+	const inst = "kv-clra-next"
+	createInstance(ctx, t, p, inst)
+	kvStoreAck(ctx, t, p, inst, 1,
+		kvStoreSetEvent(100, inst, 1, "a", "1"),
+		kvStoreSetEvent(101, inst, 1, "b", "2"))
+	kvStoreComplete(ctx, t, p, inst, 1)
+
+	kvStoreAck(ctx, t, p, inst, 2,
+		kvStoreClearAllEvent(200, inst, 2),
+		kvStoreSetEvent(201, inst, 2, "c", "3"))
+	kvStoreComplete(ctx, t, p, inst, 2)
+
+	kvStoreWantValue(ctx, t, p, inst, "a", nil, "stored key after execution 2 cleared all and completed")
+	kvStoreWantValue(ctx, t, p, inst, "b", nil, "stored key after execution 2 cleared all and completed")
+	kvStoreWantValue(ctx, t, p, inst, "c", ptr("3"), "key set after the clear-all, after completion")
+	all, err := p.KVValues(ctx, inst)
+	must(t, err, "KVValues")
+	wantEqual(t, all, map[string]string{"c": "3"}, "KVValues after execution 2 completed")
+	kvStoreWantSnapshot(t, kvStoreSnapshot(ctx, t, p, inst, 2), map[string]provider.KVEntry{
+		"c": kvStoreEntry(201, "3"),
+	}, "after execution 2 cleared all, set c and completed")
+}
+
+// kvStoreSnapshotAfterClearAllCompleted checks that an execution that set
+// keys, cleared them all in a later turn and completed leaves nothing in the
+// store: the snapshot and client reads are empty. (KVSnapshotAfterClearAll
+// never completes the execution, so its snapshot is empty whatever the
+// provider merges.)
+func kvStoreSnapshotAfterClearAllCompleted(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	p := s.provider(t)
+	const inst = "kv-fclra-done"
+	createInstance(ctx, t, p, inst)
+	kvStoreAck(ctx, t, p, inst, 1,
+		kvStoreSetEvent(100, inst, 1, "a", "1"),
+		kvStoreSetEvent(101, inst, 1, "b", "2"))
+	kvStoreAck(ctx, t, p, inst, 1, kvStoreClearAllEvent(102, inst, 1))
+	kvStoreComplete(ctx, t, p, inst, 1)
+
+	kvStoreWantNoValues(ctx, t, p, inst, "after clear-all and completion")
+	snap := kvStoreSnapshot(ctx, t, p, inst, 1)
+	kvStoreWantSnapshot(t, snap, nil, "after KeyValuesCleared and completion")
 }

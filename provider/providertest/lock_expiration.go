@@ -2,6 +2,7 @@ package providertest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -54,46 +55,48 @@ func lockExpirationWantNoWork(ctx context.Context, t *testing.T, p provider.Prov
 // and that the old token can no longer ack.
 func lockExpirationLockExpiresAfterTimeout(t *testing.T, s *suite) {
 	ctx := testContext(t)
-	p := s.provider(t)
 	lock := s.lockTimeout()
 
-	enqueueOrch(ctx, t, p, startItem("instance-A"), 0)
-	first := mustFetchOrch(ctx, t, p, lock)
-	if item := fetchOrch(ctx, t, p, lock); item != nil {
-		t.Fatalf("fetch while instance-A is locked: got instance %q, want none", item.Instance)
-	}
+	s.tries(t, func(p provider.Provider) string {
+		enqueueOrch(ctx, t, p, startItem("instance-A"), 0)
+		first, fetched := mustFetchOrchTimed(ctx, t, p, lock)
+		if _, missed := noOrchBefore(ctx, t, p, fetched.earliest(lock), "fetch while instance-A is locked"); missed != "" {
+			return missed
+		}
 
-	sleepPast(ctx, t, lock)
+		sleepPast(ctx, t, lock)
 
-	second := mustFetchOrch(ctx, t, p, lock)
-	if second.Instance != "instance-A" {
-		t.Fatalf("fetch after lock expiry: got instance %q, want instance-A", second.Instance)
-	}
-	if second.LockToken == first.LockToken {
-		t.Fatalf("fetch after lock expiry reused lock token %q", first.LockToken)
-	}
+		second, refetched := mustFetchOrchTimed(ctx, t, p, lock)
+		if second.Instance != "instance-A" {
+			t.Fatalf("fetch after lock expiry: got instance %q, want instance-A", second.Instance)
+		}
+		if second.LockToken == first.LockToken {
+			t.Fatalf("fetch after lock expiry reused lock token %q", first.LockToken)
+		}
 
-	err := p.AckOrchestrationItem(ctx, first.LockToken, provider.TurnCommit{ExecutionID: provider.InitialExecutionID})
-	wantPermanent(t, err, provider.ErrInvalidLockToken, "AckOrchestrationItem with the expired token")
-	wantNoOrch(ctx, t, p, "after the rejected ack, the new lock is still held")
+		err := p.AckOrchestrationItem(ctx, first.LockToken, provider.TurnCommit{ExecutionID: provider.InitialExecutionID})
+		wantPermanent(t, err, provider.ErrInvalidLockToken, "AckOrchestrationItem with the expired token")
+		_, missed := noOrchBefore(ctx, t, p, refetched.earliest(lock), "after the rejected ack, the new lock is still held")
+		return missed
+	})
 }
 
 // lockExpirationAbandonReleasesLockImmediately checks that abandoning an
-// orchestration item makes the instance fetchable at once.
+// orchestration item makes the instance fetchable at once. The lock is long,
+// so only the abandon can have released it.
 func lockExpirationAbandonReleasesLockImmediately(t *testing.T, s *suite) {
 	ctx := testContext(t)
 	p := s.provider(t)
-	lock := s.lockTimeout()
 
 	enqueueOrch(ctx, t, p, startItem("instance-A"), 0)
-	first := mustFetchOrch(ctx, t, p, lock)
-	if item := fetchOrch(ctx, t, p, lock); item != nil {
+	first := mustFetchOrch(ctx, t, p, longLease)
+	if item := fetchOrch(ctx, t, p, longLease); item != nil {
 		t.Fatalf("fetch while instance-A is locked: got instance %q, want none", item.Instance)
 	}
 
 	must(t, p.AbandonOrchestrationItem(ctx, first.LockToken, 0, false), "AbandonOrchestrationItem")
 
-	second := mustFetchOrch(ctx, t, p, lock)
+	second := mustFetchOrch(ctx, t, p, longLease)
 	if second.Instance != "instance-A" {
 		t.Fatalf("fetch after abandon: got instance %q, want instance-A", second.Instance)
 	}
@@ -104,20 +107,20 @@ func lockExpirationAbandonReleasesLockImmediately(t *testing.T, s *suite) {
 
 // lockExpirationLockRenewalOnAck checks that a successful ack releases the
 // lock at once, so a message that arrived during the lock is fetchable
-// straight after the ack.
+// straight after the ack. The lock is long, so only the ack can have
+// released it.
 func lockExpirationLockRenewalOnAck(t *testing.T, s *suite) {
 	ctx := testContext(t)
 	p := s.provider(t)
-	lock := s.lockTimeout()
 
 	enqueueOrch(ctx, t, p, startItem("instance-A"), 0)
-	first := mustFetchOrch(ctx, t, p, lock)
-	if item := fetchOrch(ctx, t, p, lock); item != nil {
+	first := mustFetchOrch(ctx, t, p, longLease)
+	if item := fetchOrch(ctx, t, p, longLease); item != nil {
 		t.Fatalf("fetch while instance-A is locked: got instance %q, want none", item.Instance)
 	}
 
 	enqueueOrch(ctx, t, p, startItem("instance-A"), 0)
-	if item := fetchOrch(ctx, t, p, lock); item != nil {
+	if item := fetchOrch(ctx, t, p, longLease); item != nil {
 		t.Fatalf("fetch after a new message for locked instance-A: got instance %q, want none", item.Instance)
 	}
 
@@ -126,7 +129,7 @@ func lockExpirationLockRenewalOnAck(t *testing.T, s *suite) {
 		HistoryDelta: []provider.Event{startedEvent("instance-A", provider.InitialExecutionID)},
 	})
 
-	second := mustFetchOrch(ctx, t, p, lock)
+	second := mustFetchOrch(ctx, t, p, longLease)
 	if second.Instance != "instance-A" {
 		t.Fatalf("fetch after ack: got instance %q, want instance-A", second.Instance)
 	}
@@ -141,69 +144,93 @@ func lockExpirationLockRenewalOnAck(t *testing.T, s *suite) {
 // fetchers takes the instance.
 func lockExpirationConcurrentLockAttemptsRespectExpiration(t *testing.T, s *suite) {
 	ctx := testContext(t)
-	p := s.provider(t)
 	lock := s.lockTimeout()
 	const fetchers = 5
 
-	enqueueOrch(ctx, t, p, startItem("instance-A"), 0)
-	first := mustFetchOrch(ctx, t, p, lock)
-	lockedBy := time.Now() // the lock was won before this instant
+	s.tries(t, func(p provider.Provider) string {
+		enqueueOrch(ctx, t, p, startItem("instance-A"), 0)
+		first, fetched := mustFetchOrchTimed(ctx, t, p, lock)
+		held := fetched.earliest(lock)
 
-	// Fetcher i tries at i tenths of the lock timeout, so every attempt
-	// falls well inside the lock's lifetime.
-	results := make([]instanceLockingFetch, fetchers)
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range fetchers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			if err := instanceLockingWait(ctx, time.Duration(i)*lock/10); err != nil {
-				results[i].err = err
-				return
-			}
-			results[i].item, results[i].err = p.FetchOrchestrationItem(ctx, lock, 0, nil)
-		}()
-	}
-	close(start)
-	wg.Wait()
-	for i, r := range results {
-		must(t, r.err, "fetcher during the lock: FetchOrchestrationItem")
-		if r.item != nil {
-			t.Fatalf("fetcher %d got instance %q while the first lock was live, want none", i, r.item.Instance)
+		// Fetcher i tries at i tenths of the lock timeout, so every attempt
+		// falls well inside the lock's lifetime.
+		results := make([]instanceLockingFetch, fetchers)
+		spans := make([]span, fetchers)
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range fetchers {
+			wg.Go(func() {
+				<-start
+				if err := instanceLockingWait(ctx, time.Until(fetched.start.Add(time.Duration(i)*lock/10))); err != nil {
+					results[i].err = err
+					return
+				}
+				spans[i] = timed(func() { results[i].item, results[i].err = p.FetchOrchestrationItem(ctx, lock, 0, nil) })
+			})
 		}
-	}
+		close(start)
+		wg.Wait()
+		missed := ""
+		for i, r := range results {
+			must(t, r.err, "fetcher during the lock: FetchOrchestrationItem")
+			switch {
+			case !spans[i].endsBefore(held):
+				missed = spans[i].missed(fmt.Sprintf("fetcher %d", i), held)
+			case r.item != nil:
+				t.Fatalf("fetcher %d got instance %q while the first lock was live, want none", i, r.item.Instance)
+			}
+		}
+		if missed != "" {
+			return missed
+		}
 
-	sleepPast(ctx, t, time.Until(lockedBy.Add(lock)))
+		sleepUntil(ctx, t, fetched.latest(lock).Add(pastMargin))
 
-	won := instanceLockingWinners(t, instanceLockingContest(ctx, p, fetchers, lock))
-	if len(won) != 1 {
-		t.Fatalf("after lock expiry %d of %d concurrent fetchers locked instance-A, want exactly 1", len(won), fetchers)
-	}
-	if won[0].Instance != "instance-A" {
-		t.Fatalf("after lock expiry: got instance %q, want instance-A", won[0].Instance)
-	}
-	if won[0].LockToken == first.LockToken {
-		t.Fatalf("fetch after lock expiry reused lock token %q", first.LockToken)
-	}
+		won := instanceLockingWinners(t, instanceLockingContest(ctx, p, fetchers, lock))
+		if len(won) != 1 {
+			t.Fatalf("after lock expiry %d of %d concurrent fetchers locked instance-A, want exactly 1", len(won), fetchers)
+		}
+		if won[0].Instance != "instance-A" {
+			t.Fatalf("after lock expiry: got instance %q, want instance-A", won[0].Instance)
+		}
+		if won[0].LockToken == first.LockToken {
+			t.Fatalf("fetch after lock expiry reused lock token %q", first.LockToken)
+		}
+		return ""
+	})
 }
 
 // lockExpirationWorkerLockRenewalSuccess checks that a live worker lock can
 // be renewed, stays held, and still acks afterwards.
 func lockExpirationWorkerLockRenewalSuccess(t *testing.T, s *suite) {
 	ctx := testContext(t)
-	p := s.provider(t)
 	lock := s.lockTimeout()
 
-	enqueueWorker(ctx, t, p, lockExpirationActivity("test-instance"))
-	item := mustFetchWork(ctx, t, p, lock)
-	lockExpirationWantNoWork(ctx, t, p, lock, "fetch while the activity is locked")
+	s.tries(t, func(p provider.Provider) string {
+		enqueueWorker(ctx, t, p, lockExpirationActivity("test-instance"))
+		item, fetched := fetchWorkTimed(ctx, t, p, lock, nil, provider.DefaultOnlyTags())
+		if item == nil {
+			t.Fatal("FetchWorkItem: want the activity, got none")
+		}
+		if _, missed := noWorkBefore(ctx, t, p, fetched.earliest(lock), "fetch while the activity is locked"); missed != "" {
+			return missed
+		}
 
-	must(t, p.RenewWorkItemLock(ctx, item.LockToken, lock), "RenewWorkItemLock")
-	lockExpirationWantNoWork(ctx, t, p, lock, "fetch after renewal")
+		renewed, missed := heldCall(t, fetched.earliest(lock), "RenewWorkItemLock", func() error {
+			return p.RenewWorkItemLock(ctx, item.LockToken, lock)
+		})
+		if missed != "" {
+			return missed
+		}
+		if _, missed := noWorkBefore(ctx, t, p, renewed.earliest(lock), "fetch after renewal"); missed != "" {
+			return missed
+		}
 
-	must(t, p.AckWorkItem(ctx, item.LockToken, lockExpirationCompleted("test-instance")), "AckWorkItem after renewal")
+		_, missed = heldCall(t, renewed.earliest(lock), "AckWorkItem after renewal", func() error {
+			return p.AckWorkItem(ctx, item.LockToken, lockExpirationCompleted("test-instance"))
+		})
+		return missed
+	})
 }
 
 // lockExpirationWorkerLockRenewalInvalidToken checks that renewing an
@@ -237,38 +264,42 @@ func lockExpirationWorkerLockRenewalAfterExpiration(t *testing.T, s *suite) {
 // expiry.
 func lockExpirationWorkerLockRenewalExtendsTimeout(t *testing.T, s *suite) {
 	ctx := testContext(t)
-	p := s.provider(t)
 	lock := s.lockTimeout()
 	const instance = "test-lock-renewal-extends"
 
-	// Schedule the activity through a running orchestration's turn.
-	enqueueOrch(ctx, t, p, startItem(instance), 0)
-	orch := mustFetchOrch(ctx, t, p, instanceLockingLongLock)
-	meta := startMetadata()
-	meta.Status = provider.StatusRunning
-	ack(ctx, t, p, orch.LockToken, provider.TurnCommit{
-		ExecutionID:  provider.InitialExecutionID,
-		HistoryDelta: []provider.Event{startedEvent(instance, provider.InitialExecutionID)},
-		WorkerItems:  []provider.ActivityExecuteItem{lockExpirationActivity(instance)},
-		Metadata:     meta,
+	s.tries(t, func(p provider.Provider) string {
+		// Schedule the activity through a running orchestration's turn.
+		enqueueOrch(ctx, t, p, startItem(instance), 0)
+		orch := mustFetchOrch(ctx, t, p, longLease)
+		meta := startMetadata()
+		meta.Status = provider.StatusRunning
+		ack(ctx, t, p, orch.LockToken, provider.TurnCommit{
+			ExecutionID:  provider.InitialExecutionID,
+			HistoryDelta: []provider.Event{startedEvent(instance, provider.InitialExecutionID)},
+			WorkerItems:  []provider.ActivityExecuteItem{lockExpirationActivity(instance)},
+			Metadata:     meta,
+		})
+
+		item, fetched := fetchWorkTimed(ctx, t, p, lock, nil, provider.DefaultOnlyTags())
+		if item == nil {
+			t.Fatal("FetchWorkItem: want the activity, got none")
+		}
+
+		// Renew at 60% of the lock's lifetime for a full lock timeout: the
+		// lock now runs to about 160%.
+		sleepUntil(ctx, t, fetched.start.Add(lock*6/10))
+		renewed, missed := heldCall(t, fetched.earliest(lock), "RenewWorkItemLock at 60% of the lock", func() error {
+			return p.RenewWorkItemLock(ctx, item.LockToken, lock)
+		})
+		if missed != "" {
+			return missed
+		}
+
+		// Check at 120%: past the original expiry, before the renewed one.
+		sleepUntil(ctx, t, fetched.latest(lock).Add(lock/5))
+		_, missed = noWorkBefore(ctx, t, p, renewed.earliest(lock), "fetch past the original expiry of a renewed lock")
+		return missed
 	})
-
-	item := mustFetchWork(ctx, t, p, lock)
-	fetched := time.Now() // the original lock expires no later than fetched+lock
-
-	// Renew at 60% of the lock's lifetime for a full lock timeout: the lock
-	// now runs to about 160%.
-	sleepUntil := fetched.Add(lock * 6 / 10)
-	if err := instanceLockingWait(ctx, time.Until(sleepUntil)); err != nil {
-		t.Fatalf("waiting to renew: %v", err)
-	}
-	must(t, p.RenewWorkItemLock(ctx, item.LockToken, lock), "RenewWorkItemLock")
-
-	// Check at 120%: past the original expiry, before the renewed one.
-	if err := instanceLockingWait(ctx, time.Until(fetched.Add(lock*12/10))); err != nil {
-		t.Fatalf("waiting past the original expiry: %v", err)
-	}
-	lockExpirationWantNoWork(ctx, t, p, lock, "fetch past the original expiry of a renewed lock")
 }
 
 // lockExpirationWorkerLockRenewalAfterAck checks that a worker lock cannot
@@ -279,7 +310,7 @@ func lockExpirationWorkerLockRenewalAfterAck(t *testing.T, s *suite) {
 	lock := s.lockTimeout()
 
 	enqueueWorker(ctx, t, p, lockExpirationActivity("test-instance"))
-	item := mustFetchWork(ctx, t, p, lock)
+	item := mustFetchWork(ctx, t, p, longLease)
 	must(t, p.AckWorkItem(ctx, item.LockToken, lockExpirationCompleted("test-instance")), "AckWorkItem")
 
 	err := p.RenewWorkItemLock(ctx, item.LockToken, lock)
@@ -287,11 +318,12 @@ func lockExpirationWorkerLockRenewalAfterAck(t *testing.T, s *suite) {
 }
 
 // lockExpirationAbandonWorkItemReleasesLock checks that an abandoned work
-// item can be fetched again at once, under a new token.
+// item can be fetched again at once, under a new token. The lock is long, so
+// only the abandon can have released it.
 func lockExpirationAbandonWorkItemReleasesLock(t *testing.T, s *suite) {
 	ctx := testContext(t)
 	p := s.provider(t)
-	lock := s.lockTimeout()
+	lock := longLease
 	const instance = "test-abandon-work"
 	want := lockExpirationActivity(instance)
 
@@ -311,26 +343,38 @@ func lockExpirationAbandonWorkItemReleasesLock(t *testing.T, s *suite) {
 }
 
 // lockExpirationAbandonWorkItemWithDelay checks that a work item abandoned
-// with a delay stays invisible until the delay has passed.
+// with a delay stays invisible until the delay has passed: right after the
+// abandon and late in the delay.
 func lockExpirationAbandonWorkItemWithDelay(t *testing.T, s *suite) {
 	ctx := testContext(t)
-	p := s.provider(t)
-	lock := s.lockTimeout()
 	const instance = "test-abandon-delay"
 	const delay = 500 * time.Millisecond
 	want := lockExpirationActivity(instance)
 
-	enqueueWorker(ctx, t, p, want)
-	first := mustFetchWork(ctx, t, p, lock)
+	s.tries(t, func(p provider.Provider) string {
+		enqueueWorker(ctx, t, p, want)
+		first := mustFetchWork(ctx, t, p, longLease)
 
-	must(t, p.AbandonWorkItem(ctx, first.LockToken, delay, false), "AbandonWorkItem with delay")
-	lockExpirationWantNoWork(ctx, t, p, lock, "fetch right after abandoning with a delay")
+		abandoned := timed(func() {
+			must(t, p.AbandonWorkItem(ctx, first.LockToken, delay, false), "AbandonWorkItem with delay")
+		})
+		hidden := abandoned.earliest(delay)
+		took, missed := noWorkBefore(ctx, t, p, hidden, "fetch right after abandoning with a delay")
+		if missed != "" {
+			return missed
+		}
+		sleepUntil(ctx, t, abandoned.late(delay, took))
+		if _, missed := noWorkBefore(ctx, t, p, hidden, "fetch late in the abandon delay"); missed != "" {
+			return missed
+		}
 
-	sleepPast(ctx, t, delay)
+		sleepUntil(ctx, t, abandoned.latest(delay).Add(pastMargin))
 
-	second := mustFetchWork(ctx, t, p, lock)
-	wantEqual(t, second.Item, want, "activity fetched after the delay")
-	must(t, p.AckWorkItem(ctx, second.LockToken, lockExpirationCompleted(instance)), "AckWorkItem")
+		second := mustFetchWork(ctx, t, p, longLease)
+		wantEqual(t, second.Item, want, "activity fetched after the delay")
+		must(t, p.AckWorkItem(ctx, second.LockToken, lockExpirationCompleted(instance)), "AckWorkItem")
+		return ""
+	})
 }
 
 // lockExpirationWorkerAckFailsAfterLockExpiry checks that a worker ack with
@@ -345,7 +389,7 @@ func lockExpirationWorkerAckFailsAfterLockExpiry(t *testing.T, s *suite) {
 	enqueueWorker(ctx, t, p, lockExpirationActivity(instance))
 	item := mustFetchWork(ctx, t, p, lock)
 
-	sleepPast(ctx, t, lock+100*time.Millisecond)
+	sleepPast(ctx, t, lock+pastMargin)
 
 	err := p.AckWorkItem(ctx, item.LockToken, lockExpirationCompleted(instance))
 	wantPermanent(t, err, provider.ErrInvalidLockToken, "AckWorkItem after the lock expired")
@@ -371,4 +415,131 @@ func lockExpirationOrchestrationLockRenewalAfterExpiration(t *testing.T, s *suit
 
 	err := p.RenewOrchestrationItemLock(ctx, item.LockToken, lock)
 	wantPermanent(t, err, provider.ErrInvalidLockToken, "RenewOrchestrationItemLock after the lock expired")
+}
+
+// lockExpirationAdditions returns dynoxide's additions to LockExpiration.
+func lockExpirationAdditions() []testCase {
+	return []testCase{
+		{"OrchestrationLockRenewalExtendsLock", lockExpirationOrchestrationLockRenewalExtendsLock},
+		{"OrchestrationLockHeldLateInLease", lockExpirationOrchestrationLockHeldLateInLease},
+		{"AbandonOrchestrationItemWithDelay", lockExpirationAbandonOrchestrationItemWithDelay},
+	}
+}
+
+// lockExpirationOrchestrationLockRenewalExtendsLock checks that renewing a
+// live orchestration lock at 60% of its lifetime succeeds and keeps the
+// instance locked past the original expiry (a competing fetch gets
+// nothing), and that the turn then commits on the renewed lock.
+func lockExpirationOrchestrationLockRenewalExtendsLock(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	lock := s.lockTimeout()
+	const instance = "orch-renewal-extends"
+
+	s.tries(t, func(p provider.Provider) string {
+		enqueueOrch(ctx, t, p, startItem(instance), 0)
+		item, fetched := mustFetchOrchTimed(ctx, t, p, lock)
+
+		sleepUntil(ctx, t, fetched.start.Add(lock*6/10))
+		renewed, missed := heldCall(t, fetched.earliest(lock), "RenewOrchestrationItemLock at 60% of the lock", func() error {
+			return p.RenewOrchestrationItemLock(ctx, item.LockToken, lock)
+		})
+		if missed != "" {
+			return missed
+		}
+
+		// Check at 120%: past the original expiry, before the renewed one.
+		sleepUntil(ctx, t, fetched.latest(lock).Add(lock/5))
+		if _, missed := noOrchBefore(ctx, t, p, renewed.earliest(lock), "competing fetch past the original expiry of a renewed lock"); missed != "" {
+			return missed
+		}
+
+		_, missed = heldCall(t, renewed.earliest(lock), "AckOrchestrationItem on the renewed lock", func() error {
+			return p.AckOrchestrationItem(ctx, item.LockToken, provider.TurnCommit{
+				ExecutionID:  provider.InitialExecutionID,
+				HistoryDelta: []provider.Event{startedEvent(instance, provider.InitialExecutionID)},
+				Metadata:     startMetadata(),
+			})
+		})
+		if missed != "" {
+			return missed
+		}
+		wantEqual(t, eventIDs(readHistory(ctx, t, p, instance)), []uint64{1}, "history after the ack on the renewed lock")
+		return ""
+	})
+}
+
+// lockExpirationOrchestrationLockHeldLateInLease checks that an
+// orchestration lock still excludes other fetchers late in its lifetime,
+// not only just after it was won, and that its holder can still commit
+// then.
+func lockExpirationOrchestrationLockHeldLateInLease(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	lock := s.lockTimeout()
+	const instance = "orch-lock-late"
+
+	s.tries(t, func(p provider.Provider) string {
+		enqueueOrch(ctx, t, p, startItem(instance), 0)
+		item, fetched := mustFetchOrchTimed(ctx, t, p, lock)
+		held := fetched.earliest(lock)
+
+		sleepUntil(ctx, t, fetched.late(lock, fetched.took()))
+		if _, missed := noOrchBefore(ctx, t, p, held, "fetch late in the lock"); missed != "" {
+			return missed
+		}
+		_, missed := heldCall(t, held, "AckOrchestrationItem late in the lock", func() error {
+			return p.AckOrchestrationItem(ctx, item.LockToken, provider.TurnCommit{
+				ExecutionID:  provider.InitialExecutionID,
+				HistoryDelta: []provider.Event{startedEvent(instance, provider.InitialExecutionID)},
+				Metadata:     startMetadata(),
+			})
+		})
+		return missed
+	})
+}
+
+// lockExpirationAbandonOrchestrationItemWithDelay checks that abandoning an
+// orchestration item with a delay hides the instance's messages for that
+// delay (right after the abandon and late in it), then
+// redelivers the same batch with its attempt counted; a message that was
+// already delayed further keeps its own visibility.
+func lockExpirationAbandonOrchestrationItemWithDelay(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	const instance = "orch-abandon-delay"
+	const delay = time.Second
+	const later = 5 * time.Second
+
+	s.tries(t, func(p provider.Provider) string {
+		enqueueOrch(ctx, t, p, startItem(instance), 0)
+		laterEnq := timed(func() {
+			enqueueOrch(ctx, t, p, provider.ExternalRaisedItem{Instance: instance, Name: "later", Data: "{}"}, later)
+		})
+		first := mustFetchOrch(ctx, t, p, longLease)
+		wantEqual(t, first.Instance, instance, "first fetch: instance")
+
+		abandoned := timed(func() {
+			must(t, p.AbandonOrchestrationItem(ctx, first.LockToken, delay, false), "AbandonOrchestrationItem with delay")
+		})
+		hidden := abandoned.earliest(delay)
+		took, missed := noOrchBefore(ctx, t, p, hidden, "fetch right after abandoning with a delay")
+		if missed != "" {
+			return missed
+		}
+		sleepUntil(ctx, t, abandoned.late(delay, took))
+		if _, missed := noOrchBefore(ctx, t, p, hidden, "fetch late in the abandon delay"); missed != "" {
+			return missed
+		}
+
+		sleepUntil(ctx, t, abandoned.latest(delay).Add(pastMargin))
+		second, fetched := mustFetchOrchTimed(ctx, t, p, longLease)
+		if stillLater := laterEnq.earliest(later); !fetched.endsBefore(stillLater) {
+			return fetched.missed("fetch after the abandon delay", stillLater)
+		}
+		wantEqual(t, second.Instance, instance, "fetch after the abandon delay: instance")
+		wantEqual(t, second.Messages, first.Messages, "fetch after the abandon delay: messages (the further delayed one must not be moved forward)")
+		wantEqual(t, second.AttemptCount, uint32(2), "fetch after the abandon delay: attempt count")
+		if second.LockToken == first.LockToken {
+			t.Fatalf("fetch after the abandon delay reused lock token %q", first.LockToken)
+		}
+		return ""
+	})
 }

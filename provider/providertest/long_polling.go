@@ -78,18 +78,50 @@ func longPollingTimeWorkFetch(ctx context.Context, t *testing.T, p provider.Prov
 	return elapsed
 }
 
+// longPollingUnder makes the empty fetch timeFetch up to timingTries times
+// and fails t unless one of them took less than limit. An upper bound on a
+// call's duration cannot be told apart from the scheduler's delays, so one
+// fetch under the bound is what the provider shows it can do; a provider
+// that waits for the poll timeout exceeds it every time.
+func longPollingUnder(t *testing.T, limit time.Duration, what string, timeFetch func() time.Duration) {
+	t.Helper()
+	var took []time.Duration
+	for range timingTries {
+		elapsed := timeFetch()
+		if elapsed < limit {
+			return
+		}
+		took = append(took, elapsed.Round(time.Millisecond))
+	}
+	t.Fatalf("%s took %v in %d tries, want one under %v", what, took, timingTries, limit)
+}
+
+// longPollingWantWork enqueues a start for instance and checks that a fetch
+// with pollTimeout returns it: an empty fetch that returns quickly counts
+// only from a provider that does return work.
+func longPollingWantWork(ctx context.Context, t *testing.T, p provider.Provider, instance string, pollTimeout time.Duration) {
+	t.Helper()
+	enqueueOrch(ctx, t, p, startItem(instance), 0)
+	item, err := p.FetchOrchestrationItem(ctx, longPollingLockTimeout, pollTimeout, nil)
+	must(t, err, "FetchOrchestrationItem with work queued")
+	if item == nil || item.Instance != instance {
+		t.Fatalf("FetchOrchestrationItem with a start of %q queued: got %+v, want that instance", instance, item)
+	}
+}
+
 // longPollingShortPollReturnsImmediately checks that a short-polling
 // provider ignores the poll timeout: an empty orchestration fetch returns
-// within the factory's short-poll threshold.
+// within the factory's short-poll threshold, and one with work returns it.
 func longPollingShortPollReturnsImmediately(t *testing.T, s *suite) {
 	longPollingOnlyShort(t, s)
 	ctx := testContext(t)
 	p := s.provider(t)
 
-	elapsed := longPollingTimeOrchFetch(ctx, t, p, longPollingPollTimeout)
-	if limit := s.shortPollThreshold(); elapsed >= limit {
-		t.Fatalf("empty orchestration fetch with poll timeout %v took %v, want under the short-poll threshold %v", longPollingPollTimeout, elapsed, limit)
-	}
+	limit := s.shortPollThreshold()
+	longPollingUnder(t, limit, "empty orchestration fetch with poll timeout "+longPollingPollTimeout.String(), func() time.Duration {
+		return longPollingTimeOrchFetch(ctx, t, p, longPollingPollTimeout)
+	})
+	longPollingWantWork(ctx, t, p, "short-poll-work", longPollingPollTimeout)
 }
 
 // longPollingLongPollWaitsForTimeout checks that a long-polling provider
@@ -106,27 +138,36 @@ func longPollingLongPollWaitsForTimeout(t *testing.T, s *suite) {
 }
 
 // longPollingFetchRespectsTimeoutUpperBound checks that an empty
-// orchestration fetch never blocks much longer than its poll timeout.
+// orchestration fetch never blocks much longer than its poll timeout, and
+// that a fetch with work queued returns it.
 func longPollingFetchRespectsTimeoutUpperBound(t *testing.T, s *suite) {
 	ctx := testContext(t)
 	p := s.provider(t)
 
-	elapsed := longPollingTimeOrchFetch(ctx, t, p, longPollingBoundPoll)
-	if limit := longPollingBoundPoll + longPollingBoundSlack; elapsed >= limit {
-		t.Fatalf("empty orchestration fetch with poll timeout %v took %v, want under %v", longPollingBoundPoll, elapsed, limit)
-	}
+	limit := longPollingBoundPoll + longPollingBoundSlack
+	longPollingUnder(t, limit, "empty orchestration fetch with poll timeout "+longPollingBoundPoll.String(), func() time.Duration {
+		return longPollingTimeOrchFetch(ctx, t, p, longPollingBoundPoll)
+	})
+	longPollingWantWork(ctx, t, p, "bounded-poll-work", longPollingBoundPoll)
 }
 
 // longPollingShortPollWorkItemReturnsImmediately checks that a short-polling
-// provider's empty work-item fetch returns within the short-poll threshold.
+// provider's empty work-item fetch returns within the short-poll threshold,
+// and that one with work returns it.
 func longPollingShortPollWorkItemReturnsImmediately(t *testing.T, s *suite) {
 	longPollingOnlyShort(t, s)
 	ctx := testContext(t)
 	p := s.provider(t)
 
-	elapsed := longPollingTimeWorkFetch(ctx, t, p, longPollingPollTimeout)
-	if limit := s.shortPollThreshold(); elapsed >= limit {
-		t.Fatalf("empty work-item fetch with poll timeout %v took %v, want under the short-poll threshold %v", longPollingPollTimeout, elapsed, limit)
+	limit := s.shortPollThreshold()
+	longPollingUnder(t, limit, "empty work-item fetch with poll timeout "+longPollingPollTimeout.String(), func() time.Duration {
+		return longPollingTimeWorkFetch(ctx, t, p, longPollingPollTimeout)
+	})
+	enqueueWorker(ctx, t, p, activityItem("short-poll-work", provider.InitialExecutionID, 1))
+	w, err := p.FetchWorkItem(ctx, longPollingLockTimeout, longPollingPollTimeout, nil, provider.DefaultOnlyTags())
+	must(t, err, "FetchWorkItem with work queued")
+	if w == nil || w.Item.Instance != "short-poll-work" {
+		t.Fatalf("FetchWorkItem with an activity queued: got %+v, want it", w)
 	}
 }
 

@@ -295,6 +295,13 @@ func managementGetInstanceStatsNonexistent(t *testing.T, s *suite) {
 	if stats != nil {
 		t.Fatalf("InstanceStats of an unknown instance: got %+v, want nil", *stats)
 	}
+
+	createInstance(ctx, t, p, "stats-exists")
+	stats, err = p.InstanceStats(ctx, "stats-exists")
+	must(t, err, "InstanceStats of an instance that exists")
+	if stats == nil || stats.HistoryEventCount != 1 {
+		t.Fatalf("InstanceStats of an instance with one event: got %+v, want one event", stats)
+	}
 }
 
 // managementGetInstanceStatsHistory checks that InstanceStats counts the
@@ -422,4 +429,89 @@ func managementGetInstanceStatsKVMerged(t *testing.T, s *suite) {
 	stats := managementStats(ctx, t, p, inst)
 	managementWantKVStats(t, stats, 2, 5+2, "merged phase (mk1 overwritten, not duplicated)")
 	wantEqual(t, stats.QueuePendingCount, uint64(0), "QueuePendingCount without carry-forward events")
+}
+
+// managementAdditions returns dynoxide's additions to Management.
+func managementAdditions() []testCase {
+	return []testCase{
+		{"AdminHistoryReads", managementAdminHistoryReads},
+	}
+}
+
+// managementAdminHistoryReads checks Admin's history reads against the
+// provider's: ReadHistoryWithExecutionID returns each execution's events,
+// ReadHistory and LatestExecutionID the latest execution's, and an unknown
+// instance has empty histories and latest execution 1.
+func managementAdminHistoryReads(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	p := s.provider(t)
+	admin := s.admin(t, p)
+	const inst = "admin-history"
+
+	// Execution 1: started, an activity, then continued as new.
+	enqueueOrch(ctx, t, p, startItem(inst), 0)
+	item := managementFetch(ctx, t, p, inst)
+	ack(ctx, t, p, item.LockToken, provider.TurnCommit{
+		ExecutionID: 1,
+		HistoryDelta: []provider.Event{
+			startedEvent(inst, 1),
+			event(2, inst, 1, provider.ActivityScheduled{Name: "First", Input: "1"}),
+		},
+		Metadata: startMetadata(),
+	})
+	item = managementPoke(ctx, t, p, inst, "end-1")
+	can := startMetadata()
+	can.Status = provider.StatusContinuedAsNew
+	ack(ctx, t, p, item.LockToken, provider.TurnCommit{
+		ExecutionID:  1,
+		HistoryDelta: []provider.Event{event(3, inst, 1, provider.OrchestrationContinuedAsNew{Input: "next"})},
+		Metadata:     can,
+	})
+
+	// Execution 2: started and one activity.
+	enqueueOrch(ctx, t, p, provider.ContinueAsNewItem{
+		Instance: inst, Orchestration: testOrchestration, Input: "next", Version: ptr(testVersion),
+	}, 0)
+	item = managementFetch(ctx, t, p, inst)
+	ack(ctx, t, p, item.LockToken, provider.TurnCommit{
+		ExecutionID: 2,
+		HistoryDelta: []provider.Event{
+			startedEvent(inst, 2),
+			event(2, inst, 2, provider.ActivityScheduled{Name: "Second", Input: "2"}),
+		},
+		Metadata: startMetadata(),
+	})
+
+	exec1, err := p.ReadWithExecution(ctx, inst, 1)
+	must(t, err, "ReadWithExecution(1)")
+	wantEqual(t, eventIDs(exec1), []uint64{1, 2, 3}, "ReadWithExecution(1): event ids")
+	exec2 := readHistory(ctx, t, p, inst)
+	wantEqual(t, eventIDs(exec2), []uint64{1, 2}, "Read: event ids (execution 2's)")
+	for _, e := range exec2 {
+		wantEqual(t, e.ExecutionID, uint64(2), "Read: execution id of each event")
+	}
+
+	got, err := admin.ReadHistoryWithExecutionID(ctx, inst, 1)
+	must(t, err, "ReadHistoryWithExecutionID(1)")
+	wantEqual(t, got, exec1, "ReadHistoryWithExecutionID(1)")
+	got, err = admin.ReadHistoryWithExecutionID(ctx, inst, 2)
+	must(t, err, "ReadHistoryWithExecutionID(2)")
+	wantEqual(t, got, exec2, "ReadHistoryWithExecutionID(2)")
+	got, err = admin.ReadHistory(ctx, inst)
+	must(t, err, "ReadHistory")
+	wantEqual(t, got, exec2, "ReadHistory (the latest execution's)")
+	latest, err := admin.LatestExecutionID(ctx, inst)
+	must(t, err, "LatestExecutionID")
+	wantEqual(t, latest, uint64(2), "LatestExecutionID")
+
+	const unknown = "admin-history-unknown"
+	got, err = admin.ReadHistory(ctx, unknown)
+	must(t, err, "ReadHistory of an unknown instance")
+	wantEqual(t, len(got), 0, "ReadHistory of an unknown instance: events")
+	got, err = admin.ReadHistoryWithExecutionID(ctx, unknown, 1)
+	must(t, err, "ReadHistoryWithExecutionID of an unknown instance")
+	wantEqual(t, len(got), 0, "ReadHistoryWithExecutionID of an unknown instance: events")
+	latest, err = admin.LatestExecutionID(ctx, unknown)
+	must(t, err, "LatestExecutionID of an unknown instance")
+	wantEqual(t, latest, provider.InitialExecutionID, "LatestExecutionID of an unknown instance")
 }

@@ -64,7 +64,7 @@ func poisonMessageOrchestrationAttemptCountStartsAtOne(t *testing.T, s *suite) {
 	p := s.provider(t)
 
 	enqueueOrch(ctx, t, p, startItem("poison-test-1"), 0)
-	item := poisonMessageFetchOrch(ctx, t, p, s.lockTimeout(), 1, "first fetch")
+	item := poisonMessageFetchOrch(ctx, t, p, longLease, 1, "first fetch")
 	poisonMessageAckOrch(ctx, t, p, item)
 }
 
@@ -73,7 +73,7 @@ func poisonMessageOrchestrationAttemptCountStartsAtOne(t *testing.T, s *suite) {
 func poisonMessageOrchestrationAttemptCountIncrementsOnRefetch(t *testing.T, s *suite) {
 	ctx := testContext(t)
 	p := s.provider(t)
-	lockTimeout := s.lockTimeout()
+	lockTimeout := longLease // expiry is not the subject
 
 	enqueueOrch(ctx, t, p, startItem("poison-test-2"), 0)
 	var item *provider.OrchestrationItem
@@ -93,7 +93,7 @@ func poisonMessageWorkerAttemptCountStartsAtOne(t *testing.T, s *suite) {
 	p := s.provider(t)
 
 	enqueueWorker(ctx, t, p, activityItem("poison-test-3", provider.InitialExecutionID, 1))
-	w := poisonMessageFetchWork(ctx, t, p, s.lockTimeout(), 1, "first fetch")
+	w := poisonMessageFetchWork(ctx, t, p, longLease, 1, "first fetch")
 	wantEqual(t, w.Item.Instance, "poison-test-3", "fetched activity instance")
 	poisonMessageAckWork(ctx, t, p, w)
 }
@@ -110,7 +110,7 @@ func poisonMessageWorkerAttemptCountIncrementsOnLockExpiry(t *testing.T, s *suit
 
 	sleepPast(ctx, t, lockTimeout)
 
-	w := poisonMessageFetchWork(ctx, t, p, lockTimeout, 2, "fetch after the lock expired")
+	w := poisonMessageFetchWork(ctx, t, p, longLease, 2, "fetch after the lock expired")
 	poisonMessageAckWork(ctx, t, p, w)
 }
 
@@ -119,7 +119,7 @@ func poisonMessageWorkerAttemptCountIncrementsOnLockExpiry(t *testing.T, s *suit
 func poisonMessageAttemptCountIsPerMessage(t *testing.T, s *suite) {
 	ctx := testContext(t)
 	p := s.provider(t)
-	lockTimeout := s.lockTimeout()
+	lockTimeout := longLease // expiry is not the subject
 
 	a := activityItem("poison-test-5a", provider.InitialExecutionID, 1)
 	a.Name = "Activity1"
@@ -143,7 +143,7 @@ func poisonMessageAttemptCountIsPerMessage(t *testing.T, s *suite) {
 func poisonMessageAbandonWorkItemIgnoreAttemptDecrements(t *testing.T, s *suite) {
 	ctx := testContext(t)
 	p := s.provider(t)
-	lockTimeout := s.lockTimeout()
+	lockTimeout := longLease // expiry is not the subject
 
 	enqueueWorker(ctx, t, p, activityItem("poison-test-ignore-1", provider.InitialExecutionID, 1))
 	w1 := poisonMessageFetchWork(ctx, t, p, lockTimeout, 1, "first fetch")
@@ -163,7 +163,7 @@ func poisonMessageAbandonWorkItemIgnoreAttemptDecrements(t *testing.T, s *suite)
 func poisonMessageAbandonOrchestrationItemIgnoreAttemptDecrements(t *testing.T, s *suite) {
 	ctx := testContext(t)
 	p := s.provider(t)
-	lockTimeout := s.lockTimeout()
+	lockTimeout := longLease // expiry is not the subject
 
 	enqueueOrch(ctx, t, p, startItem("poison-test-ignore-2"), 0)
 	item1 := poisonMessageFetchOrch(ctx, t, p, lockTimeout, 1, "first fetch")
@@ -182,7 +182,7 @@ func poisonMessageAbandonOrchestrationItemIgnoreAttemptDecrements(t *testing.T, 
 func poisonMessageIgnoreAttemptNeverGoesNegative(t *testing.T, s *suite) {
 	ctx := testContext(t)
 	p := s.provider(t)
-	lockTimeout := s.lockTimeout()
+	lockTimeout := longLease // expiry is not the subject
 
 	enqueueWorker(ctx, t, p, activityItem("poison-test-never-neg", provider.InitialExecutionID, 1))
 	var w *provider.LockedWorkItem
@@ -201,7 +201,7 @@ func poisonMessageMaxAttemptCountAcrossMessageBatch(t *testing.T, s *suite) {
 	ctx := testContext(t)
 	p := s.provider(t)
 	const inst = "poison-batch-test"
-	lockTimeout := s.lockTimeout()
+	lockTimeout := longLease // expiry is not the subject
 
 	enqueueOrch(ctx, t, p, startItem(inst), 0)
 	item1 := poisonMessageFetchOrch(ctx, t, p, lockTimeout, 1, "first fetch")

@@ -123,49 +123,66 @@ func queueSemanticsWorkerAckAtomicity(t *testing.T, s *suite) {
 }
 
 // queueSemanticsTimerDelayedVisibility checks that a TimerFired enqueued with
-// a delay stays invisible until the delay has passed.
+// a delay stays invisible until the delay has passed: right after the
+// enqueue and late in the delay.
 func queueSemanticsTimerDelayedVisibility(t *testing.T, s *suite) {
 	ctx := testContext(t)
-	p := s.provider(t)
 	const inst = "instance-A"
 	const delay = 5 * time.Second
 
-	queueSemanticsStartWithoutMetadata(ctx, t, p, inst)
+	s.tries(t, func(p provider.Provider) string {
+		queueSemanticsStartWithoutMetadata(ctx, t, p, inst)
 
-	// FireAtMs is 0: on this path visibility comes from the delay.
-	enqueueOrch(ctx, t, p, provider.TimerFiredItem{Instance: inst, ExecutionID: provider.InitialExecutionID, ID: 1, FireAtMs: 0}, delay)
-	wantNoOrch(ctx, t, p, "right after enqueueing a timer delayed 5s")
+		// FireAtMs is 0: on this path visibility comes from the delay.
+		enq := timed(func() {
+			enqueueOrch(ctx, t, p, provider.TimerFiredItem{Instance: inst, ExecutionID: provider.InitialExecutionID, ID: 1, FireAtMs: 0}, delay)
+		})
+		hidden := enq.earliest(delay)
+		took, missed := noOrchBefore(ctx, t, p, hidden, "right after enqueueing a timer delayed 5s")
+		if missed != "" {
+			return missed
+		}
+		sleepUntil(ctx, t, enq.late(delay, took))
+		if _, missed := noOrchBefore(ctx, t, p, hidden, "late in the timer's 5s delay"); missed != "" {
+			return missed
+		}
 
-	sleepPast(ctx, t, delay)
-
-	item := mustFetchOrch(ctx, t, p, 30*time.Second)
-	wantEqual(t, item.Instance, inst, "fetch after the delay: instance")
-	if len(item.Messages) != 1 {
-		t.Fatalf("fetch after the delay: got %d messages, want 1 (the timer)", len(item.Messages))
-	}
-	if _, ok := item.Messages[0].(provider.TimerFiredItem); !ok {
-		t.Fatalf("fetch after the delay: message is %s, want TimerFired", item.Messages[0].Kind())
-	}
+		sleepUntil(ctx, t, enq.latest(delay).Add(pastMargin))
+		item := mustFetchOrch(ctx, t, p, longLease)
+		wantEqual(t, item.Instance, inst, "fetch after the delay: instance")
+		if len(item.Messages) != 1 {
+			t.Fatalf("fetch after the delay: got %d messages, want 1 (the timer)", len(item.Messages))
+		}
+		if _, ok := item.Messages[0].(provider.TimerFiredItem); !ok {
+			t.Fatalf("fetch after the delay: message is %s, want TimerFired", item.Messages[0].Kind())
+		}
+		return ""
+	})
 }
 
 // queueSemanticsLostLockTokenHandling checks that a locked worker item whose
 // token is never used again is redelivered once its lock expires.
 func queueSemanticsLostLockTokenHandling(t *testing.T, s *suite) {
 	ctx := testContext(t)
-	p := s.provider(t)
 	lockTimeout := s.lockTimeout()
 
-	enqueueWorker(ctx, t, p, queueSemanticsActivity("instance-A", 1, "Activity1", "input1"))
-	_ = mustFetchWork(ctx, t, p, lockTimeout) // token dropped, as by a crashed worker
+	s.tries(t, func(p provider.Provider) string {
+		enqueueWorker(ctx, t, p, queueSemanticsActivity("instance-A", 1, "Activity1", "input1"))
+		// The token is dropped, as by a crashed worker.
+		first, fetched := fetchWorkTimed(ctx, t, p, lockTimeout, nil, provider.DefaultOnlyTags())
+		if first == nil {
+			t.Fatal("first fetch: want the activity, got none")
+		}
+		if _, missed := noWorkBefore(ctx, t, p, fetched.earliest(lockTimeout), "fetch while locked"); missed != "" {
+			return missed
+		}
 
-	if w := fetchWork(ctx, t, p, lockTimeout, nil, provider.DefaultOnlyTags()); w != nil {
-		t.Fatalf("fetch while locked: want none, got activity %d", w.Item.ID)
-	}
+		sleepPast(ctx, t, lockTimeout)
 
-	sleepPast(ctx, t, lockTimeout)
-
-	w := mustFetchWork(ctx, t, p, lockTimeout)
-	wantEqual(t, w.Item.ID, uint64(1), "redelivered activity id")
+		w := mustFetchWork(ctx, t, p, longLease)
+		wantEqual(t, w.Item.ID, uint64(1), "redelivered activity id")
+		return ""
+	})
 }
 
 // queueSemanticsWorkerItemImmediateVisibility checks that a newly enqueued
@@ -174,11 +191,10 @@ func queueSemanticsWorkerItemImmediateVisibility(t *testing.T, s *suite) {
 	ctx := testContext(t)
 	p := s.provider(t)
 	const inst = "test-immediate-vis"
-	lockTimeout := s.lockTimeout()
 
 	enqueueWorker(ctx, t, p, queueSemanticsActivity(inst, 1, "TestActivity", "test"))
 
-	w := fetchWork(ctx, t, p, lockTimeout, nil, provider.DefaultOnlyTags())
+	w := fetchWork(ctx, t, p, longLease, nil, provider.DefaultOnlyTags())
 	if w == nil {
 		t.Fatal("fetch right after enqueue: want the new item, got none")
 	}
@@ -188,38 +204,53 @@ func queueSemanticsWorkerItemImmediateVisibility(t *testing.T, s *suite) {
 }
 
 // queueSemanticsWorkerDelayedVisibilitySkipsFutureItems checks that an
-// unlocked worker item whose visibility lies in the future is skipped, and
-// becomes fetchable once that time has passed.
+// unlocked worker item whose visibility lies in the future is skipped, right
+// after it was hidden and late in its delay, and becomes fetchable once that
+// time has passed.
 func queueSemanticsWorkerDelayedVisibilitySkipsFutureItems(t *testing.T, s *suite) {
 	ctx := testContext(t)
-	p := s.provider(t)
 	const inst = "test-delayed-vis"
 	const delay = 500 * time.Millisecond
-	lockTimeout := s.lockTimeout()
 
-	enqueueWorker(ctx, t, p, queueSemanticsActivity(inst, 1, "Activity1", "first"))
-	enqueueWorker(ctx, t, p, queueSemanticsActivity(inst, 2, "Activity2", "second"))
+	s.tries(t, func(p provider.Provider) string {
+		enqueueWorker(ctx, t, p, queueSemanticsActivity(inst, 1, "Activity1", "first"))
+		enqueueWorker(ctx, t, p, queueSemanticsActivity(inst, 2, "Activity2", "second"))
 
-	w1 := mustFetchWork(ctx, t, p, lockTimeout)
-	wantEqual(t, w1.Item.ID, uint64(1), "first fetch: activity id")
+		w1 := mustFetchWork(ctx, t, p, longLease)
+		wantEqual(t, w1.Item.ID, uint64(1), "first fetch: activity id")
 
-	// Unlock the first item but hide it for the delay.
-	must(t, p.AbandonWorkItem(ctx, w1.LockToken, delay, false), "AbandonWorkItem with delay")
+		// Unlock the first item but hide it for the delay.
+		abandoned := timed(func() {
+			must(t, p.AbandonWorkItem(ctx, w1.LockToken, delay, false), "AbandonWorkItem with delay")
+		})
+		hidden := abandoned.earliest(delay)
 
-	w2 := mustFetchWork(ctx, t, p, lockTimeout)
-	wantEqual(t, w2.Item.ID, uint64(2), "second fetch: activity id (the delayed first item must be skipped)")
+		w2, fetched := fetchWorkTimed(ctx, t, p, longLease, nil, provider.DefaultOnlyTags())
+		if !fetched.endsBefore(hidden) {
+			return fetched.missed("second fetch", hidden)
+		}
+		if w2 == nil {
+			t.Fatal("second fetch: want activity 2, got none")
+		}
+		wantEqual(t, w2.Item.ID, uint64(2), "second fetch: activity id (the delayed first item must be skipped)")
 
-	if w := fetchWork(ctx, t, p, lockTimeout, nil, provider.DefaultOnlyTags()); w != nil {
-		t.Fatalf("third fetch: want none (item 1 delayed, item 2 locked), got activity %d", w.Item.ID)
-	}
+		took, missed := noWorkBefore(ctx, t, p, hidden, "third fetch (item 1 delayed, item 2 locked)")
+		if missed != "" {
+			return missed
+		}
+		sleepUntil(ctx, t, abandoned.late(delay, max(took, fetched.took())))
+		if _, missed := noWorkBefore(ctx, t, p, hidden, "fetch late in item 1's delay"); missed != "" {
+			return missed
+		}
 
-	sleepPast(ctx, t, delay)
+		sleepUntil(ctx, t, abandoned.latest(delay).Add(pastMargin))
+		w3 := mustFetchWork(ctx, t, p, longLease)
+		wantEqual(t, w3.Item.ID, uint64(1), "fetch after the delay: activity id")
 
-	w3 := mustFetchWork(ctx, t, p, lockTimeout)
-	wantEqual(t, w3.Item.ID, uint64(1), "fetch after the delay: activity id")
-
-	must(t, p.AckWorkItem(ctx, w2.LockToken, queueSemanticsDone(inst, 2, "done")), "AckWorkItem(2)")
-	must(t, p.AckWorkItem(ctx, w3.LockToken, queueSemanticsDone(inst, 1, "done")), "AckWorkItem(1)")
+		must(t, p.AckWorkItem(ctx, w2.LockToken, queueSemanticsDone(inst, 2, "done")), "AckWorkItem(2)")
+		must(t, p.AckWorkItem(ctx, w3.LockToken, queueSemanticsDone(inst, 1, "done")), "AckWorkItem(1)")
+		return ""
+	})
 }
 
 // queueSemanticsOrphanQueueMessagesDropped checks that QueueMessages for an
@@ -275,4 +306,68 @@ func queueSemanticsOrphanQueueMessagesDropped(t *testing.T, s *suite) {
 		t.Fatalf("fetch for the existing instance: messages %+v lack the ConfigUpdate/v3 queue message", item.Messages)
 	}
 	ack(ctx, t, p, item.LockToken, provider.TurnCommit{ExecutionID: item.ExecutionID})
+}
+
+// queueSemanticsAdditions returns dynoxide's additions to QueueSemantics.
+func queueSemanticsAdditions() []testCase {
+	return []testCase{
+		{"TimerFromAckInvisibleUntilFireAt", queueSemanticsTimerFromAckInvisibleUntilFireAt},
+	}
+}
+
+// queueSemanticsTimerFromAckInvisibleUntilFireAt checks that a TimerFired
+// an ack enqueues with a future FireAtMs stays invisible until that instant
+// (right after the ack and late before it) while an item of the same ack is
+// visible at once, and is delivered once the instant has passed.
+func queueSemanticsTimerFromAckInvisibleUntilFireAt(t *testing.T, s *suite) {
+	ctx := testContext(t)
+	const inst = "acked-timer"
+	const delay = time.Second
+
+	s.tries(t, func(p provider.Provider) string {
+		createInstance(ctx, t, p, inst)
+		enqueueOrch(ctx, t, p, provider.ExternalRaisedItem{Instance: inst, Name: "poke", Data: "{}"}, 0)
+		turn := mustFetchOrch(ctx, t, p, longLease)
+
+		fireAt := time.UnixMilli(time.Now().Add(delay).UnixMilli())
+		fireAtMs := uint64(fireAt.UnixMilli())
+		timer := provider.TimerFiredItem{Instance: inst, ExecutionID: provider.InitialExecutionID, ID: 2, FireAtMs: fireAtMs}
+		alongside := provider.ExternalRaisedItem{Instance: inst, Name: "alongside", Data: "now"}
+		ack(ctx, t, p, turn.LockToken, provider.TurnCommit{
+			ExecutionID:       provider.InitialExecutionID,
+			HistoryDelta:      []provider.Event{event(2, inst, provider.InitialExecutionID, provider.TimerCreated{FireAtMs: fireAtMs})},
+			OrchestratorItems: []provider.WorkItem{timer, alongside},
+		})
+
+		// The timer fires when the provider's clock reads fireAt; the
+		// other item of the ack is visible at once.
+		hidden := fireAt.Add(-clockAgreement)
+		item, fetched := fetchOrchTimed(ctx, t, p, longLease)
+		if !fetched.endsBefore(hidden) {
+			return fetched.missed("fetch right after the ack", hidden)
+		}
+		if item == nil {
+			t.Fatal("fetch right after the ack: want the ExternalRaised enqueued with the timer, got none")
+		}
+		wantEqual(t, item.Instance, inst, "fetch right after the ack: instance")
+		wantEqual(t, item.Messages, []provider.WorkItem{alongside}, "fetch right after the ack: messages (the timer fires in 1s)")
+		ack(ctx, t, p, item.LockToken, provider.TurnCommit{ExecutionID: provider.InitialExecutionID})
+
+		took, missed := noOrchBefore(ctx, t, p, hidden, "fetch before the timer's FireAtMs")
+		if missed != "" {
+			return missed
+		}
+		// The window is the delay that ends at hidden.
+		opened := span{start: hidden.Add(-delay), end: hidden.Add(-delay)}
+		sleepUntil(ctx, t, opened.late(delay, max(took, fetched.took())))
+		if _, missed := noOrchBefore(ctx, t, p, hidden, "fetch late before the timer's FireAtMs"); missed != "" {
+			return missed
+		}
+
+		sleepUntil(ctx, t, fireAt.Add(clockAgreement+pastMargin))
+		fired := mustFetchOrch(ctx, t, p, longLease)
+		wantEqual(t, fired.Instance, inst, "fetch after FireAtMs: instance")
+		wantEqual(t, fired.Messages, []provider.WorkItem{timer}, "fetch after FireAtMs: messages")
+		return ""
+	})
 }

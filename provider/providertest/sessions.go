@@ -15,8 +15,9 @@ import (
 // durations and on their ratios to the waits.
 
 const (
-	// sessionsWorkLock is the activity lock most session tests fetch with.
-	sessionsWorkLock = 5 * time.Second
+	// sessionsWorkLock is the activity lock most session tests fetch with;
+	// none waits for it to run out.
+	sessionsWorkLock = longLease
 	// sessionsDefaultLease is the session lease of sessionsCfg.
 	sessionsDefaultLease = 30 * time.Second
 	// sessionsRenewFor and sessionsLongIdle are the renewal arguments used
@@ -167,13 +168,18 @@ func sessionsAckDrop(ctx context.Context, t *testing.T, p provider.Provider, tok
 
 // sessionsClaim enqueues item, fetches it under cfg (which claims its
 // session for cfg's owner) and acks it, leaving the session owned by that
-// owner with no pending item.
-func sessionsClaim(ctx context.Context, t *testing.T, p provider.Provider, item provider.ActivityExecuteItem, cfg *provider.SessionFetchConfig) {
+// owner with no pending item. It returns the span of the claiming fetch,
+// during which the session's lease was granted.
+func sessionsClaim(ctx context.Context, t *testing.T, p provider.Provider, item provider.ActivityExecuteItem, cfg *provider.SessionFetchConfig) span {
 	t.Helper()
 	enqueueWorker(ctx, t, p, item)
-	got := sessionsMustFetch(ctx, t, p, cfg, "claim session")
+	got, claimed := fetchWorkTimed(ctx, t, p, sessionsWorkLock, cfg, provider.DefaultOnlyTags())
+	if got == nil {
+		t.Fatalf("claim session: FetchWorkItem as %s: want an item, got none", sessionsOwnerOf(cfg))
+	}
 	sessionsWant(t, got, item.ID, *item.SessionID, "claim session")
 	sessionsAckDrop(ctx, t, p, got.LockToken)
+	return claimed
 }
 
 // sessionsRenew calls RenewSessionLock for owners and fails t on error.
@@ -190,20 +196,6 @@ func sessionsCleanup(ctx context.Context, t *testing.T, p provider.Provider) int
 	n, err := p.CleanupOrphanedSessions(ctx, sessionsLongIdle)
 	must(t, err, "CleanupOrphanedSessions")
 	return n
-}
-
-// sessionsSleepUntil waits until the wall clock reaches when. Tests that
-// must act at fixed points of a lease measure them from one instant, so
-// slow calls in between do not shift the later points.
-func sessionsSleepUntil(ctx context.Context, t *testing.T, when time.Time) {
-	t.Helper()
-	timer := time.NewTimer(time.Until(when))
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-	case <-ctx.Done():
-		t.Fatalf("context done while waiting until %v: %v", when, ctx.Err())
-	}
 }
 
 // ---------------------------------------------------------------------------
@@ -348,16 +340,24 @@ func sessionsSomeSessionReturnsAllItems(t *testing.T, s *suite) {
 // sessionsRenewSessionLockActive checks that renewal counts each active session of the owner (1, then 2).
 func sessionsRenewSessionLockActive(t *testing.T, s *suite) {
 	ctx := testContext(t)
-	p := s.provider(t)
-	sessionsClaim(ctx, t, p, sessionsItem("inst-1", 1, "session-1"), sessionsCfgLease("worker-A", 5*time.Second))
+	const lease = 5 * time.Second
+	s.tries(t, func(p provider.Provider) string {
+		claimed := sessionsClaim(ctx, t, p, sessionsItem("inst-1", 1, "session-1"), sessionsCfgLease("worker-A", lease))
 
-	n := sessionsRenew(ctx, t, p, []string{"worker-A"}, sessionsRenewFor, sessionsLongIdle)
-	wantEqual(t, n, 1, "sessions renewed with one active session")
+		var n int
+		renewed := timed(func() { n = sessionsRenew(ctx, t, p, []string{"worker-A"}, sessionsRenewFor, sessionsLongIdle) })
+		if live := claimed.earliest(lease); n != 1 && !renewed.endsBefore(live) {
+			return renewed.missed("RenewSessionLock with one active session", live)
+		}
+		wantEqual(t, n, 1, "sessions renewed with one active session")
 
-	sessionsClaim(ctx, t, p, sessionsItem("inst-2", 1, "session-2"), sessionsCfg("worker-A"))
+		sessionsClaim(ctx, t, p, sessionsItem("inst-2", 1, "session-2"), sessionsCfg("worker-A"))
 
-	n = sessionsRenew(ctx, t, p, []string{"worker-A"}, sessionsRenewFor, sessionsLongIdle)
-	wantEqual(t, n, 2, "sessions renewed with two active sessions")
+		// Both leases now run for sessionsRenewFor.
+		n = sessionsRenew(ctx, t, p, []string{"worker-A"}, sessionsRenewFor, sessionsLongIdle)
+		wantEqual(t, n, 2, "sessions renewed with two active sessions")
+		return ""
+	})
 }
 
 // sessionsRenewSessionLockSkipsIdle checks that renewal with a zero idle timeout renews nothing.
@@ -370,12 +370,18 @@ func sessionsRenewSessionLockSkipsIdle(t *testing.T, s *suite) {
 	wantEqual(t, n, 0, "sessions renewed with idle timeout 0")
 }
 
-// sessionsRenewSessionLockNoSessions checks that renewal for an owner without sessions returns 0.
+// sessionsRenewSessionLockNoSessions checks that renewal for an owner without sessions returns 0, while another owner's session is renewed.
 func sessionsRenewSessionLockNoSessions(t *testing.T, s *suite) {
 	ctx := testContext(t)
 	p := s.provider(t)
 	n := sessionsRenew(ctx, t, p, []string{"worker-A"}, sessionsRenewFor, sessionsLongIdle)
 	wantEqual(t, n, 0, "sessions renewed for an owner with none")
+
+	sessionsClaim(ctx, t, p, sessionsItem("inst-1", 1, "session-1"), sessionsCfg("worker-B"))
+	n = sessionsRenew(ctx, t, p, []string{"worker-A"}, sessionsRenewFor, sessionsLongIdle)
+	wantEqual(t, n, 0, "sessions renewed for an owner with none, while worker-B owns one")
+	n = sessionsRenew(ctx, t, p, []string{"worker-B"}, sessionsRenewFor, sessionsLongIdle)
+	wantEqual(t, n, 1, "sessions renewed for worker-B, which owns one")
 }
 
 // ---------------------------------------------------------------------------
@@ -421,37 +427,60 @@ func sessionsCleanupKeepsActiveSessions(t *testing.T, s *suite) {
 // sessionsAckUpdatesSessionLastActivity checks that acking a session item refreshes the session's last activity (seen through a 200 ms idle window).
 func sessionsAckUpdatesSessionLastActivity(t *testing.T, s *suite) {
 	ctx := testContext(t)
-	p := s.provider(t)
 	idle := 200 * time.Millisecond
-	enqueueWorker(ctx, t, p, sessionsItem("inst-1", 1, "session-1"))
-	got := sessionsMustFetch(ctx, t, p, sessionsCfg("worker-A"), "fetch session item")
+	s.tries(t, func(p provider.Provider) string {
+		enqueueWorker(ctx, t, p, sessionsItem("inst-1", 1, "session-1"))
+		got := sessionsMustFetch(ctx, t, p, sessionsCfg("worker-A"), "fetch session item")
 
-	// The claim's activity time is now older than the idle window; only
-	// the ack can make the session look active again.
-	sleepPast(ctx, t, idle)
+		// The claim's activity time is now older than the idle window; only
+		// the ack can make the session look active again.
+		sleepPast(ctx, t, idle)
+		n := sessionsRenew(ctx, t, p, []string{"worker-A"}, sessionsRenewFor, idle)
+		wantEqual(t, n, 0, "sessions renewed when the claim is older than the idle window (200ms)")
 
-	must(t, p.AckWorkItem(ctx, got.LockToken, provider.ActivityCompletedItem{
-		Instance: "inst-1", ExecutionID: 1, ID: 1, Result: "ok",
-	}), "AckWorkItem")
-
-	n := sessionsRenew(ctx, t, p, []string{"worker-A"}, sessionsRenewFor, idle)
-	wantEqual(t, n, 1, "sessions renewed right after the ack (idle window 200ms)")
+		acked := timed(func() {
+			must(t, p.AckWorkItem(ctx, got.LockToken, provider.ActivityCompletedItem{
+				Instance: "inst-1", ExecutionID: 1, ID: 1, Result: "ok",
+			}), "AckWorkItem")
+		})
+		return sessionsWantActive(ctx, t, p, acked, idle, "sessions renewed right after the ack (idle window 200ms)")
+	})
 }
 
 // sessionsRenewWorkItemUpdatesSessionLastActivity checks that renewing a session item's lock refreshes the session's last activity.
 func sessionsRenewWorkItemUpdatesSessionLastActivity(t *testing.T, s *suite) {
 	ctx := testContext(t)
-	p := s.provider(t)
 	idle := 200 * time.Millisecond
-	enqueueWorker(ctx, t, p, sessionsItem("inst-1", 1, "session-1"))
-	got := sessionsMustFetch(ctx, t, p, sessionsCfg("worker-A"), "fetch session item")
+	s.tries(t, func(p provider.Provider) string {
+		enqueueWorker(ctx, t, p, sessionsItem("inst-1", 1, "session-1"))
+		got := sessionsMustFetch(ctx, t, p, sessionsCfg("worker-A"), "fetch session item")
 
-	sleepPast(ctx, t, idle)
+		// As above: only the renewal can make the session look active.
+		sleepPast(ctx, t, idle)
+		n := sessionsRenew(ctx, t, p, []string{"worker-A"}, sessionsRenewFor, idle)
+		wantEqual(t, n, 0, "sessions renewed when the claim is older than the idle window (200ms)")
 
-	must(t, p.RenewWorkItemLock(ctx, got.LockToken, 30*time.Second), "RenewWorkItemLock")
+		renewed := timed(func() {
+			must(t, p.RenewWorkItemLock(ctx, got.LockToken, 30*time.Second), "RenewWorkItemLock")
+		})
+		return sessionsWantActive(ctx, t, p, renewed, idle, "sessions renewed right after the work-item renewal (idle window 200ms)")
+	})
+}
 
-	n := sessionsRenew(ctx, t, p, []string{"worker-A"}, sessionsRenewFor, idle)
-	wantEqual(t, n, 1, "sessions renewed right after the work-item renewal (idle window 200ms)")
+// sessionsWantActive checks that worker-A's session counts as active when
+// renewed with idle timeout idle right after the call of touched, which
+// should have refreshed its last activity: RenewSessionLock must return 1.
+// The renewal counts only when it returned within idle of touched's start;
+// otherwise it is a miss.
+func sessionsWantActive(ctx context.Context, t *testing.T, p provider.Provider, touched span, idle time.Duration, what string) (missed string) {
+	t.Helper()
+	var n int
+	renewed := timed(func() { n = sessionsRenew(ctx, t, p, []string{"worker-A"}, sessionsRenewFor, idle) })
+	if active := touched.earliest(idle); !renewed.endsBefore(active) {
+		return renewed.missed("RenewSessionLock", active)
+	}
+	wantEqual(t, n, 1, what)
+	return ""
 }
 
 // ---------------------------------------------------------------------------
@@ -679,8 +708,8 @@ func sessionsSessionLockExpiresNewOwnerGetsRedelivery(t *testing.T, s *suite) {
 	p := s.provider(t)
 	lease := 200 * time.Millisecond
 	enqueueWorker(ctx, t, p, sessionsItem("inst-1", 1, "takeover2-sess"))
-	gotA := fetchWork(ctx, t, p, 5*time.Second, sessionsCfgLease("worker-A", lease), provider.DefaultOnlyTags())
-	sessionsWant(t, gotA, 1, "takeover2-sess", "worker-A claims with a 200ms lease and a 5s activity lock")
+	gotA := fetchWork(ctx, t, p, longLease, sessionsCfgLease("worker-A", lease), provider.DefaultOnlyTags())
+	sessionsWant(t, gotA, 1, "takeover2-sess", "worker-A claims with a 200ms lease and a 30s activity lock")
 
 	// The lease runs out while worker-A still holds the activity lock.
 	sleepPast(ctx, t, lease)
@@ -754,23 +783,29 @@ func sessionsSessionLockExpiresActivityLockValidAckSucceeds(t *testing.T, s *sui
 // sessionsSessionLockRenewalExtendsPastOriginalTimeout checks that renewing a 1 s lease at 60% keeps the session owned past its original expiry.
 func sessionsSessionLockRenewalExtendsPastOriginalTimeout(t *testing.T, s *suite) {
 	ctx := testContext(t)
-	p := s.provider(t)
 	lease := time.Second
-	sessionsClaim(ctx, t, p, sessionsItem("inst-1", 1, "renew-ext-sess"), sessionsCfgLease("worker-A", lease))
-	// The lease was granted before this instant, so it originally ends
-	// before claimed+lease.
-	claimed := time.Now()
+	s.tries(t, func(p provider.Provider) string {
+		claimed := sessionsClaim(ctx, t, p, sessionsItem("inst-1", 1, "renew-ext-sess"), sessionsCfgLease("worker-A", lease))
 
-	sessionsSleepUntil(ctx, t, claimed.Add(600*time.Millisecond))
-	n := sessionsRenew(ctx, t, p, []string{"worker-A"}, lease, sessionsLongIdle)
-	wantEqual(t, n, 1, "sessions renewed at 60% of the lease")
+		sleepUntil(ctx, t, claimed.start.Add(lease*6/10))
+		var n int
+		renewed := timed(func() { n = sessionsRenew(ctx, t, p, []string{"worker-A"}, lease, sessionsLongIdle) })
+		if live := claimed.earliest(lease); n != 1 && !renewed.endsBefore(live) {
+			return renewed.missed("RenewSessionLock at 60% of the lease", live)
+		}
+		wantEqual(t, n, 1, "sessions renewed at 60% of the lease")
 
-	// Past the original expiry, inside the renewed lease.
-	sessionsSleepUntil(ctx, t, claimed.Add(lease))
+		// Past the original expiry, inside the renewed lease.
+		sleepUntil(ctx, t, claimed.latest(lease).Add(pastMargin))
+		enqueueWorker(ctx, t, p, sessionsItem("inst-1", 2, "renew-ext-sess"))
+		other, probed := fetchWorkTimed(ctx, t, p, sessionsWorkLock, sessionsCfg("worker-B"), provider.DefaultOnlyTags())
+		if live := renewed.earliest(lease); !probed.endsBefore(live) {
+			return probed.missed("worker-B's fetch", live)
+		}
+		sessionsWantNone(t, other, "worker-B after the original expiry of a renewed lease")
 
-	enqueueWorker(ctx, t, p, sessionsItem("inst-1", 2, "renew-ext-sess"))
-	sessionsWantNone(t, sessionsFetch(ctx, t, p, sessionsCfg("worker-B")), "worker-B after the original expiry of a renewed lease")
-
-	got := sessionsFetch(ctx, t, p, sessionsCfg("worker-A"))
-	sessionsWant(t, got, 2, "renew-ext-sess", "worker-A still owns the renewed session")
+		got := sessionsFetch(ctx, t, p, sessionsCfg("worker-A"))
+		sessionsWant(t, got, 2, "renew-ext-sess", "worker-A still owns the renewed session")
+		return ""
+	})
 }

@@ -171,6 +171,10 @@ func tagFilteringNoneFilterReturnsNothing(t *testing.T, s *suite) {
 	enqueueWorker(ctx, t, p, tagFilteringItem("inst-1", 2, "gpu"))
 
 	tagFilteringWantNone(t, tagFilteringFetch(ctx, t, p, provider.NoTags()), "None filter")
+
+	// The items are there for a filter that admits them.
+	tagFilteringWant(t, tagFilteringFetch(ctx, t, p, provider.AnyTag()), 1, "", "Any filter after the None filter")
+	tagFilteringWant(t, tagFilteringFetch(ctx, t, p, provider.AnyTag()), 2, "gpu", "second Any filter after the None filter")
 }
 
 // tagFilteringMultiTagFilter checks that a multi-tag filter returns activities with any of its tags and no others.
