@@ -30,8 +30,8 @@
 // # Where it sits
 //
 // The wrappers ([Injector.DynamoDB], [Injector.SQS]) sit at the level of
-// the interfaces the provider and the signals take (they have the same
-// method sets, [DynamoDB] and [SQS]), above the SDK's client and therefore
+// the interfaces the provider and the signals take ([DynamoDB] and [SQS]
+// are those interfaces), above the SDK's client and therefore
 // above its retryer. Every injected fault reaches the caller as if the SDK
 // had given up: retryable errors carry the SDK's
 // [github.com/aws/aws-sdk-go-v2/aws/retry.MaxAttemptsError], and every
