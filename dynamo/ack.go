@@ -142,8 +142,10 @@ func invalidToken(op string) error {
 // release comes first, conditioned on the token and a live lease (the
 // fencing check).
 func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPlan, digest string, now int64) error {
-	in := turn.input
-	if in == nil || turn.digest != digest {
+	if turn.tx == nil || turn.tx.key != turn.token+"\x00"+digest {
+		turn.tx = &pendingTx{key: turn.token + "\x00" + digest}
+	}
+	_, err := p.sendPending(ctx, provider.OpAckOrchestrationItem, turn.tx, func() *dynamodb.TransactWriteItemsInput {
 		actions := make([]types.TransactWriteItem, 0, len(plan.actions)+1)
 		actions = append(actions, types.TransactWriteItem{Update: newLockRelease(plan.release, "").update(p.table, turn.st.id,
 			"#tok = :tok AND #until > :now AND attribute_not_exists(#turn)",
@@ -152,27 +154,10 @@ func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPla
 		for _, a := range plan.actions {
 			actions = append(actions, p.transactAction(a))
 		}
-		sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d", turn.token, digest, turn.sent))
-		in = &dynamodb.TransactWriteItemsInput{
-			TransactItems:      actions,
-			ClientRequestToken: aws.String(hex.EncodeToString(sum[:])[:36]),
-		}
-		turn.input, turn.digest = in, digest
-	}
-	_, err := p.resend(ctx, provider.OpAckOrchestrationItem, func() error {
-		_, err := p.db.TransactWriteItems(ctx, in)
-		return err
+		return &dynamodb.TransactWriteItemsInput{TransactItems: actions}
 	})
 	if err == nil {
 		return nil
-	}
-	if cancelReasons(err) != nil {
-		// A definite outcome: nothing was written. The next ack builds the
-		// transaction anew, with a fresh clock read and its own request
-		// token; only an unknown outcome (a timeout, a 5xx, a lost
-		// response) is resent unchanged.
-		turn.input = nil
-		turn.sent++
 	}
 	switch i := conditionFailedAt(cancelReasons(err)); {
 	case i == 0:

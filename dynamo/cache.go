@@ -2,8 +2,6 @@ package dynamo
 
 import (
 	"sync"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
 // maxCachedTurns bounds the turn cache; beyond it the oldest entries go
@@ -32,14 +30,9 @@ type turnState struct {
 	// that was never handed out restores).
 	attempts, undelivered map[string]uint32
 
-	// digest and input remember the last ack transaction sent for this
-	// turn, so that a retried ack resends it unchanged (same
-	// ClientRequestToken, same parameters).
-	digest string
-	input  *dynamodb.TransactWriteItemsInput
-	// sent counts the transactions built for this turn that DynamoDB
-	// cancelled; it makes each new one's request token distinct.
-	sent int
+	// tx is the ack transaction of this turn (resend.go): a retried ack
+	// of the same commit resends what the last one sent.
+	tx *pendingTx
 }
 
 // leaseEnd is the lease's end as this process last set it (epoch ms).

@@ -911,3 +911,75 @@ func TestStagingRowTooLargeIsRejected(t *testing.T) {
 	}
 	must(t, p.AckOrchestrationItem(ctx, item.LockToken, activities(inst, 120)), "ack without the large event, on the same lock")
 }
+
+// TestSignalledActivityFoundDespiteIndexLag: the ready index has not caught
+// up with a new activity (it never will in this test); a fetch woken by the
+// activity's signal finds it all the same, by reading the row the signal
+// names.
+func TestSignalledActivityFoundDespiteIndexLag(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, false)
+	frozen := faults.NewFakeClock(time.Now())
+	in := faults.New(8, func(o *faults.Options) { o.Now = frozen.Now })
+	in.SetIndexLag(time.Hour, time.Hour, "ready")
+	p := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true, Shards: 1})
+	// An empty fetch: the index's view is taken before the activity exists.
+	if w, err := p.FetchWorkItem(ctx, longLock, 0, nil, provider.AnyTag()); err != nil || w != nil {
+		t.Fatalf("fetch of an empty queue: %+v, %v", w, err)
+	}
+	must(t, p.EnqueueForWorker(ctx, provider.ActivityExecuteItem{Instance: "lagged", ExecutionID: 1, ID: 1, Name: "A", Input: "{}"}), "enqueue")
+	w, err := p.FetchWorkItem(ctx, longLock, 0, nil, provider.AnyTag())
+	must(t, err, "FetchWorkItem")
+	if w == nil || w.Item.Instance != "lagged" {
+		t.Fatalf("signalled fetch with the index behind: got %+v, want the new activity", w)
+	}
+	if in.Stats().Faults[faults.KindLaggedQuery] == 0 {
+		t.Fatal("no query was served from the lagging index: the test tests nothing")
+	}
+}
+
+// TestCommittedAckThenCancelledResend: an ack's transaction commits but its
+// response is lost; the resend is cancelled (a conflict). The ack may not
+// rebuild the transaction (the lock it would check is released): the
+// caller's retry resends the same one, which DynamoDB answers as
+// committed. The same for a worker ack.
+func TestCommittedAckThenCancelledResend(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, false)
+	in := faults.New(9)
+	p := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	const inst = "lost-then-cancelled"
+	lostThenCancelled := func() {
+		in.Add(faults.Rule{Ops: []string{faults.OpTransactWriteItems}, Rate: 1, Count: 1, Fault: faults.LostResponse()})
+		in.Add(faults.Rule{Ops: []string{faults.OpTransactWriteItems}, Rate: 1, Count: 1, Fault: faults.TransactionCanceled("TransactionConflict", -1)})
+	}
+	item := startAndFetch(ctx, t, p, inst)
+	commit := activities(inst, 1)
+	lostThenCancelled()
+	err := p.AckOrchestrationItem(ctx, item.LockToken, commit)
+	if err == nil || !provider.IsRetryable(err) {
+		t.Fatalf("ack whose commit was lost and resend cancelled: got %v, want a retryable error", err)
+	}
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, commit), "retried ack")
+	if h, err := p.Read(ctx, inst); err != nil || len(h) != 2 {
+		t.Fatalf("history: %d events, %v; want 2", len(h), err)
+	}
+
+	w, err := p.FetchWorkItem(ctx, longLock, 0, nil, provider.AnyTag())
+	if err != nil || w == nil {
+		t.Fatalf("FetchWorkItem: %v, %v", w, err)
+	}
+	done := provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: w.Item.ID, Result: "r"}
+	lostThenCancelled()
+	if err := p.AckWorkItem(ctx, w.LockToken, done); err == nil || !provider.IsRetryable(err) {
+		t.Fatalf("worker ack whose commit was lost and resend cancelled: got %v, want a retryable error", err)
+	}
+	must(t, p.AckWorkItem(ctx, w.LockToken, done), "retried worker ack")
+	next, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	must(t, err, "FetchOrchestrationItem")
+	if next == nil || len(next.Messages) != 1 {
+		t.Fatalf("after the retried worker ack: %+v, want exactly one completion", next)
+	}
+}

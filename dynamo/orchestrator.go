@@ -266,7 +266,7 @@ func (p *Provider) AppendWithExecution(ctx context.Context, instance string, exe
 		for i, a := range chunk {
 			tx[i] = p.transactAction(a)
 		}
-		if _, err := p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: tx}); err != nil {
+		if err := p.sendFresh(ctx, provider.OpAppendWithExecution, tx); err != nil {
 			for i, r := range cancelReasons(err) {
 				if r == "ConditionalCheckFailed" {
 					return provider.Permanent(provider.OpAppendWithExecution, provider.ErrDuplicateEvent,

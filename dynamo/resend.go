@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"sync"
 	"time"
 
@@ -65,20 +66,18 @@ func newRequestToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-// sendFresh sends a transaction that only its own call resends: with one
-// request token while an attempt's outcome is unknown, and again with a
-// new one after DynamoDB cancelled it for a transient reason (nothing was
-// written then), up to maxResends times.
+// sendFresh sends a transaction that only its own call resends (see
+// pendingTx), and sends it again after a transient cancellation, up to
+// maxResends times.
 func (p *Provider) sendFresh(ctx context.Context, op string, actions []types.TransactWriteItem) error {
+	t := &pendingTx{key: newRequestToken()}
 	backoff := resendFirstBackoff
 	for attempt := 1; ; attempt++ {
-		in := &dynamodb.TransactWriteItemsInput{TransactItems: actions, ClientRequestToken: aws.String(newRequestToken())}
-		_, err := p.resend(ctx, op, func() error {
-			_, err := p.db.TransactWriteItems(ctx, in)
-			return err
+		done, err := p.sendPending(ctx, op, t, func() *dynamodb.TransactWriteItemsInput {
+			return &dynamodb.TransactWriteItemsInput{TransactItems: actions}
 		})
 		reasons := cancelReasons(err)
-		if reasons == nil || classifyCancellation(reasons) != cancelTransient || attempt == maxResends {
+		if done || reasons == nil || classifyCancellation(reasons) != cancelTransient || attempt == maxResends {
 			return err
 		}
 		if sleepCtx(ctx, jitter(backoff)) != nil {
@@ -88,49 +87,96 @@ func (p *Provider) sendFresh(ctx context.Context, op string, actions []types.Tra
 	}
 }
 
-// txCache keeps the transactions of calls whose outcome may be unknown
-// (worker acks, abandons), keyed by the call's arguments, so that a caller
-// retrying the call resends the same input with the same request token.
+// pendingTx is a transaction a call may send more than once. Every input
+// built for it has its own request token. It is resent unchanged while its
+// outcome may be unknown; once DynamoDB cancelled it, and no earlier
+// attempt of it had an unknown outcome, nothing of it was written and the
+// next attempt builds it anew (a fresh clock read, a new token). After an
+// unknown outcome it is never rebuilt: that attempt may have committed,
+// and DynamoDB answers a repeat of a committed request, token and all, with
+// success, while a rebuilt one would fail on the lock it released.
+type pendingTx struct {
+	key       string
+	in        *dynamodb.TransactWriteItemsInput
+	built     int
+	uncertain bool
+}
+
+// input returns the transaction to send: the one sent before, or a new one
+// made by build.
+func (t *pendingTx) input(build func() *dynamodb.TransactWriteItemsInput) *dynamodb.TransactWriteItemsInput {
+	if t.in == nil {
+		t.in = build()
+		sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%d", t.key, t.built))
+		t.in.ClientRequestToken = aws.String(hex.EncodeToString(sum[:])[:36])
+		t.built++
+	}
+	return t.in
+}
+
+// sendPending sends t's transaction, resending it while its outcome is
+// unknown, and records what the outcome says (see pendingTx). done reports
+// that t is finished with: succeeded, or failed for good.
+func (p *Provider) sendPending(ctx context.Context, op string, t *pendingTx, build func() *dynamodb.TransactWriteItemsInput) (done bool, err error) {
+	in := t.input(build)
+	resent, err := p.resend(ctx, op, func() error {
+		_, err := p.db.TransactWriteItems(ctx, in)
+		return err
+	})
+	if resent {
+		t.uncertain = true
+	}
+	switch {
+	case err == nil:
+		return true, nil
+	case cancelReasons(err) != nil:
+		if !t.uncertain {
+			t.in = nil
+		}
+		return false, err
+	case translate(op, err).Retryable:
+		t.uncertain = true
+		return false, err
+	}
+	return true, err
+}
+
+// txCache keeps the pending transactions of calls whose outcome may be
+// unknown (worker acks, abandons), keyed by the call's arguments, so that a
+// caller retrying the call resends what it sent.
 type txCache struct {
 	mu sync.Mutex
-	m  map[string]*dynamodb.TransactWriteItemsInput
+	m  map[string]*pendingTx
 }
 
-// get returns the transaction cached for callKey, or builds one with
-// build and gives it a request token derived from callKey.
-func (c *txCache) get(callKey string, build func() *dynamodb.TransactWriteItemsInput) *dynamodb.TransactWriteItemsInput {
+// get returns the pending transaction of callKey.
+func (c *txCache) get(callKey string) *pendingTx {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if in, ok := c.m[callKey]; ok {
-		return in
+	if t, ok := c.m[callKey]; ok {
+		return t
 	}
 	if c.m == nil || len(c.m) > maxCachedTurns {
-		c.m = map[string]*dynamodb.TransactWriteItemsInput{} // a bound; forgotten calls are rebuilt
+		c.m = map[string]*pendingTx{} // a bound; forgotten calls start afresh
 	}
-	in := build()
-	sum := sha256.Sum256([]byte(callKey))
-	in.ClientRequestToken = aws.String(hex.EncodeToString(sum[:])[:36])
-	c.m[callKey] = in
-	return in
+	t := &pendingTx{key: callKey}
+	c.m[callKey] = t
+	return t
 }
 
-// drop forgets callKey's transaction: it succeeded or was cancelled.
+// drop forgets callKey's transaction.
 func (c *txCache) drop(callKey string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.m, callKey)
 }
 
-// sendTx sends the transaction cached for callKey (see txCache), resending
-// it while its outcome is unknown; once the outcome is definite it is
-// forgotten.
+// sendTx sends the pending transaction of callKey (see txCache). Calls
+// with one key must not run concurrently (their callers hold one lock
+// token, which the provider's callers use one at a time).
 func (p *Provider) sendTx(ctx context.Context, op, callKey string, build func() *dynamodb.TransactWriteItemsInput) error {
-	in := p.txs.get(callKey, build)
-	_, err := p.resend(ctx, op, func() error {
-		_, err := p.db.TransactWriteItems(ctx, in)
-		return err
-	})
-	if err == nil || cancelReasons(err) != nil || !translate(op, err).Retryable {
+	done, err := p.sendPending(ctx, op, p.txs.get(callKey), build)
+	if done {
 		p.txs.drop(callKey)
 	}
 	return err

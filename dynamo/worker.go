@@ -115,22 +115,21 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 	}
 	err := p.poll(ctx, provider.OpFetchWorkItem, queues.Worker, pollTimeout,
 		func(sigs []queues.Signal) (bool, error) {
+			// The shard's index first, so that the oldest eligible activity
+			// goes first; when it shows nothing (it may lag the signal),
+			// the rows the signals name, read from the table; then the
+			// index again, a few times.
 			var shards []int
-			var firstErr error
+			named := map[int][]queues.Signal{}
 			for _, sig := range sigs {
-				if sig.Work != "" && sig.Instance != "" {
-					rows, err := p.readyWorkRow(ctx, sig.Instance, sig.Work, keep)
-					if err == nil {
-						var done bool
-						if done, err = tryRows(rows); done {
-							return true, nil
-						}
-					}
-					firstErr = cmp.Or(firstErr, err)
+				if sig.Shard >= p.o.Shards {
 					continue
 				}
-				if !slices.Contains(shards, sig.Shard) && sig.Shard < p.o.Shards {
+				if !slices.Contains(shards, sig.Shard) {
 					shards = append(shards, sig.Shard)
+				}
+				if sig.Work != "" && sig.Instance != "" {
+					named[sig.Shard] = append(named[sig.Shard], sig)
 				}
 			}
 			for _, shard := range shards {
@@ -139,6 +138,22 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 					rows, err := p.queryReadyShard(ctx, keys.ReadyWorkerPK(shard), readyBound(p.nowMs()), keep)
 					if err != nil {
 						return false, err
+					}
+					if len(rows) == 0 && attempt == 0 {
+						for _, sig := range named[shard] {
+							direct, err := p.readyWorkRow(ctx, sig.Instance, sig.Work, keep)
+							if err != nil {
+								return false, err
+							}
+							rows = append(rows, direct...)
+						}
+						if len(rows) > 0 {
+							slices.SortFunc(rows, func(a, b readyRow) int { return cmp.Compare(a.readySK, b.readySK) })
+							if done, err := tryRows(rows); done || err != nil {
+								return done, err
+							}
+							break
+						}
 					}
 					if len(rows) > 0 || attempt == indexLagRetries {
 						if done, err := tryRows(rows); done || err != nil {
@@ -152,7 +167,7 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 					wait *= 2
 				}
 			}
-			return false, firstErr
+			return false, nil
 		},
 		func() (bool, error) {
 			rows, err := p.sweepReady(ctx, keys.ReadyWorkerPK, keep)
