@@ -12,6 +12,7 @@ import (
 	"github.com/dynoxide/dynoxide/faults"
 	"github.com/dynoxide/dynoxide/localstack"
 	"github.com/dynoxide/dynoxide/provider/providertest"
+	"github.com/dynoxide/dynoxide/tables"
 )
 
 // TestMain shares one emulator (DynamoDB + SQS) between the tests of this
@@ -57,6 +58,10 @@ func faultRules() []faults.Rule {
 	}
 }
 
+// indexLag is the most the secondary indexes lag the table in
+// TestValidationWithFaults (DynamoDB's propagation under load).
+const indexLag = 2 * time.Second
+
 // clockSkew is the largest offset TestValidationWithFaults gives a
 // provider's clock: well inside the bound docs/design.md §9 documents, and
 // inside the suite's margins, which compare the provider's leases with the
@@ -66,7 +71,8 @@ const clockSkew = 20 * time.Millisecond
 // TestValidationWithFaults runs the conformance suite in both
 // configurations with faults injected into every DynamoDB and SQS request
 // (see faultRules), real transaction conflicts between concurrent writes,
-// and each provider's clock skewed by up to clockSkew. The suite's calls
+// both indexes served up to indexLag late, and each provider's clock
+// skewed by up to clockSkew. The suite's calls
 // retry retryable errors: every fault must be absorbed or surface as a
 // retryable error, and nothing may be lost or applied twice.
 func TestValidationWithFaults(t *testing.T) {
@@ -83,6 +89,7 @@ func TestValidationWithFaults(t *testing.T) {
 			n := seed.Add(1)
 			in := faults.New(n)
 			in.SetRealConflicts(true)
+			in.SetIndexLag(0, indexLag, tables.IndexReady, tables.IndexInstances)
 			for _, r := range faultRules() {
 				in.Add(r)
 			}
@@ -96,7 +103,11 @@ func TestValidationWithFaults(t *testing.T) {
 			injectors = append(injectors, in)
 			mu.Unlock()
 		}
-		return providertest.RetryingFactory(dynamotest.Factory(c), providertest.RetryPolicy{})
+		f := providertest.RetryingFactory(dynamotest.Factory(c), providertest.RetryPolicy{})
+		// The indexes lag: listings and discovery converge within the lag,
+		// plus the time between two looks at a partition.
+		f.Convergence = indexLag + 500*time.Millisecond
+		return f
 	}
 	t.Run("LongPoll", func(t *testing.T) {
 		providertest.Run(t, factory(dynamotest.Config{Queues: true}))

@@ -31,7 +31,7 @@ func atomicityScheduled(id uint64, instance string, n int) provider.Event {
 // items, status), keeps the instance locked, and can be retried on the same
 // lock.
 func atomicityFailureRollback(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const instance = "instance-A"
 
@@ -89,7 +89,7 @@ func atomicityFailureRollback(t *testing.T, s *suite) {
 // items and orchestrator items makes all of them visible, each in the order
 // given.
 func atomicityMultiOperationAtomicAck(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const instance = "instance-A"
 	const fireAt = 1234567890
@@ -153,11 +153,11 @@ func atomicityMultiOperationAtomicAck(t *testing.T, s *suite) {
 // token fails, writes nothing and leaves the real lock held until it
 // expires.
 func atomicityLockReleasedOnlyOnSuccessfulAck(t *testing.T, s *suite) {
-	ctx := testContext(t)
-	lock := s.lockTimeout()
+	ctx := s.context(t)
 	const instance = "instance-A"
 
 	s.tries(t, func(p provider.Provider) string {
+		lock := s.window(ctx, t, p, s.lockTimeout())
 		enqueueOrch(ctx, t, p, startItem(instance), 0)
 		_, fetched := mustFetchOrchTimed(ctx, t, p, lock)
 		held := fetched.earliest(lock)
@@ -191,7 +191,7 @@ func atomicityLockReleasedOnlyOnSuccessfulAck(t *testing.T, s *suite) {
 // atomicityConcurrentAckPrevention checks that when two goroutines ack the
 // same lock at once exactly one succeeds and the turn is applied once.
 func atomicityConcurrentAckPrevention(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const instance = "instance-A"
 

@@ -521,3 +521,74 @@ func (p readsFirstExecution) ReadHistory(ctx context.Context, instance string) (
 func (p readsFirstExecution) LatestExecutionID(ctx context.Context, instance string) (uint64, error) {
 	return provider.InitialExecutionID, nil
 }
+
+// lagsListings answers ListInstances, ListInstancesByStatus, SystemMetrics
+// and QueueDepths as they were lag ago, as a listing served by an
+// eventually consistent index does: each call records the current answer
+// and returns the newest recorded at least lag ago (the answer at creation
+// when none is that old). Work discovery is current.
+type lagsListings struct {
+	*memprovider.Provider
+	lag     time.Duration
+	mu      sync.Mutex
+	answers map[string][]lagged
+}
+
+// lagged is one recorded answer of a listing.
+type lagged struct {
+	at     time.Time
+	answer any
+}
+
+// newLagsListings wraps a fresh memprovider whose listings lag by lag.
+func newLagsListings(lag time.Duration) *lagsListings {
+	p := &lagsListings{Provider: memprovider.New(), lag: lag, answers: map[string][]lagged{}}
+	ctx := context.Background()
+	p.ListInstances(ctx)
+	for _, s := range []string{provider.StatusRunning, provider.StatusCompleted, provider.StatusFailed, provider.StatusContinuedAsNew} {
+		p.ListInstancesByStatus(ctx, s)
+	}
+	p.SystemMetrics(ctx)
+	p.QueueDepths(ctx)
+	return p
+}
+
+// view records answer as the current answer of call and returns the one
+// the lagging listing shows.
+func lagView[T any](p *lagsListings, call string, answer T, err error) (T, error) {
+	if err != nil {
+		return answer, err
+	}
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	list := append(p.answers[call], lagged{now, answer})
+	p.answers[call] = list
+	shown := list[0]
+	for _, a := range list {
+		if !a.at.After(now.Add(-p.lag)) {
+			shown = a
+		}
+	}
+	return shown.answer.(T), nil
+}
+
+func (p *lagsListings) ListInstances(ctx context.Context) ([]string, error) {
+	ids, err := p.Provider.ListInstances(ctx)
+	return lagView(p, "ListInstances", ids, err)
+}
+
+func (p *lagsListings) ListInstancesByStatus(ctx context.Context, status string) ([]string, error) {
+	ids, err := p.Provider.ListInstancesByStatus(ctx, status)
+	return lagView(p, "ListInstancesByStatus/"+status, ids, err)
+}
+
+func (p *lagsListings) SystemMetrics(ctx context.Context) (provider.SystemMetrics, error) {
+	m, err := p.Provider.SystemMetrics(ctx)
+	return lagView(p, "SystemMetrics", m, err)
+}
+
+func (p *lagsListings) QueueDepths(ctx context.Context) (provider.QueueDepths, error) {
+	d, err := p.Provider.QueueDepths(ctx)
+	return lagView(p, "QueueDepths", d, err)
+}

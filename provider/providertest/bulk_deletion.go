@@ -27,6 +27,10 @@ func bulkDeletionDelete(ctx context.Context, t *testing.T, admin provider.Admin,
 	return r
 }
 
+// Bulk deletion selects instances through the provider's listing: under a
+// convergence bound each test awaits, before each call, that the listing
+// shows what it just created and deleted (see awaitListed).
+
 // bulkDeletionWantGone fails t unless InstanceInfo reports every instance
 // in ids as not found.
 func bulkDeletionWantGone(ctx context.Context, t *testing.T, admin provider.Admin, ids ...string) {
@@ -50,7 +54,7 @@ func bulkDeletionWantPresent(ctx context.Context, t *testing.T, admin provider.A
 // bulkDeletionFilterCombinations checks deleting by ids, by unknown ids and
 // with an empty filter (every terminal instance).
 func bulkDeletionFilterCombinations(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 
@@ -60,16 +64,19 @@ func bulkDeletionFilterCombinations(t *testing.T, s *suite) {
 		completeInstance(ctx, t, p, ids[i], "", provider.StatusCompleted)
 	}
 
+	awaitListed(ctx, t, admin, ids...)
 	r := bulkDeletionDelete(ctx, t, admin, provider.InstanceFilter{InstanceIDs: ids[:2]})
 	wantEqual(t, r, provider.DeleteInstanceResult{InstancesDeleted: 2, ExecutionsDeleted: 2, EventsDeleted: 4},
 		"DeleteInstanceResult of two completed instances with two events each")
 	bulkDeletionWantGone(ctx, t, admin, ids[:2]...)
 	bulkDeletionWantPresent(ctx, t, admin, ids[2:]...)
 
+	awaitListed(ctx, t, admin, ids...)
 	r = bulkDeletionDelete(ctx, t, admin, provider.InstanceFilter{InstanceIDs: []string{"does-not-exist-1", "does-not-exist-2"}})
 	wantEqual(t, r, provider.DeleteInstanceResult{}, "DeleteInstanceResult of unknown ids")
 	bulkDeletionWantPresent(ctx, t, admin, ids[2:]...)
 
+	awaitListed(ctx, t, admin, ids...)
 	r = bulkDeletionDelete(ctx, t, admin, provider.InstanceFilter{})
 	wantEqual(t, r.InstancesDeleted, uint64(3), "InstancesDeleted by an empty filter")
 	bulkDeletionWantGone(ctx, t, admin, ids...)
@@ -78,7 +85,7 @@ func bulkDeletionFilterCombinations(t *testing.T, s *suite) {
 // bulkDeletionSafetyAndLimits checks that running instances are skipped and
 // that Limit caps each call, so repeated calls delete in batches.
 func bulkDeletionSafetyAndLimits(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 
@@ -91,15 +98,22 @@ func bulkDeletionSafetyAndLimits(t *testing.T, s *suite) {
 		createInstance(ctx, t, p, id)
 	}
 
-	r := bulkDeletionDelete(ctx, t, admin, provider.InstanceFilter{InstanceIDs: append(append([]string{}, completed...), running...)})
+	listed := append(append([]string{}, completed...), running...)
+	awaitListed(ctx, t, admin, listed...)
+	r := bulkDeletionDelete(ctx, t, admin, provider.InstanceFilter{InstanceIDs: listed})
 	wantEqual(t, r.InstancesDeleted, uint64(2), "InstancesDeleted when half the listed instances run")
 	bulkDeletionWantGone(ctx, t, admin, completed...)
 	bulkDeletionWantPresent(ctx, t, admin, running...)
 
 	for i := range 4 {
-		completeInstance(ctx, t, p, fmt.Sprintf("bulk-del-batch-%d", i), "", provider.StatusCompleted)
+		id := fmt.Sprintf("bulk-del-batch-%d", i)
+		completeInstance(ctx, t, p, id, "", provider.StatusCompleted)
+		listed = append(listed, id)
 	}
 	for i, want := range []uint64{2, 2, 0} {
+		// Each batch selects through the listing, which must show the
+		// previous batch's deletions as well as the new instances.
+		awaitListed(ctx, t, admin, listed...)
 		r = bulkDeletionDelete(ctx, t, admin, provider.InstanceFilter{Limit: 2})
 		wantEqual(t, r.InstancesDeleted, want, fmt.Sprintf("InstancesDeleted by batch %d with Limit=2", i+1))
 	}
@@ -111,7 +125,7 @@ func bulkDeletionSafetyAndLimits(t *testing.T, s *suite) {
 // with ids, keeps instances completed at or after the cutoff and deletes
 // those completed before it.
 func bulkDeletionCompletedBeforeFilter(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 
@@ -123,10 +137,12 @@ func bulkDeletionCompletedBeforeFilter(t *testing.T, s *suite) {
 	}
 	afterCreation := pruneCutoff(ctx, t)
 
+	awaitListed(ctx, t, admin, ids...)
 	r := bulkDeletionDelete(ctx, t, admin, provider.InstanceFilter{InstanceIDs: ids, CompletedBefore: beforeCreation})
 	wantEqual(t, r.InstancesDeleted, uint64(0), "InstancesDeleted with a cutoff before the completions")
 	bulkDeletionWantPresent(ctx, t, admin, ids...)
 
+	awaitListed(ctx, t, admin, ids...)
 	r = bulkDeletionDelete(ctx, t, admin, provider.InstanceFilter{InstanceIDs: ids, CompletedBefore: afterCreation})
 	wantEqual(t, r.InstancesDeleted, uint64(2), "InstancesDeleted with a cutoff after the completions")
 	bulkDeletionWantGone(ctx, t, admin, ids...)
@@ -135,7 +151,7 @@ func bulkDeletionCompletedBeforeFilter(t *testing.T, s *suite) {
 // bulkDeletionCascadesToChildren checks that deleting roots in one call
 // also deletes all their children.
 func bulkDeletionCascadesToChildren(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 
@@ -158,6 +174,7 @@ func bulkDeletionCascadesToChildren(t *testing.T, s *suite) {
 	all := []string{parent1, child1, parent2, child2a, child2b, child2c, standalone}
 	bulkDeletionWantPresent(ctx, t, admin, all...)
 
+	awaitListed(ctx, t, admin, all...)
 	r := bulkDeletionDelete(ctx, t, admin, provider.InstanceFilter{InstanceIDs: []string{parent1, parent2, standalone}})
 	wantEqual(t, r.InstancesDeleted, uint64(7), "InstancesDeleted: three roots, one child of parent1, three of parent2")
 	bulkDeletionWantGone(ctx, t, admin, all...)

@@ -118,7 +118,7 @@ func cancellationWantNoWork(ctx context.Context, t *testing.T, p provider.Provid
 // activity and ends the execution with last and status, then checks that
 // the activity can still be fetched.
 func cancellationWorkSurvivesTerminalTurn(t *testing.T, s *suite, instance string, last provider.EventKind, status string, output *string) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	activity := cancellationActivity(instance, 1, "TestActivity")
 	meta := startMetadata()
@@ -135,7 +135,7 @@ func cancellationWorkSurvivesTerminalTurn(t *testing.T, s *suite, instance strin
 
 // cancellationFetchReturnsRunningStateForActiveOrchestration checks that an activity of a running instance is fetchable.
 func cancellationFetchReturnsRunningStateForActiveOrchestration(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "inst-running"
 	activity := cancellationActivity(inst, 1, "TestActivity")
@@ -166,7 +166,7 @@ func cancellationFetchReturnsTerminalStateWhenOrchestrationContinuedAsNew(t *tes
 
 // cancellationFetchReturnsMissingStateWhenInstanceDeleted checks that an activity of an instance that does not exist is fetchable.
 func cancellationFetchReturnsMissingStateWhenInstanceDeleted(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	activity := cancellationActivity("inst-missing", 1, "TestActivity")
 	enqueueWorker(ctx, t, p, activity)
@@ -175,7 +175,7 @@ func cancellationFetchReturnsMissingStateWhenInstanceDeleted(t *testing.T, s *su
 
 // cancellationRenewReturnsRunningWhenOrchestrationActive checks that an activity lock of a running instance can be renewed.
 func cancellationRenewReturnsRunningWhenOrchestrationActive(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "inst-renew-run"
 	activity := cancellationActivity(inst, 1, "TestActivity")
@@ -186,7 +186,7 @@ func cancellationRenewReturnsRunningWhenOrchestrationActive(t *testing.T, s *sui
 
 // cancellationRenewReturnsTerminalWhenOrchestrationCompleted checks that an activity lock can still be renewed after its instance completed.
 func cancellationRenewReturnsTerminalWhenOrchestrationCompleted(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "inst-renew-term"
 	activity := cancellationActivity(inst, 1, "TestActivity")
@@ -209,7 +209,7 @@ func cancellationRenewReturnsTerminalWhenOrchestrationCompleted(t *testing.T, s 
 
 // cancellationRenewReturnsMissingWhenInstanceDeleted checks that an activity lock of an instance that does not exist can be renewed.
 func cancellationRenewReturnsMissingWhenInstanceDeleted(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	activity := cancellationActivity("inst-renew-missing", 1, "TestActivity")
 	enqueueWorker(ctx, t, p, activity)
@@ -219,7 +219,7 @@ func cancellationRenewReturnsMissingWhenInstanceDeleted(t *testing.T, s *suite) 
 
 // cancellationAckWorkItemNoneDeletesWithoutEnqueue checks that acking an activity with no completion removes it and enqueues nothing.
 func cancellationAckWorkItemNoneDeletesWithoutEnqueue(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "inst-ack-none"
 	// The instance exists and is idle, so a completion enqueued by mistake
@@ -237,7 +237,7 @@ func cancellationAckWorkItemNoneDeletesWithoutEnqueue(t *testing.T, s *suite) {
 
 // cancellationCancelledActivitiesDeletedFromWorkerQueue checks that an ack's CancelledActivities remove exactly the named worker entries.
 func cancellationCancelledActivitiesDeletedFromWorkerQueue(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "inst-cancel-delete"
 	a1 := cancellationActivity(inst, 1, "Activity1")
@@ -261,7 +261,7 @@ func cancellationCancelledActivitiesDeletedFromWorkerQueue(t *testing.T, s *suit
 
 // cancellationAckWorkItemFailsWhenEntryDeleted checks that a worker ack fails permanently once its entry is gone, and then enqueues nothing.
 func cancellationAckWorkItemFailsWhenEntryDeleted(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	// The entry is removed by acking it without a completion; acking it
@@ -302,7 +302,7 @@ func cancellationStealHeldActivity(ctx context.Context, t *testing.T, p provider
 
 // cancellationRenewFailsWhenEntryDeleted checks that renewing a worker lock fails once its entry is gone.
 func cancellationRenewFailsWhenEntryDeleted(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	// Entry removed by an ack without completion.
@@ -323,7 +323,7 @@ func cancellationRenewFailsWhenEntryDeleted(t *testing.T, s *suite) {
 
 // cancellationCancellingNonexistentActivitiesIsIdempotent checks that cancelling activities that are not queued does not fail the ack.
 func cancellationCancellingNonexistentActivitiesIsIdempotent(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "inst-cancel-idempotent"
 	enqueueOrch(ctx, t, p, startItem(inst), 0)
@@ -340,7 +340,7 @@ func cancellationCancellingNonexistentActivitiesIsIdempotent(t *testing.T, s *su
 
 // cancellationBatchCancellationDeletesMultipleActivities checks that one ack can cancel several queued activities.
 func cancellationBatchCancellationDeletesMultipleActivities(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "inst-batch-cancel"
 	var work []provider.ActivityExecuteItem
@@ -359,7 +359,7 @@ func cancellationBatchCancellationDeletesMultipleActivities(t *testing.T, s *sui
 
 // cancellationSameActivityInWorkerItemsAndCancelledIsNoop checks that an activity scheduled and cancelled in the same ack is not left on the queue.
 func cancellationSameActivityInWorkerItemsAndCancelledIsNoop(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "inst-schedule-then-cancel"
 	dropped := cancellationActivity(inst, 2, "DroppedActivity")
@@ -375,7 +375,7 @@ func cancellationSameActivityInWorkerItemsAndCancelledIsNoop(t *testing.T, s *su
 
 // cancellationOrphanActivityAfterInstanceForceDeletion checks that force-deleting an instance leaves the worker queue usable: a surviving activity can be fetched and acked.
 func cancellationOrphanActivityAfterInstanceForceDeletion(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 	const inst = "inst-orphan-activity"

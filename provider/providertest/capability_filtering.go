@@ -160,7 +160,7 @@ func capabilityFilteringWantHistoryError(t *testing.T, item *provider.Orchestrat
 // capabilityFilteringFilterNoneReturnsAnyItem checks that a fetch without a
 // filter returns a pinned instance.
 func capabilityFilteringFilterNoneReturnsAnyItem(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	capabilityFilteringSeed(ctx, t, p, "inst-1", capabilityFilteringV(1, 2, 3))
 	capabilityFilteringWantItem(ctx, t, p, nil, "inst-1", "fetch without filter")
@@ -169,7 +169,7 @@ func capabilityFilteringFilterNoneReturnsAnyItem(t *testing.T, s *suite) {
 // capabilityFilteringCompatibleFilterReturnsItem checks that a filter whose
 // range holds the pinned version returns the instance.
 func capabilityFilteringCompatibleFilterReturnsItem(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	capabilityFilteringSeed(ctx, t, p, "inst-2", capabilityFilteringV(1, 2, 3))
 	filter := capabilityFilteringRange(capabilityFilteringV(1, 0, 0), capabilityFilteringV(1, 9, 9))
@@ -179,7 +179,7 @@ func capabilityFilteringCompatibleFilterReturnsItem(t *testing.T, s *suite) {
 // capabilityFilteringIncompatibleFilterSkipsItem checks that a filter whose
 // range excludes the pinned version returns nothing.
 func capabilityFilteringIncompatibleFilterSkipsItem(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	capabilityFilteringSeed(ctx, t, p, "inst-3", capabilityFilteringV(1, 2, 3))
 	filter := capabilityFilteringRange(capabilityFilteringV(2, 0, 0), capabilityFilteringV(2, 9, 9))
@@ -189,7 +189,7 @@ func capabilityFilteringIncompatibleFilterSkipsItem(t *testing.T, s *suite) {
 // capabilityFilteringSkipsIncompatibleSelectsCompatible checks that with a
 // v1 and a v2 instance queued each filter picks the instance it supports.
 func capabilityFilteringSkipsIncompatibleSelectsCompatible(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	capabilityFilteringSeed(ctx, t, p, "inst-v1", capabilityFilteringV(1, 0, 0))
 	capabilityFilteringSeed(ctx, t, p, "inst-v2", capabilityFilteringV(2, 0, 0))
@@ -205,7 +205,7 @@ func capabilityFilteringSkipsIncompatibleSelectsCompatible(t *testing.T, s *suit
 // capabilityFilteringDoesNotLockSkippedInstances checks that an instance a
 // filter skipped is not left locked.
 func capabilityFilteringDoesNotLockSkippedInstances(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	capabilityFilteringSeed(ctx, t, p, "inst-5", capabilityFilteringV(1, 0, 0))
 
@@ -219,7 +219,7 @@ func capabilityFilteringDoesNotLockSkippedInstances(t *testing.T, s *suite) {
 // capabilityFilteringNullPinnedVersionAlwaysCompatible checks that an
 // execution without a pinned version passes any filter.
 func capabilityFilteringNullPinnedVersionAlwaysCompatible(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "inst-null"
 	enqueueOrch(ctx, t, p, startItem(inst), 0)
@@ -238,7 +238,7 @@ func capabilityFilteringNullPinnedVersionAlwaysCompatible(t *testing.T, s *suite
 // capabilityFilteringBoundaryVersions checks that both range bounds are
 // inclusive and that the next version above the range is excluded.
 func capabilityFilteringBoundaryVersions(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	filter := capabilityFilteringRange(capabilityFilteringV(1, 0, 0), capabilityFilteringV(1, 9, 99))
 
@@ -261,7 +261,7 @@ func capabilityFilteringBoundaryVersions(t *testing.T, s *suite) {
 // capabilityFilteringPinnedVersionStoredViaAckMetadata checks that the
 // pinned version sent in ack metadata is what filters are matched against.
 func capabilityFilteringPinnedVersionStoredViaAckMetadata(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	capabilityFilteringSeed(ctx, t, p, "inst-8", capabilityFilteringV(3, 1, 4))
 
@@ -277,7 +277,7 @@ func capabilityFilteringPinnedVersionStoredViaAckMetadata(t *testing.T, s *suite
 // capabilityFilteringPinnedVersionImmutableAcrossAckCycles checks that a
 // later ack without a pinned version leaves the stored one in place.
 func capabilityFilteringPinnedVersionImmutableAcrossAckCycles(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "inst-9"
 	capabilityFilteringSeed(ctx, t, p, inst, capabilityFilteringV(1, 0, 0))
@@ -300,7 +300,7 @@ func capabilityFilteringPinnedVersionImmutableAcrossAckCycles(t *testing.T, s *s
 // execution created by continue-as-new is filtered by its own pinned
 // version, not the previous execution's.
 func capabilityFilteringContinueAsNewGetsOwnPinnedVersion(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "inst-can"
 	capabilityFilteringSeed(ctx, t, p, inst, capabilityFilteringV(1, 0, 0))
@@ -347,7 +347,7 @@ func capabilityFilteringContinueAsNewGetsOwnPinnedVersion(t *testing.T, s *suite
 // capabilityFilteringEmptySupportedVersionsReturnsNothing checks that a
 // filter with no ranges admits nothing.
 func capabilityFilteringEmptySupportedVersionsReturnsNothing(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	capabilityFilteringSeed(ctx, t, p, "inst-empty", capabilityFilteringV(1, 0, 0))
 	capabilityFilteringWantNone(ctx, t, p, &provider.CapabilityFilter{SupportedVersions: []provider.SemverRange{}}, "fetch with an empty range list")
@@ -357,7 +357,7 @@ func capabilityFilteringEmptySupportedVersionsReturnsNothing(t *testing.T, s *su
 // capabilityFilteringConcurrentFilteredFetchNoDoubleLock checks that
 // filtered fetches never hand one instance to two callers.
 func capabilityFilteringConcurrentFilteredFetchNoDoubleLock(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "inst-conc"
 	capabilityFilteringSeed(ctx, t, p, inst, capabilityFilteringV(1, 0, 0))
@@ -402,7 +402,7 @@ func capabilityFilteringConcurrentFilteredFetchNoDoubleLock(t *testing.T, s *sui
 // pinned version sent on a later ack is stored for an execution that had
 // none.
 func capabilityFilteringAckStoresPinnedVersionViaMetadataUpdate(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "inst-backfill"
 	enqueueOrch(ctx, t, p, startItem(inst), 0)
@@ -432,7 +432,7 @@ func capabilityFilteringAckStoresPinnedVersionViaMetadataUpdate(t *testing.T, s 
 // provider overwrites a stored pinned version whenever ack metadata carries
 // one.
 func capabilityFilteringProviderUpdatesPinnedVersionWhenTold(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "inst-update"
 	capabilityFilteringSeed(ctx, t, p, inst, capabilityFilteringV(1, 0, 0))
@@ -456,7 +456,7 @@ func capabilityFilteringProviderUpdatesPinnedVersionWhenTold(t *testing.T, s *su
 // filtered-out instance with corrupted history yields no item and no error,
 // while an unfiltered fetch returns it with a history error.
 func capabilityFilteringCorruptedHistoryFilteredVsUnfiltered(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "inst-corrupt-39"
 	capabilityFilteringSeedCorrupt(ctx, t, s, p, inst, capabilityFilteringV(1, 0, 0))
@@ -493,7 +493,7 @@ func capabilityFilteringDeserializationCycles(ctx context.Context, t *testing.T,
 // capabilityFilteringDeserializationErrorIncrementsAttemptCount checks that
 // each fetch of an undecodable history counts an attempt.
 func capabilityFilteringDeserializationErrorIncrementsAttemptCount(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "inst-deser-41"
 	capabilityFilteringSeedCorrupt(ctx, t, s, p, inst, capabilityFilteringV(1, 0, 0))
@@ -507,7 +507,7 @@ func capabilityFilteringDeserializationErrorIncrementsAttemptCount(t *testing.T,
 // the attempt count of an undecodable history keeps climbing to the
 // runtime's poison limit.
 func capabilityFilteringDeserializationErrorEventuallyReachesPoison(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "inst-poison-42"
 	const maxAttempts = 5
@@ -521,7 +521,7 @@ func capabilityFilteringDeserializationErrorEventuallyReachesPoison(t *testing.T
 // capabilityFilteringFilterAppliedBeforeHistoryDeserialization checks that
 // the filter excludes an instance before its (corrupted) history is read.
 func capabilityFilteringFilterAppliedBeforeHistoryDeserialization(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "inst-order-43"
 	capabilityFilteringSeedCorrupt(ctx, t, s, p, inst, capabilityFilteringV(99, 0, 0))
@@ -538,7 +538,7 @@ func capabilityFilteringFilterAppliedBeforeHistoryDeserialization(t *testing.T, 
 // capabilityFilteringSingleRangeOnlyUsesFirstRange checks that only the
 // first range of a filter is honoured.
 func capabilityFilteringSingleRangeOnlyUsesFirstRange(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	capabilityFilteringSeed(ctx, t, p, "inst-range-a", capabilityFilteringV(1, 0, 0))
 	capabilityFilteringSeed(ctx, t, p, "inst-range-b", capabilityFilteringV(3, 0, 0))
@@ -559,7 +559,7 @@ func capabilityFilteringSingleRangeOnlyUsesFirstRange(t *testing.T, s *suite) {
 // appending a poison failure onto corrupted history succeeds and records
 // the failed status.
 func capabilityFilteringAckAppendsEventToCorruptedHistory(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "inst-ack-corrupt-45"
 	capabilityFilteringSeedCorrupt(ctx, t, s, p, inst, capabilityFilteringV(1, 0, 0))

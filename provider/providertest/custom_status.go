@@ -76,7 +76,7 @@ func customStatusWant(ctx context.Context, t *testing.T, p provider.Provider, in
 // customStatusSet checks that an ack holding CustomStatusUpdated with a
 // value stores it at version 1.
 func customStatusSet(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "cs-set"
 	createInstance(ctx, t, p, inst)
@@ -87,7 +87,7 @@ func customStatusSet(t *testing.T, s *suite) {
 // customStatusClear checks that CustomStatusUpdated without a value clears
 // the status and still bumps the version.
 func customStatusClear(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "cs-clear"
 	createInstance(ctx, t, p, inst)
@@ -100,7 +100,7 @@ func customStatusClear(t *testing.T, s *suite) {
 // customStatusNonePreserves checks that an ack without CustomStatusUpdated
 // leaves value and version unchanged.
 func customStatusNonePreserves(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "cs-noop"
 	createInstance(ctx, t, p, inst)
@@ -112,7 +112,7 @@ func customStatusNonePreserves(t *testing.T, s *suite) {
 // customStatusVersionIncrements checks that every ack that sets or clears
 // the status bumps the version by one.
 func customStatusVersionIncrements(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "cs-ver"
 	createInstance(ctx, t, p, inst)
@@ -127,7 +127,7 @@ func customStatusVersionIncrements(t *testing.T, s *suite) {
 // customStatusPollingNoChange checks that reading with the current version
 // as last seen returns nil, and with 0 returns the status.
 func customStatusPollingNoChange(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "cs-poll"
 	createInstance(ctx, t, p, inst)
@@ -141,7 +141,7 @@ func customStatusPollingNoChange(t *testing.T, s *suite) {
 // customStatusNonexistentInstance checks that an unknown instance has no
 // custom status and no error.
 func customStatusNonexistentInstance(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "cs-exists"
 	createInstance(ctx, t, p, inst)
@@ -156,7 +156,7 @@ func customStatusNonexistentInstance(t *testing.T, s *suite) {
 // customStatusDefaultOnNewInstance checks that a new instance starts at
 // version 0, so a read with last seen 0 returns nil.
 func customStatusDefaultOnNewInstance(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "cs-default"
 	createInstance(ctx, t, p, inst)

@@ -2,6 +2,7 @@ package providertest
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -112,11 +113,12 @@ func deletionWantGone(ctx context.Context, t *testing.T, p provider.Provider, ad
 	if h := readHistory(ctx, t, p, instance); len(h) != 0 {
 		t.Fatalf("Read(%q) after delete: got event ids %v, want none", instance, eventIDs(h))
 	}
-	ids, err := admin.ListInstances(ctx)
-	must(t, err, "ListInstances")
-	if slices.Contains(ids, instance) {
-		t.Fatalf("ListInstances after delete: %q is still listed", instance)
-	}
+	// A lagging listing may show a deleted row until it converges.
+	awaitTrue(ctx, t, "ListInstances after delete", func() (bool, string) {
+		ids, err := admin.ListInstances(ctx)
+		must(t, err, "ListInstances")
+		return !slices.Contains(ids, instance), fmt.Sprintf("%q is still listed", instance)
+	})
 }
 
 // deletionSorted returns ids sorted, as a non-nil slice.
@@ -128,7 +130,7 @@ func deletionSorted(ids []string) []string {
 
 // deletionDeleteTerminalInstances checks that completed, failed and cancelled instances are deleted from everywhere, with exact counts.
 func deletionDeleteTerminalInstances(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 	const completed, failed, cancelled = "delete-term-completed", "delete-term-failed", "delete-term-cancelled"
@@ -152,7 +154,7 @@ func deletionDeleteTerminalInstances(t *testing.T, s *suite) {
 
 // deletionDeleteRunningRejectedForceSucceeds checks that a running instance is deleted only with force.
 func deletionDeleteRunningRejectedForceSucceeds(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 	const inst = "delete-running-force"
@@ -172,7 +174,7 @@ func deletionDeleteRunningRejectedForceSucceeds(t *testing.T, s *suite) {
 
 // deletionDeleteNonexistentInstance checks that deleting an unknown instance fails with a permanent not-found error.
 func deletionDeleteNonexistentInstance(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 	for _, force := range []bool{false, true} {
@@ -184,7 +186,7 @@ func deletionDeleteNonexistentInstance(t *testing.T, s *suite) {
 
 // deletionDeleteCleansQueuesAndLocks checks that a delete removes the instance's queued messages and leaves nothing behind that affects a new instance with the same id.
 func deletionDeleteCleansQueuesAndLocks(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 	const inst = "delete-queues-locks"
@@ -244,7 +246,7 @@ func deletionDeleteCleansQueuesAndLocks(t *testing.T, s *suite) {
 
 // deletionCascadeDeleteHierarchy checks that sub-orchestrations cannot be deleted directly and that deleting the root removes the whole tree with aggregated counts.
 func deletionCascadeDeleteHierarchy(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 	d := deletionBuildTree(ctx, t, p, "cascade-root")
@@ -278,7 +280,7 @@ func deletionCascadeDeleteHierarchy(t *testing.T, s *suite) {
 
 // deletionForceDeletePreventsAckRecreation checks that force-deleting an instance during a turn makes that turn's ack fail without recreating anything.
 func deletionForceDeletePreventsAckRecreation(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 	const inst = "zombie-prevention"
@@ -307,7 +309,7 @@ func deletionForceDeletePreventsAckRecreation(t *testing.T, s *suite) {
 
 // deletionListChildren checks that ListChildren returns exactly the direct children, and nothing for leaves and unknown instances.
 func deletionListChildren(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 	d := deletionBuildTree(ctx, t, p, "list-children-root")
@@ -333,7 +335,7 @@ func deletionListChildren(t *testing.T, s *suite) {
 
 // deletionDeleteGetParentID checks that ParentID is empty for roots, names the parent of children, and fails for unknown instances.
 func deletionDeleteGetParentID(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 	const root = "parent-id-root"
@@ -358,7 +360,7 @@ func deletionDeleteGetParentID(t *testing.T, s *suite) {
 
 // deletionDeleteGetInstanceTree checks that GetInstanceTree returns the root and every descendant, and a leaf alone.
 func deletionDeleteGetInstanceTree(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 	d := deletionBuildTree(ctx, t, p, "tree-root")
@@ -385,7 +387,7 @@ func deletionDeleteGetInstanceTree(t *testing.T, s *suite) {
 
 // deletionDeleteInstancesAtomic checks that DeleteInstancesAtomic deletes every listed instance and reports aggregate counts.
 func deletionDeleteInstancesAtomic(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 	ids := []string{"atomic-del-1", "atomic-del-2", "atomic-del-3"}
@@ -404,7 +406,7 @@ func deletionDeleteInstancesAtomic(t *testing.T, s *suite) {
 
 // deletionDeleteInstancesAtomicForce checks that a batch holding a running instance is refused as a whole without force and deleted with it.
 func deletionDeleteInstancesAtomicForce(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 	const completed, running = "atomic-force-completed", "atomic-force-running"
@@ -427,7 +429,7 @@ func deletionDeleteInstancesAtomicForce(t *testing.T, s *suite) {
 
 // deletionDeleteInstancesAtomicOrphanDetection checks that deleting a parent without its child fails and deletes nothing, and that deleting both succeeds.
 func deletionDeleteInstancesAtomicOrphanDetection(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 	const root = "orphan-detect-root"
@@ -455,7 +457,7 @@ func deletionDeleteInstancesAtomicOrphanDetection(t *testing.T, s *suite) {
 
 // deletionStaleActivityAfterDeleteRecreate checks that an activity in flight when its instance is deleted cannot deliver its result to a new instance of the same id.
 func deletionStaleActivityAfterDeleteRecreate(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 	const inst = "stale-activity-recreate"

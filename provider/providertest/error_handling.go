@@ -24,7 +24,7 @@ func errorHandlingTests() []testCase {
 // errorHandlingInvalidLockTokenOnAck checks that an ack with a token no fetch
 // issued fails permanently with an invalid-lock-token error.
 func errorHandlingInvalidLockTokenOnAck(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	err := p.AckOrchestrationItem(ctx, "invalid-token", provider.TurnCommit{ExecutionID: provider.InitialExecutionID})
@@ -35,7 +35,7 @@ func errorHandlingInvalidLockTokenOnAck(t *testing.T, s *suite) {
 // errorHandlingDuplicateEventIDRejection checks that a later ack appending an
 // event id the execution already holds fails and leaves history unchanged.
 func errorHandlingDuplicateEventIDRejection(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "instance-A"
 
@@ -73,7 +73,7 @@ func errorHandlingDuplicateEventIDRejection(t *testing.T, s *suite) {
 // errorHandlingMissingInstanceMetadata checks that reading an instance that
 // never existed yields an empty history.
 func errorHandlingMissingInstanceMetadata(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	history := readHistory(ctx, t, p, "non-existent-instance")
@@ -89,7 +89,7 @@ func errorHandlingMissingInstanceMetadata(t *testing.T, s *suite) {
 // errorHandlingCorruptedSerializationData checks that fetching from an empty
 // store succeeds and finds nothing.
 func errorHandlingCorruptedSerializationData(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	item, err := p.FetchOrchestrationItem(ctx, 30*time.Second, 0, nil)
@@ -107,7 +107,7 @@ func errorHandlingCorruptedSerializationData(t *testing.T, s *suite) {
 // errorHandlingLockExpirationDuringAck checks that an ack after the lock
 // timeout has passed fails and commits nothing.
 func errorHandlingLockExpirationDuringAck(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "instance-A"
 	lockTimeout := s.lockTimeout()
@@ -137,7 +137,7 @@ func errorHandlingLockExpirationDuringAck(t *testing.T, s *suite) {
 // corrupt-data error, rather than returning fewer events, once the stored
 // history cannot be decoded.
 func errorHandlingReadCorruptedHistoryReturnsError(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "inst-read-corrupt"
 
@@ -159,7 +159,7 @@ func errorHandlingReadCorruptedHistoryReturnsError(t *testing.T, s *suite) {
 // ReadWithExecution fails with a corrupt-data error once the stored history
 // cannot be decoded.
 func errorHandlingReadWithExecutionCorruptedHistoryReturnsError(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "inst-rwe-corrupt"
 

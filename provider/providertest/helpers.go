@@ -112,13 +112,12 @@ func fetchOrch(ctx context.Context, t *testing.T, p provider.Provider, lockTimeo
 	return item
 }
 
-// mustFetchOrch fetches an orchestration item and fails t when there is none.
+// mustFetchOrch fetches an orchestration item that must be available and
+// fails t when there is none. Under a convergence bound it awaits the item
+// (see awaitOrchTimed).
 func mustFetchOrch(ctx context.Context, t *testing.T, p provider.Provider, lockTimeout time.Duration) *provider.OrchestrationItem {
 	t.Helper()
-	item := fetchOrch(ctx, t, p, lockTimeout)
-	if item == nil {
-		t.Fatal("FetchOrchestrationItem: want an item, got none")
-	}
+	item, _ := mustFetchOrchTimed(ctx, t, p, lockTimeout)
 	return item
 }
 
@@ -138,13 +137,14 @@ func fetchWork(ctx context.Context, t *testing.T, p provider.Provider, lockTimeo
 	return item
 }
 
-// mustFetchWork fetches an untagged, session-less work item and fails t when
-// there is none.
+// mustFetchWork fetches an untagged, session-less work item that must be
+// available and fails t when there is none. Under a convergence bound it
+// awaits the item (see awaitWorkTimed).
 func mustFetchWork(ctx context.Context, t *testing.T, p provider.Provider, lockTimeout time.Duration) *provider.LockedWorkItem {
 	t.Helper()
-	item := fetchWork(ctx, t, p, lockTimeout, nil, provider.DefaultOnlyTags())
+	item := awaitWork(ctx, t, p, lockTimeout, nil, provider.DefaultOnlyTags())
 	if item == nil {
-		t.Fatal("FetchWorkItem: want an item, got none")
+		t.Fatal("FetchWorkItem: want an item, got none" + convergenceNote(ctx))
 	}
 	return item
 }
@@ -297,6 +297,18 @@ func wantEqual[T any](t *testing.T, got, want T, what string) {
 //
 // Leases of longLease are held wherever expiry is not a test's subject; the
 // suite takes it that no single step of a test stalls for that long.
+//
+// The scaling rule. A window must hold the calls a test makes inside it,
+// or every try misses. A test whose subject is a lease or delay therefore
+// sizes it, at the start of each try, as max(its nominal value,
+// windowCalls × the provider's latency) ([suite.window]): the latency is
+// the slowest of latencySamples cheap reads on the try's fresh provider.
+// On an idle machine the nominal value wins and the test runs as written;
+// on a loaded one, or against a slow store, the scenario grows. What is asserted does not change: invisible (held) during the
+// delay (lease) and visible (free) after it, observed under the timing
+// rule. A provider that honours only part of a delay still fails, since
+// the late probe looks at least three quarters into the delay (or half,
+// see span.late), whatever its length.
 
 const (
 	// longLease is the lock timeout and session lease of tests that never
@@ -318,7 +330,35 @@ const (
 	// both stamps and checks; it matters where the test names an instant
 	// itself (a timer's FireAtMs), which is observed that much inside.
 	clockAgreement = 50 * time.Millisecond
+	// windowCalls is how many calls, at the provider's measured latency,
+	// a lease or delay under test lasts at least (see suite.window).
+	windowCalls = 10
+	// latencySamples is how many reads measure the latency.
+	latencySamples = 5
+	// latencyProbe is the instance whose (empty) history those reads read.
+	latencyProbe = "providertest-latency-probe"
 )
+
+// window returns the length of a lease or delay of nominal length d for a
+// try on p: d, or windowCalls times p's latency when that is longer (the
+// scaling rule). p's latency is the slowest of latencySamples reads of the
+// history of an instance no test creates: a cheap call that, unlike a
+// fetch, leaves the provider's work discovery untouched. Their errors are
+// not asserted on (their time counts all the same).
+func (s *suite) window(ctx context.Context, t *testing.T, p provider.Provider, d time.Duration) time.Duration {
+	t.Helper()
+	var slowest time.Duration
+	for range latencySamples {
+		sp := timed(func() { _, _ = p.Read(ctx, latencyProbe) })
+		slowest = max(slowest, sp.took())
+	}
+	w := max(d, windowCalls*slowest)
+	if w > d {
+		w = w.Truncate(time.Millisecond) + time.Millisecond
+		t.Logf("the provider's calls take up to %v: a %v window is scaled to %v", slowest.Round(time.Millisecond), d, w.Round(time.Millisecond))
+	}
+	return w
+}
 
 // span is the interval of one call: from a clock read just before it to
 // one just after it returned.
@@ -397,12 +437,14 @@ func fetchOrchTimed(ctx context.Context, t *testing.T, p provider.Provider, lock
 	return item, sp
 }
 
-// mustFetchOrchTimed is fetchOrchTimed for an item that must be there.
+// mustFetchOrchTimed is fetchOrchTimed for an item that must be there
+// (awaited under a convergence bound, see awaitOrchTimed). The span is the
+// successful fetch's.
 func mustFetchOrchTimed(ctx context.Context, t *testing.T, p provider.Provider, lockTimeout time.Duration) (*provider.OrchestrationItem, span) {
 	t.Helper()
-	item, sp := fetchOrchTimed(ctx, t, p, lockTimeout)
+	item, sp := awaitOrchTimed(ctx, t, p, lockTimeout, nil)
 	if item == nil {
-		t.Fatal("FetchOrchestrationItem: want an item, got none")
+		t.Fatal("FetchOrchestrationItem: want an item, got none" + convergenceNote(ctx))
 	}
 	return item, sp
 }

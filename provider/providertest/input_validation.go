@@ -32,7 +32,7 @@ func inputValidationTests() []testCase {
 // lost: the lock is still held (no one else can fetch), and after abandon
 // the same start message is delivered again with no history written.
 func inputValidationRejectedTurn(t *testing.T, s *suite, commit func(instance string) provider.TurnCommit) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const instance = "bad-input"
 	enqueueOrch(ctx, t, p, startItem(instance), 0)
@@ -100,7 +100,7 @@ func inputValidationAckRejectsActivityExecuteOnOrchestratorQueue(t *testing.T, s
 // inputValidationEnqueueRejectsActivityExecute: EnqueueForOrchestrator
 // refuses an activity, and enqueues nothing.
 func inputValidationEnqueueRejectsActivityExecute(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	err := p.EnqueueForOrchestrator(ctx, activityItem("inst", 1, 1), 0)
 	wantPermanent(t, err, provider.ErrInvalidInput, "EnqueueForOrchestrator(ActivityExecute)")
@@ -117,7 +117,7 @@ func inputValidationEnqueueRejectsActivityExecute(t *testing.T, s *suite) {
 // completion is not ActivityCompleted/ActivityFailed fails, keeps the item
 // locked, and enqueues nothing; a proper ack with the same token then works.
 func inputValidationAckWorkItemRejectsNonCompletion(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	createInstance(ctx, t, p, "inst")
 	enqueueWorker(ctx, t, p, activityItem("inst", 1, 2))
@@ -145,7 +145,7 @@ func inputValidationAckWorkItemRejectsNonCompletion(t *testing.T, s *suite) {
 // inputValidationAppendRejectsEventIDZero: AppendWithExecution refuses event
 // id 0 and stores nothing of the batch.
 func inputValidationAppendRejectsEventIDZero(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	err := p.AppendWithExecution(ctx, "inst", 1, []provider.Event{startedEvent("inst", 1), event(0, "inst", 1, provider.OrchestrationCompleted{})})
 	wantPermanent(t, err, provider.ErrInvalidInput, "append with event id 0")
@@ -159,7 +159,7 @@ func inputValidationAppendRejectsEventIDZero(t *testing.T, s *suite) {
 // inputValidationAppendRejectsDuplicateEventID: appending an id that is
 // stored fails and never overwrites the stored event.
 func inputValidationAppendRejectsDuplicateEventID(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	must(t, p.AppendWithExecution(ctx, "inst", 1, []provider.Event{startedEvent("inst", 1)}), "first append")
 	imposter := event(1, "inst", 1, provider.OrchestrationStarted{Name: "Imposter", Version: "9.9.9", Input: "x"})
@@ -183,7 +183,7 @@ var inputValidationHostileIDs = []string{
 // inputValidationHostileInstanceIDs: instances whose ids trip naive key
 // encodings each keep their own queue, history and custom status.
 func inputValidationHostileInstanceIDs(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	for _, id := range inputValidationHostileIDs {
 		createInstance(ctx, t, p, id)
@@ -229,7 +229,7 @@ func inputValidationHostileInstanceIDs(t *testing.T, s *suite) {
 // inputValidationHostileKVKeys: KV keys that trip naive key encodings stay
 // distinct, and one instance's keys never show in another's.
 func inputValidationHostileKVKeys(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	for _, inst := range []string{"kv", "kv#"} {
 		enqueueOrch(ctx, t, p, startItem(inst), 0)
@@ -259,7 +259,7 @@ func inputValidationHostileKVKeys(t *testing.T, s *suite) {
 // inputValidationHostileTagsAndSessions: tags and session ids that trip
 // naive encodings route only to the filter or owner that names them.
 func inputValidationHostileTagsAndSessions(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	tags := []string{"a", "a#", "#a", "ñ"}
 	for i, tag := range tags {
@@ -270,7 +270,7 @@ func inputValidationHostileTagsAndSessions(t *testing.T, s *suite) {
 	for i, tag := range tags {
 		f, err := provider.OnlyTags(tag)
 		must(t, err, "OnlyTags")
-		w := fetchWork(ctx, t, p, 30*time.Second, nil, f)
+		w := awaitWork(ctx, t, p, 30*time.Second, nil, f)
 		if w == nil || w.Item.Tag == nil || *w.Item.Tag != tag || w.Item.ID != uint64(i+1) {
 			t.Fatalf("filter %v: got %+v", f, w)
 		}
@@ -286,8 +286,8 @@ func inputValidationHostileTagsAndSessions(t *testing.T, s *suite) {
 	cfg := func(owner string) *provider.SessionFetchConfig {
 		return &provider.SessionFetchConfig{OwnerID: owner, LockTimeout: 30 * time.Second}
 	}
-	first := fetchWork(ctx, t, p, 30*time.Second, cfg("owner"), provider.DefaultOnlyTags())
-	second := fetchWork(ctx, t, p, 30*time.Second, cfg("owner#"), provider.DefaultOnlyTags())
+	first := awaitWork(ctx, t, p, 30*time.Second, cfg("owner"), provider.DefaultOnlyTags())
+	second := awaitWork(ctx, t, p, 30*time.Second, cfg("owner#"), provider.DefaultOnlyTags())
 	if first == nil || second == nil || *first.Item.SessionID == *second.Item.SessionID {
 		t.Fatalf("two sessions, two owners: got %+v and %+v", first, second)
 	}
@@ -303,7 +303,7 @@ func inputValidationHostileTagsAndSessions(t *testing.T, s *suite) {
 		session string
 		id      uint64
 	}{{"owner#", *second.Item.SessionID, 2}, {"owner", *first.Item.SessionID, 1}} {
-		w := fetchWork(ctx, t, p, 30*time.Second, cfg(c.owner), provider.DefaultOnlyTags())
+		w := awaitWork(ctx, t, p, 30*time.Second, cfg(c.owner), provider.DefaultOnlyTags())
 		if w == nil || w.Item.ExecutionID != 3 || w.Item.ID != c.id || w.Item.SessionID == nil || *w.Item.SessionID != c.session {
 			t.Fatalf("owner %q: want activity %d of its session %q, got %+v", c.owner, c.id, c.session, w)
 		}

@@ -58,7 +58,7 @@ func instanceCreationWantInstance(ctx context.Context, t *testing.T, p provider.
 // instance exists (name from the start message, execution 1, no history)
 // and that the first ack's metadata creates it with the resolved version.
 func instanceCreationViaMetadata(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "instance-A"
 
@@ -96,7 +96,7 @@ func instanceCreationViaMetadata(t *testing.T, s *suite) {
 // does not create the instance, that the start can still be fetched, and
 // that the ack with metadata creates it.
 func instanceCreationNoInstanceCreationOnEnqueue(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "instance-B"
 
@@ -121,7 +121,7 @@ func instanceCreationNoInstanceCreationOnEnqueue(t *testing.T, s *suite) {
 // instanceCreationNullVersionHandling checks that a start without a version
 // is fetchable and that the version set by ack metadata is reported later.
 func instanceCreationNullVersionHandling(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "instance-C"
 
@@ -151,7 +151,7 @@ func instanceCreationNullVersionHandling(t *testing.T, s *suite) {
 // enqueued by its parent's ack is fetchable before the child exists and that
 // the child is created, with its version, by its own first ack.
 func instanceCreationSubOrchestrationInstanceCreation(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const (
 		parent = "parent-instance"

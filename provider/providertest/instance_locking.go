@@ -124,10 +124,10 @@ func instanceLockingWantInstance(t *testing.T, item *provider.OrchestrationItem,
 // be fetched again until its lock expires, and that the next lock gets a new
 // token.
 func instanceLockingExclusiveInstanceLock(t *testing.T, s *suite) {
-	ctx := testContext(t)
-	lock := s.lockTimeout()
+	ctx := s.context(t)
 
 	s.tries(t, func(p provider.Provider) string {
+		lock := s.window(ctx, t, p, s.lockTimeout())
 		enqueueOrch(ctx, t, p, startItem("instance-A"), 0)
 		first, fetched := mustFetchOrchTimed(ctx, t, p, lock)
 		instanceLockingWantInstance(t, first, "instance-A", "first fetch")
@@ -150,7 +150,7 @@ func instanceLockingExclusiveInstanceLock(t *testing.T, s *suite) {
 // instanceLockingLockTokenUniqueness checks that every fetch returns a
 // distinct lock token.
 func instanceLockingLockTokenUniqueness(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	for i := range 5 {
@@ -172,7 +172,7 @@ func instanceLockingLockTokenUniqueness(t *testing.T, s *suite) {
 // instanceLockingInvalidLockTokenRejection checks that ack and abandon
 // reject an unknown token and leave the real lock in place.
 func instanceLockingInvalidLockTokenRejection(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	enqueueOrch(ctx, t, p, startItem("instance-A"), 0)
@@ -192,7 +192,7 @@ func instanceLockingInvalidLockTokenRejection(t *testing.T, s *suite) {
 // fetchers over ten instances each get a different instance: every instance
 // is fetched exactly once and no fetcher comes back empty.
 func instanceLockingConcurrentInstanceFetching(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	const n = 10
@@ -224,10 +224,10 @@ func instanceLockingConcurrentInstanceFetching(t *testing.T, s *suite) {
 // enqueued for a locked instance cannot be fetched until the lock is gone,
 // and are then delivered together with the original batch.
 func instanceLockingCompletionsArrivingDuringLockBlocked(t *testing.T, s *suite) {
-	ctx := testContext(t)
-	lock := s.lockTimeout()
+	ctx := s.context(t)
 
 	s.tries(t, func(p provider.Provider) string {
+		lock := s.window(ctx, t, p, s.lockTimeout())
 		enqueueOrch(ctx, t, p, startItem("instance-A"), 0)
 		first, fetched := mustFetchOrchTimed(ctx, t, p, lock)
 		instanceLockingWantInstance(t, first, "instance-A", "first fetch")
@@ -258,13 +258,16 @@ func instanceLockingCompletionsArrivingDuringLockBlocked(t *testing.T, s *suite)
 // instance's lock does not keep another instance from being fetched, acked
 // and fetched again.
 func instanceLockingCrossInstanceLockIsolation(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	createInstance(ctx, t, p, "instance-A")
 	createInstance(ctx, t, p, "instance-B")
 	enqueueOrch(ctx, t, p, startItem("instance-A"), 0)
 	enqueueOrch(ctx, t, p, startItem("instance-B"), 0)
+	// The first fetch must take the oldest message: order among what
+	// converged (see settle).
+	settle(ctx, t)
 
 	a := mustFetchOrch(ctx, t, p, instanceLockingLongLock)
 	instanceLockingWantInstance(t, a, "instance-A", "first fetch (oldest message)")
@@ -284,7 +287,7 @@ func instanceLockingCrossInstanceLockIsolation(t *testing.T, s *suite) {
 // the messages locked at fetch time; a message that arrived during the lock
 // is delivered in the next turn.
 func instanceLockingMessageTaggingDuringLock(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	createInstance(ctx, t, p, "instance-A")
@@ -312,7 +315,7 @@ func instanceLockingMessageTaggingDuringLock(t *testing.T, s *suite) {
 // arrive while an instance is locked are neither fetchable during the lock
 // nor deleted by its ack.
 func instanceLockingAckOnlyAffectsLockedMessages(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	createInstance(ctx, t, p, "instance-A")
@@ -343,7 +346,7 @@ func instanceLockingAckOnlyAffectsLockedMessages(t *testing.T, s *suite) {
 // fetch one instance at the same moment exactly one of them gets it, over
 // several rounds of release and new work.
 func instanceLockingMultiThreadedLockContention(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	const (
@@ -380,7 +383,7 @@ func instanceLockingMultiThreadedLockContention(t *testing.T, s *suite) {
 // goroutines repeatedly fetching and acking twenty instances process every
 // instance exactly once.
 func instanceLockingMultiThreadedNoDuplicateProcessing(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	const (
@@ -470,11 +473,11 @@ func instanceLockingFetchRetrying(ctx context.Context, p provider.Provider, lock
 // until the lock expires, is then taken over by another goroutine with a new
 // token, and that the old holder's late ack fails.
 func instanceLockingMultiThreadedLockExpirationRecovery(t *testing.T, s *suite) {
-	ctx := testContext(t)
-	lock := s.lockTimeout()
+	ctx := s.context(t)
 	const instance = "expiration-instance"
 
 	s.tries(t, func(p provider.Provider) string {
+		lock := s.window(ctx, t, p, s.lockTimeout())
 		enqueueOrch(ctx, t, p, startItem(instance), 0)
 
 		var (

@@ -226,7 +226,7 @@ func kvStoreEntry(id uint64, value string) provider.KVEntry {
 
 // kvStoreSetAndGet checks that a KeyValueSet acked in a turn is readable.
 func kvStoreSetAndGet(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-set"
 	createInstance(ctx, t, p, inst)
@@ -236,7 +236,7 @@ func kvStoreSetAndGet(t *testing.T, s *suite) {
 
 // kvStoreOverwrite checks that a later KeyValueSet of a key replaces its value.
 func kvStoreOverwrite(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-over"
 	createInstance(ctx, t, p, inst)
@@ -248,7 +248,7 @@ func kvStoreOverwrite(t *testing.T, s *suite) {
 
 // kvStoreClearSingle checks that KeyValueCleared removes the key.
 func kvStoreClearSingle(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-clr1"
 	createInstance(ctx, t, p, inst)
@@ -260,7 +260,7 @@ func kvStoreClearSingle(t *testing.T, s *suite) {
 
 // kvStoreClearAll checks that KeyValuesCleared removes every key.
 func kvStoreClearAll(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-clra"
 	createInstance(ctx, t, p, inst)
@@ -276,7 +276,7 @@ func kvStoreClearAll(t *testing.T, s *suite) {
 
 // kvStoreGetNonexistent checks that a key never set reads as absent.
 func kvStoreGetNonexistent(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-none"
 	createInstance(ctx, t, p, inst)
@@ -289,7 +289,7 @@ func kvStoreGetNonexistent(t *testing.T, s *suite) {
 // kvStoreSnapshotInFetch checks that a fetch after a completed execution
 // carries that execution's values in its snapshot.
 func kvStoreSnapshotInFetch(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-fetch"
 	createInstance(ctx, t, p, inst)
@@ -307,7 +307,7 @@ func kvStoreSnapshotInFetch(t *testing.T, s *suite) {
 // kvStoreSnapshotAfterClearSingle checks that a key cleared before its
 // execution completed is missing from the next snapshot.
 func kvStoreSnapshotAfterClearSingle(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-fclr1"
 	createInstance(ctx, t, p, inst)
@@ -325,7 +325,7 @@ func kvStoreSnapshotAfterClearSingle(t *testing.T, s *suite) {
 // kvStoreSnapshotAfterClearAll checks that the snapshot is empty after the
 // execution cleared all its keys.
 func kvStoreSnapshotAfterClearAll(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-fclra"
 	createInstance(ctx, t, p, inst)
@@ -343,7 +343,7 @@ func kvStoreSnapshotAfterClearAll(t *testing.T, s *suite) {
 // kvStoreExecutionIDTracking checks that a key overwritten by execution 2
 // keeps execution 2's value after execution 1 is pruned.
 func kvStoreExecutionIDTracking(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 	const inst = "kv-exec"
@@ -362,7 +362,7 @@ func kvStoreExecutionIDTracking(t *testing.T, s *suite) {
 // kvStoreCrossExecutionOverwrite checks that execution 2 sees execution 1's
 // value and that its own overwrite wins.
 func kvStoreCrossExecutionOverwrite(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-xexec"
 	createInstance(ctx, t, p, inst)
@@ -377,7 +377,7 @@ func kvStoreCrossExecutionOverwrite(t *testing.T, s *suite) {
 // kvStoreCrossExecutionRemoveReadd checks a key set in execution 1,
 // cleared in execution 2 and set again in execution 3.
 func kvStoreCrossExecutionRemoveReadd(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-xrm"
 	createInstance(ctx, t, p, inst)
@@ -396,7 +396,7 @@ func kvStoreCrossExecutionRemoveReadd(t *testing.T, s *suite) {
 // kvStorePrunePreservesOverwritten checks that pruning execution 1 keeps a
 // key that execution 2 overwrote.
 func kvStorePrunePreservesOverwritten(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 	const inst = "kv-prn1"
@@ -412,7 +412,7 @@ func kvStorePrunePreservesOverwritten(t *testing.T, s *suite) {
 // kvStorePrunePreservesAllKeys checks that pruning the only execution that
 // wrote a key keeps the key: KV belongs to the instance.
 func kvStorePrunePreservesAllKeys(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 	const inst = "kv-prn2"
@@ -434,7 +434,7 @@ func kvStorePrunePreservesAllKeys(t *testing.T, s *suite) {
 // kvStoreInstanceIsolation checks that two instances keep separate values
 // under the same key.
 func kvStoreInstanceIsolation(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const a, b = "kv-iso-a", "kv-iso-b"
 	createInstance(ctx, t, p, a)
@@ -448,7 +448,7 @@ func kvStoreInstanceIsolation(t *testing.T, s *suite) {
 // kvStoreDeleteInstanceCascades checks that deleting a completed instance
 // removes its KV.
 func kvStoreDeleteInstanceCascades(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 	const inst = "kv-del"
@@ -466,7 +466,7 @@ func kvStoreDeleteInstanceCascades(t *testing.T, s *suite) {
 // kvStoreClearNonexistentKey checks that clearing a key never set is
 // accepted and leaves it absent.
 func kvStoreClearNonexistentKey(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-clrne"
 	createInstance(ctx, t, p, inst)
@@ -477,7 +477,7 @@ func kvStoreClearNonexistentKey(t *testing.T, s *suite) {
 // kvStoreGetUnknownInstance checks that reading KV of an unknown instance
 // finds nothing and is not an error.
 func kvStoreGetUnknownInstance(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "no-such-instance"
 	const known = "kv-known"
@@ -492,7 +492,7 @@ func kvStoreGetUnknownInstance(t *testing.T, s *suite) {
 // kvStoreSetAfterClear checks that a clear-all followed by a set in the
 // same ack leaves only the new key.
 func kvStoreSetAfterClear(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-sac"
 	createInstance(ctx, t, p, inst)
@@ -510,7 +510,7 @@ func kvStoreSetAfterClear(t *testing.T, s *suite) {
 // kvStoreEmptyValue checks that an empty string is a stored value, not an
 // absent key.
 func kvStoreEmptyValue(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-empty"
 	createInstance(ctx, t, p, inst)
@@ -521,7 +521,7 @@ func kvStoreEmptyValue(t *testing.T, s *suite) {
 // kvStoreLargeValue checks that a value of the runtime's maximum size
 // (64 KiB) round-trips unchanged.
 func kvStoreLargeValue(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-big"
 	createInstance(ctx, t, p, inst)
@@ -533,7 +533,7 @@ func kvStoreLargeValue(t *testing.T, s *suite) {
 // kvStoreSpecialCharsInKey checks keys with spaces, non-ASCII text, dots,
 // slashes and emoji.
 func kvStoreSpecialCharsInKey(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-chars"
 	createInstance(ctx, t, p, inst)
@@ -557,7 +557,7 @@ func kvStoreSpecialCharsInKey(t *testing.T, s *suite) {
 // kvStoreSnapshotEmpty checks that an instance without KV gets an empty
 // snapshot.
 func kvStoreSnapshotEmpty(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-sempty"
 	createInstance(ctx, t, p, inst)
@@ -568,7 +568,7 @@ func kvStoreSnapshotEmpty(t *testing.T, s *suite) {
 // kvStoreSnapshotCrossExecution checks that during execution 2 the snapshot
 // holds execution 1's key but not the key execution 2 has just written.
 func kvStoreSnapshotCrossExecution(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-scross"
 	createInstance(ctx, t, p, inst)
@@ -585,7 +585,7 @@ func kvStoreSnapshotCrossExecution(t *testing.T, s *suite) {
 // kvStorePruneCurrentExecutionProtected checks that pruning an instance
 // with a single running execution keeps its KV.
 func kvStorePruneCurrentExecutionProtected(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 	const inst = "kv-prncur"
@@ -599,7 +599,7 @@ func kvStorePruneCurrentExecutionProtected(t *testing.T, s *suite) {
 // kvStoreDeleteInstanceWithChildren checks that deleting a parent also
 // removes its child's KV.
 func kvStoreDeleteInstanceWithChildren(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 	const parent, child = "kv-parent", "kv-child"
@@ -646,7 +646,7 @@ func kvStoreDeleteInstanceWithChildren(t *testing.T, s *suite) {
 // kvStoreClearIsolation checks that a clear-all on one instance leaves
 // another instance's keys alone.
 func kvStoreClearIsolation(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const a, b = "kv-ciso-a", "kv-ciso-b"
 	createInstance(ctx, t, p, a)
@@ -665,7 +665,7 @@ func kvStoreClearIsolation(t *testing.T, s *suite) {
 // by an earlier turn of the running execution is visible to clients but
 // not in the next fetch's snapshot.
 func kvStoreDeltaSnapshotExcludesCurrentExecution(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-ds1"
 	createInstance(ctx, t, p, inst)
@@ -680,7 +680,7 @@ func kvStoreDeltaSnapshotExcludesCurrentExecution(t *testing.T, s *suite) {
 // continue-as-new the new execution's snapshot holds the old execution's
 // value.
 func kvStoreDeltaSnapshotIncludesCompletedExecution(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-ds2"
 	createInstance(ctx, t, p, inst)
@@ -697,7 +697,7 @@ func kvStoreDeltaSnapshotIncludesCompletedExecution(t *testing.T, s *suite) {
 // current execution's writes on the store: delta values win, untouched
 // store keys and delta-only keys are both visible.
 func kvStoreDeltaClientReadsMerged(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-dm"
 	createInstance(ctx, t, p, inst)
@@ -717,7 +717,7 @@ func kvStoreDeltaClientReadsMerged(t *testing.T, s *suite) {
 // kvStoreDeltaTombstoneOverridesStore checks that clearing a stored key in
 // the current execution hides it from client reads.
 func kvStoreDeltaTombstoneOverridesStore(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-dt"
 	createInstance(ctx, t, p, inst)
@@ -732,7 +732,7 @@ func kvStoreDeltaTombstoneOverridesStore(t *testing.T, s *suite) {
 // current execution hides every stored key, while a key set after it stays
 // visible.
 func kvStoreDeltaClearAllTombstonesStore(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-dca"
 	createInstance(ctx, t, p, inst)
@@ -752,7 +752,7 @@ func kvStoreDeltaClearAllTombstonesStore(t *testing.T, s *suite) {
 // kvStoreDeltaMergedOnCompletion checks that a value written during an
 // execution is still readable after the execution completes.
 func kvStoreDeltaMergedOnCompletion(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-dmc"
 	createInstance(ctx, t, p, inst)
@@ -765,7 +765,7 @@ func kvStoreDeltaMergedOnCompletion(t *testing.T, s *suite) {
 // execution's writes, the latest per key, into the next execution's
 // snapshot.
 func kvStoreDeltaMergedOnCAN(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-dmc2"
 	createInstance(ctx, t, p, inst)
@@ -785,7 +785,7 @@ func kvStoreDeltaMergedOnCAN(t *testing.T, s *suite) {
 // kvStoreDeltaDeleteInstanceCascades checks that force-deleting a running
 // instance removes values that exist only in its current-execution delta.
 func kvStoreDeltaDeleteInstanceCascades(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 	const inst = "kv-ddel"
@@ -803,7 +803,7 @@ func kvStoreDeltaDeleteInstanceCascades(t *testing.T, s *suite) {
 // executions 1 and 2 survive pruning both, for clients and in execution
 // 3's snapshot.
 func kvStoreDeltaPruneUntouchedKeySurvives(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 	const inst = "kv-dprn"
@@ -844,7 +844,7 @@ func kvStoreAdditions() []testCase {
 // execution 1, continued as new, and cleared in execution 2 is gone from
 // client reads and from the snapshot once execution 2 has completed.
 func kvStoreClearInNextExecutionDeletesStoredKey(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-clr-next"
 	createInstance(ctx, t, p, inst)
@@ -875,7 +875,7 @@ func kvStoreClearInNextExecutionDeletesStoredKey(t *testing.T, s *suite) {
 // from client reads and from the snapshot once execution 2 has completed,
 // while a key set after the clear stays.
 func kvStoreClearAllInNextExecutionDeletesStoredKeys(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-clra-next"
 	createInstance(ctx, t, p, inst)
@@ -906,7 +906,7 @@ func kvStoreClearAllInNextExecutionDeletesStoredKeys(t *testing.T, s *suite) {
 // never completes the execution, so its snapshot is empty whatever the
 // provider merges.)
 func kvStoreSnapshotAfterClearAllCompleted(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "kv-fclra-done"
 	createInstance(ctx, t, p, inst)

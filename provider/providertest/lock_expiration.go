@@ -54,10 +54,10 @@ func lockExpirationWantNoWork(ctx context.Context, t *testing.T, p provider.Prov
 // is not acked becomes fetchable with a new token after the lock timeout,
 // and that the old token can no longer ack.
 func lockExpirationLockExpiresAfterTimeout(t *testing.T, s *suite) {
-	ctx := testContext(t)
-	lock := s.lockTimeout()
+	ctx := s.context(t)
 
 	s.tries(t, func(p provider.Provider) string {
+		lock := s.window(ctx, t, p, s.lockTimeout())
 		enqueueOrch(ctx, t, p, startItem("instance-A"), 0)
 		first, fetched := mustFetchOrchTimed(ctx, t, p, lock)
 		if _, missed := noOrchBefore(ctx, t, p, fetched.earliest(lock), "fetch while instance-A is locked"); missed != "" {
@@ -85,7 +85,7 @@ func lockExpirationLockExpiresAfterTimeout(t *testing.T, s *suite) {
 // orchestration item makes the instance fetchable at once. The lock is long,
 // so only the abandon can have released it.
 func lockExpirationAbandonReleasesLockImmediately(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	enqueueOrch(ctx, t, p, startItem("instance-A"), 0)
@@ -110,7 +110,7 @@ func lockExpirationAbandonReleasesLockImmediately(t *testing.T, s *suite) {
 // straight after the ack. The lock is long, so only the ack can have
 // released it.
 func lockExpirationLockRenewalOnAck(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	enqueueOrch(ctx, t, p, startItem("instance-A"), 0)
@@ -143,11 +143,11 @@ func lockExpirationLockRenewalOnAck(t *testing.T, s *suite) {
 // empty, and that once it has expired exactly one of several simultaneous
 // fetchers takes the instance.
 func lockExpirationConcurrentLockAttemptsRespectExpiration(t *testing.T, s *suite) {
-	ctx := testContext(t)
-	lock := s.lockTimeout()
+	ctx := s.context(t)
 	const fetchers = 5
 
 	s.tries(t, func(p provider.Provider) string {
+		lock := s.window(ctx, t, p, s.lockTimeout())
 		enqueueOrch(ctx, t, p, startItem("instance-A"), 0)
 		first, fetched := mustFetchOrchTimed(ctx, t, p, lock)
 		held := fetched.earliest(lock)
@@ -203,10 +203,10 @@ func lockExpirationConcurrentLockAttemptsRespectExpiration(t *testing.T, s *suit
 // lockExpirationWorkerLockRenewalSuccess checks that a live worker lock can
 // be renewed, stays held, and still acks afterwards.
 func lockExpirationWorkerLockRenewalSuccess(t *testing.T, s *suite) {
-	ctx := testContext(t)
-	lock := s.lockTimeout()
+	ctx := s.context(t)
 
 	s.tries(t, func(p provider.Provider) string {
+		lock := s.window(ctx, t, p, s.lockTimeout())
 		enqueueWorker(ctx, t, p, lockExpirationActivity("test-instance"))
 		item, fetched := fetchWorkTimed(ctx, t, p, lock, nil, provider.DefaultOnlyTags())
 		if item == nil {
@@ -236,7 +236,7 @@ func lockExpirationWorkerLockRenewalSuccess(t *testing.T, s *suite) {
 // lockExpirationWorkerLockRenewalInvalidToken checks that renewing an
 // unknown worker lock token fails.
 func lockExpirationWorkerLockRenewalInvalidToken(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	err := p.RenewWorkItemLock(ctx, "invalid-token-123", 30*time.Second)
@@ -246,7 +246,7 @@ func lockExpirationWorkerLockRenewalInvalidToken(t *testing.T, s *suite) {
 // lockExpirationWorkerLockRenewalAfterExpiration checks that an expired
 // worker lock cannot be renewed.
 func lockExpirationWorkerLockRenewalAfterExpiration(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	lock := s.lockTimeout()
 
@@ -263,11 +263,11 @@ func lockExpirationWorkerLockRenewalAfterExpiration(t *testing.T, s *suite) {
 // part-way through a worker lock keeps the item locked past the original
 // expiry.
 func lockExpirationWorkerLockRenewalExtendsTimeout(t *testing.T, s *suite) {
-	ctx := testContext(t)
-	lock := s.lockTimeout()
+	ctx := s.context(t)
 	const instance = "test-lock-renewal-extends"
 
 	s.tries(t, func(p provider.Provider) string {
+		lock := s.window(ctx, t, p, s.lockTimeout())
 		// Schedule the activity through a running orchestration's turn.
 		enqueueOrch(ctx, t, p, startItem(instance), 0)
 		orch := mustFetchOrch(ctx, t, p, longLease)
@@ -305,7 +305,7 @@ func lockExpirationWorkerLockRenewalExtendsTimeout(t *testing.T, s *suite) {
 // lockExpirationWorkerLockRenewalAfterAck checks that a worker lock cannot
 // be renewed once the item has been acked.
 func lockExpirationWorkerLockRenewalAfterAck(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	lock := s.lockTimeout()
 
@@ -321,7 +321,7 @@ func lockExpirationWorkerLockRenewalAfterAck(t *testing.T, s *suite) {
 // item can be fetched again at once, under a new token. The lock is long, so
 // only the abandon can have released it.
 func lockExpirationAbandonWorkItemReleasesLock(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	lock := longLease
 	const instance = "test-abandon-work"
@@ -346,12 +346,12 @@ func lockExpirationAbandonWorkItemReleasesLock(t *testing.T, s *suite) {
 // with a delay stays invisible until the delay has passed: right after the
 // abandon and late in the delay.
 func lockExpirationAbandonWorkItemWithDelay(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	const instance = "test-abandon-delay"
-	const delay = 500 * time.Millisecond
 	want := lockExpirationActivity(instance)
 
 	s.tries(t, func(p provider.Provider) string {
+		delay := s.window(ctx, t, p, 500*time.Millisecond)
 		enqueueWorker(ctx, t, p, want)
 		first := mustFetchWork(ctx, t, p, longLease)
 
@@ -381,7 +381,7 @@ func lockExpirationAbandonWorkItemWithDelay(t *testing.T, s *suite) {
 // an expired lock fails even though nobody else took the item, and that the
 // item stays queued.
 func lockExpirationWorkerAckFailsAfterLockExpiry(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	lock := s.lockTimeout()
 	const instance = "ack-expiry-test"
@@ -394,9 +394,9 @@ func lockExpirationWorkerAckFailsAfterLockExpiry(t *testing.T, s *suite) {
 	err := p.AckWorkItem(ctx, item.LockToken, lockExpirationCompleted(instance))
 	wantPermanent(t, err, provider.ErrInvalidLockToken, "AckWorkItem after the lock expired")
 
-	again := fetchWork(ctx, t, p, 5*time.Second, nil, provider.DefaultOnlyTags())
+	again := awaitWork(ctx, t, p, 5*time.Second, nil, provider.DefaultOnlyTags())
 	if again == nil {
-		t.Fatal("the activity whose expired ack was rejected is no longer fetchable")
+		t.Fatal("the activity whose expired ack was rejected is no longer fetchable" + convergenceNote(ctx))
 	}
 	wantEqual(t, again.Item, lockExpirationActivity(instance), "activity fetched after the rejected ack")
 }
@@ -404,7 +404,7 @@ func lockExpirationWorkerAckFailsAfterLockExpiry(t *testing.T, s *suite) {
 // lockExpirationOrchestrationLockRenewalAfterExpiration checks that an
 // expired orchestration lock cannot be renewed.
 func lockExpirationOrchestrationLockRenewalAfterExpiration(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	lock := s.lockTimeout()
 
@@ -431,11 +431,11 @@ func lockExpirationAdditions() []testCase {
 // instance locked past the original expiry (a competing fetch gets
 // nothing), and that the turn then commits on the renewed lock.
 func lockExpirationOrchestrationLockRenewalExtendsLock(t *testing.T, s *suite) {
-	ctx := testContext(t)
-	lock := s.lockTimeout()
+	ctx := s.context(t)
 	const instance = "orch-renewal-extends"
 
 	s.tries(t, func(p provider.Provider) string {
+		lock := s.window(ctx, t, p, s.lockTimeout())
 		enqueueOrch(ctx, t, p, startItem(instance), 0)
 		item, fetched := mustFetchOrchTimed(ctx, t, p, lock)
 
@@ -473,11 +473,11 @@ func lockExpirationOrchestrationLockRenewalExtendsLock(t *testing.T, s *suite) {
 // not only just after it was won, and that its holder can still commit
 // then.
 func lockExpirationOrchestrationLockHeldLateInLease(t *testing.T, s *suite) {
-	ctx := testContext(t)
-	lock := s.lockTimeout()
+	ctx := s.context(t)
 	const instance = "orch-lock-late"
 
 	s.tries(t, func(p provider.Provider) string {
+		lock := s.window(ctx, t, p, s.lockTimeout())
 		enqueueOrch(ctx, t, p, startItem(instance), 0)
 		item, fetched := mustFetchOrchTimed(ctx, t, p, lock)
 		held := fetched.earliest(lock)
@@ -503,12 +503,13 @@ func lockExpirationOrchestrationLockHeldLateInLease(t *testing.T, s *suite) {
 // redelivers the same batch with its attempt counted; a message that was
 // already delayed further keeps its own visibility.
 func lockExpirationAbandonOrchestrationItemWithDelay(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	const instance = "orch-abandon-delay"
-	const delay = time.Second
-	const later = 5 * time.Second
 
 	s.tries(t, func(p provider.Provider) string {
+		// The further delayed message stays five delays away.
+		delay := s.window(ctx, t, p, time.Second)
+		later := 5 * delay
 		enqueueOrch(ctx, t, p, startItem(instance), 0)
 		laterEnq := timed(func() {
 			enqueueOrch(ctx, t, p, provider.ExternalRaisedItem{Instance: instance, Name: "later", Data: "{}"}, later)

@@ -114,7 +114,7 @@ func longPollingWantWork(ctx context.Context, t *testing.T, p provider.Provider,
 // within the factory's short-poll threshold, and one with work returns it.
 func longPollingShortPollReturnsImmediately(t *testing.T, s *suite) {
 	longPollingOnlyShort(t, s)
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	limit := s.shortPollThreshold()
@@ -128,7 +128,7 @@ func longPollingShortPollReturnsImmediately(t *testing.T, s *suite) {
 // blocks an empty orchestration fetch for at least the poll timeout.
 func longPollingLongPollWaitsForTimeout(t *testing.T, s *suite) {
 	longPollingOnlyLong(t, s)
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	elapsed := longPollingTimeOrchFetch(ctx, t, p, longPollingPollTimeout)
@@ -141,7 +141,7 @@ func longPollingLongPollWaitsForTimeout(t *testing.T, s *suite) {
 // orchestration fetch never blocks much longer than its poll timeout, and
 // that a fetch with work queued returns it.
 func longPollingFetchRespectsTimeoutUpperBound(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	limit := longPollingBoundPoll + longPollingBoundSlack
@@ -156,7 +156,7 @@ func longPollingFetchRespectsTimeoutUpperBound(t *testing.T, s *suite) {
 // and that one with work returns it.
 func longPollingShortPollWorkItemReturnsImmediately(t *testing.T, s *suite) {
 	longPollingOnlyShort(t, s)
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	limit := s.shortPollThreshold()
@@ -166,6 +166,10 @@ func longPollingShortPollWorkItemReturnsImmediately(t *testing.T, s *suite) {
 	enqueueWorker(ctx, t, p, activityItem("short-poll-work", provider.InitialExecutionID, 1))
 	w, err := p.FetchWorkItem(ctx, longPollingLockTimeout, longPollingPollTimeout, nil, provider.DefaultOnlyTags())
 	must(t, err, "FetchWorkItem with work queued")
+	if w == nil && convergenceOf(ctx).bound > 0 {
+		// Discovery may lag the enqueue: await it (see awaitWorkTimed).
+		w = awaitWork(ctx, t, p, longPollingLockTimeout, nil, provider.DefaultOnlyTags())
+	}
 	if w == nil || w.Item.Instance != "short-poll-work" {
 		t.Fatalf("FetchWorkItem with an activity queued: got %+v, want it", w)
 	}
@@ -175,7 +179,7 @@ func longPollingShortPollWorkItemReturnsImmediately(t *testing.T, s *suite) {
 // provider blocks an empty work-item fetch for at least the poll timeout.
 func longPollingLongPollWorkItemWaitsForTimeout(t *testing.T, s *suite) {
 	longPollingOnlyLong(t, s)
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	elapsed := longPollingTimeWorkFetch(ctx, t, p, longPollingPollTimeout)

@@ -93,7 +93,7 @@ func managementPoke(ctx context.Context, t *testing.T, p provider.Provider, inst
 // managementListInstances checks that ListInstances returns every created
 // instance.
 func managementListInstances(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 
@@ -101,15 +101,17 @@ func managementListInstances(t *testing.T, s *suite) {
 	for _, id := range want {
 		createInstance(ctx, t, p, id)
 	}
-	got, err := admin.ListInstances(ctx)
-	must(t, err, "ListInstances")
-	wantEqual(t, managementSorted(got), want, "ListInstances of a store holding three instances")
+	awaitEqual(ctx, t, "ListInstances of a store holding three instances", want, func() []string {
+		got, err := admin.ListInstances(ctx)
+		must(t, err, "ListInstances")
+		return managementSorted(got)
+	})
 }
 
 // managementListInstancesByStatus checks that ListInstancesByStatus selects
 // instances by the status of their current execution.
 func managementListInstancesByStatus(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 
@@ -120,16 +122,25 @@ func managementListInstancesByStatus(t *testing.T, s *suite) {
 	pruneAdvance(ctx, t, p, "mgmt-can-running", 1, provider.StatusContinuedAsNew)
 	pruneAdvance(ctx, t, p, "mgmt-can-running", 2, "")
 
-	wantEqual(t, managementListByStatus(ctx, t, admin, provider.StatusCompleted), []string{"mgmt-completed"}, "Completed instances")
-	wantEqual(t, managementListByStatus(ctx, t, admin, provider.StatusFailed), []string{"mgmt-failed"}, "Failed instances")
-	wantEqual(t, managementListByStatus(ctx, t, admin, provider.StatusRunning), []string{"mgmt-can-running", "mgmt-running"}, "Running instances")
-	wantEqual(t, managementListByStatus(ctx, t, admin, provider.StatusContinuedAsNew), []string{}, "ContinuedAsNew instances (only a past execution has that status)")
+	for _, c := range []struct {
+		status, what string
+		want         []string
+	}{
+		{provider.StatusCompleted, "Completed instances", []string{"mgmt-completed"}},
+		{provider.StatusFailed, "Failed instances", []string{"mgmt-failed"}},
+		{provider.StatusRunning, "Running instances", []string{"mgmt-can-running", "mgmt-running"}},
+		// Awaited too: a lagging listing may still show mgmt-can-running's
+		// first execution as current.
+		{provider.StatusContinuedAsNew, "ContinuedAsNew instances (only a past execution has that status)", []string{}},
+	} {
+		awaitEqual(ctx, t, c.what, c.want, func() []string { return managementListByStatus(ctx, t, admin, c.status) })
+	}
 }
 
 // managementListExecutions checks that ListExecutions returns an instance's
 // execution ids in ascending order, and none for an unknown instance.
 func managementListExecutions(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 
@@ -161,7 +172,7 @@ func managementListExecutions(t *testing.T, s *suite) {
 // version from ack metadata and the current execution, and that an unknown
 // instance is not found.
 func managementGetInstanceInfo(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 
@@ -194,7 +205,7 @@ func managementGetInstanceInfo(t *testing.T, s *suite) {
 // output, completion and event count an ack recorded, and that an unknown
 // execution is not found.
 func managementGetExecutionInfo(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 
@@ -225,7 +236,7 @@ func managementGetExecutionInfo(t *testing.T, s *suite) {
 // managementGetSystemMetrics checks that SystemMetrics counts new instances
 // by current status, and their executions and events.
 func managementGetSystemMetrics(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 
@@ -236,8 +247,6 @@ func managementGetSystemMetrics(t *testing.T, s *suite) {
 	completeInstance(ctx, t, p, "mgmt-metrics-completed", "", provider.StatusCompleted) // 2 events
 	completeInstance(ctx, t, p, "mgmt-metrics-failed", "", provider.StatusFailed)       // 2 events
 
-	got, err := admin.SystemMetrics(ctx)
-	must(t, err, "SystemMetrics")
 	want := provider.SystemMetrics{
 		TotalInstances:     base.TotalInstances + 3,
 		TotalExecutions:    base.TotalExecutions + 3,
@@ -246,13 +255,17 @@ func managementGetSystemMetrics(t *testing.T, s *suite) {
 		FailedInstances:    base.FailedInstances + 1,
 		TotalEvents:        base.TotalEvents + 5,
 	}
-	wantEqual(t, got, want, "SystemMetrics after one running, one completed and one failed instance")
+	awaitEqual(ctx, t, "SystemMetrics after one running, one completed and one failed instance", want, func() provider.SystemMetrics {
+		got, err := admin.SystemMetrics(ctx)
+		must(t, err, "SystemMetrics")
+		return got
+	})
 }
 
 // managementGetQueueDepths checks that QueueDepths counts enqueued, unlocked
 // messages per queue and reports no timer queue.
 func managementGetQueueDepths(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 
@@ -269,25 +282,25 @@ func managementGetQueueDepths(t *testing.T, s *suite) {
 
 	const inst = "mgmt-queue"
 	enqueueOrch(ctx, t, p, startItem(inst), 0)
-	wantEqual(t, depths("after an orchestrator enqueue"), provider.QueueDepths{
+	awaitEqual(ctx, t, "QueueDepths after an orchestrator enqueue", provider.QueueDepths{
 		OrchestratorQueue: base.OrchestratorQueue + 1, WorkerQueue: base.WorkerQueue,
-	}, "QueueDepths after an orchestrator enqueue")
+	}, func() provider.QueueDepths { return depths("after an orchestrator enqueue") })
 
 	enqueueWorker(ctx, t, p, activityItem(inst, 1, 1))
-	wantEqual(t, depths("after a worker enqueue"), provider.QueueDepths{
+	awaitEqual(ctx, t, "QueueDepths after a worker enqueue", provider.QueueDepths{
 		OrchestratorQueue: base.OrchestratorQueue + 1, WorkerQueue: base.WorkerQueue + 1,
-	}, "QueueDepths after a worker enqueue")
+	}, func() provider.QueueDepths { return depths("after a worker enqueue") })
 
 	// Locked messages are not counted.
 	managementFetch(ctx, t, p, inst)
 	mustFetchWork(ctx, t, p, 30*time.Second)
-	wantEqual(t, depths("with both messages locked"), base, "QueueDepths with both messages locked")
+	awaitEqual(ctx, t, "QueueDepths with both messages locked", base, func() provider.QueueDepths { return depths("with both messages locked") })
 }
 
 // managementGetInstanceStatsNonexistent checks that InstanceStats of an
 // unknown instance is nil.
 func managementGetInstanceStatsNonexistent(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	stats, err := p.InstanceStats(ctx, "no-such-instance")
@@ -307,7 +320,7 @@ func managementGetInstanceStatsNonexistent(t *testing.T, s *suite) {
 // managementGetInstanceStatsHistory checks that InstanceStats counts the
 // current execution's events and bytes and reports no KV or carried events.
 func managementGetInstanceStatsHistory(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	createInstance(ctx, t, p, "stats-hist")
@@ -323,7 +336,7 @@ func managementGetInstanceStatsHistory(t *testing.T, s *suite) {
 // managementGetInstanceStatsKV checks that InstanceStats counts KV keys and
 // value bytes written by a completed execution.
 func managementGetInstanceStatsKV(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	const inst = "stats-kv"
@@ -344,7 +357,7 @@ func managementGetInstanceStatsKV(t *testing.T, s *suite) {
 // managementGetInstanceStatsCarryForward checks that QueuePendingCount is
 // the number of events OrchestrationStarted carried forward.
 func managementGetInstanceStatsCarryForward(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	const inst = "cf-stats"
@@ -375,7 +388,7 @@ func managementGetInstanceStatsCarryForward(t *testing.T, s *suite) {
 // managementGetInstanceStatsKVDeltaOnly checks that InstanceStats counts KV
 // values written by the still-running current execution.
 func managementGetInstanceStatsKVDeltaOnly(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	const inst = "kv-delta-stats"
@@ -399,7 +412,7 @@ func managementGetInstanceStatsKVDeltaOnly(t *testing.T, s *suite) {
 // managementGetInstanceStatsKVMerged checks InstanceStats while KV writes
 // are in the delta and after completion merges them, overwrites included.
 func managementGetInstanceStatsKVMerged(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	const inst = "kv-merged-stats"
@@ -443,7 +456,7 @@ func managementAdditions() []testCase {
 // ReadHistory and LatestExecutionID the latest execution's, and an unknown
 // instance has empty histories and latest execution 1.
 func managementAdminHistoryReads(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 	const inst = "admin-history"

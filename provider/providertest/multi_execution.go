@@ -87,7 +87,7 @@ func multiExecutionReadExecution(ctx context.Context, t *testing.T, p provider.P
 // multiExecutionIsolation checks that each execution keeps its own history
 // and Read returns the latest one.
 func multiExecutionIsolation(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = multiExecutionInstance
 
@@ -117,7 +117,7 @@ func multiExecutionIsolation(t *testing.T, s *suite) {
 // multiExecutionLatestDetection checks that Read returns the highest
 // execution's history and ReadWithExecution an earlier one.
 func multiExecutionLatestDetection(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	multiExecutionTurn(ctx, t, p, 1, []provider.Event{multiExecutionScheduled(1, "A", "")}, provider.ExecutionMetadata{})
@@ -130,7 +130,7 @@ func multiExecutionLatestDetection(t *testing.T, s *suite) {
 // multiExecutionIDSequencing checks that fetches report execution 1 until
 // an ack creates execution 2, and 2 afterwards.
 func multiExecutionIDSequencing(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = multiExecutionInstance
 
@@ -150,7 +150,7 @@ func multiExecutionIDSequencing(t *testing.T, s *suite) {
 // with execution id 2 creates execution 2, which later fetches and Read
 // report.
 func multiExecutionContinueAsNew(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = multiExecutionInstance
 
@@ -186,7 +186,7 @@ func multiExecutionContinueAsNew(t *testing.T, s *suite) {
 // multiExecutionHistoryPersistence checks that three executions' histories
 // all stay readable, each on its own.
 func multiExecutionHistoryPersistence(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	for id := uint64(1); id <= 3; id++ {

@@ -60,7 +60,7 @@ func poisonMessageAckOrch(ctx context.Context, t *testing.T, p provider.Provider
 // poisonMessageOrchestrationAttemptCountStartsAtOne checks that the first
 // fetch of an orchestration item reports attempt count 1.
 func poisonMessageOrchestrationAttemptCountStartsAtOne(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	enqueueOrch(ctx, t, p, startItem("poison-test-1"), 0)
@@ -71,7 +71,7 @@ func poisonMessageOrchestrationAttemptCountStartsAtOne(t *testing.T, s *suite) {
 // poisonMessageOrchestrationAttemptCountIncrementsOnRefetch checks that each
 // abandon and refetch of an orchestration item adds one to its attempt count.
 func poisonMessageOrchestrationAttemptCountIncrementsOnRefetch(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	lockTimeout := longLease // expiry is not the subject
 
@@ -89,7 +89,7 @@ func poisonMessageOrchestrationAttemptCountIncrementsOnRefetch(t *testing.T, s *
 // poisonMessageWorkerAttemptCountStartsAtOne checks that the first fetch of a
 // work item reports attempt count 1.
 func poisonMessageWorkerAttemptCountStartsAtOne(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	enqueueWorker(ctx, t, p, activityItem("poison-test-3", provider.InitialExecutionID, 1))
@@ -101,7 +101,7 @@ func poisonMessageWorkerAttemptCountStartsAtOne(t *testing.T, s *suite) {
 // poisonMessageWorkerAttemptCountIncrementsOnLockExpiry checks that a work
 // item redelivered after its lock expired reports attempt count 2.
 func poisonMessageWorkerAttemptCountIncrementsOnLockExpiry(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	lockTimeout := s.lockTimeout()
 
@@ -117,7 +117,7 @@ func poisonMessageWorkerAttemptCountIncrementsOnLockExpiry(t *testing.T, s *suit
 // poisonMessageAttemptCountIsPerMessage checks that two different work items
 // each start at attempt count 1: counts belong to messages, not to the queue.
 func poisonMessageAttemptCountIsPerMessage(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	lockTimeout := longLease // expiry is not the subject
 
@@ -141,7 +141,7 @@ func poisonMessageAttemptCountIsPerMessage(t *testing.T, s *suite) {
 // poisonMessageAbandonWorkItemIgnoreAttemptDecrements checks that abandoning
 // a work item with ignoreAttempt undoes the fetch's increment.
 func poisonMessageAbandonWorkItemIgnoreAttemptDecrements(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	lockTimeout := longLease // expiry is not the subject
 
@@ -161,7 +161,7 @@ func poisonMessageAbandonWorkItemIgnoreAttemptDecrements(t *testing.T, s *suite)
 // abandoning an orchestration item with ignoreAttempt undoes the fetch's
 // increment.
 func poisonMessageAbandonOrchestrationItemIgnoreAttemptDecrements(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	lockTimeout := longLease // expiry is not the subject
 
@@ -180,7 +180,7 @@ func poisonMessageAbandonOrchestrationItemIgnoreAttemptDecrements(t *testing.T, 
 // poisonMessageIgnoreAttemptNeverGoesNegative checks that repeated
 // ignoreAttempt abandons floor the stored count at 0, so each fetch reports 1.
 func poisonMessageIgnoreAttemptNeverGoesNegative(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	lockTimeout := longLease // expiry is not the subject
 
@@ -198,7 +198,7 @@ func poisonMessageIgnoreAttemptNeverGoesNegative(t *testing.T, s *suite) {
 // poisonMessageMaxAttemptCountAcrossMessageBatch checks that a batch holding
 // a message fetched three times and one fetched once reports attempt count 3.
 func poisonMessageMaxAttemptCountAcrossMessageBatch(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "poison-batch-test"
 	lockTimeout := longLease // expiry is not the subject

@@ -19,6 +19,11 @@
 // Each category holds the ports of duroxide's tests followed by dynoxide's
 // additions to the same area (InputValidation holds additions only).
 //
+// A provider whose listings and work discovery lag its writes (an
+// eventually consistent index) declares by how much in
+// [Factory.Convergence]; the checks that a write shows then await it for
+// that long, and no longer.
+//
 // A provider without [provider.Admin], or a factory without one of the
 // hooks, declares it in [Factory.Lacks]; the tests that need it then skip.
 // Anything missing that is not declared fails the tests that need it, so a
@@ -92,6 +97,23 @@ type Factory struct {
 	// nil otherwise.
 	MaxAttemptCount func(t *testing.T, p provider.Provider, instance string) uint32
 
+	// Convergence is the longest the provider's listings and work
+	// discovery may lag its writes: a provider that answers them from an
+	// eventually consistent source (such as a DynamoDB global secondary
+	// index) declares how soon every read reflects every earlier write.
+	// Zero, for providers whose reads are current, keeps every check
+	// exact: an observation right after a write must show it. With a
+	// bound B, a check that a listing, gauge or count (ListInstances*,
+	// QueueDepths, SystemMetrics, session renewal counts) shows a write,
+	// or that work became available (after an enqueue, an abandon, a
+	// lease's expiry), reads again until it does, for up to B; a read
+	// begun after B must show it, so the check is an eventual-consistency
+	// assertion, not a weaker one. Checks that something is not visible
+	// or not held stay exact: lag never shows a write early. B also
+	// relaxes the order of work whose order only such a source reflects
+	// (see the tests). Negative bounds are invalid.
+	Convergence time.Duration
+
 	// Lacks declares the capabilities the providers (or this factory) do
 	// not have. A test that needs a declared capability skips, naming it;
 	// a test that finds a capability missing that Lacks does not declare
@@ -135,6 +157,9 @@ func (f Factory) validate() error {
 	}
 	if f.LockTimeout < 0 {
 		errs = append(errs, fmt.Errorf("Factory.LockTimeout is negative (%v)", f.LockTimeout))
+	}
+	if f.Convergence < 0 {
+		errs = append(errs, fmt.Errorf("Factory.Convergence is negative (%v)", f.Convergence))
 	}
 	if f.ShortPollThreshold < 0 {
 		errs = append(errs, fmt.Errorf("Factory.ShortPollThreshold is negative (%v)", f.ShortPollThreshold))
@@ -334,6 +359,16 @@ func (s *suite) maxAttemptCount(t *testing.T, p provider.Provider, instance stri
 		t.Fatal("Factory.MaxAttemptCount is nil and Factory.Lacks does not declare CapMaxAttemptCount: set the hook, or declare it missing")
 	}
 	return s.f.MaxAttemptCount(t, p, instance)
+}
+
+// context returns the context of one test: cancelled at its end or after
+// testTimeout, and carrying what the checks that await convergence need
+// (see convergenceOf).
+func (s *suite) context(t *testing.T) context.Context {
+	return context.WithValue(testContext(t), convergenceKey{}, convergence{
+		bound:       s.f.Convergence,
+		longPolling: s.f.LongPolling,
+	})
 }
 
 // testContext returns a context for one test, cancelled at its end or after

@@ -88,7 +88,7 @@ func pruneCutoff(ctx context.Context, t *testing.T) time.Time {
 // both together (ANDed), and empty options (everything but the current
 // execution).
 func pruneOptionsCombinations(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 
@@ -151,7 +151,7 @@ func pruneOptionsCombinations(t *testing.T, s *suite) {
 // execution, treats KeepLast 0 and 1 like unset, and fails for an unknown
 // instance.
 func pruneSafety(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 
@@ -199,7 +199,7 @@ func pruneSafety(t *testing.T, s *suite) {
 // pruneBulk checks that PruneExecutionsBulk prunes the instances its filter
 // selects (by ids and by limit) and leaves the others untouched.
 func pruneBulk(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 
@@ -209,6 +209,9 @@ func pruneBulk(t *testing.T, s *suite) {
 	}
 	keepOne := provider.PruneOptions{KeepLast: 1}
 
+	// The bulk prune selects through the listing (see awaitListed); pruning
+	// leaves every instance and its status in place, so it stays current.
+	awaitListed(ctx, t, admin, insts...)
 	r, err := admin.PruneExecutionsBulk(ctx, provider.InstanceFilter{InstanceIDs: insts[:2]}, keepOne)
 	must(t, err, "PruneExecutionsBulk(ids 0 and 1)")
 	wantEqual(t, r, provider.PruneResult{InstancesProcessed: 2, ExecutionsDeleted: 6, EventsDeleted: 6}, "PruneResult of ids 0 and 1")
@@ -242,7 +245,7 @@ func pruneBulk(t *testing.T, s *suite) {
 // pruneBulkIncludesRunningInstances checks that PruneExecutionsBulk prunes
 // the old executions of an instance whose current execution runs.
 func pruneBulkIncludesRunningInstances(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 
@@ -254,6 +257,7 @@ func pruneBulkIncludesRunningInstances(t *testing.T, s *suite) {
 	wantEqual(t, info.Status, provider.StatusRunning, "status before pruning")
 	wantEqual(t, info.CurrentExecutionID, uint64(3), "current execution before pruning")
 
+	awaitListed(ctx, t, admin, inst)
 	r, err := admin.PruneExecutionsBulk(ctx, provider.InstanceFilter{InstanceIDs: []string{inst}}, provider.PruneOptions{KeepLast: 1})
 	must(t, err, "PruneExecutionsBulk")
 	wantEqual(t, r.InstancesProcessed, uint64(1), "InstancesProcessed (the running instance)")

@@ -64,7 +64,7 @@ func queueSemanticsWantNoWork(ctx context.Context, t *testing.T, p provider.Prov
 // queueSemanticsWorkerQueueFIFOOrdering checks that worker items come back in
 // exactly the order they were enqueued.
 func queueSemanticsWorkerQueueFIFOOrdering(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	for i := range uint64(5) {
@@ -81,7 +81,7 @@ func queueSemanticsWorkerQueueFIFOOrdering(t *testing.T, s *suite) {
 // queueSemanticsWorkerPeekLockSemantics checks that a fetched worker item is
 // hidden while locked and removed only by its ack.
 func queueSemanticsWorkerPeekLockSemantics(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 
 	enqueueWorker(ctx, t, p, queueSemanticsActivity("instance-A", 1, "Activity1", "input1"))
@@ -97,7 +97,7 @@ func queueSemanticsWorkerPeekLockSemantics(t *testing.T, s *suite) {
 // queueSemanticsWorkerAckAtomicity checks that a worker ack both removes the
 // activity and delivers its completion to the orchestrator queue.
 func queueSemanticsWorkerAckAtomicity(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "instance-A"
 
@@ -126,11 +126,11 @@ func queueSemanticsWorkerAckAtomicity(t *testing.T, s *suite) {
 // a delay stays invisible until the delay has passed: right after the
 // enqueue and late in the delay.
 func queueSemanticsTimerDelayedVisibility(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	const inst = "instance-A"
-	const delay = 5 * time.Second
 
 	s.tries(t, func(p provider.Provider) string {
+		delay := s.window(ctx, t, p, 5*time.Second)
 		queueSemanticsStartWithoutMetadata(ctx, t, p, inst)
 
 		// FireAtMs is 0: on this path visibility comes from the delay.
@@ -138,12 +138,12 @@ func queueSemanticsTimerDelayedVisibility(t *testing.T, s *suite) {
 			enqueueOrch(ctx, t, p, provider.TimerFiredItem{Instance: inst, ExecutionID: provider.InitialExecutionID, ID: 1, FireAtMs: 0}, delay)
 		})
 		hidden := enq.earliest(delay)
-		took, missed := noOrchBefore(ctx, t, p, hidden, "right after enqueueing a timer delayed 5s")
+		took, missed := noOrchBefore(ctx, t, p, hidden, "right after enqueueing a timer delayed "+delay.String())
 		if missed != "" {
 			return missed
 		}
 		sleepUntil(ctx, t, enq.late(delay, took))
-		if _, missed := noOrchBefore(ctx, t, p, hidden, "late in the timer's 5s delay"); missed != "" {
+		if _, missed := noOrchBefore(ctx, t, p, hidden, "late in the timer's "+delay.String()+" delay"); missed != "" {
 			return missed
 		}
 
@@ -163,10 +163,10 @@ func queueSemanticsTimerDelayedVisibility(t *testing.T, s *suite) {
 // queueSemanticsLostLockTokenHandling checks that a locked worker item whose
 // token is never used again is redelivered once its lock expires.
 func queueSemanticsLostLockTokenHandling(t *testing.T, s *suite) {
-	ctx := testContext(t)
-	lockTimeout := s.lockTimeout()
+	ctx := s.context(t)
 
 	s.tries(t, func(p provider.Provider) string {
+		lockTimeout := s.window(ctx, t, p, s.lockTimeout())
 		enqueueWorker(ctx, t, p, queueSemanticsActivity("instance-A", 1, "Activity1", "input1"))
 		// The token is dropped, as by a crashed worker.
 		first, fetched := fetchWorkTimed(ctx, t, p, lockTimeout, nil, provider.DefaultOnlyTags())
@@ -188,7 +188,7 @@ func queueSemanticsLostLockTokenHandling(t *testing.T, s *suite) {
 // queueSemanticsWorkerItemImmediateVisibility checks that a newly enqueued
 // worker item can be fetched at once.
 func queueSemanticsWorkerItemImmediateVisibility(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "test-immediate-vis"
 
@@ -208,13 +208,18 @@ func queueSemanticsWorkerItemImmediateVisibility(t *testing.T, s *suite) {
 // after it was hidden and late in its delay, and becomes fetchable once that
 // time has passed.
 func queueSemanticsWorkerDelayedVisibilitySkipsFutureItems(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	const inst = "test-delayed-vis"
-	const delay = 500 * time.Millisecond
 
 	s.tries(t, func(p provider.Provider) string {
+		// The second fetch awaits item 2 inside the delay, past the
+		// abandon's write, which discovery may lag (see awaitWorkTimed):
+		// the delay holds the convergence bound as well.
+		delay := s.window(ctx, t, p, 500*time.Millisecond) + convergenceOf(ctx).bound
 		enqueueWorker(ctx, t, p, queueSemanticsActivity(inst, 1, "Activity1", "first"))
 		enqueueWorker(ctx, t, p, queueSemanticsActivity(inst, 2, "Activity2", "second"))
+		// The first fetch must take the older item (see settle).
+		settle(ctx, t)
 
 		w1 := mustFetchWork(ctx, t, p, longLease)
 		wantEqual(t, w1.Item.ID, uint64(1), "first fetch: activity id")
@@ -225,7 +230,7 @@ func queueSemanticsWorkerDelayedVisibilitySkipsFutureItems(t *testing.T, s *suit
 		})
 		hidden := abandoned.earliest(delay)
 
-		w2, fetched := fetchWorkTimed(ctx, t, p, longLease, nil, provider.DefaultOnlyTags())
+		w2, fetched := awaitWorkTimed(ctx, t, p, longLease, nil, provider.DefaultOnlyTags())
 		if !fetched.endsBefore(hidden) {
 			return fetched.missed("second fetch", hidden)
 		}
@@ -257,7 +262,7 @@ func queueSemanticsWorkerDelayedVisibilitySkipsFutureItems(t *testing.T, s *suit
 // instance that was never started are deleted by fetch, and that a
 // QueueMessage for an existing instance is delivered.
 func queueSemanticsOrphanQueueMessagesDropped(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const (
 		orphan   = "orphan-test"
@@ -320,11 +325,11 @@ func queueSemanticsAdditions() []testCase {
 // (right after the ack and late before it) while an item of the same ack is
 // visible at once, and is delivered once the instant has passed.
 func queueSemanticsTimerFromAckInvisibleUntilFireAt(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	const inst = "acked-timer"
-	const delay = time.Second
 
 	s.tries(t, func(p provider.Provider) string {
+		delay := s.window(ctx, t, p, time.Second)
 		createInstance(ctx, t, p, inst)
 		enqueueOrch(ctx, t, p, provider.ExternalRaisedItem{Instance: inst, Name: "poke", Data: "{}"}, 0)
 		turn := mustFetchOrch(ctx, t, p, longLease)
@@ -350,7 +355,7 @@ func queueSemanticsTimerFromAckInvisibleUntilFireAt(t *testing.T, s *suite) {
 			t.Fatal("fetch right after the ack: want the ExternalRaised enqueued with the timer, got none")
 		}
 		wantEqual(t, item.Instance, inst, "fetch right after the ack: instance")
-		wantEqual(t, item.Messages, []provider.WorkItem{alongside}, "fetch right after the ack: messages (the timer fires in 1s)")
+		wantEqual(t, item.Messages, []provider.WorkItem{alongside}, "fetch right after the ack: messages (the timer fires in "+delay.String()+")")
 		ack(ctx, t, p, item.LockToken, provider.TurnCommit{ExecutionID: provider.InitialExecutionID})
 
 		took, missed := noOrchBefore(ctx, t, p, hidden, "fetch before the timer's FireAtMs")

@@ -60,6 +60,10 @@ func memFactory(wrap func(*memprovider.Provider) provider.Provider) func() provi
 	}
 }
 
+// listingsConvergence is the Factory.Convergence the lagging-listing
+// variants declare.
+const listingsConvergence = 300 * time.Millisecond
+
 // variants lists the providers TestSuiteCatchesBrokenProviders runs.
 var variants = []variant{
 	{
@@ -187,6 +191,33 @@ var variants = []variant{
 			"KVStore/KVSnapshotAfterClearSingle",
 			"KVStore/KVClearInNextExecutionDeletesStoredKey", "KVStore/KVClearAllInNextExecutionDeletesStoredKeys",
 			"KVStore/KVSnapshotAfterClearAllCompleted",
+		},
+	},
+	{
+		// Listings lag within the declared bound: the awaited checks pass.
+		name: "ListingsLagWithinConvergence",
+		run:  "^Management$",
+		factory: func() providertest.Factory {
+			f := memFactory(nil)()
+			f.NewProvider = func(t *testing.T) provider.Provider { return newLagsListings(listingsConvergence / 2) }
+			f.Convergence = listingsConvergence
+			return f
+		},
+	},
+	{
+		// Listings lag three times the declared bound: every check of a
+		// listing right after a write fails, although it awaits the bound.
+		name: "ListingsLagBeyondConvergence",
+		run:  "^Management$",
+		factory: func() providertest.Factory {
+			f := memFactory(nil)()
+			f.NewProvider = func(t *testing.T) provider.Provider { return newLagsListings(3 * listingsConvergence) }
+			f.Convergence = listingsConvergence
+			return f
+		},
+		wantFail: []string{
+			"Management/ListInstances", "Management/ListInstancesByStatus",
+			"Management/GetSystemMetrics", "Management/GetQueueDepths",
 		},
 	},
 	{

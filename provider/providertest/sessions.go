@@ -2,6 +2,7 @@ package providertest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -12,7 +13,9 @@ import (
 // Sessions pin every activity of one session id to the worker that claimed
 // the session. These tests follow duroxide's sessions module, including its
 // short leases (50 ms, 200 ms, 500 ms, 1 s): the assertions depend on those
-// durations and on their ratios to the waits.
+// durations and on their ratios to the waits. The tests that observe a
+// lease or idle window from inside it lengthen it on a slow provider (see
+// suite.window); the others only wait it out.
 
 const (
 	// sessionsWorkLock is the activity lock most session tests fetch with;
@@ -101,6 +104,14 @@ func sessionsFetch(ctx context.Context, t *testing.T, p provider.Provider, cfg *
 	return fetchWork(ctx, t, p, sessionsWorkLock, cfg, provider.DefaultOnlyTags())
 }
 
+// sessionsAwait is sessionsFetch for an item that must be available:
+// under a convergence bound it awaits one (see awaitWorkTimed); nil when
+// none came.
+func sessionsAwait(ctx context.Context, t *testing.T, p provider.Provider, cfg *provider.SessionFetchConfig) *provider.LockedWorkItem {
+	t.Helper()
+	return awaitWork(ctx, t, p, sessionsWorkLock, cfg, provider.DefaultOnlyTags())
+}
+
 // sessionsOwnerOf names the owner in cfg for messages.
 func sessionsOwnerOf(cfg *provider.SessionFetchConfig) string {
 	if cfg == nil {
@@ -153,9 +164,9 @@ func sessionsWantNone(t *testing.T, got *provider.LockedWorkItem, what string) {
 // sessionsMustFetch fetches under cfg and fails t when there is no item.
 func sessionsMustFetch(ctx context.Context, t *testing.T, p provider.Provider, cfg *provider.SessionFetchConfig, what string) *provider.LockedWorkItem {
 	t.Helper()
-	got := sessionsFetch(ctx, t, p, cfg)
+	got := sessionsAwait(ctx, t, p, cfg)
 	if got == nil {
-		t.Fatalf("%s: FetchWorkItem as %s: want an item, got none", what, sessionsOwnerOf(cfg))
+		t.Fatalf("%s: FetchWorkItem as %s: want an item, got none%s", what, sessionsOwnerOf(cfg), convergenceNote(ctx))
 	}
 	return got
 }
@@ -173,7 +184,7 @@ func sessionsAckDrop(ctx context.Context, t *testing.T, p provider.Provider, tok
 func sessionsClaim(ctx context.Context, t *testing.T, p provider.Provider, item provider.ActivityExecuteItem, cfg *provider.SessionFetchConfig) span {
 	t.Helper()
 	enqueueWorker(ctx, t, p, item)
-	got, claimed := fetchWorkTimed(ctx, t, p, sessionsWorkLock, cfg, provider.DefaultOnlyTags())
+	got, claimed := awaitWorkTimed(ctx, t, p, sessionsWorkLock, cfg, provider.DefaultOnlyTags())
 	if got == nil {
 		t.Fatalf("claim session: FetchWorkItem as %s: want an item, got none", sessionsOwnerOf(cfg))
 	}
@@ -190,6 +201,15 @@ func sessionsRenew(ctx context.Context, t *testing.T, p provider.Provider, owner
 	return n
 }
 
+// sessionsCountDiffers is the disagreement of a count n that should be
+// want, for eventually: "" when they agree.
+func sessionsCountDiffers(n, want int) string {
+	if n == want {
+		return ""
+	}
+	return fmt.Sprintf("got %d, want %d", n, want)
+}
+
 // sessionsCleanup calls CleanupOrphanedSessions and fails t on error.
 func sessionsCleanup(ctx context.Context, t *testing.T, p provider.Provider) int {
 	t.Helper()
@@ -203,36 +223,36 @@ func sessionsCleanup(ctx context.Context, t *testing.T, p provider.Provider) int
 
 // sessionsNonSessionItemsFetchableByAnyWorker checks that an activity without a session is fetched by a worker using a session config.
 func sessionsNonSessionItemsFetchableByAnyWorker(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	enqueueWorker(ctx, t, p, sessionsPlainItem("inst-1", 1))
-	got := sessionsFetch(ctx, t, p, sessionsCfg("worker-A"))
+	got := sessionsAwait(ctx, t, p, sessionsCfg("worker-A"))
 	sessionsWant(t, got, 1, "", "plain item fetched by worker-A")
 }
 
 // sessionsSessionItemClaimableWhenNoSession checks that a session item nobody owns is fetchable and keeps its session id.
 func sessionsSessionItemClaimableWhenNoSession(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	enqueueWorker(ctx, t, p, sessionsItem("inst-1", 1, "session-1"))
-	got := sessionsFetch(ctx, t, p, sessionsCfg("worker-A"))
+	got := sessionsAwait(ctx, t, p, sessionsCfg("worker-A"))
 	sessionsWant(t, got, 1, "session-1", "unclaimed session item")
 }
 
 // sessionsSessionAffinitySameWorker checks that the worker that claimed a session fetches its later items.
 func sessionsSessionAffinitySameWorker(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	sessionsClaim(ctx, t, p, sessionsItem("inst-1", 1, "session-1"), sessionsCfg("worker-A"))
 
 	enqueueWorker(ctx, t, p, sessionsItem("inst-1", 2, "session-1"))
-	got := sessionsFetch(ctx, t, p, sessionsCfg("worker-A"))
+	got := sessionsAwait(ctx, t, p, sessionsCfg("worker-A"))
 	sessionsWant(t, got, 2, "session-1", "owner fetches its session's next item")
 }
 
 // sessionsSessionAffinityBlocksOtherWorker checks that another worker cannot fetch items of a session someone else owns.
 func sessionsSessionAffinityBlocksOtherWorker(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	sessionsClaim(ctx, t, p, sessionsItem("inst-1", 1, "session-1"), sessionsCfg("worker-A"))
 
@@ -243,7 +263,7 @@ func sessionsSessionAffinityBlocksOtherWorker(t *testing.T, s *suite) {
 
 // sessionsDifferentSessionsDifferentWorkers checks that two sessions owned by two workers each route to their owner.
 func sessionsDifferentSessionsDifferentWorkers(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	sessionsClaim(ctx, t, p, sessionsItem("inst-1", 1, "session-1"), sessionsCfg("worker-A"))
 	sessionsClaim(ctx, t, p, sessionsItem("inst-2", 1, "session-2"), sessionsCfg("worker-B"))
@@ -251,12 +271,12 @@ func sessionsDifferentSessionsDifferentWorkers(t *testing.T, s *suite) {
 	enqueueWorker(ctx, t, p, sessionsItem("inst-1", 2, "session-1"))
 	enqueueWorker(ctx, t, p, sessionsItem("inst-2", 2, "session-2"))
 
-	gotA := sessionsFetch(ctx, t, p, sessionsCfg("worker-A"))
+	gotA := sessionsAwait(ctx, t, p, sessionsCfg("worker-A"))
 	sessionsWantSession(t, gotA, "session-1", "worker-A")
 	if gotA.Item.Instance != "inst-1" {
 		t.Fatalf("worker-A: got instance %q, want inst-1", gotA.Item.Instance)
 	}
-	gotB := sessionsFetch(ctx, t, p, sessionsCfg("worker-B"))
+	gotB := sessionsAwait(ctx, t, p, sessionsCfg("worker-B"))
 	sessionsWantSession(t, gotB, "session-2", "worker-B")
 	if gotB.Item.Instance != "inst-2" {
 		t.Fatalf("worker-B: got instance %q, want inst-2", gotB.Item.Instance)
@@ -265,14 +285,14 @@ func sessionsDifferentSessionsDifferentWorkers(t *testing.T, s *suite) {
 
 // sessionsMixedSessionAndNonSessionItems checks that a worker blocked from an owned session still receives plain items queued behind it.
 func sessionsMixedSessionAndNonSessionItems(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	sessionsClaim(ctx, t, p, sessionsItem("inst-1", 1, "session-1"), sessionsCfg("worker-A"))
 
 	enqueueWorker(ctx, t, p, sessionsItem("inst-1", 2, "session-1"))
 	enqueueWorker(ctx, t, p, sessionsPlainItem("inst-2", 1))
 
-	got := sessionsFetch(ctx, t, p, sessionsCfg("worker-B"))
+	got := sessionsAwait(ctx, t, p, sessionsCfg("worker-B"))
 	sessionsWantSession(t, got, "", "worker-B skips session-1 and gets the plain item")
 	if got.Item.Instance != "inst-2" {
 		t.Fatalf("worker-B: got instance %q, want inst-2", got.Item.Instance)
@@ -284,7 +304,7 @@ func sessionsMixedSessionAndNonSessionItems(t *testing.T, s *suite) {
 
 // sessionsSessionClaimableAfterLockExpiry checks that another worker can claim a session once its 50 ms lease has run out.
 func sessionsSessionClaimableAfterLockExpiry(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	lease := 50 * time.Millisecond
 	sessionsClaim(ctx, t, p, sessionsItem("inst-1", 1, "session-1"), sessionsCfgLease("worker-A", lease))
@@ -292,35 +312,36 @@ func sessionsSessionClaimableAfterLockExpiry(t *testing.T, s *suite) {
 	sleepPast(ctx, t, lease)
 
 	enqueueWorker(ctx, t, p, sessionsItem("inst-1", 2, "session-1"))
-	got := sessionsFetch(ctx, t, p, sessionsCfg("worker-B"))
+	got := sessionsAwait(ctx, t, p, sessionsCfg("worker-B"))
 	sessionsWant(t, got, 2, "session-1", "worker-B claims the expired session")
 }
 
 // sessionsNoneSessionSkipsSessionItems checks that a fetch without a session config returns only items without a session.
 func sessionsNoneSessionSkipsSessionItems(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	enqueueWorker(ctx, t, p, sessionsItem("inst-1", 1, "session-1"))
 	enqueueWorker(ctx, t, p, sessionsPlainItem("inst-2", 2))
 
-	got := sessionsFetch(ctx, t, p, nil)
+	got := sessionsAwait(ctx, t, p, nil)
 	sessionsWant(t, got, 2, "", "session-less fetch")
 	sessionsAckDrop(ctx, t, p, got.LockToken)
 
 	sessionsWantNone(t, sessionsFetch(ctx, t, p, nil), "session-less fetch with only a session item queued")
 
-	got = sessionsFetch(ctx, t, p, sessionsCfg("worker-A"))
+	got = sessionsAwait(ctx, t, p, sessionsCfg("worker-A"))
 	sessionsWant(t, got, 1, "session-1", "fetch with a session config")
 }
 
 // sessionsSomeSessionReturnsAllItems checks that a fetch with a session config returns items of several unowned sessions and plain items, in FIFO order.
 func sessionsSomeSessionReturnsAllItems(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	enqueueWorker(ctx, t, p, sessionsItem("inst-1", 1, "sess-A"))
 	enqueueWorker(ctx, t, p, sessionsItem("inst-2", 2, "sess-B"))
 	enqueueWorker(ctx, t, p, sessionsItem("inst-3", 3, "sess-C"))
 	enqueueWorker(ctx, t, p, sessionsPlainItem("inst-4", 4))
+	settle(ctx, t) // FIFO among what converged (see settle)
 
 	cfg := sessionsCfg("shared-proc")
 	var ids []uint64
@@ -339,13 +360,19 @@ func sessionsSomeSessionReturnsAllItems(t *testing.T, s *suite) {
 
 // sessionsRenewSessionLockActive checks that renewal counts each active session of the owner (1, then 2).
 func sessionsRenewSessionLockActive(t *testing.T, s *suite) {
-	ctx := testContext(t)
-	const lease = 5 * time.Second
+	ctx := s.context(t)
 	s.tries(t, func(p provider.Provider) string {
+		lease := s.window(ctx, t, p, 5*time.Second)
 		claimed := sessionsClaim(ctx, t, p, sessionsItem("inst-1", 1, "session-1"), sessionsCfgLease("worker-A", lease))
 
+		// Renewal finds the owner's sessions as work discovery does: under
+		// a convergence bound the count is awaited.
 		var n int
-		renewed := timed(func() { n = sessionsRenew(ctx, t, p, []string{"worker-A"}, sessionsRenewFor, sessionsLongIdle) })
+		var renewed span
+		eventually(ctx, t, func() string {
+			renewed = timed(func() { n = sessionsRenew(ctx, t, p, []string{"worker-A"}, sessionsRenewFor, sessionsLongIdle) })
+			return sessionsCountDiffers(n, 1)
+		})
 		if live := claimed.earliest(lease); n != 1 && !renewed.endsBefore(live) {
 			return renewed.missed("RenewSessionLock with one active session", live)
 		}
@@ -354,15 +381,16 @@ func sessionsRenewSessionLockActive(t *testing.T, s *suite) {
 		sessionsClaim(ctx, t, p, sessionsItem("inst-2", 1, "session-2"), sessionsCfg("worker-A"))
 
 		// Both leases now run for sessionsRenewFor.
-		n = sessionsRenew(ctx, t, p, []string{"worker-A"}, sessionsRenewFor, sessionsLongIdle)
-		wantEqual(t, n, 2, "sessions renewed with two active sessions")
+		awaitEqual(ctx, t, "sessions renewed with two active sessions", 2, func() int {
+			return sessionsRenew(ctx, t, p, []string{"worker-A"}, sessionsRenewFor, sessionsLongIdle)
+		})
 		return ""
 	})
 }
 
 // sessionsRenewSessionLockSkipsIdle checks that renewal with a zero idle timeout renews nothing.
 func sessionsRenewSessionLockSkipsIdle(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	sessionsClaim(ctx, t, p, sessionsItem("inst-1", 1, "session-1"), sessionsCfg("worker-A"))
 
@@ -372,7 +400,7 @@ func sessionsRenewSessionLockSkipsIdle(t *testing.T, s *suite) {
 
 // sessionsRenewSessionLockNoSessions checks that renewal for an owner without sessions returns 0, while another owner's session is renewed.
 func sessionsRenewSessionLockNoSessions(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	n := sessionsRenew(ctx, t, p, []string{"worker-A"}, sessionsRenewFor, sessionsLongIdle)
 	wantEqual(t, n, 0, "sessions renewed for an owner with none")
@@ -389,19 +417,21 @@ func sessionsRenewSessionLockNoSessions(t *testing.T, s *suite) {
 
 // sessionsCleanupRemovesExpiredNoItems checks that cleanup removes an expired session no item references and reports 1.
 func sessionsCleanupRemovesExpiredNoItems(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	lease := 50 * time.Millisecond
 	sessionsClaim(ctx, t, p, sessionsItem("inst-1", 1, "session-1"), sessionsCfgLease("worker-A", lease))
 
 	sleepPast(ctx, t, lease)
 
-	wantEqual(t, sessionsCleanup(ctx, t, p), 1, "sessions cleaned up")
+	// Cleanup finds idle sessions as discovery does: awaited under a
+	// convergence bound (a count of 0 stays exact).
+	awaitEqual(ctx, t, "sessions cleaned up", 1, func() int { return sessionsCleanup(ctx, t, p) })
 }
 
 // sessionsCleanupKeepsSessionsWithPendingItems checks that cleanup keeps an expired session that a queued item still references.
 func sessionsCleanupKeepsSessionsWithPendingItems(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	lease := 50 * time.Millisecond
 	sessionsClaim(ctx, t, p, sessionsItem("inst-1", 1, "session-1"), sessionsCfgLease("worker-A", lease))
@@ -414,7 +444,7 @@ func sessionsCleanupKeepsSessionsWithPendingItems(t *testing.T, s *suite) {
 
 // sessionsCleanupKeepsActiveSessions checks that cleanup keeps a session whose lease is live.
 func sessionsCleanupKeepsActiveSessions(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	sessionsClaim(ctx, t, p, sessionsItem("inst-1", 1, "session-1"), sessionsCfgLease("worker-A", 300*time.Second))
 
@@ -424,11 +454,11 @@ func sessionsCleanupKeepsActiveSessions(t *testing.T, s *suite) {
 // ---------------------------------------------------------------------------
 // Activity on session items counts as session activity
 
-// sessionsAckUpdatesSessionLastActivity checks that acking a session item refreshes the session's last activity (seen through a 200 ms idle window).
+// sessionsAckUpdatesSessionLastActivity checks that acking a session item refreshes the session's last activity (seen through an idle window of 200 ms or more, see suite.window).
 func sessionsAckUpdatesSessionLastActivity(t *testing.T, s *suite) {
-	ctx := testContext(t)
-	idle := 200 * time.Millisecond
+	ctx := s.context(t)
 	s.tries(t, func(p provider.Provider) string {
+		idle := s.window(ctx, t, p, 200*time.Millisecond)
 		enqueueWorker(ctx, t, p, sessionsItem("inst-1", 1, "session-1"))
 		got := sessionsMustFetch(ctx, t, p, sessionsCfg("worker-A"), "fetch session item")
 
@@ -436,34 +466,34 @@ func sessionsAckUpdatesSessionLastActivity(t *testing.T, s *suite) {
 		// the ack can make the session look active again.
 		sleepPast(ctx, t, idle)
 		n := sessionsRenew(ctx, t, p, []string{"worker-A"}, sessionsRenewFor, idle)
-		wantEqual(t, n, 0, "sessions renewed when the claim is older than the idle window (200ms)")
+		wantEqual(t, n, 0, "sessions renewed when the claim is older than the idle window ("+idle.String()+")")
 
 		acked := timed(func() {
 			must(t, p.AckWorkItem(ctx, got.LockToken, provider.ActivityCompletedItem{
 				Instance: "inst-1", ExecutionID: 1, ID: 1, Result: "ok",
 			}), "AckWorkItem")
 		})
-		return sessionsWantActive(ctx, t, p, acked, idle, "sessions renewed right after the ack (idle window 200ms)")
+		return sessionsWantActive(ctx, t, p, acked, idle, "sessions renewed right after the ack (idle window "+idle.String()+")")
 	})
 }
 
 // sessionsRenewWorkItemUpdatesSessionLastActivity checks that renewing a session item's lock refreshes the session's last activity.
 func sessionsRenewWorkItemUpdatesSessionLastActivity(t *testing.T, s *suite) {
-	ctx := testContext(t)
-	idle := 200 * time.Millisecond
+	ctx := s.context(t)
 	s.tries(t, func(p provider.Provider) string {
+		idle := s.window(ctx, t, p, 200*time.Millisecond)
 		enqueueWorker(ctx, t, p, sessionsItem("inst-1", 1, "session-1"))
 		got := sessionsMustFetch(ctx, t, p, sessionsCfg("worker-A"), "fetch session item")
 
 		// As above: only the renewal can make the session look active.
 		sleepPast(ctx, t, idle)
 		n := sessionsRenew(ctx, t, p, []string{"worker-A"}, sessionsRenewFor, idle)
-		wantEqual(t, n, 0, "sessions renewed when the claim is older than the idle window (200ms)")
+		wantEqual(t, n, 0, "sessions renewed when the claim is older than the idle window ("+idle.String()+")")
 
 		renewed := timed(func() {
 			must(t, p.RenewWorkItemLock(ctx, got.LockToken, 30*time.Second), "RenewWorkItemLock")
 		})
-		return sessionsWantActive(ctx, t, p, renewed, idle, "sessions renewed right after the work-item renewal (idle window 200ms)")
+		return sessionsWantActive(ctx, t, p, renewed, idle, "sessions renewed right after the work-item renewal (idle window "+idle.String()+")")
 	})
 }
 
@@ -488,11 +518,12 @@ func sessionsWantActive(ctx context.Context, t *testing.T, p provider.Provider, 
 
 // sessionsSessionItemsProcessedInOrder checks that the items of one session are fetched in enqueue order.
 func sessionsSessionItemsProcessedInOrder(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	for id := uint64(1); id <= 3; id++ {
 		enqueueWorker(ctx, t, p, sessionsItem("inst-1", id, "session-1"))
 	}
+	settle(ctx, t) // FIFO among what converged (see settle)
 	cfg := sessionsCfg("worker-A")
 	for id := uint64(1); id <= 3; id++ {
 		got := sessionsMustFetch(ctx, t, p, cfg, "fetch session item")
@@ -503,12 +534,12 @@ func sessionsSessionItemsProcessedInOrder(t *testing.T, s *suite) {
 
 // sessionsNonSessionItemsReturnedWithSessionConfig checks that a session owner still receives plain items.
 func sessionsNonSessionItemsReturnedWithSessionConfig(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	sessionsClaim(ctx, t, p, sessionsItem("inst-1", 1, "session-1"), sessionsCfg("worker-A"))
 
 	enqueueWorker(ctx, t, p, sessionsPlainItem("inst-2", 1))
-	got := sessionsFetch(ctx, t, p, sessionsCfg("worker-A"))
+	got := sessionsAwait(ctx, t, p, sessionsCfg("worker-A"))
 	sessionsWant(t, got, 1, "", "plain item fetched by a session owner")
 	if got.Item.Instance != "inst-2" {
 		t.Fatalf("got instance %q, want inst-2", got.Item.Instance)
@@ -517,7 +548,7 @@ func sessionsNonSessionItemsReturnedWithSessionConfig(t *testing.T, s *suite) {
 
 // sessionsSharedWorkerIDAnyCallerCanFetchOwnedSession checks that callers sharing one owner id all fetch that owner's session items, and other owners do not.
 func sessionsSharedWorkerIDAnyCallerCanFetchOwnedSession(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	enqueueWorker(ctx, t, p, sessionsItem("inst-1", 1, "shared-sess"))
 	enqueueWorker(ctx, t, p, sessionsItem("inst-1", 2, "shared-sess"))
@@ -537,7 +568,7 @@ func sessionsSharedWorkerIDAnyCallerCanFetchOwnedSession(t *testing.T, s *suite)
 
 // sessionsConcurrentSessionClaimOnlyOneWins checks that of several owners racing for one unclaimed session exactly one gets an item and the others stay locked out.
 func sessionsConcurrentSessionClaimOnlyOneWins(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	enqueueWorker(ctx, t, p, sessionsItem("inst-1", 1, "contested-sess"))
 	enqueueWorker(ctx, t, p, sessionsItem("inst-1", 2, "contested-sess"))
@@ -586,7 +617,7 @@ func sessionsConcurrentSessionClaimOnlyOneWins(t *testing.T, s *suite) {
 
 // sessionsSessionTakeoverAfterLockExpiry checks that another worker takes over a session after its 50 ms lease ran out, even with an item queued meanwhile.
 func sessionsSessionTakeoverAfterLockExpiry(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	lease := 50 * time.Millisecond
 	sessionsClaim(ctx, t, p, sessionsItem("inst-1", 1, "takeover-sess"), sessionsCfgLease("worker-A", lease))
@@ -594,29 +625,31 @@ func sessionsSessionTakeoverAfterLockExpiry(t *testing.T, s *suite) {
 
 	sleepPast(ctx, t, lease)
 
-	got := sessionsFetch(ctx, t, p, sessionsCfg("worker-B"))
+	got := sessionsAwait(ctx, t, p, sessionsCfg("worker-B"))
 	sessionsWant(t, got, 2, "takeover-sess", "worker-B takes over the expired session")
 }
 
 // sessionsCleanupThenNewItemRecreatesSession checks that after cleanup removed a session, a new item of that session id can be claimed afresh.
 func sessionsCleanupThenNewItemRecreatesSession(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	lease := 50 * time.Millisecond
 	sessionsClaim(ctx, t, p, sessionsItem("inst-1", 1, "ephemeral-sess"), sessionsCfgLease("worker-A", lease))
 
 	sleepPast(ctx, t, lease)
 
-	wantEqual(t, sessionsCleanup(ctx, t, p), 1, "sessions cleaned up")
+	// Cleanup finds idle sessions as discovery does: awaited under a
+	// convergence bound (a count of 0 stays exact).
+	awaitEqual(ctx, t, "sessions cleaned up", 1, func() int { return sessionsCleanup(ctx, t, p) })
 
 	enqueueWorker(ctx, t, p, sessionsItem("inst-1", 2, "ephemeral-sess"))
-	got := sessionsFetch(ctx, t, p, sessionsCfg("worker-B"))
+	got := sessionsAwait(ctx, t, p, sessionsCfg("worker-B"))
 	sessionsWant(t, got, 2, "ephemeral-sess", "claim of a cleaned-up session")
 }
 
 // sessionsAbandonedSessionItemRetryable checks that an abandoned session item is redelivered with attempt count 2 and is gone after its ack.
 func sessionsAbandonedSessionItemRetryable(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	cfg := sessionsCfg("worker-A")
 	enqueueWorker(ctx, t, p, sessionsItem("inst-1", 1, "retry-sess"))
@@ -637,7 +670,7 @@ func sessionsAbandonedSessionItemRetryable(t *testing.T, s *suite) {
 
 // sessionsAbandonedSessionItemIgnoreAttempt checks that abandoning a session item with ignoreAttempt leaves the redelivery's attempt count at 1.
 func sessionsAbandonedSessionItemIgnoreAttempt(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	cfg := sessionsCfg("worker-A")
 	enqueueWorker(ctx, t, p, sessionsItem("inst-1", 1, "ignore-sess"))
@@ -657,7 +690,7 @@ func sessionsAbandonedSessionItemIgnoreAttempt(t *testing.T, s *suite) {
 
 // sessionsRenewSessionLockAfterExpiryReturnsZero checks that renewal does not revive a session whose lease already ran out.
 func sessionsRenewSessionLockAfterExpiryReturnsZero(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	lease := 50 * time.Millisecond
 	sessionsClaim(ctx, t, p, sessionsItem("inst-1", 1, "expired-sess"), sessionsCfgLease("worker-A", lease))
@@ -670,7 +703,7 @@ func sessionsRenewSessionLockAfterExpiryReturnsZero(t *testing.T, s *suite) {
 
 // sessionsOriginalWorkerReclaimsExpiredSession checks that the former owner can claim its own session again after the lease ran out.
 func sessionsOriginalWorkerReclaimsExpiredSession(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	lease := 50 * time.Millisecond
 	sessionsClaim(ctx, t, p, sessionsItem("inst-1", 1, "reclaim-sess"), sessionsCfgLease("worker-A", lease))
@@ -678,13 +711,13 @@ func sessionsOriginalWorkerReclaimsExpiredSession(t *testing.T, s *suite) {
 
 	sleepPast(ctx, t, lease)
 
-	got := sessionsFetch(ctx, t, p, sessionsCfg("worker-A"))
+	got := sessionsAwait(ctx, t, p, sessionsCfg("worker-A"))
 	sessionsWant(t, got, 2, "reclaim-sess", "worker-A reclaims its expired session")
 }
 
 // sessionsActivityLockExpiresSessionLockValidSameWorkerRefetches checks that an item whose activity lock expired while its session lease is live is redelivered only to the session owner, with attempt count 2.
 func sessionsActivityLockExpiresSessionLockValidSameWorkerRefetches(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	workLock := 500 * time.Millisecond
 	enqueueWorker(ctx, t, p, sessionsItem("inst-1", 1, "sticky-sess"))
@@ -696,7 +729,7 @@ func sessionsActivityLockExpiresSessionLockValidSameWorkerRefetches(t *testing.T
 
 	sessionsWantNone(t, sessionsFetch(ctx, t, p, sessionsCfg("worker-B")), "worker-B while worker-A's lease is live")
 
-	got = sessionsFetch(ctx, t, p, sessionsCfg("worker-A"))
+	got = sessionsAwait(ctx, t, p, sessionsCfg("worker-A"))
 	sessionsWant(t, got, 1, "sticky-sess", "redelivery to worker-A")
 	wantEqual(t, got.AttemptCount, uint32(2), "attempt count of the redelivery")
 	sessionsAckDrop(ctx, t, p, got.LockToken)
@@ -704,7 +737,7 @@ func sessionsActivityLockExpiresSessionLockValidSameWorkerRefetches(t *testing.T
 
 // sessionsSessionLockExpiresNewOwnerGetsRedelivery checks that once another worker took over an expired session, a redelivered earlier item of it goes to the new owner.
 func sessionsSessionLockExpiresNewOwnerGetsRedelivery(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	lease := 200 * time.Millisecond
 	enqueueWorker(ctx, t, p, sessionsItem("inst-1", 1, "takeover2-sess"))
@@ -716,14 +749,14 @@ func sessionsSessionLockExpiresNewOwnerGetsRedelivery(t *testing.T, s *suite) {
 
 	enqueueWorker(ctx, t, p, sessionsItem("inst-1", 2, "takeover2-sess"))
 	cfgB := sessionsCfg("worker-B")
-	gotB := sessionsFetch(ctx, t, p, cfgB)
+	gotB := sessionsAwait(ctx, t, p, cfgB)
 	sessionsWant(t, gotB, 2, "takeover2-sess", "worker-B takes over and gets the new item")
 	sessionsAckDrop(ctx, t, p, gotB.LockToken)
 
 	// Worker-A gives its item up (as if its activity timed out).
 	must(t, p.AbandonWorkItem(ctx, gotA.LockToken, 0, false), "AbandonWorkItem of worker-A's live lock")
 
-	gotB = sessionsFetch(ctx, t, p, cfgB)
+	gotB = sessionsAwait(ctx, t, p, cfgB)
 	sessionsWant(t, gotB, 1, "takeover2-sess", "redelivery to the new owner")
 	wantEqual(t, gotB.AttemptCount, uint32(2), "attempt count of the redelivery")
 	sessionsAckDrop(ctx, t, p, gotB.LockToken)
@@ -731,7 +764,7 @@ func sessionsSessionLockExpiresNewOwnerGetsRedelivery(t *testing.T, s *suite) {
 
 // sessionsSessionLockExpiresSameWorkerReacquires checks that the owner whose lease expired reacquires the session on its next fetch.
 func sessionsSessionLockExpiresSameWorkerReacquires(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	lease := 200 * time.Millisecond
 	cfgA := sessionsCfgLease("worker-A", lease)
@@ -740,24 +773,26 @@ func sessionsSessionLockExpiresSameWorkerReacquires(t *testing.T, s *suite) {
 	sleepPast(ctx, t, lease)
 
 	enqueueWorker(ctx, t, p, sessionsItem("inst-1", 2, "reacq-sess"))
-	got := sessionsFetch(ctx, t, p, cfgA)
+	got := sessionsAwait(ctx, t, p, cfgA)
 	sessionsWant(t, got, 2, "reacq-sess", "worker-A reacquires its expired session")
 	sessionsAckDrop(ctx, t, p, got.LockToken)
 }
 
 // sessionsBothLocksExpireDifferentWorkerClaims checks that when both the activity lock and the session lease ran out, another worker gets the item with attempt count 2.
 func sessionsBothLocksExpireDifferentWorkerClaims(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
-	short := 200 * time.Millisecond
+	// 200 ms, as duroxide has it, or longer on a slow machine: the fetch
+	// must return before its own lock runs out (suite.window).
+	short := s.window(ctx, t, p, 200*time.Millisecond)
 	enqueueWorker(ctx, t, p, sessionsItem("inst-1", 1, "both-expire-sess"))
 	got := fetchWork(ctx, t, p, short, sessionsCfgLease("worker-A", short), provider.DefaultOnlyTags())
-	sessionsWant(t, got, 1, "both-expire-sess", "worker-A claims with 200ms activity lock and lease")
+	sessionsWant(t, got, 1, "both-expire-sess", "worker-A claims with a short activity lock and lease")
 
 	// Not acked: both leases run out (waits 400ms, as duroxide does).
 	sleepPast(ctx, t, short+100*time.Millisecond)
 
-	got = sessionsFetch(ctx, t, p, sessionsCfg("worker-B"))
+	got = sessionsAwait(ctx, t, p, sessionsCfg("worker-B"))
 	sessionsWant(t, got, 1, "both-expire-sess", "worker-B after both leases expired")
 	wantEqual(t, got.AttemptCount, uint32(2), "attempt count of the redelivery")
 	sessionsAckDrop(ctx, t, p, got.LockToken)
@@ -765,12 +800,12 @@ func sessionsBothLocksExpireDifferentWorkerClaims(t *testing.T, s *suite) {
 
 // sessionsSessionLockExpiresActivityLockValidAckSucceeds checks that an item's ack succeeds while its activity lock is live even though the session lease ran out.
 func sessionsSessionLockExpiresActivityLockValidAckSucceeds(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
-	lease := 200 * time.Millisecond
+	lease := s.window(ctx, t, p, 200*time.Millisecond)
 	enqueueWorker(ctx, t, p, sessionsItem("inst-1", 1, "sess-expires"))
 	got := fetchWork(ctx, t, p, 30*time.Second, sessionsCfgLease("worker-A", lease), provider.DefaultOnlyTags())
-	sessionsWant(t, got, 1, "sess-expires", "worker-A claims with a 200ms lease and a 30s activity lock")
+	sessionsWant(t, got, 1, "sess-expires", "worker-A claims with a short lease and a 30s activity lock")
 
 	sleepPast(ctx, t, lease)
 
@@ -780,11 +815,11 @@ func sessionsSessionLockExpiresActivityLockValidAckSucceeds(t *testing.T, s *sui
 	must(t, err, "AckWorkItem with a live activity lock after the session lease expired")
 }
 
-// sessionsSessionLockRenewalExtendsPastOriginalTimeout checks that renewing a 1 s lease at 60% keeps the session owned past its original expiry.
+// sessionsSessionLockRenewalExtendsPastOriginalTimeout checks that renewing a lease of 1 s (or more, see suite.window) at 60% keeps the session owned past its original expiry.
 func sessionsSessionLockRenewalExtendsPastOriginalTimeout(t *testing.T, s *suite) {
-	ctx := testContext(t)
-	lease := time.Second
+	ctx := s.context(t)
 	s.tries(t, func(p provider.Provider) string {
+		lease := s.window(ctx, t, p, time.Second)
 		claimed := sessionsClaim(ctx, t, p, sessionsItem("inst-1", 1, "renew-ext-sess"), sessionsCfgLease("worker-A", lease))
 
 		sleepUntil(ctx, t, claimed.start.Add(lease*6/10))
@@ -804,7 +839,7 @@ func sessionsSessionLockRenewalExtendsPastOriginalTimeout(t *testing.T, s *suite
 		}
 		sessionsWantNone(t, other, "worker-B after the original expiry of a renewed lease")
 
-		got := sessionsFetch(ctx, t, p, sessionsCfg("worker-A"))
+		got := sessionsAwait(ctx, t, p, sessionsCfg("worker-A"))
 		sessionsWant(t, got, 2, "renew-ext-sess", "worker-A still owns the renewed session")
 		return ""
 	})

@@ -72,6 +72,13 @@ func tagFilteringFetch(ctx context.Context, t *testing.T, p provider.Provider, f
 	return fetchWork(ctx, t, p, tagFilteringLock, nil, filter)
 }
 
+// tagFilteringAwait is tagFilteringFetch for an item that must be
+// available: under a convergence bound it awaits one (see awaitWorkTimed).
+func tagFilteringAwait(ctx context.Context, t *testing.T, p provider.Provider, filter provider.TagFilter) *provider.LockedWorkItem {
+	t.Helper()
+	return awaitWork(ctx, t, p, tagFilteringLock, nil, filter)
+}
+
 // tagFilteringTagOf formats an activity's tag for messages.
 func tagFilteringTagOf(tag *string) string {
 	if tag == nil {
@@ -122,21 +129,21 @@ func tagFilteringWantNone(t *testing.T, got *provider.LockedWorkItem, what strin
 
 // tagFilteringDefaultOnlyFetchesUntagged checks that the default filter returns only untagged activities, in order.
 func tagFilteringDefaultOnlyFetchesUntagged(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	enqueueWorker(ctx, t, p, tagFilteringItem("inst-1", 1, ""))
 	enqueueWorker(ctx, t, p, tagFilteringItem("inst-1", 2, "gpu"))
 	enqueueWorker(ctx, t, p, tagFilteringItem("inst-1", 3, ""))
 
 	filter := provider.DefaultOnlyTags()
-	tagFilteringWant(t, tagFilteringFetch(ctx, t, p, filter), 1, "", "first DefaultOnly fetch")
-	tagFilteringWant(t, tagFilteringFetch(ctx, t, p, filter), 3, "", "second DefaultOnly fetch")
+	tagFilteringWant(t, tagFilteringAwait(ctx, t, p, filter), 1, "", "first DefaultOnly fetch")
+	tagFilteringWant(t, tagFilteringAwait(ctx, t, p, filter), 3, "", "second DefaultOnly fetch")
 	tagFilteringWantNone(t, tagFilteringFetch(ctx, t, p, filter), "DefaultOnly with only a gpu item left")
 }
 
 // tagFilteringTagsFetchesOnlyMatching checks that a single-tag filter returns only activities with that tag, in order.
 func tagFilteringTagsFetchesOnlyMatching(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	enqueueWorker(ctx, t, p, tagFilteringItem("inst-1", 1, ""))
 	enqueueWorker(ctx, t, p, tagFilteringItem("inst-1", 2, "gpu"))
@@ -144,28 +151,28 @@ func tagFilteringTagsFetchesOnlyMatching(t *testing.T, s *suite) {
 	enqueueWorker(ctx, t, p, tagFilteringItem("inst-1", 4, "gpu"))
 
 	filter := tagFilteringOnly(t, "gpu")
-	tagFilteringWant(t, tagFilteringFetch(ctx, t, p, filter), 2, "gpu", "first Tags[gpu] fetch")
-	tagFilteringWant(t, tagFilteringFetch(ctx, t, p, filter), 4, "gpu", "second Tags[gpu] fetch")
+	tagFilteringWant(t, tagFilteringAwait(ctx, t, p, filter), 2, "gpu", "first Tags[gpu] fetch")
+	tagFilteringWant(t, tagFilteringAwait(ctx, t, p, filter), 4, "gpu", "second Tags[gpu] fetch")
 	tagFilteringWantNone(t, tagFilteringFetch(ctx, t, p, filter), "Tags[gpu] with no gpu item left")
 }
 
 // tagFilteringDefaultAndFetchesUntaggedAndMatching checks that a DefaultAnd filter returns untagged and matching activities but not others.
 func tagFilteringDefaultAndFetchesUntaggedAndMatching(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	enqueueWorker(ctx, t, p, tagFilteringItem("inst-1", 1, ""))
 	enqueueWorker(ctx, t, p, tagFilteringItem("inst-1", 2, "gpu"))
 	enqueueWorker(ctx, t, p, tagFilteringItem("inst-1", 3, "cpu"))
 
 	filter := tagFilteringDefaultAnd(t, "gpu")
-	tagFilteringWant(t, tagFilteringFetch(ctx, t, p, filter), 1, "", "first DefaultAnd[gpu] fetch")
-	tagFilteringWant(t, tagFilteringFetch(ctx, t, p, filter), 2, "gpu", "second DefaultAnd[gpu] fetch")
+	tagFilteringWant(t, tagFilteringAwait(ctx, t, p, filter), 1, "", "first DefaultAnd[gpu] fetch")
+	tagFilteringWant(t, tagFilteringAwait(ctx, t, p, filter), 2, "gpu", "second DefaultAnd[gpu] fetch")
 	tagFilteringWantNone(t, tagFilteringFetch(ctx, t, p, filter), "DefaultAnd[gpu] with only a cpu item left")
 }
 
 // tagFilteringNoneFilterReturnsNothing checks that the None filter returns nothing while tagged and untagged activities are queued.
 func tagFilteringNoneFilterReturnsNothing(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	enqueueWorker(ctx, t, p, tagFilteringItem("inst-1", 1, ""))
 	enqueueWorker(ctx, t, p, tagFilteringItem("inst-1", 2, "gpu"))
@@ -173,13 +180,13 @@ func tagFilteringNoneFilterReturnsNothing(t *testing.T, s *suite) {
 	tagFilteringWantNone(t, tagFilteringFetch(ctx, t, p, provider.NoTags()), "None filter")
 
 	// The items are there for a filter that admits them.
-	tagFilteringWant(t, tagFilteringFetch(ctx, t, p, provider.AnyTag()), 1, "", "Any filter after the None filter")
-	tagFilteringWant(t, tagFilteringFetch(ctx, t, p, provider.AnyTag()), 2, "gpu", "second Any filter after the None filter")
+	tagFilteringWant(t, tagFilteringAwait(ctx, t, p, provider.AnyTag()), 1, "", "Any filter after the None filter")
+	tagFilteringWant(t, tagFilteringAwait(ctx, t, p, provider.AnyTag()), 2, "gpu", "second Any filter after the None filter")
 }
 
 // tagFilteringMultiTagFilter checks that a multi-tag filter returns activities with any of its tags and no others.
 func tagFilteringMultiTagFilter(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	enqueueWorker(ctx, t, p, tagFilteringItem("inst-1", 1, "gpu"))
 	enqueueWorker(ctx, t, p, tagFilteringItem("inst-1", 2, "tpu"))
@@ -194,7 +201,7 @@ func tagFilteringMultiTagFilter(t *testing.T, s *suite) {
 
 // tagFilteringTagRoundTripPreservation checks that an activity's tag and name come back unchanged from the queue.
 func tagFilteringTagRoundTripPreservation(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	enqueueWorker(ctx, t, p, tagFilteringItem("inst-1", 1, "gpu"))
 
@@ -205,7 +212,7 @@ func tagFilteringTagRoundTripPreservation(t *testing.T, s *suite) {
 
 // tagFilteringAnyFilterFetchesEverything checks that the Any filter returns untagged and tagged activities alike.
 func tagFilteringAnyFilterFetchesEverything(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	enqueueWorker(ctx, t, p, tagFilteringItem("inst-1", 1, ""))
 	enqueueWorker(ctx, t, p, tagFilteringItem("inst-2", 2, "gpu"))
@@ -227,7 +234,7 @@ func tagFilteringAnyFilterFetchesEverything(t *testing.T, s *suite) {
 
 // tagFilteringTagSurvivesAbandonAndRefetch checks that an abandoned tagged activity comes back with its tag, a new token and a higher attempt count, and stays hidden from DefaultOnly.
 func tagFilteringTagSurvivesAbandonAndRefetch(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	enqueueWorker(ctx, t, p, tagFilteringItem("inst-1", 1, "gpu"))
 	enqueueWorker(ctx, t, p, tagFilteringItem("inst-1", 2, ""))
@@ -238,7 +245,7 @@ func tagFilteringTagSurvivesAbandonAndRefetch(t *testing.T, s *suite) {
 
 	must(t, p.AbandonWorkItem(ctx, first.LockToken, 0, false), "AbandonWorkItem")
 
-	again := tagFilteringFetch(ctx, t, p, filter)
+	again := tagFilteringAwait(ctx, t, p, filter)
 	tagFilteringWant(t, again, 1, "gpu", "Tags[gpu] fetch after abandon")
 	if again.AttemptCount < 2 {
 		t.Fatalf("attempt count after abandon: got %d, want at least 2", again.AttemptCount)
@@ -247,12 +254,12 @@ func tagFilteringTagSurvivesAbandonAndRefetch(t *testing.T, s *suite) {
 		t.Fatalf("refetch after abandon reused lock token %q", first.LockToken)
 	}
 
-	tagFilteringWant(t, tagFilteringFetch(ctx, t, p, provider.DefaultOnlyTags()), 2, "", "DefaultOnly fetch")
+	tagFilteringWant(t, tagFilteringAwait(ctx, t, p, provider.DefaultOnlyTags()), 2, "", "DefaultOnly fetch")
 }
 
 // tagFilteringMultiRuntimeTagIsolation checks that consumers with disjoint, overlapping and Any filters each receive only activities their filter accepts, in turn and when running concurrently.
 func tagFilteringMultiRuntimeTagIsolation(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	enqueueWorker(ctx, t, p, tagFilteringItem("inst-1", 1, ""))
 	enqueueWorker(ctx, t, p, tagFilteringItem("inst-2", 2, "gpu"))
@@ -262,7 +269,7 @@ func tagFilteringMultiRuntimeTagIsolation(t *testing.T, s *suite) {
 
 	// Disjoint: DefaultOnly sees only the untagged activity.
 	defaultOnly := provider.DefaultOnlyTags()
-	tagFilteringWant(t, tagFilteringFetch(ctx, t, p, defaultOnly), 1, "", "DefaultOnly fetch")
+	tagFilteringWant(t, tagFilteringAwait(ctx, t, p, defaultOnly), 1, "", "DefaultOnly fetch")
 	tagFilteringWantNone(t, tagFilteringFetch(ctx, t, p, defaultOnly), "DefaultOnly with no untagged item left")
 
 	// Overlapping: gpu+cpu takes gpu(2) and cpu(3); cpu+fpga then finds
@@ -270,7 +277,7 @@ func tagFilteringMultiRuntimeTagIsolation(t *testing.T, s *suite) {
 	gpuCPU := tagFilteringOnly(t, "gpu", "cpu")
 	var ids []uint64
 	for i := range 2 {
-		got := tagFilteringFetch(ctx, t, p, gpuCPU)
+		got := tagFilteringAwait(ctx, t, p, gpuCPU)
 		if got == nil {
 			t.Fatalf("Tags[gpu,cpu] fetch %d: want an item, got none", i+1)
 		}
@@ -280,12 +287,12 @@ func tagFilteringMultiRuntimeTagIsolation(t *testing.T, s *suite) {
 	wantEqual(t, ids, []uint64{2, 3}, "activities fetched with Tags[gpu,cpu]")
 
 	cpuFPGA := tagFilteringOnly(t, "cpu", "fpga")
-	tagFilteringWant(t, tagFilteringFetch(ctx, t, p, cpuFPGA), 4, "fpga", "Tags[cpu,fpga] fetch")
+	tagFilteringWant(t, tagFilteringAwait(ctx, t, p, cpuFPGA), 4, "fpga", "Tags[cpu,fpga] fetch")
 	tagFilteringWantNone(t, tagFilteringFetch(ctx, t, p, cpuFPGA), "Tags[cpu,fpga] with cpu locked and fpga taken")
 
 	// Superset: Any gets the one activity nobody holds.
 	anyTag := provider.AnyTag()
-	tagFilteringWant(t, tagFilteringFetch(ctx, t, p, anyTag), 5, "gpu", "Any fetch")
+	tagFilteringWant(t, tagFilteringAwait(ctx, t, p, anyTag), 5, "gpu", "Any fetch")
 	tagFilteringWantNone(t, tagFilteringFetch(ctx, t, p, anyTag), "Any with every item locked")
 
 	// The same filters again, now consuming concurrently. Activities 1-5
@@ -323,18 +330,32 @@ func tagFilteringConcurrentConsumers(ctx context.Context, t *testing.T, p provid
 	got := make([][]provider.ActivityExecuteItem, len(consumers))
 	errs := make([]error, len(consumers))
 	start := make(chan struct{})
+	// A consumer stops at an empty fetch; under a convergence bound, only
+	// at one begun after the bound passed (the items were all enqueued
+	// before), so that items a lagging discovery hides are awaited.
+	bound := convergenceOf(ctx).bound
+	deadline := time.Now().Add(bound)
 	var wg sync.WaitGroup
 	for i, c := range consumers {
 		wg.Go(func() {
 			<-start
 			for {
+				began := time.Now()
 				item, err := p.FetchWorkItem(ctx, tagFilteringLock, 0, nil, c.filter)
 				if err != nil {
 					errs[i] = fmt.Errorf("FetchWorkItem: %w", err)
 					return
 				}
 				if item == nil {
-					return
+					if bound == 0 || began.After(deadline) {
+						return
+					}
+					select {
+					case <-time.After(convergencePoll):
+					case <-ctx.Done():
+						return
+					}
+					continue
 				}
 				got[i] = append(got[i], item.Item)
 				if err := p.AckWorkItem(ctx, item.LockToken, nil); err != nil {
@@ -395,7 +416,7 @@ func tagFilteringConcurrentConsumers(ctx context.Context, t *testing.T, p provid
 
 // tagFilteringTagPreservedThroughAckOrchestrationItem checks that tags of worker items written by an orchestration ack are honoured by fetch.
 func tagFilteringTagPreservedThroughAckOrchestrationItem(t *testing.T, s *suite) {
-	ctx := testContext(t)
+	ctx := s.context(t)
 	p := s.provider(t)
 	const inst = "tag-ack-inst"
 	enqueueOrch(ctx, t, p, startItem(inst), 0)
