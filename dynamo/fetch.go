@@ -54,8 +54,13 @@ func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, pollTi
 	if err != nil {
 		return translate(op, err)
 	}
+	// A signal whose try failed goes back, so that the retry of this
+	// fetch (or another dispatcher) still goes straight to its work.
 	if len(pending) > 0 {
 		if done, err := trySignals(pending); done || err != nil {
+			if err != nil {
+				p.signals.Requeue(pending...)
+			}
 			return err
 		}
 	}
@@ -75,6 +80,9 @@ func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, pollTi
 			return nil
 		}
 		if done, err := trySignals(sigs); done || err != nil {
+			if err != nil {
+				p.signals.Requeue(sigs...)
+			}
 			return err
 		}
 	}
@@ -115,19 +123,16 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 	err := p.poll(ctx, provider.OpFetchOrchestrationItem, queues.Orchestrator, pollTimeout,
 		func(sigs []queues.Signal) (bool, error) {
 			seen := map[string]bool{}
-			var firstErr error
 			for _, sig := range sigs {
 				if seen[sig.Instance] {
 					continue
 				}
 				seen[sig.Instance] = true
-				done, err := try(sig.Instance, true)
-				if done {
-					return true, nil
+				if done, err := try(sig.Instance, true); done || err != nil {
+					return done, err
 				}
-				firstErr = cmp.Or(firstErr, err)
 			}
-			return false, firstErr
+			return false, nil
 		},
 		func() (bool, error) {
 			// Instances seen locked are passed over inside the index query,
@@ -143,24 +148,22 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 			if err != nil {
 				return false, err
 			}
-			// One candidate's failure does not end the sweep: the others
-			// are tried, and the first error is reported only when none of
-			// them was work.
+			// Candidates go oldest first. One whose stored data this process
+			// cannot read is parked and passed over (try); a transient
+			// failure ends the fetch, so that its retry tries the same
+			// oldest candidate again.
 			seen := map[string]bool{}
-			var firstErr error
 			for _, c := range candidates {
 				id, err := keys.InstanceFromPK(c.pk)
 				if err != nil || seen[id] {
 					continue
 				}
 				seen[id] = true
-				done, err := try(id, false)
-				if done {
-					return true, nil
+				if done, err := try(id, false); done || err != nil {
+					return done, err
 				}
-				firstErr = cmp.Or(firstErr, err)
 			}
-			return false, firstErr
+			return false, nil
 		})
 	if err != nil {
 		return nil, translate(provider.OpFetchOrchestrationItem, err)

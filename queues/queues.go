@@ -271,6 +271,24 @@ func closedError(op string) error {
 	return provider.Permanent(op, ErrClosed, "signals closed")
 }
 
+// Requeue hands signals back to this process's waiters, without sending
+// them anywhere: what a waiter does with signals it received but could not
+// act on because of a transient failure, so that the next wait (its own
+// retry, or another dispatcher's) still learns of the work. Signals of a
+// kind that is not configured are ignored.
+func (s *Signals) Requeue(signals ...Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	for _, sig := range signals {
+		if k, err := s.kindState(opWait, sig.Kind); err == nil {
+			s.deliverLocked(k, []Signal{sig})
+		}
+	}
+}
+
 // deliverLocked hands sigs to every waiter of k, or keeps them for the next
 // waiter when there is none. Each waiter gets its own copy. s.mu is held.
 func (s *Signals) deliverLocked(k *kindState, sigs []Signal) {

@@ -696,3 +696,22 @@ func TestSignals_IdleProcessReleasesPoll(t *testing.T) {
 	}
 	t.Logf("third process got the signal after %v", time.Since(start))
 }
+
+// TestRequeue: signals a waiter hands back reach the next wait of their
+// kind.
+func TestRequeue(t *testing.T) {
+	s, err := queues.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sig := queues.Signal{Kind: queues.Worker, Shard: 1, Instance: "i", Work: "w"}
+	s.Requeue(sig)
+	got, err := s.Wait(t.Context(), queues.Worker, 0)
+	if err != nil || len(got) != 1 || got[0] != sig {
+		t.Fatalf("Wait after Requeue: %v, %v; want %v", got, err, sig)
+	}
+	if got, _ := s.Wait(t.Context(), queues.Orchestrator, 0); len(got) != 0 {
+		t.Fatalf("a requeued worker signal reached the orchestrator kind: %v", got)
+	}
+}
