@@ -116,9 +116,9 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 	err := p.poll(ctx, provider.OpFetchWorkItem, queues.Worker, pollTimeout,
 		func(sigs []queues.Signal) (bool, error) {
 			// The shard's index first, so that the oldest eligible activity
-			// goes first; when it shows nothing (it may lag the signal),
-			// the rows the signals name, read from the table; then the
-			// index again, a few times.
+			// goes first; when it yields nothing, the rows the signals name,
+			// read from the table; for signals that name no row, the index
+			// again, a few times.
 			var shards []int
 			named := map[int][]queues.Signal{}
 			for _, sig := range sigs {
@@ -133,38 +133,50 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 				}
 			}
 			for _, shard := range shards {
+				rows, err := p.queryReadyShard(ctx, keys.ReadyWorkerPK(shard), readyBound(p.nowMs()), keep)
+				if err != nil {
+					return false, err
+				}
+				if done, err := tryRows(rows); done || err != nil {
+					return done, err
+				}
+				if sigs := named[shard]; len(sigs) > 0 {
+					// The index may lag the signals (missing the new rows,
+					// or showing old ones that are no longer eligible):
+					// read the rows they name.
+					var direct []readyRow
+					for _, sig := range sigs {
+						found, err := p.readyWorkRow(ctx, sig.Instance, sig.Work, keep)
+						if err != nil {
+							return false, err
+						}
+						direct = append(direct, found...)
+					}
+					slices.SortFunc(direct, func(a, b readyRow) int { return cmp.Compare(a.readySK, b.readySK) })
+					if done, err := tryRows(direct); done || err != nil {
+						return done, err
+					}
+					continue
+				}
+				if len(rows) > 0 {
+					continue
+				}
+				// Only shard signals, and the index shows nothing yet.
 				wait := indexLagRetry
-				for attempt := 0; ; attempt++ {
-					rows, err := p.queryReadyShard(ctx, keys.ReadyWorkerPK(shard), readyBound(p.nowMs()), keep)
-					if err != nil {
+				for range indexLagRetries {
+					if err := sleepCtx(ctx, wait); err != nil {
 						return false, err
 					}
-					if len(rows) == 0 && attempt == 0 {
-						for _, sig := range named[shard] {
-							direct, err := p.readyWorkRow(ctx, sig.Instance, sig.Work, keep)
-							if err != nil {
-								return false, err
-							}
-							rows = append(rows, direct...)
-						}
-						if len(rows) > 0 {
-							slices.SortFunc(rows, func(a, b readyRow) int { return cmp.Compare(a.readySK, b.readySK) })
-							if done, err := tryRows(rows); done || err != nil {
-								return done, err
-							}
-							break
-						}
+					wait *= 2
+					if rows, err = p.queryReadyShard(ctx, keys.ReadyWorkerPK(shard), readyBound(p.nowMs()), keep); err != nil {
+						return false, err
 					}
-					if len(rows) > 0 || attempt == indexLagRetries {
+					if len(rows) > 0 {
 						if done, err := tryRows(rows); done || err != nil {
 							return done, err
 						}
 						break
 					}
-					if err := sleepCtx(ctx, wait); err != nil {
-						return false, err
-					}
-					wait *= 2
 				}
 			}
 			return false, nil
