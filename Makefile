@@ -1,7 +1,8 @@
 # dynoxide: durable orchestrations for Go on DynamoDB + SQS.
 #
 #   make test   every test, with the race detector (what CI runs)
-#   make lint   go vet, gofmt and actionlint (.github/workflows)
+#   make lint   go vet, gofmt, actionlint (.github/workflows) and durablevet
+#               (the determinism analyzer) over the runtime's packages
 #   make run    the conformance suite against the DynamoDB provider on the
 #               embedded emulator, with a readable per-category summary
 #   make bench  DynamoDB requests and capacity units per provider operation
@@ -25,6 +26,7 @@ lint:
 	@unformatted=$$(gofmt -l .); \
 	if [ -n "$$unformatted" ]; then echo "gofmt -l reports:"; echo "$$unformatted"; exit 1; fi
 	$(GO) run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+	@if [ -d durable ]; then echo "$(GO) run ./cmd/durablevet ./durable/..."; $(GO) run ./cmd/durablevet ./durable/...; fi
 
 run:
 	$(GO) test -count=1 -parallel $(PARALLEL) -timeout 20m -json -run '^TestValidation$$' . \

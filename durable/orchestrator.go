@@ -1,0 +1,285 @@
+package durable
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/dynoxide/dynoxide/durable/internal/coro"
+	"github.com/dynoxide/dynoxide/durable/internal/replay"
+	"github.com/dynoxide/dynoxide/provider"
+)
+
+// corruptHistoryEventID is the id of the failure event appended to a history
+// that could not be decoded (duroxide's sentinel).
+const corruptHistoryEventID = 99999
+
+// orchestrationSlot fetches and runs orchestration turns until fetchCtx
+// ends.
+func (r *Runtime) orchestrationSlot(fetchCtx, workCtx context.Context, slot int) {
+	filter := provider.CapabilityFilter{SupportedVersions: r.opts.SupportedReplayVersions}
+	failures := 0
+	for fetchCtx.Err() == nil {
+		began := time.Now()
+		item, err := r.p.FetchOrchestrationItem(fetchCtx, r.opts.OrchestratorLockTimeout, r.opts.LongPollTimeout, &filter)
+		if err != nil {
+			if fetchCtx.Err() != nil {
+				return
+			}
+			r.log.Warn("orchestration fetch failed", "slot", slot, "error", err)
+			sleep(fetchCtx, fetchBackoff(err, failures))
+			failures++
+			continue
+		}
+		failures = 0
+		if item == nil {
+			sleep(fetchCtx, r.opts.MinPollInterval-time.Since(began))
+			continue
+		}
+		r.processOrchestration(workCtx, item)
+	}
+}
+
+// processOrchestration runs one locked turn and commits it.
+func (r *Runtime) processOrchestration(ctx context.Context, item *provider.OrchestrationItem) {
+	log := r.log.With("instance_id", item.Instance, "execution_id", item.ExecutionID)
+	if item.HistoryError != nil {
+		r.corruptHistory(ctx, log, item)
+		return
+	}
+	if !r.supportedPin(item.History) {
+		log.Warn("history pinned to an unsupported replay version; leaving it to another runtime")
+		r.abandonOrchestration(ctx, log, item, time.Second, false)
+		return
+	}
+	in := replay.Input{
+		Item:         item,
+		Now:          r.opts.Now(),
+		Resolve:      r.reg.resolve,
+		Env:          &turnEnv{logger: r.opts.Logger},
+		YieldTimeout: r.opts.TurnTimeout,
+	}
+	if item.AttemptCount > r.opts.MaxAttempts {
+		in.Abort = provider.PoisonDetails{
+			AttemptCount: item.AttemptCount, MaxAttempts: r.opts.MaxAttempts,
+			MessageType: provider.PoisonOrchestration{Instance: item.Instance, ExecutionID: item.ExecutionID},
+			Message:     messagesJSON(item.Messages),
+		}
+		log.Error("orchestration poisoned", "attempts", item.AttemptCount, "max_attempts", r.opts.MaxAttempts)
+	}
+	turnCtx, endTurn := context.WithCancel(ctx)
+	defer endTurn()
+	lost := make(chan error, 1)
+	go renewLoop(turnCtx, renewalInterval(r.opts.OrchestratorLockTimeout, r.opts.OrchestratorLockRenewalBuffer),
+		func(ctx context.Context) error {
+			return r.p.RenewOrchestrationItemLock(ctx, item.LockToken, r.opts.OrchestratorLockTimeout)
+		},
+		func(err error) { lost <- err })
+	turn, err := replay.Run(in)
+	switch {
+	case errors.Is(err, replay.ErrUnregistered):
+		delay := r.opts.UnregisteredBackoff.Delay(item.AttemptCount)
+		log.Warn("orchestration not registered; retrying later", "error", err, "attempt", item.AttemptCount, "backoff", delay)
+		r.abandonOrchestration(ctx, log, item, delay, false)
+		return
+	case errors.Is(err, coro.ErrStuck):
+		log.Error("orchestration code did not yield; its goroutine is left running", "error", err, "turn_timeout", r.opts.TurnTimeout)
+		r.abandonOrchestration(ctx, log, item, time.Second, false)
+		return
+	case err != nil:
+		log.Error("orchestration turn failed", "error", err)
+		r.abandonOrchestration(ctx, log, item, time.Second, false)
+		return
+	}
+	if turn.Panic != nil {
+		log.Error("orchestration panicked", "panic", turn.Panic.Value, "stack", turn.Panic.Stack)
+	}
+	select {
+	case err := <-lost:
+		log.Warn("orchestration lock lost during the turn; dropping it", "error", err)
+		return
+	default:
+	}
+	if err := r.notifyParent(ctx, turn); err != nil {
+		log.Warn("parent's execution not resolved; retrying the turn", "error", err)
+		r.abandonOrchestration(ctx, log, item, 50*time.Millisecond, true)
+		return
+	}
+	r.commitTurn(ctx, log, item, in, turn)
+}
+
+// commitTurn acks the turn, retrying transient failures; a commit the
+// provider refuses fails the orchestration instead.
+func (r *Runtime) commitTurn(ctx context.Context, log *slog.Logger, item *provider.OrchestrationItem, in replay.Input, turn *replay.Turn) {
+	err := r.ackWithRetry(ctx, item.LockToken, turn.Commit)
+	switch {
+	case err == nil:
+		if turn.Outcome == replay.Completed || turn.Outcome == replay.Failed {
+			log.Debug("orchestration ended", "outcome", turn.Outcome, "name", turn.Name)
+		}
+		return
+	case errors.Is(err, provider.ErrInvalidLockToken):
+		log.Warn("orchestration lock lost before the commit; another runtime owns the instance", "error", err)
+		return
+	case provider.IsRetryable(err):
+		log.Warn("orchestration commit failed; abandoning the turn", "error", err)
+		r.abandonOrchestration(ctx, log, item, 50*time.Millisecond, false)
+		return
+	}
+	log.Error("orchestration commit refused; failing the orchestration", "error", err)
+	in.Abort = provider.ToInfrastructureDetails(err)
+	failed, ferr := replay.Run(in)
+	if ferr == nil {
+		ferr = r.notifyParent(ctx, failed)
+	}
+	if ferr == nil {
+		ferr = r.ackWithRetry(ctx, item.LockToken, failed.Commit)
+	}
+	if ferr != nil {
+		log.Error("recording the failure failed; abandoning the turn", "error", ferr)
+		r.abandonOrchestration(ctx, log, item, 50*time.Millisecond, false)
+	}
+}
+
+// ackWithRetry acks a turn, retrying retryable failures five times.
+func (r *Runtime) ackWithRetry(ctx context.Context, token string, commit provider.TurnCommit) error {
+	var err error
+	for attempt := range 6 {
+		if attempt > 0 && !sleep(ctx, 10*time.Millisecond<<(attempt-1)) {
+			return err
+		}
+		err = r.p.AckOrchestrationItem(ctx, token, commit)
+		if err == nil || !provider.IsRetryable(err) {
+			return err
+		}
+	}
+	return err
+}
+
+func (r *Runtime) abandonOrchestration(ctx context.Context, log *slog.Logger, item *provider.OrchestrationItem, delay time.Duration, ignoreAttempt bool) {
+	if err := r.p.AbandonOrchestrationItem(context.WithoutCancel(ctx), item.LockToken, delay, ignoreAttempt); err != nil && !errors.Is(err, provider.ErrInvalidLockToken) {
+		log.Warn("abandon failed; the lock expires instead", "error", err)
+	}
+}
+
+// supportedPin reports whether the execution's pinned replay version, if
+// any, is one this runtime runs.
+func (r *Runtime) supportedPin(history []provider.Event) bool {
+	if len(history) == 0 || history[0].DuroxideVersion == "" {
+		return true
+	}
+	v, err := provider.ParseSemVer(history[0].DuroxideVersion)
+	if err != nil {
+		return false
+	}
+	return provider.CapabilityFilter{SupportedVersions: r.opts.SupportedReplayVersions}.IsCompatible(v)
+}
+
+// corruptHistory retries a history that did not decode, in case another
+// runtime can read it, and fails the execution once the attempts run out.
+func (r *Runtime) corruptHistory(ctx context.Context, log *slog.Logger, item *provider.OrchestrationItem) {
+	if item.AttemptCount <= r.opts.MaxAttempts {
+		log.Warn("history did not decode; retrying", "error", item.HistoryError, "attempt", item.AttemptCount)
+		r.abandonOrchestration(ctx, log, item, time.Second, false)
+		return
+	}
+	details := provider.PoisonDetails{
+		AttemptCount: item.AttemptCount, MaxAttempts: r.opts.MaxAttempts,
+		MessageType: provider.PoisonFailedDeserialization{Instance: item.Instance, ExecutionID: item.ExecutionID, Error: item.HistoryError.Error()},
+	}
+	output := details.DisplayMessage()
+	commit := provider.TurnCommit{
+		ExecutionID: item.ExecutionID,
+		HistoryDelta: []provider.Event{{
+			EventID: corruptHistoryEventID, InstanceID: item.Instance, ExecutionID: item.ExecutionID,
+			TimestampMs: uint64(r.opts.Now().UnixMilli()), DuroxideVersion: ReplayVersion,
+			Kind: provider.OrchestrationFailed{Details: details},
+		}},
+		Metadata: provider.ExecutionMetadata{Status: provider.StatusFailed, Output: &output},
+	}
+	log.Error("history did not decode; failing the execution", "error", item.HistoryError)
+	if err := r.ackWithRetry(ctx, item.LockToken, commit); err != nil {
+		r.abandonOrchestration(ctx, log, item, time.Second, false)
+	}
+}
+
+// notifyParent resolves the parent's execution and adds the child's result
+// for it.
+func (r *Runtime) notifyParent(ctx context.Context, turn *replay.Turn) error {
+	if turn.Parent == nil {
+		return nil
+	}
+	exec, err := r.parentExecution(ctx, turn.Parent, turn.Commit)
+	if err != nil {
+		return err
+	}
+	turn.NotifyParent(exec)
+	return nil
+}
+
+// parentExecution finds the parent execution whose schedule event started
+// this child: the latest execution if its event matches, else an older one,
+// else the first.
+func (r *Runtime) parentExecution(ctx context.Context, link *replay.ParentLink, commit provider.TurnCommit) (uint64, error) {
+	child := ""
+	for _, ev := range commit.HistoryDelta {
+		child = ev.InstanceID
+		break
+	}
+	matches := func(events []provider.Event) (uint64, bool) {
+		for _, ev := range events {
+			if k, ok := ev.Kind.(provider.SubOrchestrationScheduled); ok && ev.EventID == link.EventID {
+				id := k.Instance
+				if len(id) >= len(replay.SubOrchestrationPrefix) && id[:len(replay.SubOrchestrationPrefix)] == replay.SubOrchestrationPrefix {
+					id = link.Instance + "::" + id
+				}
+				if child == "" || id == child {
+					return ev.ExecutionID, true
+				}
+			}
+		}
+		return 0, false
+	}
+	latest, err := r.p.Read(ctx, link.Instance)
+	if err != nil {
+		return 0, fmt.Errorf("read parent %s: %w", link.Instance, err)
+	}
+	if exec, ok := matches(latest); ok {
+		return exec, nil
+	}
+	admin, ok := provider.AdminOf(r.p)
+	if !ok {
+		return provider.InitialExecutionID, nil
+	}
+	execs, err := admin.ListExecutions(ctx, link.Instance)
+	if err != nil {
+		if errors.Is(err, provider.ErrNotFound) {
+			return provider.InitialExecutionID, nil
+		}
+		return 0, fmt.Errorf("list parent %s executions: %w", link.Instance, err)
+	}
+	for i := len(execs) - 1; i >= 0; i-- {
+		events, err := r.p.ReadWithExecution(ctx, link.Instance, execs[i])
+		if err != nil {
+			continue
+		}
+		if exec, ok := matches(events); ok {
+			return exec, nil
+		}
+	}
+	return provider.InitialExecutionID, nil
+}
+
+func messagesJSON(msgs []provider.WorkItem) string {
+	raw := make([]json.RawMessage, 0, len(msgs))
+	for _, m := range msgs {
+		if b, err := provider.MarshalWorkItem(m); err == nil {
+			raw = append(raw, b)
+		}
+	}
+	b, _ := json.Marshal(raw)
+	return string(b)
+}

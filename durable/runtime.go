@@ -1,0 +1,342 @@
+package durable
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/dynoxide/dynoxide/durable/internal/replay"
+	"github.com/dynoxide/dynoxide/provider"
+)
+
+// ReplayVersion is the duroxide replay model this runtime implements,
+// written into every event and pinned at each execution's start.
+const ReplayVersion = replay.Version
+
+// Backoff bounds for work that cannot run yet.
+type UnregisteredBackoff struct {
+	// Base is the first wait; default 1 s.
+	Base time.Duration
+	// Max caps the wait; default 60 s.
+	Max time.Duration
+}
+
+// Delay returns the wait before the attempt-th retry of an unregistered
+// orchestration or activity: Base·2^min(attempt−1, 6), at most Max.
+func (b UnregisteredBackoff) Delay(attempt uint32) time.Duration {
+	n := min(max(attempt, 1)-1, 6)
+	return min(b.Base<<n, b.Max)
+}
+
+// Options configure a [Runtime]. Zero fields take the defaults given,
+// which are duroxide 0.1.29's.
+type Options struct {
+	// OrchestrationConcurrency is the number of orchestration turns run at
+	// once; default 2.
+	OrchestrationConcurrency int
+	// WorkerConcurrency is the number of activities run at once; default 2.
+	WorkerConcurrency int
+	// LongPollTimeout is how long a fetch waits for work; default 30 s.
+	LongPollTimeout time.Duration
+	// MinPollInterval is the least time between two empty fetches of one
+	// slot; default 100 ms.
+	MinPollInterval time.Duration
+	// OrchestratorLockTimeout is an orchestration turn's lease; default 5 s.
+	OrchestratorLockTimeout time.Duration
+	// OrchestratorLockRenewalBuffer is how long before the lease ends a
+	// long turn renews it; default 2 s.
+	OrchestratorLockRenewalBuffer time.Duration
+	// WorkerLockTimeout is an activity's lease; default 30 s.
+	WorkerLockTimeout time.Duration
+	// WorkerLockRenewalBuffer is how long before the lease ends a running
+	// activity renews it; default 5 s.
+	WorkerLockRenewalBuffer time.Duration
+	// MaxAttempts is how many deliveries of one message are tried before it
+	// is poison and fails its orchestration; default 10.
+	MaxAttempts uint32
+	// ActivityCancellationGracePeriod is how long a cancelled activity may
+	// take to return before its result is discarded; default 10 s.
+	ActivityCancellationGracePeriod time.Duration
+	// UnregisteredBackoff spaces the retries of work this runtime has no
+	// code for.
+	UnregisteredBackoff UnregisteredBackoff
+	// SupportedReplayVersions are the pinned replay versions this runtime
+	// runs; default [0.0.0, ReplayVersion].
+	SupportedReplayVersions []provider.SemverRange
+	// SessionLockTimeout is a session's lease; default 30 s.
+	SessionLockTimeout time.Duration
+	// SessionLockRenewalBuffer is how long before the lease ends sessions
+	// are renewed; default 5 s.
+	SessionLockRenewalBuffer time.Duration
+	// SessionIdleTimeout releases a session with no activity for this
+	// long; default 300 s. It must exceed the worker lock renewal interval.
+	SessionIdleTimeout time.Duration
+	// SessionCleanupInterval is how often orphaned sessions are removed;
+	// default 300 s.
+	SessionCleanupInterval time.Duration
+	// MaxSessionsPerRuntime caps the sessions this runtime owns at once;
+	// default 10.
+	MaxSessionsPerRuntime int
+	// WorkerNodeID, when set, owns this runtime's sessions under one stable
+	// id (so a restarted process keeps them); default: one id per slot.
+	WorkerNodeID string
+	// WorkerTags selects the tagged activities this runtime serves; default
+	// only untagged ones.
+	WorkerTags provider.TagFilter
+	// Logger receives the runtime's logs and orchestrations' logs; default
+	// slog.Default().
+	Logger *slog.Logger
+	// Now is the runtime's clock; default time.Now.
+	Now func() time.Time
+	// RuntimeID names this runtime in logs and owner ids; default random.
+	RuntimeID string
+	// ShutdownTimeout bounds Run's graceful shutdown; default 10 s.
+	ShutdownTimeout time.Duration
+	// TurnTimeout bounds how long orchestration code may run without
+	// awaiting; default 60 s.
+	TurnTimeout time.Duration
+}
+
+func (o *Options) setDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	if o.OrchestrationConcurrency == 0 {
+		o.OrchestrationConcurrency = 2
+	}
+	if o.WorkerConcurrency == 0 {
+		o.WorkerConcurrency = 2
+	}
+	def(&o.LongPollTimeout, 30*time.Second)
+	def(&o.MinPollInterval, 100*time.Millisecond)
+	def(&o.OrchestratorLockTimeout, 5*time.Second)
+	def(&o.OrchestratorLockRenewalBuffer, 2*time.Second)
+	def(&o.WorkerLockTimeout, 30*time.Second)
+	def(&o.WorkerLockRenewalBuffer, 5*time.Second)
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = 10
+	}
+	def(&o.ActivityCancellationGracePeriod, 10*time.Second)
+	def(&o.UnregisteredBackoff.Base, time.Second)
+	def(&o.UnregisteredBackoff.Max, 60*time.Second)
+	if len(o.SupportedReplayVersions) == 0 {
+		v, _ := provider.ParseSemVer(ReplayVersion)
+		o.SupportedReplayVersions = []provider.SemverRange{{Max: v}}
+	}
+	def(&o.SessionLockTimeout, 30*time.Second)
+	def(&o.SessionLockRenewalBuffer, 5*time.Second)
+	def(&o.SessionIdleTimeout, 300*time.Second)
+	def(&o.SessionCleanupInterval, 300*time.Second)
+	if o.MaxSessionsPerRuntime == 0 {
+		o.MaxSessionsPerRuntime = 10
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.RuntimeID == "" {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		o.RuntimeID = hex.EncodeToString(b[:])
+	}
+	def(&o.ShutdownTimeout, 10*time.Second)
+	def(&o.TurnTimeout, 60*time.Second)
+}
+
+func (o *Options) validate() error {
+	switch {
+	case o.OrchestrationConcurrency < 0 || o.WorkerConcurrency < 0:
+		return fmt.Errorf("%w: negative concurrency", provider.ErrInvalidInput)
+	case o.OrchestratorLockRenewalBuffer >= o.OrchestratorLockTimeout:
+		return fmt.Errorf("%w: OrchestratorLockRenewalBuffer %s must be below OrchestratorLockTimeout %s", provider.ErrInvalidInput, o.OrchestratorLockRenewalBuffer, o.OrchestratorLockTimeout)
+	case o.WorkerLockRenewalBuffer >= o.WorkerLockTimeout:
+		return fmt.Errorf("%w: WorkerLockRenewalBuffer %s must be below WorkerLockTimeout %s", provider.ErrInvalidInput, o.WorkerLockRenewalBuffer, o.WorkerLockTimeout)
+	case o.SessionIdleTimeout <= renewalInterval(o.WorkerLockTimeout, o.WorkerLockRenewalBuffer):
+		return fmt.Errorf("%w: SessionIdleTimeout %s must exceed the worker lock renewal interval %s", provider.ErrInvalidInput, o.SessionIdleTimeout, renewalInterval(o.WorkerLockTimeout, o.WorkerLockRenewalBuffer))
+	}
+	return nil
+}
+
+// renewalInterval is how often a lease of timeout is renewed: timeout −
+// buffer for leases of 15 s or more, else half the lease; at least 1 s.
+func renewalInterval(timeout, buffer time.Duration) time.Duration {
+	var d time.Duration
+	if timeout >= 15*time.Second {
+		d = timeout - buffer
+	} else {
+		d = (timeout + 1) / 2
+	}
+	return max(d, time.Second)
+}
+
+// Runtime runs the orchestrations and activities of a registry against a
+// provider: orchestration and worker slots that fetch work, run it and
+// commit the result. Several runtimes, in one process or many, may share a
+// provider.
+type Runtime struct {
+	p      provider.Provider
+	reg    *Registry
+	opts   Options
+	log    *slog.Logger
+	client *Client
+
+	mu       sync.Mutex
+	started  bool
+	stopped  bool
+	stop     context.CancelFunc      // ends fetches
+	stopWork context.CancelCauseFunc // cancels activities and turns
+	wg       sync.WaitGroup
+	sessions *sessionTracker
+}
+
+// NewRuntime returns a runtime for reg on p. It makes no request.
+func NewRuntime(p provider.Provider, reg *Registry, optFns ...func(*Options)) (*Runtime, error) {
+	if p == nil || reg == nil {
+		return nil, fmt.Errorf("%w: NewRuntime needs a provider and a registry", provider.ErrInvalidInput)
+	}
+	var o Options
+	for _, fn := range optFns {
+		fn(&o)
+	}
+	o.setDefaults()
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	r := &Runtime{
+		p:        p,
+		reg:      reg,
+		opts:     o,
+		log:      o.Logger.With("runtime_id", o.RuntimeID),
+		client:   NewClient(p),
+		sessions: newSessionTracker(),
+	}
+	return r, nil
+}
+
+// Client returns a client over the runtime's provider.
+func (r *Runtime) Client() *Client { return r.client }
+
+// Start starts the runtime's slots and returns at once. It fails if the
+// runtime was started before.
+func (r *Runtime) Start(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started {
+		return errors.New("durable: runtime already started")
+	}
+	r.started = true
+	fetchCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	workCtx, stopWork := context.WithCancelCause(context.WithoutCancel(ctx))
+	r.stop, r.stopWork = stop, stopWork
+	for slot := range r.opts.OrchestrationConcurrency {
+		r.spawn(func() { r.orchestrationSlot(fetchCtx, workCtx, slot) })
+	}
+	for slot := range r.opts.WorkerConcurrency {
+		r.spawn(func() { r.workerSlot(fetchCtx, workCtx, slot) })
+	}
+	r.spawn(func() { r.sessionManager(fetchCtx) })
+	r.log.Info("runtime started", "orchestration_slots", r.opts.OrchestrationConcurrency, "worker_slots", r.opts.WorkerConcurrency, "provider", provider.NameOf(r.p))
+	return nil
+}
+
+func (r *Runtime) spawn(fn func()) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		fn()
+	}()
+}
+
+// Shutdown stops the runtime gracefully: fetches stop at once, turns in
+// flight finish and commit, running activities are cancelled with cause
+// [ErrShutdown] and abandoned without counting an attempt unless they
+// finish first. It returns when every goroutine the runtime started has
+// exited, or with ctx's error when ctx ends first (the rest are then
+// cancelled and exit shortly).
+func (r *Runtime) Shutdown(ctx context.Context) error {
+	r.mu.Lock()
+	if !r.started || r.stopped {
+		r.mu.Unlock()
+		return nil
+	}
+	r.stopped = true
+	r.mu.Unlock()
+	r.stop()
+	r.stopWork(ErrShutdown)
+	done := make(chan struct{})
+	go func() {
+		r.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		r.log.Info("runtime stopped")
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("durable: shutdown: %w", ctx.Err())
+	}
+}
+
+// Run starts the runtime, blocks until ctx is done, then shuts down within
+// ShutdownTimeout.
+func (r *Runtime) Run(ctx context.Context) error {
+	if err := r.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.ShutdownTimeout)
+	defer cancel()
+	return r.Shutdown(sctx)
+}
+
+// sleep waits d or until ctx is done; it reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// fetchBackoff is the wait after the n-th consecutive failed fetch.
+func fetchBackoff(err error, n int) time.Duration {
+	if !provider.IsRetryable(err) {
+		return 100 * time.Millisecond
+	}
+	return min(100*time.Millisecond<<min(n, 5), 3*time.Second)
+}
+
+// renewLoop renews a lease every interval until ctx ends or a renewal
+// fails; it calls lost on failure.
+func renewLoop(ctx context.Context, interval time.Duration, renew func(context.Context) error, lost func(error)) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := renew(ctx); err != nil {
+				if ctx.Err() == nil {
+					lost(err)
+				}
+				return
+			}
+		}
+	}
+}

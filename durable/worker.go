@@ -1,0 +1,381 @@
+package durable
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/dynoxide/dynoxide/provider"
+)
+
+// ActivityInfo describes the activity execution a context belongs to.
+type ActivityInfo struct {
+	// Instance and ExecutionID identify the orchestration that scheduled
+	// the activity.
+	Instance    string
+	ExecutionID uint64
+	// Name is the activity's name and ID the event id of its schedule.
+	Name string
+	ID   uint64
+	// SessionID and Tag are the activity's session and tag, if any.
+	SessionID *string
+	Tag       *string
+	// Attempt counts deliveries of this activity, from 1.
+	Attempt uint32
+	// WorkerID names the worker slot running it.
+	WorkerID string
+
+	client *Client
+}
+
+// Orchestration returns the name and version of the orchestration that
+// scheduled the activity, read from the provider's management interface.
+func (i ActivityInfo) Orchestration(ctx context.Context) (name, version string, err error) {
+	admin, ok := provider.AdminOf(i.client.p)
+	if !ok {
+		return "", "", ErrManagementNotAvailable
+	}
+	info, err := admin.InstanceInfo(ctx, i.Instance)
+	if err != nil {
+		return "", "", err
+	}
+	return info.OrchestrationName, info.OrchestrationVersion, nil
+}
+
+type activityKey struct{}
+
+type activityValues struct {
+	info   ActivityInfo
+	logger *slog.Logger
+}
+
+// ActivityInfoFrom returns the activity execution ctx belongs to; ok is
+// false outside an activity.
+func ActivityInfoFrom(ctx context.Context) (ActivityInfo, bool) {
+	v, ok := ctx.Value(activityKey{}).(*activityValues)
+	if !ok {
+		return ActivityInfo{}, false
+	}
+	return v.info, true
+}
+
+// ActivityLogger returns a logger whose records carry the activity's
+// instance, execution, name and id; outside an activity, slog.Default().
+func ActivityLogger(ctx context.Context) *slog.Logger {
+	if v, ok := ctx.Value(activityKey{}).(*activityValues); ok {
+		return v.logger
+	}
+	return slog.Default()
+}
+
+// ClientFrom returns a client over the provider of the runtime running the
+// activity; nil outside an activity.
+func ClientFrom(ctx context.Context) *Client {
+	if v, ok := ctx.Value(activityKey{}).(*activityValues); ok {
+		return v.info.client
+	}
+	return nil
+}
+
+// workerSlot fetches and runs activities until fetchCtx ends.
+func (r *Runtime) workerSlot(fetchCtx, workCtx context.Context, slot int) {
+	owner := r.opts.WorkerNodeID
+	if owner == "" {
+		owner = "work-" + strconv.Itoa(slot) + "-" + r.opts.RuntimeID
+	}
+	r.sessions.addOwner(owner)
+	failures := 0
+	for fetchCtx.Err() == nil {
+		began := time.Now()
+		var session *provider.SessionFetchConfig
+		if r.sessions.count() < r.opts.MaxSessionsPerRuntime {
+			session = &provider.SessionFetchConfig{OwnerID: owner, LockTimeout: r.opts.SessionLockTimeout}
+		}
+		item, err := r.p.FetchWorkItem(fetchCtx, r.opts.WorkerLockTimeout, r.opts.LongPollTimeout, session, r.opts.WorkerTags)
+		if err != nil {
+			if fetchCtx.Err() != nil {
+				return
+			}
+			r.log.Warn("work fetch failed", "slot", slot, "error", err)
+			sleep(fetchCtx, fetchBackoff(err, failures))
+			failures++
+			continue
+		}
+		failures = 0
+		if item == nil {
+			sleep(fetchCtx, r.opts.MinPollInterval-time.Since(began))
+			continue
+		}
+		r.processWork(workCtx, item, owner)
+	}
+}
+
+// processWork runs one locked activity and acks its outcome.
+func (r *Runtime) processWork(ctx context.Context, locked *provider.LockedWorkItem, owner string) {
+	item := locked.Item
+	log := r.log.With("instance_id", item.Instance, "execution_id", item.ExecutionID, "activity_name", item.Name, "activity_id", item.ID)
+	if item.SessionID != nil {
+		if !r.sessions.enter(*item.SessionID, r.opts.MaxSessionsPerRuntime) {
+			r.abandonWork(ctx, log, locked.LockToken, 100*time.Millisecond, true)
+			return
+		}
+		defer r.sessions.leave(*item.SessionID)
+	}
+	if locked.AttemptCount > r.opts.MaxAttempts {
+		log.Error("activity poisoned", "attempts", locked.AttemptCount, "max_attempts", r.opts.MaxAttempts)
+		r.ackWork(ctx, log, locked, provider.ActivityFailedItem{
+			Instance: item.Instance, ExecutionID: item.ExecutionID, ID: item.ID,
+			Details: provider.PoisonDetails{
+				AttemptCount: locked.AttemptCount, MaxAttempts: r.opts.MaxAttempts,
+				MessageType: provider.PoisonActivity{Instance: item.Instance, ExecutionID: item.ExecutionID, ActivityName: item.Name, ActivityID: item.ID},
+				Message:     messagesJSON([]provider.WorkItem{item}),
+			},
+		})
+		return
+	}
+	fn, ok := r.activity(item.Name)
+	if !ok {
+		delay := r.opts.UnregisteredBackoff.Delay(locked.AttemptCount)
+		log.Warn("activity not registered; retrying later", "attempt", locked.AttemptCount, "backoff", delay)
+		r.abandonWork(ctx, log, locked.LockToken, delay, false)
+		return
+	}
+	result, err, cause := r.runActivity(ctx, log, locked, owner, fn)
+	switch {
+	case errors.Is(cause, ErrShutdown):
+		if err == nil || !errors.Is(err, context.Canceled) {
+			break // it finished despite the shutdown: ack below
+		}
+		r.abandonWork(context.WithoutCancel(ctx), log, locked.LockToken, 0, true)
+		return
+	case cause != nil:
+		log.Info("activity cancelled", "cause", cause)
+		// The lock is gone: this ack is expected to fail and is harmless.
+		_ = r.p.AckWorkItem(context.WithoutCancel(ctx), locked.LockToken, nil)
+		return
+	}
+	var completion provider.WorkItem
+	if err != nil {
+		completion = provider.ActivityFailedItem{Instance: item.Instance, ExecutionID: item.ExecutionID, ID: item.ID,
+			Details: provider.ApplicationDetails{Kind: provider.AppErrorKind{Code: provider.AppActivityFailed}, Message: err.Error()}}
+	} else {
+		completion = provider.ActivityCompletedItem{Instance: item.Instance, ExecutionID: item.ExecutionID, ID: item.ID, Result: result}
+	}
+	r.ackWork(context.WithoutCancel(ctx), log, locked, completion)
+}
+
+// runActivity runs fn with a lease renewal beside it. cause is set when the
+// activity's context was cancelled: ErrShutdown or ErrActivityCancelled.
+func (r *Runtime) runActivity(ctx context.Context, log *slog.Logger, locked *provider.LockedWorkItem, owner string, fn func(context.Context, string) (string, error)) (result string, err error, cause error) {
+	item := locked.Item
+	info := ActivityInfo{
+		Instance: item.Instance, ExecutionID: item.ExecutionID, Name: item.Name, ID: item.ID,
+		SessionID: item.SessionID, Tag: item.Tag, Attempt: locked.AttemptCount, WorkerID: owner, client: r.client,
+	}
+	actCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	actCtx = context.WithValue(actCtx, activityKey{}, &activityValues{info: info, logger: log})
+	renewCtx, stopRenew := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRenew()
+	go renewLoop(renewCtx, renewalInterval(r.opts.WorkerLockTimeout, r.opts.WorkerLockRenewalBuffer),
+		func(ctx context.Context) error {
+			return r.p.RenewWorkItemLock(ctx, locked.LockToken, r.opts.WorkerLockTimeout)
+		},
+		func(err error) {
+			log.Warn("activity lock lost; cancelling the activity", "error", err)
+			cancel(ErrActivityCancelled)
+		})
+	type outcome struct {
+		result string
+		err    error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		var o outcome
+		defer func() {
+			if p := recover(); p != nil {
+				log.Error("activity panicked", "panic", p, "stack", string(debug.Stack()))
+				o = outcome{err: fmt.Errorf("activity panicked: %v", p)}
+			}
+			done <- o
+		}()
+		o.result, o.err = fn(actCtx, item.Input)
+	}()
+	select {
+	case o := <-done:
+		return o.result, o.err, context.Cause(actCtx)
+	case <-actCtx.Done():
+	}
+	cause = context.Cause(actCtx)
+	if errors.Is(cause, ErrShutdown) {
+		o := <-done // shutdown waits for the activity to return
+		return o.result, o.err, cause
+	}
+	grace := time.NewTimer(r.opts.ActivityCancellationGracePeriod)
+	defer grace.Stop()
+	select {
+	case o := <-done:
+		return o.result, o.err, cause
+	case <-grace.C:
+		log.Warn("cancelled activity did not return within the grace period; its result will be discarded")
+		return "", context.Canceled, cause
+	}
+}
+
+// ackWork acks an activity's completion; a result the provider cannot
+// store fails the activity instead.
+func (r *Runtime) ackWork(ctx context.Context, log *slog.Logger, locked *provider.LockedWorkItem, completion provider.WorkItem) {
+	err := r.p.AckWorkItem(ctx, locked.LockToken, completion)
+	if errors.Is(err, provider.ErrInvalidInput) {
+		item := locked.Item
+		log.Warn("activity result refused by the provider; failing the activity", "error", err)
+		err = r.p.AckWorkItem(ctx, locked.LockToken, provider.ActivityFailedItem{
+			Instance: item.Instance, ExecutionID: item.ExecutionID, ID: item.ID,
+			Details: provider.ApplicationDetails{Kind: provider.AppErrorKind{Code: provider.AppActivityFailed}, Message: "result too large: " + err.Error()},
+		})
+	}
+	switch {
+	case err == nil:
+	case errors.Is(err, provider.ErrInvalidLockToken):
+		log.Warn("activity lock lost before the ack; its result is discarded", "error", err)
+	default:
+		log.Warn("activity ack failed; abandoning for a retry", "error", err)
+		r.abandonWork(ctx, log, locked.LockToken, 100*time.Millisecond, false)
+	}
+}
+
+func (r *Runtime) abandonWork(ctx context.Context, log *slog.Logger, token string, delay time.Duration, ignoreAttempt bool) {
+	if err := r.p.AbandonWorkItem(context.WithoutCancel(ctx), token, delay, ignoreAttempt); err != nil && !errors.Is(err, provider.ErrInvalidLockToken) {
+		log.Warn("abandon failed; the lock expires instead", "error", err)
+	}
+}
+
+// activity returns the handler of name: registered, or built in.
+func (r *Runtime) activity(name string) (func(context.Context, string) (string, error), bool) {
+	switch name {
+	case syscallNewGUID:
+		return newGUID, true
+	case syscallUTCNowMs:
+		return func(context.Context, string) (string, error) {
+			return strconv.FormatInt(r.opts.Now().UnixMilli(), 10), nil
+		}, true
+	case syscallGetKVValue:
+		return r.getKVValue, true
+	}
+	return r.reg.activity(name)
+}
+
+func newGUID(context.Context, string) (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16]), nil
+}
+
+func (r *Runtime) getKVValue(ctx context.Context, input string) (string, error) {
+	var in struct {
+		InstanceID string `json:"instance_id"`
+		Key        string `json:"key"`
+	}
+	if err := json.Unmarshal([]byte(input), &in); err != nil {
+		return "", fmt.Errorf("get_kv_value input %q: %w", input, err)
+	}
+	v, ok, err := r.p.KVValue(ctx, in.InstanceID, in.Key)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return "null", nil
+	}
+	return encode(v)
+}
+
+// sessionTracker counts this runtime's in-flight activities per session
+// and the owner ids whose sessions it renews.
+type sessionTracker struct {
+	mu       sync.Mutex
+	inFlight map[string]int
+	owners   []string
+}
+
+func newSessionTracker() *sessionTracker {
+	return &sessionTracker{inFlight: map[string]int{}}
+}
+
+func (s *sessionTracker) addOwner(owner string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, o := range s.owners {
+		if o == owner {
+			return
+		}
+	}
+	s.owners = append(s.owners, owner)
+}
+
+func (s *sessionTracker) ownerIDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.owners...)
+}
+
+func (s *sessionTracker) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.inFlight)
+}
+
+// enter admits an activity of session id unless that would exceed limit
+// distinct sessions.
+func (s *sessionTracker) enter(id string, limit int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inFlight[id] == 0 && len(s.inFlight) >= limit {
+		return false
+	}
+	s.inFlight[id]++
+	return true
+}
+
+func (s *sessionTracker) leave(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inFlight[id]--; s.inFlight[id] <= 0 {
+		delete(s.inFlight, id)
+	}
+}
+
+// sessionManager renews this runtime's sessions and removes orphaned ones
+// until ctx ends.
+func (r *Runtime) sessionManager(ctx context.Context) {
+	renew := time.NewTicker(renewalInterval(r.opts.SessionLockTimeout, r.opts.SessionLockRenewalBuffer))
+	defer renew.Stop()
+	cleanup := time.NewTicker(r.opts.SessionCleanupInterval)
+	defer cleanup.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-renew.C:
+			if owners := r.sessions.ownerIDs(); len(owners) > 0 {
+				if _, err := r.p.RenewSessionLock(ctx, owners, r.opts.SessionLockTimeout, r.opts.SessionIdleTimeout); err != nil && ctx.Err() == nil {
+					r.log.Warn("session renewal failed", "error", err)
+				}
+			}
+		case <-cleanup.C:
+			if _, err := r.p.CleanupOrphanedSessions(ctx, r.opts.SessionIdleTimeout); err != nil && ctx.Err() == nil {
+				r.log.Warn("session cleanup failed", "error", err)
+			}
+		}
+	}
+}
