@@ -1,0 +1,340 @@
+// Package runtimetest is the runtime's end-to-end suite: ported duroxide
+// runtime tests that run orchestrations on a real [durable.Runtime] over
+// any [provider.Provider]. Providers call [Run] from their own tests, as
+// they call providertest.Run for the storage contract.
+//
+// Tests are grouped in categories ("Samples", "Timers", ...), each test
+// named after the duroxide test it ports. Every test checks the invariants
+// of each history it produced (contiguous event ids, one terminal event,
+// each schedule completed at most once).
+package runtimetest
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/dynoxide/dynoxide/durable"
+	"github.com/dynoxide/dynoxide/provider"
+)
+
+// Factory makes the providers the suite runs on.
+type Factory struct {
+	// New returns a fresh, empty provider for one test; its cleanup is the
+	// factory's (t.Cleanup).
+	New func(t testing.TB) provider.Provider
+	// Options adjusts every runtime the suite starts (for example longer
+	// lease timeouts for a provider with slower requests).
+	Options func(*durable.Options)
+	// Timeout bounds each wait for an orchestration; default 30 s.
+	Timeout time.Duration
+	// Parallel runs the tests of a category in parallel.
+	Parallel bool
+}
+
+// Test is one ported test.
+type Test struct {
+	// Name is the duroxide test's name.
+	Name string
+	// Run runs the test with a harness over a fresh provider.
+	Run func(h *H)
+}
+
+// Category is a group of tests.
+type Category struct {
+	Name  string
+	Tests []Test
+}
+
+// Categories returns the suite's categories, in running order.
+func Categories() []Category {
+	return []Category{
+		{"Samples", samplesTests},
+		{"Composition", compositionTests},
+		{"Timers", timerTests},
+		{"Retry", retryTests},
+		{"SystemCalls", systemCallTests},
+		{"ContinueAsNew", continueAsNewTests},
+		{"Errors", errorTests},
+		{"OrchestrationStatus", statusTests},
+		{"Cancellation", cancellationTests},
+		{"ExternalEvents", externalEventTests},
+		{"CustomStatus", customStatusTests},
+		{"KV", kvTests},
+		{"Poison", poisonTests},
+		{"Reliability", reliabilityTests},
+		{"Sessions", sessionTests},
+		{"Tags", tagTests},
+		{"Versioning", versioningTests},
+		{"Management", managementTests},
+		{"Scenarios", scenarioTests},
+	}
+}
+
+// Run runs every category against providers from f.
+func Run(t *testing.T, f Factory) {
+	for _, cat := range Categories() {
+		t.Run(cat.Name, func(t *testing.T) {
+			if f.Parallel {
+				t.Parallel()
+			}
+			for _, test := range cat.Tests {
+				t.Run(test.Name, func(t *testing.T) {
+					if f.Parallel {
+						t.Parallel()
+					}
+					test.Run(newHarness(t, f))
+				})
+			}
+		})
+	}
+}
+
+// H is a test's harness: a fresh provider, runtimes started on it and
+// stopped when the test ends, and waits and checks.
+type H struct {
+	*testing.T
+	// P is the test's provider.
+	P provider.Provider
+	// Client is a client over P.
+	Client *durable.Client
+
+	f        Factory
+	runtimes int
+}
+
+func newHarness(t *testing.T, f Factory) *H {
+	p := f.New(t)
+	return &H{T: t, P: p, Client: durable.NewClient(p), f: f}
+}
+
+// Logger returns the suite's logger: quiet unless DYNOXIDE_TEST_LOG is set.
+func Logger() *slog.Logger {
+	if os.Getenv("DYNOXIDE_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// Defaults are the runtime options the suite starts from: short polls and
+// backoffs so tests finish quickly.
+func Defaults(o *durable.Options) {
+	o.LongPollTimeout = 500 * time.Millisecond
+	o.MinPollInterval = 10 * time.Millisecond
+	o.Logger = Logger()
+	o.UnregisteredBackoff = durable.UnregisteredBackoff{Base: 20 * time.Millisecond, Max: 200 * time.Millisecond}
+	o.ShutdownTimeout = 10 * time.Second
+}
+
+// Registry returns a registry of defs, failing the test on error.
+func (h *H) Registry(defs ...durable.Definition) *durable.Registry {
+	h.Helper()
+	reg, err := durable.NewRegistry(defs...)
+	if err != nil {
+		h.Fatalf("NewRegistry: %v", err)
+	}
+	return reg
+}
+
+// Runtime starts a runtime for reg on the test's provider with the suite's
+// defaults, the factory's options, then optFns; it is shut down (and
+// checked to stop) when the test ends.
+func (h *H) Runtime(reg *durable.Registry, optFns ...func(*durable.Options)) *durable.Runtime {
+	h.Helper()
+	h.runtimes++
+	id := fmt.Sprintf("rt%d", h.runtimes)
+	fns := []func(*durable.Options){Defaults, func(o *durable.Options) { o.RuntimeID = id }}
+	if h.f.Options != nil {
+		fns = append(fns, h.f.Options)
+	}
+	fns = append(fns, optFns...)
+	rt, err := durable.NewRuntime(h.P, reg, fns...)
+	if err != nil {
+		h.Fatalf("NewRuntime: %v", err)
+	}
+	if err := rt.Start(context.Background()); err != nil {
+		h.Fatalf("Start: %v", err)
+	}
+	h.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := rt.Shutdown(ctx); err != nil {
+			h.Errorf("runtime %s: Shutdown: %v", id, err)
+		}
+	})
+	return rt
+}
+
+// Serve registers defs and starts one runtime for them.
+func (h *H) Serve(defs ...durable.Definition) *durable.Runtime {
+	h.Helper()
+	return h.Runtime(h.Registry(defs...))
+}
+
+// Ctx returns a context bounded by the factory's timeout.
+func (h *H) Ctx() context.Context {
+	d := h.f.Timeout
+	if d == 0 {
+		d = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	h.Cleanup(cancel)
+	return ctx
+}
+
+// Start starts instance id of orchestration name.
+func (h *H) Start(name, id string, in any, opts ...durable.Option) {
+	h.Helper()
+	if err := h.Client.StartOrchestration(h.Ctx(), id, name, in, opts...); err != nil {
+		h.Fatalf("start %s %s: %v", name, id, err)
+	}
+}
+
+// Wait waits for id to complete or fail and checks its history.
+func (h *H) Wait(id string) *durable.Status {
+	h.Helper()
+	st, err := h.Client.WaitForCompletion(h.Ctx(), id)
+	if err != nil {
+		h.Fatalf("wait %s: %v (history %v)", id, err, EventTypes(h.history(id)))
+	}
+	h.CheckHistory(id)
+	return st
+}
+
+// Completed waits for id and returns its output, failing the test unless
+// it completed.
+func (h *H) Completed(id string) string {
+	h.Helper()
+	st := h.Wait(id)
+	if st.State != durable.StateCompleted {
+		h.Fatalf("%s: %v (%v); want Completed", id, st.State, st.Failure)
+	}
+	return st.Output
+}
+
+// Failed waits for id and returns its failure, failing the test unless it
+// failed.
+func (h *H) Failed(id string) provider.ErrorDetails {
+	h.Helper()
+	st := h.Wait(id)
+	if st.State != durable.StateFailed {
+		h.Fatalf("%s: %v with output %q; want Failed", id, st.State, st.Output)
+	}
+	return st.Failure
+}
+
+// WaitFor polls cond until it holds or the test's timeout passes; what
+// describes the condition in the failure.
+func (h *H) WaitFor(what string, cond func() bool) {
+	h.Helper()
+	ctx := h.Ctx()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			h.Fatalf("timed out waiting for %s", what)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// AwaitEvent waits until id's current history holds an event of type typ
+// (provider.EventKind.EventType) and returns it.
+func (h *H) AwaitEvent(id, typ string) provider.Event {
+	h.Helper()
+	var found provider.Event
+	h.WaitFor(fmt.Sprintf("%s in %s's history", typ, id), func() bool {
+		for _, ev := range h.history(id) {
+			if ev.Kind.EventType() == typ {
+				found = ev
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}
+
+// History returns id's current execution's history.
+func (h *H) History(id string) []provider.Event {
+	h.Helper()
+	events, err := h.P.Read(h.Ctx(), id)
+	if err != nil {
+		h.Fatalf("read %s: %v", id, err)
+	}
+	return events
+}
+
+func (h *H) history(id string) []provider.Event {
+	events, _ := h.P.Read(context.Background(), id)
+	return events
+}
+
+// EventTypes lists the types of events.
+func EventTypes(events []provider.Event) []string {
+	out := make([]string, len(events))
+	for i, ev := range events {
+		out[i] = ev.Kind.EventType()
+	}
+	return out
+}
+
+// Count returns how many of events have type typ.
+func Count(events []provider.Event, typ string) int {
+	n := 0
+	for _, ev := range events {
+		if ev.Kind.EventType() == typ {
+			n++
+		}
+	}
+	return n
+}
+
+// CheckHistory checks the invariants of id's current history: ids
+// contiguous from 1, at most one terminal event and nothing after it but
+// breadcrumbs, each schedule completed at most once.
+func (h *H) CheckHistory(id string) {
+	h.Helper()
+	if err := CheckInvariants(h.History(id)); err != nil {
+		h.Errorf("%s: %v\nhistory: %v", id, err, EventTypes(h.history(id)))
+	}
+}
+
+// CheckInvariants checks one execution's history.
+func CheckInvariants(events []provider.Event) error {
+	terminals := 0
+	completed := map[uint64]int{}
+	for i, ev := range events {
+		if ev.EventID != uint64(i+1) {
+			return fmt.Errorf("event %d has id %d: ids not contiguous", i, ev.EventID)
+		}
+		if ev.IsTerminal() {
+			terminals++
+		}
+		switch ev.Kind.(type) {
+		case provider.ActivityCompleted, provider.ActivityFailed, provider.TimerFired,
+			provider.SubOrchestrationCompleted, provider.SubOrchestrationFailed:
+			if ev.SourceEventID != nil {
+				completed[*ev.SourceEventID]++
+			}
+		}
+	}
+	if terminals > 1 {
+		return fmt.Errorf("%d terminal events", terminals)
+	}
+	for id, n := range completed {
+		if n > 1 {
+			return fmt.Errorf("schedule %d completed %d times", id, n)
+		}
+	}
+	if len(events) > 0 && !slices.ContainsFunc(events[:1], func(ev provider.Event) bool {
+		_, ok := ev.Kind.(provider.OrchestrationStarted)
+		return ok
+	}) {
+		return fmt.Errorf("first event is %s", events[0].Kind.EventType())
+	}
+	return nil
+}

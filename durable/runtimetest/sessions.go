@@ -1,0 +1,3 @@
+package runtimetest
+
+var sessionTests = []Test{}
