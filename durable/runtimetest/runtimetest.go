@@ -27,6 +27,11 @@ type Factory struct {
 	// New returns a fresh, empty provider for one test; its cleanup is the
 	// factory's (t.Cleanup).
 	New func(t testing.TB) provider.Provider
+	// ClientProvider, when set, wraps the provider the harness's client
+	// (and its waits) use; runtimes use the provider itself. A suite under
+	// fault injection gives the client a retrying wrapper, as an
+	// application would, while the runtimes meet every fault.
+	ClientProvider func(provider.Provider) provider.Provider
 	// Options adjusts every runtime the suite starts (for example longer
 	// lease timeouts for a provider with slower requests).
 	Options func(*durable.Options)
@@ -109,7 +114,11 @@ type H struct {
 
 func newHarness(t *testing.T, f Factory) *H {
 	p := f.New(t)
-	return &H{T: t, P: p, Client: durable.NewClient(p), f: f}
+	cp := p
+	if f.ClientProvider != nil {
+		cp = f.ClientProvider(p)
+	}
+	return &H{T: t, P: p, Client: durable.NewClient(cp), f: f}
 }
 
 // Logger returns the suite's logger: quiet unless DYNOXIDE_TEST_LOG is set.

@@ -49,7 +49,10 @@ type coroutine struct {
 	state  state
 	cond   func() bool
 	resume chan bool // true: run on; false: unwind
-	yield  chan struct{}
+	// yield hands control back: nil when the coroutine blocked or
+	// returned, its panic otherwise. It is buffered so that a coroutine
+	// that returns after the scheduler gave up on it (ErrStuck) can exit.
+	yield chan *PanicError
 }
 
 // Scheduler runs coroutines one at a time. Its methods other than Block are
@@ -59,7 +62,6 @@ type Scheduler struct {
 	coroutines []*coroutine
 	current    *coroutine
 	timeout    time.Duration
-	panicked   *PanicError
 	stuck      bool
 }
 
@@ -78,7 +80,7 @@ func (s *Scheduler) Go(name string, fn func()) {
 		name:   name,
 		fn:     fn,
 		resume: make(chan bool),
-		yield:  make(chan struct{}),
+		yield:  make(chan *PanicError, 1),
 	})
 }
 
@@ -95,7 +97,7 @@ func (s *Scheduler) Block(cond func() bool) {
 		panic("coro: Block called outside a coroutine")
 	}
 	c.state, c.cond = parked, cond
-	c.yield <- struct{}{}
+	c.yield <- nil
 	if !<-c.resume {
 		runtime.Goexit()
 	}
@@ -148,31 +150,33 @@ func (s *Scheduler) step(c *coroutine) error {
 		c.cond = nil
 		c.resume <- true
 	}
+	var p *PanicError
 	if s.timeout <= 0 {
-		<-c.yield
+		p = <-c.yield
 	} else {
 		t := time.NewTimer(s.timeout)
 		defer t.Stop()
 		select {
-		case <-c.yield:
+		case p = <-c.yield:
 		case <-t.C:
 			s.stuck = true
 			return fmt.Errorf("coroutine %q: %w within %s", c.name, ErrStuck, s.timeout)
 		}
 	}
-	if s.panicked != nil {
-		return s.panicked
+	if p != nil {
+		return p
 	}
 	return nil
 }
 
 func (s *Scheduler) body(c *coroutine) {
 	defer func() {
+		var p *PanicError
 		if r := recover(); r != nil {
-			s.panicked = &PanicError{Value: r, Stack: string(debug.Stack())}
+			p = &PanicError{Value: r, Stack: string(debug.Stack())}
 		}
 		c.state = finished
-		c.yield <- struct{}{}
+		c.yield <- p
 	}()
 	c.fn()
 }

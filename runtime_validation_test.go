@@ -1,0 +1,90 @@
+package dynoxide_test
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/dynoxide/dynoxide/durable"
+	"github.com/dynoxide/dynoxide/durable/runtimetest"
+	"github.com/dynoxide/dynoxide/dynamo"
+	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
+	"github.com/dynoxide/dynoxide/faults"
+	"github.com/dynoxide/dynoxide/provider"
+	"github.com/dynoxide/dynoxide/provider/providertest"
+	"github.com/dynoxide/dynoxide/tables"
+)
+
+// runtimeFactory runs the runtime's suite on DynamoDB providers configured
+// by c, each test on a fresh table (and queues).
+func runtimeFactory(c dynamotest.Config) runtimetest.Factory {
+	return runtimetest.Factory{
+		New: func(t testing.TB) provider.Provider {
+			p, _ := dynamotest.New(t, c)
+			return p
+		},
+		Options: func(o *durable.Options) {
+			// Requests to an emulator shared by parallel tests take tens of
+			// milliseconds: leases long enough that a busy turn keeps its
+			// lock, polls spaced so idle slots do not flood the emulator.
+			o.OrchestratorLockTimeout = 10 * time.Second
+			o.OrchestratorLockRenewalBuffer = 3 * time.Second
+			if c.ShortPoll {
+				o.MinPollInterval = 50 * time.Millisecond
+			}
+		},
+		Timeout:  60 * time.Second,
+		Parallel: true,
+	}
+}
+
+// TestRuntimeValidation runs the runtime's end-to-end suite on the DynamoDB
+// provider in its two configurations: with SQS wake-up queues (long
+// polling) and without (short polling).
+func TestRuntimeValidation(t *testing.T) {
+	t.Run("LongPoll", func(t *testing.T) {
+		runtimetest.Run(t, runtimeFactory(dynamotest.Config{Queues: true}))
+	})
+	t.Run("ShortPoll", func(t *testing.T) {
+		runtimetest.Run(t, runtimeFactory(dynamotest.Config{ShortPoll: true}))
+	})
+}
+
+// TestRuntimeValidationWithFaults runs the runtime's suite with the faults
+// of TestValidationWithFaults injected into every request of the runtimes'
+// providers: throttling, conflicts, 5xx, lost responses, lagging indexes.
+// The runtimes meet every fault; the tests' client retries, as an
+// application would. Every orchestration must end with the result of a
+// fault-free run.
+func TestRuntimeValidationWithFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the runtime suite under fault injection takes minutes")
+	}
+	var seed atomic.Int64
+	factory := func(c dynamotest.Config) runtimetest.Factory {
+		c.Options = func(o *dynamo.Options) {
+			in := faults.New(seed.Add(1))
+			in.SetRealConflicts(true)
+			in.SetIndexLag(0, indexLag, tables.IndexReady, tables.IndexInstances)
+			for _, r := range faultRules() {
+				in.Add(r)
+			}
+			o.Client = in.DynamoDB(o.Client)
+			if o.SQSClient != nil {
+				o.SQSClient = in.SQS(o.SQSClient)
+			}
+		}
+		f := runtimeFactory(c)
+		f.ClientProvider = func(p provider.Provider) provider.Provider {
+			return providertest.Retrying(p, providertest.RetryPolicy{})
+		}
+		f.Timeout = 2 * time.Minute
+		return f
+	}
+	t.Run("LongPoll", func(t *testing.T) {
+		runtimetest.Run(t, factory(dynamotest.Config{Queues: true}))
+	})
+	t.Run("ShortPoll", func(t *testing.T) {
+		runtimetest.Run(t, factory(dynamotest.Config{ShortPoll: true}))
+	})
+}
