@@ -184,6 +184,7 @@ func (p *Provider) ExecutionInfo(ctx context.Context, instance string, execution
 	if err != nil {
 		return nil, translate(provider.OpExecutionInfo, err)
 	}
+	rows, _ = splitTurnMark(rows)
 	info := &provider.ExecutionInfo{
 		ExecutionID: executionID,
 		Status:      e.status,

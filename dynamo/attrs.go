@@ -58,7 +58,7 @@ const (
 	attrSession  = "session"
 	attrTag      = "tag"
 	attrEvent    = "ev"
-	attrTurnID   = "tid"
+	attrTurnID   = "tid" // the large turn a turn mark names
 	attrValue    = "val"
 	attrKVKey    = "k"
 	attrChild    = "child"

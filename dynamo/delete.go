@@ -297,7 +297,8 @@ func (p *Provider) prune(ctx context.Context, st *instanceState, options provide
 			return res, err
 		}
 		res.ExecutionsDeleted++
-		res.EventsDeleted += uint64(len(rows))
+		events, _ := splitTurnMark(rows)
+		res.EventsDeleted += uint64(len(events))
 	}
 	return res, nil
 }

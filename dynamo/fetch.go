@@ -400,30 +400,43 @@ func (p *Provider) dropOrphans(ctx context.Context, st *instanceState, batch []q
 }
 
 // historyRows reads one execution's history rows, consistently and in
-// event order, finishing first any large turn whose rows it meets half
-// applied (docs/design.md §5).
+// event order, finishing first a large turn it finds being applied (its
+// mark ends the range; docs/design.md §5).
 func (p *Provider) historyRows(ctx context.Context, instance string, executionID uint64) ([]item, error) {
 	prefix := keys.HistoryPrefix(executionID)
 	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), prefix, prefixEnd(prefix))
 	if err != nil {
 		return nil, err
 	}
-	turnID := ""
-	for _, row := range rows {
-		if tid, ok, _ := strAttr(row, attrTurnID); ok {
-			turnID = tid
-			break
-		}
-	}
+	rows, turnID := splitTurnMark(rows)
 	if turnID == "" {
 		return rows, nil
 	}
-	// Rows of a large turn: they are written only after its commit, so the
-	// turn is committed; make sure it is fully applied, then read again.
+	// The mark is written with the turn's first rows, after its commit:
+	// make sure the turn is fully applied, then read again.
 	if err := p.rollForward(ctx, instance, turnID); err != nil {
 		return nil, err
 	}
-	return p.queryPartition(ctx, keys.InstancePK(instance), prefix, prefixEnd(prefix))
+	rows, err = p.queryPartition(ctx, keys.InstancePK(instance), prefix, prefixEnd(prefix))
+	if err != nil {
+		return nil, err
+	}
+	rows, _ = splitTurnMark(rows)
+	return rows, nil
+}
+
+// splitTurnMark returns an execution's history rows without the turn mark
+// that may end them, and the large turn the mark names ("" for none).
+func splitTurnMark(rows []item) ([]item, string) {
+	if len(rows) == 0 {
+		return rows, ""
+	}
+	last := rows[len(rows)-1]
+	if sk, _, _ := strAttr(last, attrSK); !keys.IsTurnMarkSK(sk) {
+		return rows, ""
+	}
+	tid, _, _ := strAttr(last, attrTurnID)
+	return rows[:len(rows)-1], tid
 }
 
 // startedFromHistory finds the OrchestrationStarted in history rows of an
@@ -436,5 +449,8 @@ func startedFromHistory(instance string, executionID uint64, rows []item) (name,
 	return provider.StartedIn(events)
 }
 
-// isHistorySK reports whether sk is a history row's sort key.
-func isHistorySK(sk string) bool { return strings.HasPrefix(sk, keys.HistPrefix) }
+// isHistorySK reports whether sk is a history event's sort key (not a
+// turn mark's).
+func isHistorySK(sk string) bool {
+	return strings.HasPrefix(sk, keys.HistPrefix) && !keys.IsTurnMarkSK(sk)
+}

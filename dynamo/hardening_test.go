@@ -983,3 +983,143 @@ func TestCommittedAckThenCancelledResend(t *testing.T) {
 		t.Fatalf("after the retried worker ack: %+v, want exactly one completion", next)
 	}
 }
+
+// sessionRow reads the record of session directly (nil when there is none).
+func sessionRow(ctx context.Context, t *testing.T, env *dynamotest.Env, session string) map[string]types.AttributeValue {
+	t.Helper()
+	out, err := env.DB.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(env.Table),
+		Key:            map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: keys.SessionPK(session)}, "sk": &types.AttributeValueMemberS{Value: keys.Session}},
+		ConsistentRead: aws.Bool(true),
+	})
+	must(t, err, "read session record")
+	return out.Item
+}
+
+// TestSessionTouchedOnlyByItsLiveOwner: renewals and acks of a session's
+// activity record activity on the session only while the session is the
+// fetcher's and its lease is live. A worker whose session lease lapsed, or
+// whose session another owner took, still renews and acks its activity,
+// but neither keeps the session from going idle nor recreates a record
+// that was removed.
+func TestSessionTouchedOnlyByItsLiveOwner(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, false)
+	clock := faults.NewFakeClock(time.Now())
+	p := faultyOn(t, env, faults.New(10), clock, dynamotest.Config{ShortPoll: true, Shards: 1})
+	const inst, sid = "session-touch", "s-touch"
+	item := startAndFetch(ctx, t, p, inst)
+	commit := activities(inst, 3)
+	for i := range commit.WorkerItems {
+		commit.WorkerItems[i].SessionID = ptr(sid)
+	}
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, commit), "ack scheduling")
+	const lease = time.Second
+	fetch := func(owner string) *provider.LockedWorkItem {
+		t.Helper()
+		w, err := p.FetchWorkItem(ctx, longLock, 0, &provider.SessionFetchConfig{OwnerID: owner, LockTimeout: lease}, provider.AnyTag())
+		if err != nil || w == nil {
+			t.Fatalf("FetchWorkItem for %s: %+v, %v", owner, w, err)
+		}
+		return w
+	}
+	wantLast := func(when string, want time.Time) {
+		t.Helper()
+		last, _ := sessionRow(ctx, t, env, sid)["last_activity"].(*types.AttributeValueMemberN)
+		if last == nil || last.Value != fmt.Sprint(want.UnixMilli()) {
+			t.Fatalf("%s: last_activity %v, want %d", when, last, want.UnixMilli())
+		}
+	}
+
+	first := fetch("w1")
+	claimed := clock.Now()
+	clock.Advance(2 * lease)
+	must(t, p.RenewWorkItemLock(ctx, first.LockToken, longLock), "renewal after the session lease lapsed")
+	wantLast("renewal by an owner whose lease lapsed", claimed)
+
+	second := fetch("w2")
+	taken := clock.Now()
+	clock.Advance(lease / 2)
+	must(t, p.RenewWorkItemLock(ctx, first.LockToken, longLock), "renewal after another owner took the session")
+	must(t, p.AckWorkItem(ctx, first.LockToken, provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: first.Item.ID, Result: "r"}),
+		"ack after another owner took the session")
+	wantLast("renewal and ack by the session's former owner", taken)
+
+	must(t, p.AckWorkItem(ctx, second.LockToken, nil), "ack by the live owner")
+	wantLast("ack by the live owner", clock.Now())
+
+	third := fetch("w2")
+	clock.Advance(lease / 2)
+	_, err := env.DB.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: aws.String(env.Table),
+		Key:       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: keys.SessionPK(sid)}, "sk": &types.AttributeValueMemberS{Value: keys.Session}},
+	})
+	must(t, err, "remove the session record")
+	must(t, p.AckWorkItem(ctx, third.LockToken, nil), "ack of an activity whose session record is gone")
+	if row := sessionRow(ctx, t, env, sid); row != nil {
+		t.Fatalf("after the ack: a session record with %d attributes, want none", len(row))
+	}
+}
+
+// TestLargeTurnFinishWritesNoHistory: finishing a large turn writes no
+// history row. A write of whole history rows after the turn was applied
+// (rows read before a concurrent delete, put back after it) would bring
+// back rows the delete removed: the test holds such a write, if there is
+// one, force-deletes the instance meanwhile, and checks that nothing of
+// the instance remains.
+func TestLargeTurnFinishWritesNoHistory(t *testing.T) {
+	t.Parallel()
+	const n = 150 // activities: more than one transaction takes
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, false)
+	in := faults.New(11)
+	a := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	b := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	const inst = "finish-after-delete"
+	item := startAndFetch(ctx, t, a, inst)
+
+	gate := faults.NewGate()
+	in.Add(faults.Rule{Ops: []string{faults.OpBatchWriteItem}, Rate: 1, Count: 1, Fault: faults.Hold(gate), Match: func(r faults.Request) bool {
+		for _, reqs := range r.Input.(*dynamodb.BatchWriteItemInput).RequestItems {
+			for _, w := range reqs {
+				if w.PutRequest == nil {
+					continue
+				}
+				if sk, _ := w.PutRequest.Item["sk"].(*types.AttributeValueMemberS); strings.HasPrefix(sk.Value, keys.HistPrefix) {
+					return true
+				}
+			}
+		}
+		return false
+	}})
+	acked := make(chan error, 1)
+	go func() { acked <- a.AckOrchestrationItem(ctx, item.LockToken, activities(inst, n)) }()
+	select {
+	case err := <-acked:
+		must(t, err, "large ack")
+		if _, err := b.DeleteInstancesAtomic(ctx, []string{inst}, true); err != nil {
+			t.Fatalf("force delete: %v", err)
+		}
+	case <-gate.Arrived():
+		if _, err := b.DeleteInstancesAtomic(ctx, []string{inst}, true); err != nil {
+			t.Fatalf("force delete while history rows are rewritten: %v", err)
+		}
+		gate.Release()
+		<-acked
+	}
+	out, err := env.DB.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(env.Table),
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: keys.InstancePK(inst)}},
+		ConsistentRead:            aws.Bool(true),
+	})
+	must(t, err, "query the deleted instance's partition")
+	if len(out.Items) != 0 {
+		sk, _ := out.Items[0]["sk"].(*types.AttributeValueMemberS)
+		t.Fatalf("%d rows of the deleted instance remain (first %q), want none", len(out.Items), sk.Value)
+	}
+	if history, err := b.Read(ctx, inst); err != nil || len(history) != 0 {
+		t.Fatalf("history after the force delete: %d events, %v; want none", len(history), err)
+	}
+}

@@ -86,7 +86,6 @@ func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan tu
 		}
 		sk, _, _ := strAttr(a.put, attrSK)
 		execID, _, _ = keys.ParseHistorySK(sk)
-		a.put[attrTurnID] = s(tid)
 	}
 	if err := p.checkNewEvents(ctx, provider.OpAckOrchestrationItem, id, execID, plan.actions); err != nil {
 		return err
@@ -136,7 +135,7 @@ func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan tu
 
 	// 3. Apply. Failures from here on leave a committed turn that any
 	// reader of the instance finishes; the ack reports them as retryable.
-	if err := p.applyStaged(ctx, id, tid, chunks); err != nil {
+	if err := p.applyStaged(ctx, id, tid, execID, chunks); err != nil {
 		if errors.Is(err, errTurnGone) {
 			return p.turnOutcome(ctx, id, tid)
 		}
@@ -182,7 +181,8 @@ func (p *Provider) checkNewEvents(ctx context.Context, op, instance string, exec
 	return nil
 }
 
-// chunkActions splits actions into staging rows.
+// chunkActions splits actions into staging rows. The first row takes one
+// action fewer: its apply also writes the turn mark.
 func chunkActions(actions []planAction) [][]planAction {
 	var chunks [][]planAction
 	var cur []planAction
@@ -192,7 +192,11 @@ func chunkActions(actions []planAction) [][]planAction {
 		if a.put != nil {
 			as += itemSize(a.put)
 		}
-		if len(cur) > 0 && (len(cur) >= stageActions || size+as > stageRowBytes) {
+		limit := stageActions
+		if len(chunks) == 0 {
+			limit--
+		}
+		if len(cur) > 0 && (len(cur) >= limit || size+as > stageRowBytes) {
 			chunks = append(chunks, cur)
 			cur, size = nil, 0
 		}
@@ -253,11 +257,12 @@ func decodeStaged(row item) ([]planAction, error) {
 	return out, nil
 }
 
-// applyStaged applies every staging row of turn tid (see applyOne).
-func (p *Provider) applyStaged(ctx context.Context, instance, tid string, chunks [][]planAction) error {
+// applyStaged applies every staging row of turn tid, whose history rows
+// belong to execution execID (see applyOne).
+func (p *Provider) applyStaged(ctx context.Context, instance, tid string, execID uint64, chunks [][]planAction) error {
 	pk := keys.InstancePK(instance)
 	for i, chunk := range chunks {
-		if err := p.applyOne(ctx, pk, tid, i, chunk); err != nil {
+		if err := p.applyOne(ctx, pk, tid, execID, i, chunk); err != nil {
 			return err
 		}
 	}
@@ -290,7 +295,7 @@ func (p *Provider) rollForward(ctx context.Context, instance, tid string) error 
 		if err != nil {
 			return err
 		}
-		if err := p.applyOne(ctx, pk, tid, int(idx), actions); err != nil {
+		if err := p.applyOne(ctx, pk, tid, st.lock.turnExec, int(idx), actions); err != nil {
 			if errors.Is(err, errTurnGone) {
 				return nil // finished by someone else, or the instance was deleted
 			}
@@ -316,9 +321,12 @@ const (
 // also deletes the row, conditioned on it existing (a row someone else
 // applied already is skipped, so each action is applied exactly once) and
 // on the lock row still holding the turn (so that nothing is applied to an
-// instance deleted meanwhile). History puts do not overwrite an event of
-// another turn. Transient cancellations are retried here.
-func (p *Provider) applyOne(ctx context.Context, pk, tid string, idx int, actions []planAction) error {
+// instance deleted meanwhile). History puts do not overwrite an event that
+// exists. The first row's transaction also writes the turn mark into
+// execution execID's history range (rows are applied in order, so no row
+// of the turn is visible before its mark), which finishTurn removes.
+// Transient cancellations are retried here.
+func (p *Provider) applyOne(ctx context.Context, pk, tid string, execID uint64, idx int, actions []planAction) error {
 	tx := make([]types.TransactWriteItem, 0, len(actions)+2)
 	tx = append(tx, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
 		TableName:                 p.table,
@@ -330,16 +338,20 @@ func (p *Provider) applyOne(ctx context.Context, pk, tid string, idx int, action
 	for _, a := range actions {
 		if sk, _, _ := strAttr(a.put, attrSK); a.put != nil && isHistorySK(sk) {
 			tx = append(tx, types.TransactWriteItem{Put: &types.Put{
-				TableName:                 p.table,
-				Item:                      a.put,
-				ConditionExpression:       aws.String("attribute_not_exists(#pk) OR #tid = :tid"),
-				ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#tid": attrTurnID},
-				ExpressionAttributeValues: map[string]types.AttributeValue{":tid": s(tid)},
+				TableName:                p.table,
+				Item:                     a.put,
+				ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
+				ExpressionAttributeNames: map[string]string{"#pk": attrPK},
 			}})
 			continue
 		}
 		a.eventID = 0 // duplicates were checked before staging
 		tx = append(tx, p.transactAction(a))
+	}
+	if idx == 0 && execID != 0 {
+		mark := key(pk, keys.TurnMarkSK(execID))
+		mark[attrTurnID] = s(tid)
+		tx = append(tx, types.TransactWriteItem{Put: &types.Put{TableName: p.table, Item: mark}})
 	}
 	tx = append(tx, types.TransactWriteItem{Delete: &types.Delete{
 		TableName:                p.table,
@@ -373,33 +385,25 @@ func (p *Provider) applyOne(ctx context.Context, pk, tid string, idx int, action
 	}
 }
 
-// finishTurn removes the large-turn mark from the turn's history rows and
-// releases the lock, recording the turn as done.
+// finishTurn releases the lock, recording the turn as done, and removes
+// the turn mark from execution executionID's history, in one transaction
+// conditioned on the lock row still holding the turn. It writes no
+// history row: one a delete or prune removed meanwhile stays removed.
 func (p *Provider) finishTurn(ctx context.Context, instance, tid string, executionID uint64, attempts map[string]uint32, batch []string) error {
-	pk := keys.InstancePK(instance)
-	prefix := keys.HistoryPrefix(executionID)
-	rows, err := p.queryPartition(ctx, pk, prefix, prefixEnd(prefix))
-	if err != nil {
-		return err
-	}
-	var strip []item
-	for _, row := range rows {
-		if v, ok, _ := strAttr(row, attrTurnID); ok && v == tid {
-			delete(row, attrTurnID)
-			strip = append(strip, row)
-		}
-	}
-	if err := p.batchPut(ctx, strip); err != nil {
-		return err
-	}
 	remaining := maps.Clone(attempts)
 	for _, sk := range batch {
 		delete(remaining, sk)
 	}
 	u := newLockRelease(remaining, tid).update(p.table, instance, "#turn = :tid",
 		map[string]string{"#turn": attrTurn}, map[string]types.AttributeValue{":tid": s(tid)})
-	if _, err = p.db.UpdateItem(ctx, updateItem(u)); err != nil {
-		if !conditionFailed(err) {
+	actions := []types.TransactWriteItem{{Update: u}}
+	if executionID != 0 {
+		actions = append(actions, deleteAction(p.table, key(keys.InstancePK(instance), keys.TurnMarkSK(executionID))))
+	}
+	// Readers that roll the turn forward may finish it at the same moment:
+	// a conflict is resent, and then meets the finished turn.
+	if err := p.sendFresh(ctx, provider.OpAckOrchestrationItem, actions); err != nil {
+		if conditionFailedAt(cancelReasons(err)) != 0 {
 			return err
 		}
 		if err := p.turnOutcome(ctx, instance, tid); err != nil {

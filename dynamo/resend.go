@@ -171,6 +171,20 @@ func (c *txCache) drop(callKey string) {
 	delete(c.m, callKey)
 }
 
+// rebuild lets the pending transaction of callKey be built anew, even
+// after an attempt with an unknown outcome. It is for a cancellation in
+// which the condition on the call's own lock held: the row was still
+// locked by the call's token, so no attempt of the call had committed (a
+// resend of a committed transaction is answered with success, not
+// evaluated again), and the next attempt may differ.
+func (c *txCache) rebuild(callKey string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t, ok := c.m[callKey]; ok {
+		t.in, t.uncertain = nil, false
+	}
+}
+
 // sendTx sends the pending transaction of callKey (see txCache). Calls
 // with one key must not run concurrently (their callers hold one lock
 // token, which the provider's callers use one at a time).

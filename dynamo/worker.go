@@ -342,24 +342,41 @@ func workKey(tok workToken) item {
 	return key(keys.WorkerPK(tok.instance), keys.WorkerSK(tok.executionID, tok.activityID))
 }
 
-// sessionTouch is the update that records activity on tok's session: it
-// sets the activity time and, should the record have been cleaned up
-// meanwhile, recreates it unowned-in-effect (no lease) so that cleanup
-// removes it again.
+// sessionTouch is the update that records activity on tok's session. It
+// is conditioned on the session being held by the owner tok was fetched
+// for, with a live lease: a worker whose session lease lapsed, or whose
+// session another owner took, records nothing, and a record that was
+// removed is not recreated. In a transaction a refused touch cancels the
+// other actions too; touchRefused tells that case apart, and the caller
+// sends them again without the touch (recording activity is best-effort).
 func (p *Provider) sessionTouch(tok workToken, nowMs int64) *types.Update {
 	return &types.Update{
-		TableName:        p.table,
-		Key:              key(keys.SessionPK(*tok.session), keys.Session),
-		UpdateExpression: aws.String("SET #last = :now, #owner = if_not_exists(#owner, :owner), #lpk = if_not_exists(#lpk, :lpk), #lsk = if_not_exists(#lsk, :lsk)"),
-		ExpressionAttributeNames: map[string]string{
-			"#last": attrLastSeen, "#owner": attrOwner, "#lpk": attrListPK, "#lsk": attrListSK,
-		},
+		TableName:                p.table,
+		Key:                      key(keys.SessionPK(*tok.session), keys.Session),
+		UpdateExpression:         aws.String("SET #last = :now"),
+		ConditionExpression:      aws.String("#owner = :owner AND #until > :now"),
+		ExpressionAttributeNames: map[string]string{"#last": attrLastSeen, "#owner": attrOwner, "#until": attrLockUntil},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":now": n(nowMs), ":owner": s(tok.owner),
-			":lpk": s(keys.SessionsPK(keys.ShardOf(tok.owner, p.o.Shards))),
-			":lsk": s(keys.SessionsSK(tok.owner, *tok.session)),
 		},
 	}
+}
+
+// touchRefused reports whether err cancelled a transaction whose last
+// action is a session touch for that touch's condition alone: every other
+// action's condition held.
+func touchRefused(err error) bool {
+	reasons := cancelReasons(err)
+	last := len(reasons) - 1
+	if last < 1 || reasons[last] != "ConditionalCheckFailed" {
+		return false
+	}
+	for _, r := range reasons[:last] {
+		if r != "" && r != "None" {
+			return false
+		}
+	}
+	return true
 }
 
 // workLockLost is the error of an ack or renewal whose activity lock is
@@ -370,14 +387,16 @@ func workLockLost(op string) error {
 
 // AckWorkItem deletes a locked activity and, when completion is non-nil,
 // enqueues it on the orchestrator queue (visible now), atomically; it also
-// records activity on the activity's session. A completion other than
+// records activity on the activity's session while that session is still
+// the worker's, with a live lease (see sessionTouch). A completion other than
 // [provider.ActivityCompletedItem] or [provider.ActivityFailedItem] fails
 // with [provider.ErrInvalidInput]; an activity that is gone (cancelled,
 // deleted, acked) or whose lock expired fails with
 // [provider.ErrInvalidLockToken]. A failed ack changes nothing.
 //
 // Requests: one TransactWriteItems (one DeleteItem when there is neither a
-// completion nor a session).
+// completion nor a session); a second when the session is no longer the
+// worker's (its activity is then not recorded).
 func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion provider.WorkItem) error {
 	if err := provider.ValidateCompletion(provider.OpAckWorkItem, completion); err != nil {
 		return err
@@ -434,18 +453,28 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 			return translate(provider.OpAckWorkItem, err)
 		}
 	} else {
-		err := p.sendTx(ctx, provider.OpAckWorkItem, "ack\x00"+lockToken+"\x00"+string(data), func() *dynamodb.TransactWriteItemsInput {
+		callKey := "ack\x00" + lockToken + "\x00" + string(data)
+		touch := tok.session != nil
+		build := func() *dynamodb.TransactWriteItemsInput {
 			now := p.nowMs()
 			actions := []types.TransactWriteItem{{Delete: del(now)}}
 			if completion != nil {
 				row, _ := p.orchestratorItem(completion, data, now)
 				actions = append(actions, types.TransactWriteItem{Put: &types.Put{TableName: p.table, Item: row}})
 			}
-			if tok.session != nil {
+			if touch {
 				actions = append(actions, types.TransactWriteItem{Update: p.sessionTouch(tok, now)})
 			}
 			return &dynamodb.TransactWriteItemsInput{TransactItems: actions}
-		})
+		}
+		err := p.sendTx(ctx, provider.OpAckWorkItem, callKey, build)
+		if touch && touchRefused(err) {
+			// The session is no longer this worker's: the ack goes
+			// ahead without recording activity on it.
+			touch = false
+			p.txs.rebuild(callKey)
+			err = p.sendTx(ctx, provider.OpAckWorkItem, callKey, build)
+		}
 		if conditionFailedAt(cancelReasons(err)) == 0 {
 			return workLockLost(provider.OpAckWorkItem)
 		}
@@ -468,13 +497,15 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 // means the lock is lost or the context ended.
 //
 // Requests: one UpdateItem (a two-action TransactWriteItems for a session
-// activity), more only on transient failures.
+// activity, then the UpdateItem alone when the session is no longer the
+// worker's), more only on transient failures.
 func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
 	tok, err := parseWorkToken(lockToken)
 	if err != nil {
 		return workLockLost(provider.OpRenewWorkItemLock)
 	}
 	var until int64
+	touch := tok.session != nil
 	err = p.retryLeased(ctx, p.leases.get(lockToken), func() error {
 		now := p.nowMs()
 		until = now + durMs(extendFor)
@@ -490,17 +521,22 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 				":tok": s(lockToken), ":now": n(now), ":until": n(until), ":rs": s(readySK(until, tok.seq)),
 			},
 		}
-		if tok.session == nil {
-			_, err := p.db.UpdateItem(ctx, updateItem(update))
-			if conditionFailed(err) {
-				return workLockLost(provider.OpRenewWorkItemLock)
+		if touch {
+			_, err := p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+				{Update: update}, {Update: p.sessionTouch(tok, now)},
+			}})
+			if !touchRefused(err) {
+				if conditionFailedAt(cancelReasons(err)) == 0 {
+					return workLockLost(provider.OpRenewWorkItemLock)
+				}
+				return err
 			}
-			return err
+			// The session is no longer this worker's: renew the
+			// activity's lock alone.
+			touch = false
 		}
-		_, err := p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-			{Update: update}, {Update: p.sessionTouch(tok, now)},
-		}})
-		if conditionFailedAt(cancelReasons(err)) == 0 {
+		_, err := p.db.UpdateItem(ctx, updateItem(update))
+		if conditionFailed(err) {
 			return workLockLost(provider.OpRenewWorkItemLock)
 		}
 		return err

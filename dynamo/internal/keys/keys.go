@@ -105,6 +105,19 @@ func HistoryPrefix(executionID uint64) string {
 	return HistPrefix + Num20(executionID) + "#"
 }
 
+// TurnMarkSK is the sort key of the mark of a large turn that is being
+// applied to an execution: inside the execution's history range, after
+// every event, so that a read of the history meets it last.
+func TurnMarkSK(executionID uint64) string { return HistoryPrefix(executionID) + turnMark }
+
+// turnMark ends a turn mark's sort key; it sorts after every digit.
+const turnMark = "~"
+
+// IsTurnMarkSK reports whether sk is a turn mark's sort key.
+func IsTurnMarkSK(sk string) bool {
+	return strings.HasPrefix(sk, HistPrefix) && strings.HasSuffix(sk, "#"+turnMark)
+}
+
 // ParseHistorySK returns the execution and event ids of a history sort key.
 func ParseHistorySK(sk string) (executionID, eventID uint64, err error) {
 	rest, ok := strings.CutPrefix(sk, HistPrefix)
