@@ -3,6 +3,7 @@ package durable
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -169,3 +170,43 @@ func (r *Registry) OrchestrationVersions(name string) []string {
 	}
 	return out
 }
+
+// Overlay returns a copy of r with defs added, each replacing the
+// registration of the same activity name or orchestration (name, version)
+// if there is one; version policies are copied. r is unchanged. Test
+// harnesses use it to swap activities for mocks.
+func (r *Registry) Overlay(defs ...Definition) (*Registry, error) {
+	r.mu.RLock()
+	out := &Registry{
+		activities:     maps.Clone(r.activities),
+		orchestrations: map[string][]orchestrationVersion{},
+		policies:       maps.Clone(r.policies),
+	}
+	for name, vs := range r.orchestrations {
+		out.orchestrations[name] = slices.Clone(vs)
+	}
+	r.mu.RUnlock()
+	for _, d := range defs {
+		if d == nil {
+			return nil, fmt.Errorf("%w: nil definition", ErrInvalidDefinition)
+		}
+		def := d.definition()
+		switch def.kind {
+		case activityDef:
+			delete(out.activities, def.name)
+		case orchestrationDef:
+			if v, err := provider.ParseSemVer(def.version); err == nil {
+				out.orchestrations[def.name] = slices.DeleteFunc(out.orchestrations[def.name], func(o orchestrationVersion) bool { return o.version == v })
+			}
+		}
+	}
+	if err := out.Add(defs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ReplayResolver returns the registry's orchestration lookup in the form
+// the replay engine takes. It exists for package durabletest, which replays
+// recorded histories against a registry; other code has no use for it.
+func (r *Registry) ReplayResolver() replay.Resolver { return r.resolve }
