@@ -157,8 +157,12 @@ func (r *Runtime) processWork(ctx context.Context, locked *provider.LockedWorkIt
 		return
 	case cause != nil:
 		log.Info("activity cancelled", "cause", cause)
-		// The lock is gone: this ack is expected to fail and is harmless.
-		_ = r.p.AckWorkItem(context.WithoutCancel(ctx), locked.LockToken, nil)
+		// The lock is normally gone (item cancelled or lock lost) and this
+		// abandon fails harmlessly. After a transient renewal failure the
+		// lock may still be held: abandoning, unlike acking without a
+		// result (duroxide), lets the activity run again instead of
+		// dropping it.
+		r.abandonWork(context.WithoutCancel(ctx), log, locked.LockToken, 0, false)
 		return
 	}
 	var completion provider.WorkItem

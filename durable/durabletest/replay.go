@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -168,10 +169,12 @@ func Replay(reg *durable.Registry, events []provider.Event) error {
 		if kv[k.instance] == nil {
 			kv[k.instance] = map[string]provider.KVEntry{}
 		}
-		applyKV(kv[k.instance], h)
-		if err := verifyExecution(reg, k.instance, k.exec, h, kv[k.instance]); err != nil {
+		// The snapshot an execution starts from holds the KV of the
+		// executions before it, never its own writes.
+		if err := verifyExecution(reg, k.instance, k.exec, h, maps.Clone(kv[k.instance])); err != nil {
 			errs = append(errs, err)
 		}
+		applyKV(kv[k.instance], h)
 	}
 	return errors.Join(errs...)
 }

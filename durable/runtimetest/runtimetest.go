@@ -11,6 +11,7 @@ package runtimetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/dynoxide/dynoxide/durable"
+	"github.com/dynoxide/dynoxide/durable/durabletest"
 	"github.com/dynoxide/dynoxide/provider"
 )
 
@@ -110,6 +112,7 @@ type H struct {
 
 	f        Factory
 	runtimes int
+	regs     []*durable.Registry // every registry a runtime of the test served
 }
 
 func newHarness(t *testing.T, f Factory) *H {
@@ -155,6 +158,7 @@ func (h *H) Registry(defs ...durable.Definition) *durable.Registry {
 func (h *H) Runtime(reg *durable.Registry, optFns ...func(*durable.Options)) *durable.Runtime {
 	h.Helper()
 	h.runtimes++
+	h.regs = append(h.regs, reg)
 	id := fmt.Sprintf("rt%d", h.runtimes)
 	fns := []func(*durable.Options){Defaults, func(o *durable.Options) { o.RuntimeID = id }}
 	if h.f.Options != nil {
@@ -211,6 +215,7 @@ func (h *H) Wait(id string) *durable.Status {
 		h.Fatalf("wait %s: %v (history %v)", id, err, EventTypes(h.history(id)))
 	}
 	h.CheckHistory(id)
+	h.CheckReplay(id)
 	return st
 }
 
@@ -310,6 +315,55 @@ func (h *H) CheckHistory(id string) {
 	if err := CheckInvariants(h.History(id)); err != nil {
 		h.Errorf("%s: %v\nhistory: %v", id, err, EventTypes(h.history(id)))
 	}
+}
+
+// CheckReplay replays every execution of id against the registries the
+// test's runtimes served (durabletest.Replay): a finished execution must be
+// reproduced by the code that ran it. With several registries (rolling
+// deployments, code swaps) one of them must reproduce each execution.
+func (h *H) CheckReplay(id string) {
+	h.Helper()
+	if len(h.regs) == 0 {
+		return
+	}
+	var events []provider.Event
+	for _, exec := range h.executions(id) {
+		events = append(events, exec...)
+	}
+	var errs []error
+	for _, reg := range h.regs {
+		err := durabletest.Replay(reg, events)
+		if err == nil || !errors.Is(err, durable.ErrNondeterminism) {
+			// Reproduced, or not replayable here at all (an orchestration
+			// no registry of the test has, as poison tests start).
+			return
+		}
+		errs = append(errs, err)
+	}
+	h.Errorf("%s: recorded history does not replay: %v\nhistory: %v", id, errors.Join(errs...), EventTypes(events))
+}
+
+// executions returns the histories of id's executions: all of them when
+// the provider has Admin, else the current one.
+func (h *H) executions(id string) [][]provider.Event {
+	h.Helper()
+	admin, ok := provider.AdminOf(h.P)
+	if !ok {
+		return [][]provider.Event{h.History(id)}
+	}
+	ids, err := admin.ListExecutions(h.Ctx(), id)
+	if err != nil {
+		h.Fatalf("list executions of %s: %v", id, err)
+	}
+	out := make([][]provider.Event, 0, len(ids))
+	for _, exec := range ids {
+		events, err := h.P.ReadWithExecution(h.Ctx(), id, exec)
+		if err != nil {
+			h.Fatalf("read %s execution %d: %v", id, exec, err)
+		}
+		out = append(out, events)
+	}
+	return out
 }
 
 // CheckInvariants checks one execution's history.

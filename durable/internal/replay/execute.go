@@ -123,6 +123,23 @@ func (e *engine) replay(working []provider.Event, returned *bool) (*result, erro
 			return nil, err
 		}
 		if *returned {
+			// Actions emitted before the code returned are matched against
+			// the events history already has for them (see bindRest).
+			// Queued messages recorded after the code returned still
+			// arrived (duroxide's collect_unmatched_queue_messages counts
+			// every arrival in history): a pending subscription takes one,
+			// without waking code, else it is carried forward.
+			for _, rest := range working[i+e.bindRest(working[i:]):] {
+				k, ok := rest.Kind.(provider.QueueEventDelivered)
+				if !ok {
+					continue
+				}
+				if subs := c.queues[k.Name]; len(subs) > 0 {
+					c.queues[k.Name] = subs[1:]
+					continue
+				}
+				c.arrivals = append(c.arrivals, provider.CarryForwardEvent{Name: k.Name, Data: k.Data})
+			}
 			break
 		}
 		if err := e.apply(ev); err != nil {
@@ -149,6 +166,24 @@ func (e *engine) replay(working []provider.Event, returned *bool) (*result, erro
 		return nil, err
 	}
 	return nil, nil
+}
+
+// bindRest matches the actions the code emitted before it returned against
+// the rest of history, without running code, so that actions history
+// already records are not recorded again and their cancellations are
+// recognised. It stops at the first event that does not fit (code that
+// returns earlier than history shows is not, by itself, nondeterministic)
+// and returns how many events it applied.
+func (e *engine) bindRest(rest []provider.Event) int {
+	for n, ev := range rest {
+		if _, start := ev.Kind.(provider.OrchestrationStarted); start {
+			continue // the code has run: its state is not reset
+		}
+		if len(e.ctx.fifo) == 0 || e.apply(ev) != nil {
+			return n
+		}
+	}
+	return len(rest)
 }
 
 func (e *engine) cancelRequested() (string, bool) {

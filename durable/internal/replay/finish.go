@@ -289,23 +289,46 @@ func (e *engine) carryForward() []provider.CarryForwardEvent {
 // scheduleState summarises every schedule of the execution so far.
 type scheduleState struct {
 	kind      Kind
-	completed bool
+	completed bool // a subscription: history resolves it (see schedules)
 	cancelled bool // any cancellation breadcrumb
 }
 
+// schedules returns the ids of the execution's schedules, in order, and
+// their states. Subscriptions are resolved from history alone, whether or
+// not the code ran far enough to see their events (duroxide's
+// get_outstanding_schedule_ids): a positional subscription by the first
+// later arrival of its name not taken by an earlier one, until it is
+// cancelled; persistent subscriptions, in creation order and skipping
+// cancelled ones, by the arrivals of their name in FIFO order.
 func (e *engine) schedules() (ids []uint64, states map[uint64]*scheduleState) {
 	states = map[uint64]*scheduleState{}
+	waiting := map[string][]uint64{} // positional subscriptions awaiting an arrival
+	var queued []uint64              // persistent subscriptions, in creation order
+	queueNames := map[uint64]string{}
+	arrivals := map[string]int{}
 	for _, evs := range [][]provider.Event{e.baseline, e.delta} {
 		for _, ev := range evs {
-			switch ev.Kind.(type) {
+			switch k := ev.Kind.(type) {
 			case provider.ActivityScheduled:
 				states[ev.EventID] = &scheduleState{kind: KindActivity}
 			case provider.SubOrchestrationScheduled:
 				states[ev.EventID] = &scheduleState{kind: KindSubOrchestration}
 			case provider.ExternalSubscribed:
 				states[ev.EventID] = &scheduleState{kind: KindExternal}
+				waiting[k.Name] = append(waiting[k.Name], ev.EventID)
 			case provider.QueueSubscribed:
 				states[ev.EventID] = &scheduleState{kind: KindQueue}
+				queued = append(queued, ev.EventID)
+				queueNames[ev.EventID] = k.Name
+			case provider.ExternalEvent:
+				if w := waiting[k.Name]; len(w) > 0 {
+					states[w[0]].completed = true
+					waiting[k.Name] = w[1:]
+				}
+				continue
+			case provider.QueueEventDelivered:
+				arrivals[k.Name]++
+				continue
 			default:
 				if ev.SourceEventID == nil {
 					continue
@@ -316,6 +339,11 @@ func (e *engine) schedules() (ids []uint64, states map[uint64]*scheduleState) {
 				}
 				if _, _, ok := cancelBreadcrumb(ev); ok {
 					s.cancelled = true
+					if s.kind == KindExternal {
+						for name, w := range waiting {
+							waiting[name] = slices.DeleteFunc(w, func(id uint64) bool { return id == *ev.SourceEventID })
+						}
+					}
 				} else if completes(ev, s.kind) {
 					s.completed = true
 				}
@@ -324,17 +352,13 @@ func (e *engine) schedules() (ids []uint64, states map[uint64]*scheduleState) {
 			ids = append(ids, ev.EventID)
 		}
 	}
-	return ids, states
-}
-
-// resolvedSubscription reports whether the subscription with event id has
-// received its event in this run.
-func (e *engine) resolvedSubscription(id uint64) bool {
-	if e.ctx == nil {
-		return false
+	for _, id := range queued {
+		if s, name := states[id], queueNames[id]; !s.cancelled && arrivals[name] > 0 {
+			arrivals[name]--
+			s.completed = true
+		}
 	}
-	f := e.ctx.e.open[id]
-	return f != nil && f.done && !f.cancelled
+	return ids, states
 }
 
 func (e *engine) outstandingChildren() []string {
@@ -355,7 +379,7 @@ func (e *engine) terminalBreadcrumbs(outcome Outcome) {
 	for _, kind := range []Kind{KindExternal, KindQueue} {
 		for _, id := range ids {
 			s := states[id]
-			if s.kind != kind || s.cancelled || e.resolvedSubscription(id) {
+			if s.kind != kind || s.cancelled || s.completed {
 				continue
 			}
 			e.cancelSchedule(kind, id, ReasonTerminal)
