@@ -33,8 +33,11 @@ func runtimeFactory(c dynamotest.Config) runtimetest.Factory {
 				o.MinPollInterval = 50 * time.Millisecond
 			}
 		},
-		Timeout:  60 * time.Second,
-		Parallel: true,
+		// Leases tests ask for (down to a second) are tripled: a request
+		// to the shared emulator can take hundreds of milliseconds.
+		LeaseScale: 3,
+		Timeout:    60 * time.Second,
+		Parallel:   true,
 	}
 }
 

@@ -244,7 +244,12 @@ func (r *Runtime) Start(ctx context.Context) error {
 		r.spawn(func() { r.workerSlot(fetchCtx, workCtx, slot) })
 	}
 	r.spawn(func() { r.sessionManager(fetchCtx) })
-	r.log.Info("runtime started", "orchestration_slots", r.opts.OrchestrationConcurrency, "worker_slots", r.opts.WorkerConcurrency, "provider", provider.NameOf(r.p))
+	ranges := make([]string, len(r.opts.SupportedReplayVersions))
+	for i, sr := range r.opts.SupportedReplayVersions {
+		ranges[i] = fmt.Sprintf(">=%s, <=%s", sr.Min, sr.Max)
+	}
+	r.log.Info("runtime started", "orchestration_slots", r.opts.OrchestrationConcurrency, "worker_slots", r.opts.WorkerConcurrency, "provider", provider.NameOf(r.p),
+		"supported_replay_versions", ranges)
 	return nil
 }
 

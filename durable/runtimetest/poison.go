@@ -147,7 +147,7 @@ func workerAttemptCountIncrementsOnLockExpiry(h *H) {
 		var item *provider.LockedWorkItem
 		h.WaitFor(what, func() bool {
 			var err error
-			item, err = h.P.FetchWorkItem(ctx, 300*time.Millisecond, 0, nil, provider.DefaultOnlyTags())
+			item, err = h.P.FetchWorkItem(ctx, h.Lease(300*time.Millisecond), 0, nil, provider.DefaultOnlyTags())
 			if err != nil {
 				h.Fatalf("fetch: %v", err)
 			}

@@ -637,7 +637,7 @@ func customLockTimeoutConfiguration(h *H) {
 		o.OrchestratorLockTimeout, o.WorkerLockTimeout = 10*time.Second, 120*time.Second
 		o.OrchestratorLockRenewalBuffer, o.WorkerLockRenewalBuffer = 0, 0
 	})
-	if orch != 10*time.Second || work != 120*time.Second {
+	if orch != h.Lease(10*time.Second) || work != h.Lease(120*time.Second) {
 		h.Errorf("fetch lock timeouts %v / %v; want 10s / 120s", orch, work)
 	}
 	// The original's short options (1 s / 5 s) keep the default buffers,
@@ -650,7 +650,7 @@ func customLockTimeoutConfiguration(h *H) {
 		o.OrchestratorLockTimeout, o.WorkerLockTimeout = time.Second, 5*time.Second
 		o.OrchestratorLockRenewalBuffer, o.WorkerLockRenewalBuffer = 500*time.Millisecond, time.Second
 	})
-	if orch != time.Second || work != 5*time.Second {
+	if orch != h.Lease(time.Second) || work != h.Lease(5*time.Second) {
 		h.Errorf("short fetch lock timeouts %v / %v; want 1s / 5s", orch, work)
 	}
 }

@@ -37,6 +37,12 @@ type Factory struct {
 	// Options adjusts every runtime the suite starts (for example longer
 	// lease timeouts for a provider with slower requests).
 	Options func(*durable.Options)
+	// LeaseScale multiplies every lease a test asks for (lock timeouts and
+	// renewal buffers of the runtimes it starts, and leases it takes
+	// itself through H.Lease): a provider whose requests take a large
+	// share of a short lease (an emulator shared by parallel tests) keeps
+	// the same margins. Zero means 1.
+	LeaseScale float64
 	// Timeout bounds each wait for an orchestration; default 30 s.
 	Timeout time.Duration
 	// Parallel runs the tests of a category in parallel.
@@ -165,6 +171,15 @@ func (h *H) Runtime(reg *durable.Registry, optFns ...func(*durable.Options)) *du
 		fns = append(fns, h.f.Options)
 	}
 	fns = append(fns, optFns...)
+	fns = append(fns, func(o *durable.Options) {
+		for _, d := range []*time.Duration{
+			&o.OrchestratorLockTimeout, &o.OrchestratorLockRenewalBuffer,
+			&o.WorkerLockTimeout, &o.WorkerLockRenewalBuffer,
+			&o.SessionLockTimeout, &o.SessionLockRenewalBuffer,
+		} {
+			*d = h.Lease(*d)
+		}
+	})
 	rt, err := durable.NewRuntime(h.P, reg, fns...)
 	if err != nil {
 		h.Fatalf("NewRuntime: %v", err)
@@ -180,6 +195,15 @@ func (h *H) Runtime(reg *durable.Registry, optFns ...func(*durable.Options)) *du
 		}
 	})
 	return rt
+}
+
+// Lease returns d scaled by the factory's LeaseScale: use it for every
+// lease a test takes or sets.
+func (h *H) Lease(d time.Duration) time.Duration {
+	if h.f.LeaseScale <= 1 {
+		return d
+	}
+	return time.Duration(float64(d) * h.f.LeaseScale)
 }
 
 // Serve registers defs and starts one runtime for them.
