@@ -1,0 +1,58 @@
+package runtimetest
+
+import "testing"
+
+// wantTests pins the number of ported tests per category, so that a test
+// lost in an edit fails here rather than silently shrinking the suite.
+var wantTests = map[string]int{
+	"Samples":             34,
+	"Composition":         31,
+	"Timers":              9,
+	"Retry":               44,
+	"SystemCalls":         11,
+	"ContinueAsNew":       7,
+	"Errors":              17,
+	"OrchestrationStatus": 8,
+	"Cancellation":        26,
+	"ExternalEvents":      16,
+	"CustomStatus":        15,
+	"KV":                  65,
+	"Poison":              19,
+	"Reliability":         30,
+	"Sessions":            23,
+	"Tags":                11,
+	"Versioning":          36,
+	"Management":          32,
+	"Scenarios":           28,
+}
+
+func TestInventory(t *testing.T) {
+	cats := Categories()
+	if len(cats) != len(wantTests) {
+		t.Errorf("%d categories, want %d", len(cats), len(wantTests))
+	}
+	total := 0
+	for _, c := range cats {
+		want, ok := wantTests[c.Name]
+		if !ok {
+			t.Errorf("category %s is not pinned", c.Name)
+		}
+		if len(c.Tests) != want {
+			t.Errorf("category %s has %d tests, want %d", c.Name, len(c.Tests), want)
+		}
+		seen := map[string]bool{}
+		for _, test := range c.Tests {
+			if test.Name == "" || test.Run == nil {
+				t.Errorf("category %s: a test without a name or body", c.Name)
+			}
+			if seen[test.Name] {
+				t.Errorf("category %s: %s twice", c.Name, test.Name)
+			}
+			seen[test.Name] = true
+		}
+		total += len(c.Tests)
+	}
+	if total != 462 {
+		t.Errorf("%d tests in all, want 462", total)
+	}
+}
