@@ -12,6 +12,7 @@ var wantTests = map[string]int{
 	"SystemCalls":         11,
 	"ContinueAsNew":       7,
 	"Errors":              17,
+	"Nondeterminism":      0,
 	"OrchestrationStatus": 8,
 	"Cancellation":        26,
 	"ExternalEvents":      16,

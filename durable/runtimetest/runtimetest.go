@@ -73,6 +73,7 @@ func Categories() []Category {
 		{"SystemCalls", systemCallTests},
 		{"ContinueAsNew", continueAsNewTests},
 		{"Errors", errorTests},
+		{"Nondeterminism", nondeterminismTests},
 		{"OrchestrationStatus", statusTests},
 		{"Cancellation", cancellationTests},
 		{"ExternalEvents", externalEventTests},

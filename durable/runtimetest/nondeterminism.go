@@ -1,0 +1,3 @@
+package runtimetest
+
+var nondeterminismTests = []Test{}
