@@ -37,9 +37,9 @@ type Factory struct {
 	// Options adjusts every runtime the suite starts (for example longer
 	// lease timeouts for a provider with slower requests).
 	Options func(*durable.Options)
-	// LeaseScale multiplies every lease a test asks for (lock timeouts and
-	// renewal buffers of the runtimes it starts, and leases it takes
-	// itself through H.Lease): a provider whose requests take a large
+	// LeaseScale multiplies every lease under 15 s a test asks for (lock
+	// timeouts and their renewal buffers of the runtimes it starts, and
+	// leases it takes itself through H.Lease): a provider whose requests take a large
 	// share of a short lease (an emulator shared by parallel tests) keeps
 	// the same margins. Zero means 1.
 	LeaseScale float64
@@ -173,12 +173,14 @@ func (h *H) Runtime(reg *durable.Registry, optFns ...func(*durable.Options)) *du
 	}
 	fns = append(fns, optFns...)
 	fns = append(fns, func(o *durable.Options) {
-		for _, d := range []*time.Duration{
-			&o.OrchestratorLockTimeout, &o.OrchestratorLockRenewalBuffer,
-			&o.WorkerLockTimeout, &o.WorkerLockRenewalBuffer,
-			&o.SessionLockTimeout, &o.SessionLockRenewalBuffer,
+		for _, pair := range [][2]*time.Duration{
+			{&o.OrchestratorLockTimeout, &o.OrchestratorLockRenewalBuffer},
+			{&o.WorkerLockTimeout, &o.WorkerLockRenewalBuffer},
+			{&o.SessionLockTimeout, &o.SessionLockRenewalBuffer},
 		} {
-			*d = h.Lease(*d)
+			if h.Lease(*pair[0]) != *pair[0] { // a short lease: scale its buffer with it
+				*pair[0], *pair[1] = h.Lease(*pair[0]), time.Duration(float64(*pair[1])*h.f.LeaseScale)
+			}
 		}
 	})
 	rt, err := durable.NewRuntime(h.P, reg, fns...)
@@ -198,10 +200,14 @@ func (h *H) Runtime(reg *durable.Registry, optFns ...func(*durable.Options)) *du
 	return rt
 }
 
-// Lease returns d scaled by the factory's LeaseScale: use it for every
-// lease a test takes or sets.
+// longLease is where scaling stops: a lease this long leaves any provider
+// room (and scaling it would push renewals past session idle timeouts).
+const longLease = 15 * time.Second
+
+// Lease returns d scaled by the factory's LeaseScale when it is shorter than
+// 15 s: use it for every lease a test takes or sets.
 func (h *H) Lease(d time.Duration) time.Duration {
-	if h.f.LeaseScale <= 1 {
+	if h.f.LeaseScale <= 1 || d >= longLease {
 		return d
 	}
 	return time.Duration(float64(d) * h.f.LeaseScale)
