@@ -130,9 +130,10 @@ func ReplayJSON(reg *durable.Registry, r io.Reader) error {
 //   - the code cancels nothing that history did not cancel.
 //
 // Recorded failures that did not come from the code (poison,
-// infrastructure) cannot be reproduced by a replay; for them only the
-// schedules are checked. KV state is rebuilt from the KV events of the
-// instance's earlier executions in events and of the execution itself.
+// infrastructure, a completion that matched no schedule) cannot be
+// reproduced by a replay; for them only the schedules are checked. KV
+// state is rebuilt from the KV events of the instance's earlier executions
+// in events and of the execution itself.
 //
 // A mismatch is a *[ReplayError], which wraps [durable.ErrNondeterminism].
 // An orchestration reg does not hold is an error wrapping neither.
@@ -229,7 +230,9 @@ func isDroppedFuture(ev provider.Event) bool {
 
 // reproducible reports whether a recorded terminal failure can come from
 // replaying the code: application failures (errors, panics, cancellation,
-// limits) and nondeterminism can; poison and infrastructure failures cannot.
+// limits) and nondeterminism can; poison and infrastructure failures cannot,
+// nor can nondeterminism found in a turn's messages (a completion without a
+// matching schedule, or of the wrong kind), which history does not record.
 func reproducible(terminal *provider.Event) bool {
 	if terminal == nil {
 		return true
@@ -238,9 +241,14 @@ func reproducible(terminal *provider.Event) bool {
 	if !ok {
 		return true
 	}
-	switch f.Details.(type) {
+	switch d := f.Details.(type) {
 	case provider.PoisonDetails, provider.InfrastructureDetails:
 		return false
+	case provider.ConfigurationDetails:
+		if d.Message != nil && (strings.HasPrefix(*d.Message, "no matching schedule for ") ||
+			strings.HasPrefix(*d.Message, "completion kind mismatch for id=")) {
+			return false
+		}
 	}
 	return true
 }
