@@ -225,13 +225,26 @@ func NewRuntime(p provider.Provider, reg *Registry, optFns ...func(*Options)) (*
 // Client returns a client over the runtime's provider.
 func (r *Runtime) Client() *Client { return r.client }
 
+// layoutChecker is a provider that checks the stored data's layout (the
+// DynamoDB provider's shard count) before it is used.
+type layoutChecker interface {
+	CheckLayout(ctx context.Context) error
+}
+
 // Start starts the runtime's slots and returns at once. It fails if the
-// runtime was started before.
+// runtime was started before, or if the provider checks its stored layout
+// (dynamo.Provider.CheckLayout) and it does not match. ctx supplies values
+// only: the runtime runs until Shutdown.
 func (r *Runtime) Start(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.started {
 		return errors.New("durable: runtime already started")
+	}
+	if lc, ok := r.p.(layoutChecker); ok {
+		if err := lc.CheckLayout(ctx); err != nil {
+			return fmt.Errorf("durable: start: %w", err)
+		}
 	}
 	r.started = true
 	fetchCtx, stop := context.WithCancel(context.WithoutCancel(ctx))

@@ -51,6 +51,8 @@ type Provider struct {
 	leases workLeases
 	// txs keeps transactions whose outcome may be unknown (resend.go).
 	txs txCache
+	// layout records that CheckLayout found the stored layout matching.
+	layout layoutCheck
 
 	seqMu    sync.Mutex
 	seqLast  int64

@@ -24,6 +24,11 @@ const (
 	InstancePrefix = "I#" // an instance's partition: control rows and history
 	WorkerPrefix   = "W#" // an instance's worker-queue rows
 	SessionPrefix  = "S#" // a session record
+
+	// LayoutPK and LayoutSK key the table's layout record. The partition
+	// starts with '#', so it is none of the prefixed partitions above.
+	LayoutPK = "#LAYOUT"
+	LayoutSK = "#LAYOUT"
 )
 
 // Sort keys and sort-key prefixes inside an instance partition. Control

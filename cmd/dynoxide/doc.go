@@ -1,0 +1,77 @@
+// Command dynoxide starts, signals, inspects and manages durable
+// orchestrations stored in a DynamoDB table by the dynamo provider. It talks
+// to the table (and, when given, the wake-up queues) only, so it works from
+// any machine with access to them, with or without a running runtime.
+//
+// Usage:
+//
+//	dynoxide [global flags] <command> [arguments] [flags]
+//
+// Flags may come before or after the command and its arguments; "--" ends
+// the flags.
+//
+// Commands:
+//
+//	start <orchestration> <instance> [--input JSON|@file] [--raw] [--version v] [--wait]
+//	status <instance>
+//	wait <instance>
+//	raise <instance> <event> [--data JSON|@file] [--raw]
+//	enqueue <instance> <queue> [--data JSON|@file] [--raw]
+//	cancel <instance> [--reason text]
+//	list [--status Running|Completed|Failed|ContinuedAsNew] [--limit N]
+//	info <instance>
+//	tree <instance>
+//	history <instance> [--execution N | --all] [--json]
+//	kv <instance> [key]
+//	metrics
+//	delete <instance> [--force]
+//	delete --completed-before D [--limit N] [--dry-run]
+//	prune <instance> [--keep-last N] [--completed-before D]
+//	prune --all [--keep-last N] [--completed-before D] [--limit N]
+//	table create|ensure
+//	help [command]
+//
+// D is a duration back from now ("720h") or an RFC 3339 time.
+//
+// Global flags, with the environment variables that set their defaults:
+//
+//	--table       DYNOXIDE_TABLE                    the table (required)
+//	--region      AWS_REGION, AWS_DEFAULT_REGION    the AWS region
+//	--orchestrator-queue-url  DYNOXIDE_ORCHESTRATOR_QUEUE_URL
+//	--worker-queue-url        DYNOXIDE_WORKER_QUEUE_URL
+//	                      the wake-up queues of the runtimes; without them
+//	                      work enqueued by the CLI is found by running
+//	                      dispatchers at their next sweep (a warning says so)
+//	--shards      DYNOXIDE_SHARDS                   the table's shard count;
+//	                      default: the count stored in the table (16 for a
+//	                      new table). A count that differs from the stored
+//	                      one is refused.
+//	--dynamodb-endpoint  DYNOXIDE_DYNAMODB_ENDPOINT, AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL
+//	--sqs-endpoint       DYNOXIDE_SQS_ENDPOINT, AWS_ENDPOINT_URL_SQS, AWS_ENDPOINT_URL
+//	--output      DYNOXIDE_OUTPUT                   text (default) or json
+//	--timeout     limit for the whole command (0: none); for wait and
+//	              start --wait, reaching it exits with code 4
+//
+// Credentials and everything else come from the AWS SDK's default chain:
+// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE and the shared
+// files, SSO, container and instance roles.
+//
+// Progress of long work (list, bulk delete, bulk prune) goes to standard
+// error, every DYNOXIDE_PROGRESS_EVERY instances (default 100); so does the
+// live line of wait, rewritten in place on a terminal and one line per
+// change otherwise. Results go to standard output: text, or with
+// --output json one JSON document (history --json: duroxide JSON lines,
+// one event per line, the input of durabletest.ReplayHistory).
+//
+// Exit codes:
+//
+//	0  success
+//	1  error (AWS, table, layout, credentials, ...)
+//	2  usage: unknown command or flag, missing or malformed argument
+//	3  not found: unknown instance, execution or key
+//	4  wait timeout: --timeout ran out before the instance finished
+//	5  the orchestration failed (wait, start --wait)
+//
+// Errors are printed as one line on standard error, and a command that
+// fails on bad input changes nothing.
+package main

@@ -1,0 +1,150 @@
+package dynamo_test
+
+import (
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynoxide/dynoxide/dynamo"
+	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
+	"github.com/dynoxide/dynoxide/provider"
+)
+
+// TestLayoutWrittenOnFirstCheck: a new table gets the first provider's
+// layout; later checks with the same options pass without a request.
+func TestLayoutWrittenOnFirstCheck(t *testing.T) {
+	t.Parallel()
+	meter := &dynamotest.Meter{}
+	p, env := dynamotest.New(t, dynamotest.Config{Shards: 8, Meter: meter})
+	ctx := t.Context()
+
+	if _, found, err := dynamo.ReadLayout(ctx, env.DB, env.Table); err != nil || found {
+		t.Fatalf("ReadLayout on a new table = found %v, %v; want nothing", found, err)
+	}
+	must(t, p.CheckLayout(ctx), "CheckLayout")
+	got, found, err := dynamo.ReadLayout(ctx, env.DB, env.Table)
+	if err != nil || !found {
+		t.Fatalf("ReadLayout after CheckLayout = found %v, %v", found, err)
+	}
+	if want := (dynamo.Layout{Shards: 8, Version: dynamo.LayoutVersion}); got != want || p.Layout() != want {
+		t.Fatalf("stored layout %+v, provider layout %+v; want %+v", got, p.Layout(), want)
+	}
+
+	meter.Reset()
+	must(t, p.CheckLayout(ctx), "second CheckLayout")
+	if n := meter.Usage().Total(); n != 0 {
+		t.Fatalf("second CheckLayout made %d requests; want 0", n)
+	}
+
+	// A second provider with the same shard count, as another process.
+	q := env.NewProvider(t, dynamotest.Config{Shards: 8})
+	must(t, q.CheckLayout(ctx), "CheckLayout of a second provider")
+}
+
+// TestLayoutMismatchRefused: a provider whose shard count differs from the
+// table's fails CheckLayout with ErrLayoutMismatch and changes nothing.
+func TestLayoutMismatchRefused(t *testing.T) {
+	t.Parallel()
+	p, env := dynamotest.New(t, dynamotest.Config{Shards: 4})
+	ctx := t.Context()
+	must(t, p.CheckLayout(ctx), "CheckLayout")
+
+	q := env.NewProvider(t, dynamotest.Config{Shards: 16})
+	for range 2 { // a failure is not remembered as a success
+		err := q.CheckLayout(ctx)
+		if !errors.Is(err, dynamo.ErrLayoutMismatch) {
+			t.Fatalf("CheckLayout with 16 shards on a 4-shard table = %v; want ErrLayoutMismatch", err)
+		}
+		var me *dynamo.LayoutMismatchError
+		if !errors.As(err, &me) || me.Stored.Shards != 4 || me.Configured.Shards != 16 || me.Table != env.Table {
+			t.Fatalf("error %v: want a LayoutMismatchError with stored 4, configured 16 and the table", err)
+		}
+	}
+	got, _, err := dynamo.ReadLayout(ctx, env.DB, env.Table)
+	if err != nil || got.Shards != 4 {
+		t.Fatalf("stored layout after a refused check = %+v, %v; want 4 shards", got, err)
+	}
+}
+
+// TestLayoutConcurrentFirstChecks: providers opening a new table at once
+// with different shard counts agree on one layout; the others are refused.
+func TestLayoutConcurrentFirstChecks(t *testing.T) {
+	t.Parallel()
+	env := dynamotest.NewEnv(t, false)
+	ctx := t.Context()
+	shards := []int{2, 2, 3, 3, 5}
+	errs := make([]error, len(shards))
+	var wg sync.WaitGroup
+	for i, n := range shards {
+		p := env.NewProvider(t, dynamotest.Config{Shards: n})
+		wg.Go(func() { errs[i] = p.CheckLayout(ctx) })
+	}
+	wg.Wait()
+	stored, found, err := dynamo.ReadLayout(ctx, env.DB, env.Table)
+	if err != nil || !found {
+		t.Fatalf("ReadLayout = found %v, %v", found, err)
+	}
+	for i, n := range shards {
+		switch {
+		case n == stored.Shards && errs[i] != nil:
+			t.Errorf("provider with the stored %d shards: %v", n, errs[i])
+		case n != stored.Shards && !errors.Is(errs[i], dynamo.ErrLayoutMismatch):
+			t.Errorf("provider with %d shards on a %d-shard table: %v; want ErrLayoutMismatch", n, stored.Shards, errs[i])
+		}
+	}
+}
+
+// TestLayoutRecordInvisible: the layout record is not an instance; listings
+// and metrics do not see it.
+func TestLayoutRecordInvisible(t *testing.T) {
+	t.Parallel()
+	p, _ := dynamotest.New(t, dynamotest.Config{})
+	ctx := t.Context()
+	must(t, p.CheckLayout(ctx), "CheckLayout")
+	ids, err := p.ListInstances(ctx)
+	if err != nil || len(ids) != 0 {
+		t.Fatalf("ListInstances = %v, %v; want none", ids, err)
+	}
+	m, err := p.SystemMetrics(ctx)
+	if err != nil || m.TotalInstances != 0 {
+		t.Fatalf("SystemMetrics = %+v, %v; want no instances", m, err)
+	}
+}
+
+// TestLayoutMissingTable: CheckLayout on a table that does not exist fails
+// with DynamoDB's ResourceNotFoundException, permanently.
+func TestLayoutMissingTable(t *testing.T) {
+	t.Parallel()
+	_, env := dynamotest.New(t, dynamotest.Config{})
+	env.Table += "-missing"
+	p := env.NewProvider(t, dynamotest.Config{})
+	err := p.CheckLayout(t.Context())
+	var nf *types.ResourceNotFoundException
+	if !errors.As(err, &nf) || provider.IsRetryable(err) {
+		t.Fatalf("CheckLayout on a missing table = %v; want a permanent ResourceNotFoundException", err)
+	}
+}
+
+// TestLayoutMalformedRecord: a layout record that does not parse is
+// refused, not overwritten.
+func TestLayoutMalformedRecord(t *testing.T) {
+	t.Parallel()
+	p, env := dynamotest.New(t, dynamotest.Config{})
+	ctx := t.Context()
+	_, err := env.DB.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(env.Table),
+		Item: map[string]types.AttributeValue{
+			"pk":     &types.AttributeValueMemberS{Value: "#LAYOUT"},
+			"sk":     &types.AttributeValueMemberS{Value: "#LAYOUT"},
+			"shards": &types.AttributeValueMemberS{Value: "four"},
+		},
+	})
+	must(t, err, "PutItem")
+	if err := p.CheckLayout(ctx); err == nil || errors.Is(err, dynamo.ErrLayoutMismatch) {
+		t.Fatalf("CheckLayout on a malformed record = %v; want a decoding error", err)
+	}
+}
