@@ -242,7 +242,16 @@ func (r *Runtime) Start(ctx context.Context) error {
 		return errors.New("durable: runtime already started")
 	}
 	if lc, ok := r.p.(layoutChecker); ok {
-		if err := lc.CheckLayout(ctx); err != nil {
+		var err error
+		for attempt := range 5 {
+			if attempt > 0 && !sleep(ctx, 50*time.Millisecond<<attempt) {
+				break
+			}
+			if err = lc.CheckLayout(ctx); err == nil || !provider.IsRetryable(err) {
+				break
+			}
+		}
+		if err != nil {
 			return fmt.Errorf("durable: start: %w", err)
 		}
 	}
