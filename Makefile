@@ -3,8 +3,10 @@
 #   make test   every test, with the race detector (what CI runs)
 #   make lint   go vet, gofmt, actionlint (.github/workflows) and durablevet
 #               (the determinism analyzer) over the runtime's packages
-#   make run    the conformance suite against the DynamoDB provider on the
-#               embedded emulator, with a readable per-category summary
+#   make run    the demo (cmd/demo): an order workflow on two runtime nodes
+#               over DynamoDB and SQS (embedded emulators unless configured)
+#   make conformance  the conformance suite against the DynamoDB provider on
+#               the embedded emulator, with a readable per-category summary
 #   make bench  DynamoDB requests and capacity units per provider operation
 #   make tf-validate  terraform fmt, init and validate of terraform/, offline
 #   make tf-test      terraform apply of terraform/examples/basic against an
@@ -13,7 +15,7 @@
 GO       ?= go
 PARALLEL ?= 16
 
-.PHONY: test lint run bench tf-validate tf-test
+.PHONY: test lint run conformance bench tf-validate tf-test
 
 # One package at a time (-p 1): each test binary runs its own emulator, and
 # two at once on a small machine slow requests past the 200-500 ms windows
@@ -29,6 +31,9 @@ lint:
 	@if [ -d durable ]; then echo "$(GO) run ./cmd/durablevet ./durable/..."; $(GO) run ./cmd/durablevet ./durable/...; fi
 
 run:
+	$(GO) run ./cmd/demo
+
+conformance:
 	$(GO) test -count=1 -parallel $(PARALLEL) -timeout 20m -json -run '^TestValidation$$' . \
 		| $(GO) run ./cmd/suitereport
 

@@ -78,6 +78,9 @@ func TestRuntimeValidationWithFaults(t *testing.T) {
 			}
 		}
 		f := runtimeFactory(c)
+		exact := c
+		exact.Options = nil
+		f.Exact = runtimeFactory(exact).New
 		f.ClientProvider = func(p provider.Provider) provider.Provider {
 			return providertest.Retrying(p, providertest.RetryPolicy{})
 		}

@@ -95,6 +95,11 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 		}
 	}
 	turn := &turnState{token: token, st: st, ver: ver, until: until, batch: sks, attempts: attempts, undelivered: before}
+	if ctx.Err() != nil {
+		// The claim landed but the caller is gone: hand the instance back.
+		p.releaseUndelivered(st.id, turn)
+		return nil, ctx.Err()
+	}
 	if p.nowMs() >= until {
 		p.o.Logf("dynamo: lock on instance %q expired before the fetch returned (lock timeout %v); released", st.id, lockTimeout)
 		p.releaseUndelivered(st.id, turn)
@@ -105,7 +110,13 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 
 // heldBy reports whether the row at k holds lock token (a consistent
 // read): how a write whose response was lost is found to have landed.
+//
+// It reads even when ctx was cancelled, the usual cause of an unknown
+// outcome: a claim that landed must be found and released, or the row
+// stays locked until its lease ends.
 func (p *Provider) heldBy(ctx context.Context, k item, token string) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unknownOutcomeReadTimeout)
+	defer cancel()
 	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: p.table, Key: k, ConsistentRead: aws.Bool(true),
 		ProjectionExpression: aws.String("#tok"), ExpressionAttributeNames: map[string]string{"#tok": attrToken},
@@ -116,6 +127,10 @@ func (p *Provider) heldBy(ctx context.Context, k item, token string) (bool, erro
 	held, _, _ := strAttr(out.Item, attrToken)
 	return held == token, nil
 }
+
+// unknownOutcomeReadTimeout bounds the read that settles an unknown
+// outcome after the caller's context ended.
+const unknownOutcomeReadTimeout = 5 * time.Second
 
 // lockItem is a lock row at version ver holding no lock.
 func lockItem(instance string, ver uint64, attempts map[string]uint32) item {

@@ -328,6 +328,11 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 			}
 		}
 	}
+	if ctx.Err() != nil {
+		// The claim landed but the caller is gone: hand the activity back.
+		_ = p.AbandonWorkItem(context.WithoutCancel(ctx), token, 0, true)
+		return nil, ctx.Err()
+	}
 	if p.nowMs() >= until {
 		p.o.Logf("dynamo: lock on activity %d of instance %q expired before the fetch returned (lock timeout %v); released", actID, instance, lockTimeout)
 		_ = p.AbandonWorkItem(context.WithoutCancel(ctx), token, 0, false)

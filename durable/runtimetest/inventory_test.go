@@ -57,3 +57,18 @@ func TestInventory(t *testing.T) {
 		t.Errorf("%d tests in all, want 470", total)
 	}
 }
+
+// TestExactDeliveryNamesExist keeps ExactDelivery in step with the tests.
+func TestExactDeliveryNamesExist(t *testing.T) {
+	names := map[string]bool{}
+	for _, c := range Categories() {
+		for _, test := range c.Tests {
+			names[c.Name+"/"+test.Name] = true
+		}
+	}
+	for name := range ExactDelivery {
+		if !names[name] {
+			t.Errorf("ExactDelivery names %s, which is not a test", name)
+		}
+	}
+}
