@@ -25,6 +25,7 @@ func (r *Runtime) orchestrationSlot(fetchCtx, workCtx context.Context, slot int)
 	for fetchCtx.Err() == nil {
 		began := time.Now()
 		item, err := r.p.FetchOrchestrationItem(fetchCtx, r.opts.OrchestratorLockTimeout, r.opts.LongPollTimeout, &filter)
+		r.tel.fetched(fetchCtx, queueOrchestrator, began, item != nil, err)
 		if err != nil {
 			if fetchCtx.Err() != nil {
 				return
@@ -44,8 +45,14 @@ func (r *Runtime) orchestrationSlot(fetchCtx, workCtx context.Context, slot int)
 }
 
 // processOrchestration runs one locked turn and commits it.
+//
+// A turn in flight finishes and commits even when the runtime shuts down:
+// its requests do not use the shutdown's cancellation.
 func (r *Runtime) processOrchestration(ctx context.Context, item *provider.OrchestrationItem) {
+	ctx = context.WithoutCancel(ctx)
 	log := r.log.With("instance_id", item.Instance, "execution_id", item.ExecutionID)
+	ctx, tt := r.tel.startTurn(ctx, item, r.opts.Now())
+	defer tt.end()
 	if item.HistoryError != nil {
 		r.corruptHistory(ctx, log, item)
 		return
@@ -69,6 +76,7 @@ func (r *Runtime) processOrchestration(ctx context.Context, item *provider.Orche
 			Message:     messagesJSON(item.Messages),
 		}
 		log.Error("orchestration poisoned", "attempts", item.AttemptCount, "max_attempts", r.opts.MaxAttempts)
+		tt.poisoned()
 	}
 	turnCtx, endTurn := context.WithCancel(ctx)
 	defer endTurn()
@@ -100,6 +108,7 @@ func (r *Runtime) processOrchestration(ctx context.Context, item *provider.Orche
 	select {
 	case err := <-lost:
 		log.Warn("orchestration lock lost during the turn; dropping it", "error", err)
+		tt.lockLost()
 		return
 	default:
 	}
@@ -117,12 +126,14 @@ func (r *Runtime) commitTurn(ctx context.Context, log *slog.Logger, item *provid
 	err := r.ackWithRetry(ctx, item.LockToken, turn.Commit)
 	switch {
 	case err == nil:
+		r.tel.turn(ctx).committed(turn)
 		if turn.Outcome == replay.Completed || turn.Outcome == replay.Failed {
 			log.Debug("orchestration ended", "outcome", turn.Outcome, "name", turn.Name)
 		}
 		return
 	case errors.Is(err, provider.ErrInvalidLockToken):
 		log.Warn("orchestration lock lost before the commit; another runtime owns the instance", "error", err)
+		r.tel.turn(ctx).lockLost()
 		return
 	case provider.IsRetryable(err):
 		log.Warn("orchestration commit failed; abandoning the turn", "error", err)
@@ -141,7 +152,9 @@ func (r *Runtime) commitTurn(ctx context.Context, log *slog.Logger, item *provid
 	if ferr != nil {
 		log.Error("recording the failure failed; abandoning the turn", "error", ferr)
 		r.abandonOrchestration(ctx, log, item, 50*time.Millisecond, false)
+		return
 	}
+	r.tel.turn(ctx).committed(failed)
 }
 
 // ackWithRetry acks a turn, retrying retryable failures five times.
@@ -201,9 +214,12 @@ func (r *Runtime) corruptHistory(ctx context.Context, log *slog.Logger, item *pr
 		Metadata: provider.ExecutionMetadata{Status: provider.StatusFailed, Output: &output},
 	}
 	log.Error("history did not decode; failing the execution", "error", item.HistoryError)
+	r.tel.turn(ctx).poisoned()
 	if err := r.ackWithRetry(ctx, item.LockToken, commit); err != nil {
 		r.abandonOrchestration(ctx, log, item, time.Second, false)
+		return
 	}
+	r.tel.turn(ctx).failedExecution(output)
 }
 
 // notifyParent resolves the parent's execution and adds the child's result

@@ -10,6 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/dynoxide/dynoxide/durable/internal/replay"
 	"github.com/dynoxide/dynoxide/provider"
 )
@@ -100,6 +103,15 @@ type Options struct {
 	// TurnTimeout bounds how long orchestration code may run without
 	// awaiting; default 60 s.
 	TurnTimeout time.Duration
+	// TracerProvider, when set, receives a span per orchestration turn, per
+	// activity delivery and per provider call the runtime makes, all of one
+	// instance in one trace (docs/runtime.md, "Observability"). Default
+	// nil: no spans, and no tracing code runs.
+	TracerProvider trace.TracerProvider
+	// MeterProvider, when set, receives the runtime's metrics: turns,
+	// activities, failures, poison, lock losses, fetch latency and queue
+	// wait. Default nil: no metrics, and no metering code runs.
+	MeterProvider metric.MeterProvider
 }
 
 func (o *Options) setDefaults() {
@@ -188,6 +200,7 @@ type Runtime struct {
 	opts   Options
 	log    *slog.Logger
 	client *Client
+	tel    *telemetry
 
 	mu       sync.Mutex
 	started  bool
@@ -211,13 +224,21 @@ func NewRuntime(p provider.Provider, reg *Registry, optFns ...func(*Options)) (*
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	tel, err := newTelemetry(o.TracerProvider, o.MeterProvider)
+	if err != nil {
+		return nil, fmt.Errorf("durable: telemetry: %w", err)
+	}
 	r := &Runtime{
 		p:        p,
 		reg:      reg,
 		opts:     o,
 		log:      o.Logger.With("runtime_id", o.RuntimeID),
 		client:   NewClient(p),
+		tel:      tel,
 		sessions: newSessionTracker(),
+	}
+	if tel.tracing {
+		r.p = traceProvider(p, tel.tracer)
 	}
 	return r, nil
 }

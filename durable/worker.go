@@ -99,6 +99,7 @@ func (r *Runtime) workerSlot(fetchCtx, workCtx context.Context, slot int) {
 			session = &provider.SessionFetchConfig{OwnerID: owner, LockTimeout: r.opts.SessionLockTimeout}
 		}
 		item, err := r.p.FetchWorkItem(fetchCtx, r.opts.WorkerLockTimeout, r.opts.LongPollTimeout, session, r.opts.WorkerTags)
+		r.tel.fetched(fetchCtx, queueWorker, began, item != nil, err)
 		if err != nil {
 			if fetchCtx.Err() != nil {
 				return
@@ -121,6 +122,8 @@ func (r *Runtime) workerSlot(fetchCtx, workCtx context.Context, slot int) {
 func (r *Runtime) processWork(ctx context.Context, locked *provider.LockedWorkItem, owner string) {
 	item := locked.Item
 	log := r.log.With("instance_id", item.Instance, "execution_id", item.ExecutionID, "activity_name", item.Name, "activity_id", item.ID)
+	ctx, at := r.tel.startActivity(ctx, locked)
+	defer at.end()
 	if item.SessionID != nil {
 		if !r.sessions.enter(*item.SessionID, r.opts.MaxSessionsPerRuntime) {
 			r.abandonWork(ctx, log, locked.LockToken, 100*time.Millisecond, true)
@@ -130,6 +133,7 @@ func (r *Runtime) processWork(ctx context.Context, locked *provider.LockedWorkIt
 	}
 	if locked.AttemptCount > r.opts.MaxAttempts {
 		log.Error("activity poisoned", "attempts", locked.AttemptCount, "max_attempts", r.opts.MaxAttempts)
+		at.finished(outcomePoisoned, "poisoned")
 		r.ackWork(ctx, log, locked, provider.ActivityFailedItem{
 			Instance: item.Instance, ExecutionID: item.ExecutionID, ID: item.ID,
 			Details: provider.PoisonDetails{
@@ -150,13 +154,14 @@ func (r *Runtime) processWork(ctx context.Context, locked *provider.LockedWorkIt
 	result, err, cause := r.runActivity(ctx, log, locked, owner, fn)
 	switch {
 	case errors.Is(cause, ErrShutdown):
-		if err == nil || !errors.Is(err, context.Canceled) {
+		if err == nil || !(errors.Is(err, context.Canceled) || errors.Is(err, ErrShutdown)) {
 			break // it finished despite the shutdown: ack below
 		}
 		r.abandonWork(context.WithoutCancel(ctx), log, locked.LockToken, 0, true)
 		return
 	case cause != nil:
 		log.Info("activity cancelled", "cause", cause)
+		at.finished(outcomeCancelled, "")
 		// The lock is normally gone (item cancelled or lock lost) and this
 		// abandon fails harmlessly. After a transient renewal failure the
 		// lock may still be held: abandoning, unlike acking without a
@@ -167,9 +172,11 @@ func (r *Runtime) processWork(ctx context.Context, locked *provider.LockedWorkIt
 	}
 	var completion provider.WorkItem
 	if err != nil {
+		at.finished(outcomeFailed, err.Error())
 		completion = provider.ActivityFailedItem{Instance: item.Instance, ExecutionID: item.ExecutionID, ID: item.ID,
 			Details: provider.ApplicationDetails{Kind: provider.AppErrorKind{Code: provider.AppActivityFailed}, Message: err.Error()}}
 	} else {
+		at.finished(outcomeCompleted, "")
 		completion = provider.ActivityCompletedItem{Instance: item.Instance, ExecutionID: item.ExecutionID, ID: item.ID, Result: result}
 	}
 	r.ackWork(context.WithoutCancel(ctx), log, locked, completion)
@@ -194,6 +201,7 @@ func (r *Runtime) runActivity(ctx context.Context, log *slog.Logger, locked *pro
 		},
 		func(err error) {
 			log.Warn("activity lock lost; cancelling the activity", "error", err)
+			r.tel.activity(ctx).lockLost()
 			cancel(ErrActivityCancelled)
 		})
 	type outcome struct {
@@ -236,11 +244,11 @@ func (r *Runtime) runActivity(ctx context.Context, log *slog.Logger, locked *pro
 // ackWork acks an activity's completion; a result the provider cannot
 // store fails the activity instead.
 func (r *Runtime) ackWork(ctx context.Context, log *slog.Logger, locked *provider.LockedWorkItem, completion provider.WorkItem) {
-	err := r.p.AckWorkItem(ctx, locked.LockToken, completion)
+	err := r.ackWorkWithRetry(ctx, locked.LockToken, completion)
 	if errors.Is(err, provider.ErrInvalidInput) {
 		item := locked.Item
 		log.Warn("activity result refused by the provider; failing the activity", "error", err)
-		err = r.p.AckWorkItem(ctx, locked.LockToken, provider.ActivityFailedItem{
+		err = r.ackWorkWithRetry(ctx, locked.LockToken, provider.ActivityFailedItem{
 			Instance: item.Instance, ExecutionID: item.ExecutionID, ID: item.ID,
 			Details: provider.ApplicationDetails{Kind: provider.AppErrorKind{Code: provider.AppActivityFailed}, Message: "result too large: " + err.Error()},
 		})
@@ -249,10 +257,29 @@ func (r *Runtime) ackWork(ctx context.Context, log *slog.Logger, locked *provide
 	case err == nil:
 	case errors.Is(err, provider.ErrInvalidLockToken):
 		log.Warn("activity lock lost before the ack; its result is discarded", "error", err)
+		r.tel.activity(ctx).lockLost()
 	default:
 		log.Warn("activity ack failed; abandoning for a retry", "error", err)
 		r.abandonWork(ctx, log, locked.LockToken, 100*time.Millisecond, false)
 	}
+}
+
+// ackWorkWithRetry acks an activity, retrying retryable failures five
+// times with the same token: a retry of an ack that committed but lost its
+// response succeeds (the provider's contract), so the activity is not run
+// again for a transient failure.
+func (r *Runtime) ackWorkWithRetry(ctx context.Context, token string, completion provider.WorkItem) error {
+	var err error
+	for attempt := range 6 {
+		if attempt > 0 && !sleep(ctx, 10*time.Millisecond<<(attempt-1)) {
+			return err
+		}
+		err = r.p.AckWorkItem(ctx, token, completion)
+		if err == nil || !provider.IsRetryable(err) {
+			return err
+		}
+	}
+	return err
 }
 
 func (r *Runtime) abandonWork(ctx context.Context, log *slog.Logger, token string, delay time.Duration, ignoreAttempt bool) {

@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dynoxide/dynoxide/provider"
 	"github.com/dynoxide/dynoxide/queues"
@@ -89,6 +91,21 @@ type Options struct {
 	// MaxLongPoll caps the WaitTimeSeconds of one SQS receive; see
 	// [queues.Options.MaxLongPoll]. Default 20 s.
 	MaxLongPoll time.Duration
+
+	// TracerProvider, when set, receives a client span per DynamoDB and SQS
+	// request (an SDK middleware added to every call, on the clients New
+	// builds and on Client and SQSClient alike), a child of the span in the
+	// call's context, with the semantic conventions' attributes
+	// (rpc.system aws-api, rpc.service, rpc.method, db.system dynamodb,
+	// aws.dynamodb.table_names, aws.request_id). Default nil: no spans.
+	TracerProvider trace.TracerProvider
+
+	// MeterProvider, when set, receives the metrics dynamo.aws.requests,
+	// dynamo.dynamodb.consumed_capacity and rpc.client.call.duration. With
+	// it set, every DynamoDB request that does not say otherwise asks for
+	// its consumed capacity (ReturnConsumedCapacity TOTAL). Default nil: no
+	// metrics, and requests are sent as they are.
+	MeterProvider metric.MeterProvider
 }
 
 // Defaults and limits of [Options].
@@ -165,6 +182,16 @@ func New(cfg aws.Config, optFns ...func(*Options)) (*Provider, error) {
 	}
 	if o.SQSClient == nil && (o.OrchestratorQueueURL != "" || o.WorkerQueueURL != "") {
 		o.SQSClient = sqs.NewFromConfig(cfg)
+	}
+	tel, err := newAWSTelemetry(o.TracerProvider, o.MeterProvider)
+	if err != nil {
+		return nil, fmt.Errorf("dynamo: telemetry: %w", err)
+	}
+	if tel != nil {
+		o.Client = instrumentedDynamoDB{api: o.Client, opt: tel.dynamoOpt}
+		if o.SQSClient != nil {
+			o.SQSClient = instrumentedSQS{api: o.SQSClient, opt: tel.sqsOpt}
+		}
 	}
 	signals, err := queues.New(o.SQSClient, func(q *queues.Options) {
 		q.OrchestratorQueueURL = o.OrchestratorQueueURL
