@@ -21,26 +21,41 @@ const corruptHistoryEventID = 99999
 // ends.
 func (r *Runtime) orchestrationSlot(fetchCtx, workCtx context.Context, slot int) {
 	filter := provider.CapabilityFilter{SupportedVersions: r.opts.SupportedReplayVersions}
+	r.pollLoop(fetchCtx, slot, queueOrchestrator, func() (func(), error) {
+		item, err := r.p.FetchOrchestrationItem(fetchCtx, r.opts.OrchestratorLockTimeout, r.opts.LongPollTimeout, &filter)
+		if item == nil {
+			return nil, err
+		}
+		return func() { r.processOrchestration(workCtx, item) }, err
+	})
+}
+
+// pollLoop calls fetch until fetchCtx ends: fetch fetches one item of
+// queue and returns what processes it (nil when there was none). After a
+// failed fetch the slot
+// backs off (longer for retryable failures that repeat); after an empty
+// one it waits out the rest of MinPollInterval.
+func (r *Runtime) pollLoop(fetchCtx context.Context, slot int, queue string, fetch func() (func(), error)) {
 	failures := 0
 	for fetchCtx.Err() == nil {
 		began := time.Now()
-		item, err := r.p.FetchOrchestrationItem(fetchCtx, r.opts.OrchestratorLockTimeout, r.opts.LongPollTimeout, &filter)
-		r.tel.fetched(fetchCtx, queueOrchestrator, began, item != nil, err)
-		if err != nil {
+		process, err := fetch()
+		r.tel.fetched(fetchCtx, queue, began, process != nil, err)
+		switch {
+		case err != nil:
 			if fetchCtx.Err() != nil {
 				return
 			}
-			r.log.Warn("orchestration fetch failed", "slot", slot, "error", err)
+			r.log.Warn("fetch failed", "queue", queue, "slot", slot, "error", err)
 			sleep(fetchCtx, fetchBackoff(err, failures))
 			failures++
-			continue
-		}
-		failures = 0
-		if item == nil {
+		case process == nil:
+			failures = 0
 			sleep(fetchCtx, r.opts.MinPollInterval-time.Since(began))
-			continue
+		default:
+			failures = 0
+			process()
 		}
-		r.processOrchestration(workCtx, item)
 	}
 }
 

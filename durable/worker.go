@@ -91,31 +91,17 @@ func (r *Runtime) workerSlot(fetchCtx, workCtx context.Context, slot int) {
 		owner = "work-" + strconv.Itoa(slot) + "-" + r.opts.RuntimeID
 	}
 	r.sessions.addOwner(owner)
-	failures := 0
-	for fetchCtx.Err() == nil {
-		began := time.Now()
+	r.pollLoop(fetchCtx, slot, queueWorker, func() (func(), error) {
 		var session *provider.SessionFetchConfig
 		if r.sessions.count() < r.opts.MaxSessionsPerRuntime {
 			session = &provider.SessionFetchConfig{OwnerID: owner, LockTimeout: r.opts.SessionLockTimeout}
 		}
 		item, err := r.p.FetchWorkItem(fetchCtx, r.opts.WorkerLockTimeout, r.opts.LongPollTimeout, session, r.opts.WorkerTags)
-		r.tel.fetched(fetchCtx, queueWorker, began, item != nil, err)
-		if err != nil {
-			if fetchCtx.Err() != nil {
-				return
-			}
-			r.log.Warn("work fetch failed", "slot", slot, "error", err)
-			sleep(fetchCtx, fetchBackoff(err, failures))
-			failures++
-			continue
-		}
-		failures = 0
 		if item == nil {
-			sleep(fetchCtx, r.opts.MinPollInterval-time.Since(began))
-			continue
+			return nil, err
 		}
-		r.processWork(workCtx, item, owner)
-	}
+		return func() { r.processWork(workCtx, item, owner) }, err
+	})
 }
 
 // processWork runs one locked activity and acks its outcome.
