@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/dynoxide/dynoxide/dynamo/internal/capacity"
 	"github.com/dynoxide/dynoxide/queues"
 )
 
@@ -101,7 +102,7 @@ func (t *awsTelemetry) handle(ctx context.Context, in middleware.InitializeInput
 			attrs = append(attrs, attrTableNames.StringSlice(names))
 		}
 		if t.metering {
-			askCapacity(in.Parameters)
+			capacity.Ask(in.Parameters)
 		}
 	}
 	var span trace.Span
@@ -135,7 +136,7 @@ func (t *awsTelemetry) handle(ctx context.Context, in middleware.InitializeInput
 		set := metric.WithAttributes(attrs...)
 		t.requests.Add(ctx, 1, set)
 		t.duration.Record(ctx, time.Since(began).Seconds(), set)
-		if c := consumedCapacity(out.Result); c > 0 {
+		if c := capacity.Consumed(out.Result); c > 0 {
 			t.capacity.Add(ctx, c, set)
 		}
 	}
@@ -208,67 +209,6 @@ func tableOf(it types.TransactWriteItem) *string {
 		return it.ConditionCheck.TableName
 	}
 	return nil
-}
-
-// askCapacity asks a request that does not say otherwise to report the
-// capacity it consumes (TOTAL: no extra cost, a few bytes more in the
-// response).
-func askCapacity(params any) {
-	set := func(rc *types.ReturnConsumedCapacity) {
-		if *rc == "" {
-			*rc = types.ReturnConsumedCapacityTotal
-		}
-	}
-	switch in := params.(type) {
-	case *dynamodb.GetItemInput:
-		set(&in.ReturnConsumedCapacity)
-	case *dynamodb.PutItemInput:
-		set(&in.ReturnConsumedCapacity)
-	case *dynamodb.UpdateItemInput:
-		set(&in.ReturnConsumedCapacity)
-	case *dynamodb.DeleteItemInput:
-		set(&in.ReturnConsumedCapacity)
-	case *dynamodb.QueryInput:
-		set(&in.ReturnConsumedCapacity)
-	case *dynamodb.TransactWriteItemsInput:
-		set(&in.ReturnConsumedCapacity)
-	case *dynamodb.BatchWriteItemInput:
-		set(&in.ReturnConsumedCapacity)
-	}
-}
-
-// consumedCapacity sums the capacity units a DynamoDB output reports.
-func consumedCapacity(result any) float64 {
-	one := func(c *types.ConsumedCapacity) float64 {
-		if c == nil || c.CapacityUnits == nil {
-			return 0
-		}
-		return *c.CapacityUnits
-	}
-	many := func(cs []types.ConsumedCapacity) float64 {
-		total := 0.0
-		for i := range cs {
-			total += one(&cs[i])
-		}
-		return total
-	}
-	switch out := result.(type) {
-	case *dynamodb.GetItemOutput:
-		return one(out.ConsumedCapacity)
-	case *dynamodb.PutItemOutput:
-		return one(out.ConsumedCapacity)
-	case *dynamodb.UpdateItemOutput:
-		return one(out.ConsumedCapacity)
-	case *dynamodb.DeleteItemOutput:
-		return one(out.ConsumedCapacity)
-	case *dynamodb.QueryOutput:
-		return one(out.ConsumedCapacity)
-	case *dynamodb.TransactWriteItemsOutput:
-		return many(out.ConsumedCapacity)
-	case *dynamodb.BatchWriteItemOutput:
-		return many(out.ConsumedCapacity)
-	}
-	return 0
 }
 
 // withOpt returns optFns and opt in a new slice (the caller's array is not

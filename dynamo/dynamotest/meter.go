@@ -7,8 +7,9 @@ import (
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/dynoxide/dynoxide/dynamo/internal/capacity"
 )
 
 // Meter counts DynamoDB requests per operation, and the capacity units
@@ -73,7 +74,7 @@ func (m *Meter) attach(o *dynamodb.Options) {
 	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
 		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("DynoxideMeter",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				askCapacity(in.Parameters)
+				capacity.Ask(in.Parameters)
 				out, md, err := next.HandleInitialize(ctx, in)
 				m.record(awsmiddleware.GetOperationName(ctx), out.Result)
 				return out, md, err
@@ -88,60 +89,5 @@ func (m *Meter) record(op string, result any) {
 		m.requests, m.capacity = map[string]int{}, map[string]float64{}
 	}
 	m.requests[op]++
-	m.capacity[op] += consumed(result)
-}
-
-// askCapacity sets ReturnConsumedCapacity on the inputs that take it.
-func askCapacity(params any) {
-	total := types.ReturnConsumedCapacityTotal
-	switch in := params.(type) {
-	case *dynamodb.GetItemInput:
-		in.ReturnConsumedCapacity = total
-	case *dynamodb.PutItemInput:
-		in.ReturnConsumedCapacity = total
-	case *dynamodb.UpdateItemInput:
-		in.ReturnConsumedCapacity = total
-	case *dynamodb.DeleteItemInput:
-		in.ReturnConsumedCapacity = total
-	case *dynamodb.QueryInput:
-		in.ReturnConsumedCapacity = total
-	case *dynamodb.TransactWriteItemsInput:
-		in.ReturnConsumedCapacity = total
-	case *dynamodb.BatchWriteItemInput:
-		in.ReturnConsumedCapacity = total
-	}
-}
-
-// consumed sums the capacity units an output reports.
-func consumed(result any) float64 {
-	one := func(c *types.ConsumedCapacity) float64 {
-		if c == nil || c.CapacityUnits == nil {
-			return 0
-		}
-		return *c.CapacityUnits
-	}
-	many := func(cs []types.ConsumedCapacity) float64 {
-		total := 0.0
-		for i := range cs {
-			total += one(&cs[i])
-		}
-		return total
-	}
-	switch out := result.(type) {
-	case *dynamodb.GetItemOutput:
-		return one(out.ConsumedCapacity)
-	case *dynamodb.PutItemOutput:
-		return one(out.ConsumedCapacity)
-	case *dynamodb.UpdateItemOutput:
-		return one(out.ConsumedCapacity)
-	case *dynamodb.DeleteItemOutput:
-		return one(out.ConsumedCapacity)
-	case *dynamodb.QueryOutput:
-		return one(out.ConsumedCapacity)
-	case *dynamodb.TransactWriteItemsOutput:
-		return many(out.ConsumedCapacity)
-	case *dynamodb.BatchWriteItemOutput:
-		return many(out.ConsumedCapacity)
-	}
-	return 0
+	m.capacity[op] += capacity.Consumed(result)
 }
