@@ -12,7 +12,7 @@ import (
 
 // ---- src/runtime/execution.rs (unit tests) ----
 //
-// duroxide's unit tests call two helpers of the turn over hand-written
+// duroxide's unit tests call two functions of the turn over hand-written
 // event lists: collect_unmatched_queue_messages (the queued messages a
 // continue-as-new carries forward) and get_outstanding_schedule_ids (the
 // schedules a terminal turn cancels). dynoxide computes both inside the
