@@ -23,6 +23,23 @@
 //	terraform output -json > outputs.json
 //	tfsmoke -outputs outputs.json -endpoint http://127.0.0.1:4566
 //
+// Three helper commands let scripts/tf-test drive the applied example with
+// the CLI (cmd/dynoxide):
+//
+//	tfsmoke serve -outputs outputs.json -endpoint URL
+//	tfsmoke replay -instance ID [-output JSON] < history.jsonl
+//	tfsmoke status -instance ID [-state Completed] [-output JSON] < status.json
+//
+// serve runs a durable.Runtime on the table and queues of the outputs,
+// serving the orchestration "Hello" (one call of the activity "Greet"). It
+// prints "ready" on standard output once the runtime has started, serves
+// until standard input reaches its end or SIGINT or SIGTERM arrives, then
+// shuts the runtime down gracefully; its progress goes to standard error.
+// replay reads the CLI's history --json and checks that it is one
+// completed instance whose events replay, with durabletest.ReplayJSON,
+// against the same orchestration and activity serve runs. status reads the
+// CLI's status --output json and checks the instance's state and output.
+//
 // The endpoint serves both DynamoDB and SQS (moto_server, LocalStack). The
 // requests are signed with the static test credentials "test"/"test"; the
 // program is meant for emulators only.
@@ -35,6 +52,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -48,7 +66,14 @@ const (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
+	args := os.Args[1:]
+	var err error
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		err = runCommand(args[0], args[1:], os.Stdin, os.Stdout, os.Stderr)
+	} else {
+		err = run(args, os.Stdout)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "tfsmoke: FAIL:", err)
 		os.Exit(1)
 	}
