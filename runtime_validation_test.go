@@ -53,7 +53,8 @@ func TestRuntimeValidation(t *testing.T) {
 	})
 }
 
-// TestRuntimeValidationWithFaults runs the runtime's suite with the faults
+// TestRuntimeValidationWithFaults runs the runtime's suite, with SQS
+// wake-up queues, with the faults
 // of TestValidationWithFaults injected into every request of the runtimes'
 // providers: throttling, conflicts, 5xx, lost responses, lagging indexes.
 // The runtimes meet every fault; the tests' client retries, as an
@@ -87,10 +88,11 @@ func TestRuntimeValidationWithFaults(t *testing.T) {
 		f.Timeout = 2 * time.Minute
 		return f
 	}
+	// One configuration: the faults act on requests both configurations
+	// share; short polling runs the suite fault-free above, and the
+	// provider's conformance suite under faults (TestValidationWithFaults).
+	// Both would double the longest test of the package.
 	t.Run("LongPoll", func(t *testing.T) {
 		runtimetest.Run(t, factory(dynamotest.Config{Queues: true}))
-	})
-	t.Run("ShortPoll", func(t *testing.T) {
-		runtimetest.Run(t, factory(dynamotest.Config{ShortPoll: true}))
 	})
 }
