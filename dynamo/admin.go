@@ -90,16 +90,19 @@ func (p *Provider) listIDs(ctx context.Context, op string, keep func(listedInsta
 }
 
 // ListExecutions returns the instance's execution ids in ascending order;
-// empty for unknown instances.
+// empty for unknown instances. Executions a prune is removing are left out.
 //
 // Requests: one Query of the execution records.
 func (p *Provider) ListExecutions(ctx context.Context, instance string) ([]uint64, error) {
-	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), keys.ExecPrefix, prefixEnd(keys.ExecPrefix), attrSK)
+	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), keys.ExecPrefix, prefixEnd(keys.ExecPrefix), attrSK, attrPruning)
 	if err != nil {
 		return nil, translate(provider.OpListExecutions, err)
 	}
 	out := make([]uint64, 0, len(rows))
 	for _, row := range rows {
+		if _, pruning := row[attrPruning]; pruning {
+			continue
+		}
 		sk, _, _ := strAttr(row, attrSK)
 		id, err := keys.ParseNum20(sk[len(keys.ExecPrefix):])
 		if err != nil {
@@ -118,17 +121,13 @@ func (p *Provider) ReadHistoryWithExecutionID(ctx context.Context, instance stri
 
 // ReadHistory returns the latest execution's events, as [Provider.Read].
 func (p *Provider) ReadHistory(ctx context.Context, instance string) ([]provider.Event, error) {
-	execID, err := p.latestExecution(ctx, instance)
-	if err != nil {
-		return nil, translate(provider.OpReadHistory, err)
-	}
-	return p.readHistory(ctx, provider.OpReadHistory, instance, execID)
+	return p.readLatest(ctx, provider.OpReadHistory, instance)
 }
 
 // LatestExecutionID returns the highest execution id; 1 for unknown
 // instances.
 func (p *Provider) LatestExecutionID(ctx context.Context, instance string) (uint64, error) {
-	id, err := p.latestExecution(ctx, instance)
+	id, _, err := p.latestExecution(ctx, instance)
 	if err != nil {
 		return 0, translate(provider.OpLatestExecutionID, err)
 	}
@@ -159,32 +158,36 @@ func (p *Provider) InstanceInfo(ctx context.Context, instance string) (*provider
 		UpdatedAt:            uint64(max(m.updatedAt, 0)),
 		ParentInstanceID:     m.parent,
 	}
-	if e := st.currentExec(); e != nil {
+	if e := st.currentExec(); e != nil && !e.pruning {
 		info.Status, info.Output = e.status, e.output
 	}
 	return info, nil
 }
 
-// ExecutionInfo describes one execution. Unknown executions fail with
-// [provider.ErrNotFound].
+// ExecutionInfo describes one execution. Unknown executions, and those a
+// prune is removing, fail with [provider.ErrNotFound].
 //
-// Requests: a Query of the control rows and a keys-only Query of the
-// execution's history.
+// Requests: a keys-only Query of the execution's history, then a Query of
+// the control rows.
 func (p *Provider) ExecutionInfo(ctx context.Context, instance string, executionID uint64) (*provider.ExecutionInfo, error) {
-	st, err := p.loadState(ctx, instance)
-	if err != nil {
-		return nil, translate(provider.OpExecutionInfo, err)
-	}
-	e := st.execs[executionID]
-	if e == nil {
-		return nil, provider.ExecutionNotFound(provider.OpExecutionInfo, instance, executionID)
-	}
+	// The history first: a record without the pruning flag read after it
+	// had no flag when the history was read, so no prune had begun to
+	// delete rows of it (the flag comes first and stays until the record
+	// goes).
 	prefix := keys.HistoryPrefix(executionID)
 	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), prefix, prefixEnd(prefix), attrSK)
 	if err != nil {
 		return nil, translate(provider.OpExecutionInfo, err)
 	}
 	rows, _ = splitTurnMark(rows)
+	st, err := p.loadState(ctx, instance)
+	if err != nil {
+		return nil, translate(provider.OpExecutionInfo, err)
+	}
+	e := st.execs[executionID]
+	if e == nil || e.pruning {
+		return nil, provider.ExecutionNotFound(provider.OpExecutionInfo, instance, executionID)
+	}
 	info := &provider.ExecutionInfo{
 		ExecutionID: executionID,
 		Status:      e.status,
@@ -200,7 +203,8 @@ func (p *Provider) ExecutionInfo(ctx context.Context, instance string, execution
 }
 
 // SystemMetrics counts instances (by the status of their current
-// execution), executions and history events.
+// execution), executions and history events, leaving out the executions a
+// prune is removing and their events.
 //
 // Requests: the instance listing, then one keys-only Query per instance.
 // It reads every instance: call it rarely on large tables.
@@ -212,16 +216,26 @@ func (p *Provider) SystemMetrics(ctx context.Context) (provider.SystemMetrics, e
 	}
 	for _, li := range all {
 		m.CountInstance(li.status)
-		rows, err := p.queryPartition(ctx, keys.InstancePK(li.id), keys.ExecPrefix, "I", attrSK)
+		rows, err := p.queryPartition(ctx, keys.InstancePK(li.id), keys.ExecPrefix, "I", attrSK, attrPruning)
 		if err != nil {
 			return m, translate(provider.OpSystemMetrics, err)
 		}
+		// Execution records sort before history rows.
+		var pruning []uint64
 		for _, row := range rows {
 			sk, _, _ := strAttr(row, attrSK)
 			switch {
 			case strings.HasPrefix(sk, keys.ExecPrefix):
+				if _, ok := row[attrPruning]; ok {
+					id, _ := keys.ParseNum20(sk[len(keys.ExecPrefix):])
+					pruning = append(pruning, id)
+					continue
+				}
 				m.TotalExecutions++
 			case isHistorySK(sk):
+				if id, _, err := keys.ParseHistorySK(sk); err == nil && slices.Contains(pruning, id) {
+					continue
+				}
 				m.TotalEvents++
 			}
 		}

@@ -39,6 +39,7 @@ const (
 	attrOutput    = "output"
 	attrStartedAt = "started_at"
 	attrPinned    = "pin"
+	attrPruning   = "pruning" // set while a prune removes the execution
 
 	// #LOCK
 	attrToken     = "tok"

@@ -2,10 +2,12 @@ package dynamo
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
@@ -255,10 +257,19 @@ func (p *Provider) DeleteInstanceBulk(ctx context.Context, filter provider.Insta
 // only those that completed before it. KV data is not touched. Unknown
 // instances fail with [provider.ErrNotFound].
 //
-// Requests: a Query of the control rows, a keys-only Query of each pruned
-// execution's history, and BatchWriteItem deletes (history first, the
-// execution record last, so a partial prune never leaves history without
-// its record's id listed).
+// Each execution goes at once for readers: one whose history and record
+// fit one transaction is deleted by it; a larger one first gets the
+// pruning flag on its record, after which every reader treats it as gone,
+// then loses its history in batches and its record last. A prune that
+// fails part-way leaves flagged executions, which the next prune of the
+// instance (whatever its options) finishes first.
+//
+// Requests: a Query of the control rows, one keys-only Query of the
+// history from the first pruned execution to the last, then
+// TransactWriteItems of up to 100 actions (each small execution whole,
+// each large one's flag; an UpdateItem for a lone flag), then
+// BatchWriteItem deletes of the large ones' history and then their
+// records.
 func (p *Provider) PruneExecutions(ctx context.Context, instance string, options provider.PruneOptions) (provider.PruneResult, error) {
 	st, err := p.loadState(ctx, instance)
 	if err != nil {
@@ -267,40 +278,219 @@ func (p *Provider) PruneExecutions(ctx context.Context, instance string, options
 	if st.meta == nil {
 		return provider.PruneResult{}, provider.InstanceNotFound(provider.OpPruneExecutions, instance)
 	}
-	res, err := p.prune(ctx, st, options)
+	res, err := p.prune(ctx, provider.OpPruneExecutions, st, options)
 	if err != nil {
 		return res, translate(provider.OpPruneExecutions, err)
 	}
 	return res, nil
 }
 
-// prune prunes one existing instance.
-func (p *Provider) prune(ctx context.Context, st *instanceState, options provider.PruneOptions) (provider.PruneResult, error) {
+// pruned is one execution a prune removes: the keys of its history rows,
+// and the events among them.
+type pruned struct {
+	id      uint64
+	rows    []item
+	events  uint64
+	flagged bool
+}
+
+// pruneUnit is what one transaction of a prune does for one execution:
+// delete it whole, or set its pruning flag.
+type pruneUnit struct {
+	e       *pruned
+	actions []types.TransactWriteItem
+	flag    bool
+}
+
+// prune prunes one existing instance: the executions options select, and
+// those a failed prune flagged.
+func (p *Provider) prune(ctx context.Context, op string, st *instanceState, options provider.PruneOptions) (provider.PruneResult, error) {
 	res := provider.PruneResult{InstancesProcessed: 1}
+	var ids []uint64
 	execs := make([]provider.ExecutionSummary, 0, len(st.execs))
 	for id, e := range st.execs {
+		if e.pruning {
+			ids = append(ids, id)
+			continue
+		}
 		execs = append(execs, provider.ExecutionSummary{ID: id, Status: e.status, CompletedAtMs: e.completedAt})
 	}
+	ids = append(ids, provider.ExecutionsToPrune(execs, st.meta.current, options)...)
+	if len(ids) == 0 {
+		return res, nil
+	}
+	slices.Sort(ids)
+
+	// The history keys of every selected execution, in one range.
 	pk := keys.InstancePK(st.id)
-	for _, id := range provider.ExecutionsToPrune(execs, st.meta.current, options) {
-		prefix := keys.HistoryPrefix(id)
-		rows, err := p.queryPartition(ctx, pk, prefix, prefixEnd(prefix), attrPK, attrSK)
+	rows, err := p.queryPartition(ctx, pk, keys.HistoryPrefix(ids[0]), prefixEnd(keys.HistoryPrefix(ids[len(ids)-1])), attrPK, attrSK)
+	if err != nil {
+		return res, err
+	}
+	byID := make(map[uint64]*pruned, len(ids))
+	all := make([]*pruned, 0, len(ids))
+	for _, id := range ids {
+		e := &pruned{id: id, flagged: st.execs[id].pruning}
+		byID[id] = e
+		all = append(all, e)
+	}
+	for _, row := range rows {
+		sk, _, _ := strAttr(row, attrSK)
+		id, err := historyExecution(sk)
+		if err != nil {
+			return res, provider.Corrupt(op, err, "history row of instance %q: %v", st.id, err)
+		}
+		if e := byID[id]; e != nil {
+			e.rows = append(e.rows, row)
+			if isHistorySK(sk) {
+				e.events++
+			}
+		}
+	}
+
+	// Transactions: each execution that fits one is deleted whole, the
+	// others are flagged.
+	var units []pruneUnit
+	var large []*pruned
+	for _, e := range all {
+		if len(e.rows)+1 <= maxTransactActions {
+			u := pruneUnit{e: e}
+			for _, row := range e.rows {
+				u.actions = append(u.actions, deleteAction(p.table, row))
+			}
+			u.actions = append(u.actions, deleteAction(p.table, key(pk, keys.ExecSK(e.id))))
+			units = append(units, u)
+			continue
+		}
+		large = append(large, e)
+		if !e.flagged {
+			units = append(units, pruneUnit{e: e, flag: true, actions: []types.TransactWriteItem{{Update: p.pruneFlag(pk, e.id)}}})
+		}
+	}
+	gone := map[*pruned]bool{}
+	for len(units) > 0 {
+		n, size := 0, 0
+		for n < len(units) && size+len(units[n].actions) <= maxTransactActions {
+			size += len(units[n].actions)
+			n++
+		}
+		group := units[:n]
+		units = units[n:]
+		done, err := p.sendPrune(ctx, op, group)
 		if err != nil {
 			return res, err
 		}
-		reqs := make([]types.WriteRequest, 0, len(rows)+1)
-		for _, row := range rows {
+		for _, u := range done {
+			if !u.flag {
+				res.ExecutionsDeleted++
+				res.EventsDeleted += u.e.events
+			}
+		}
+		for _, u := range group {
+			if u.flag && !slices.ContainsFunc(done, func(d pruneUnit) bool { return d.e == u.e }) {
+				gone[u.e] = true
+			}
+		}
+	}
+
+	// The flagged executions: history first, the records last.
+	large = slices.DeleteFunc(large, func(e *pruned) bool { return gone[e] })
+	if len(large) == 0 {
+		return res, nil
+	}
+	var reqs, records []types.WriteRequest
+	for _, e := range large {
+		for _, row := range e.rows {
 			reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: row}})
 		}
-		reqs = append(reqs, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: key(pk, keys.ExecSK(id))}})
-		if err := p.batchWrite(ctx, reqs); err != nil {
-			return res, err
-		}
+		records = append(records, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: key(pk, keys.ExecSK(e.id))}})
+	}
+	if err := p.batchWrite(ctx, reqs); err != nil {
+		return res, err
+	}
+	if err := p.batchWrite(ctx, records); err != nil {
+		return res, err
+	}
+	for _, e := range large {
 		res.ExecutionsDeleted++
-		events, _ := splitTurnMark(rows)
-		res.EventsDeleted += uint64(len(events))
+		res.EventsDeleted += e.events
 	}
 	return res, nil
+}
+
+// pruneFlag sets the pruning flag on an execution record, conditioned on
+// the record existing (another prune or a delete may have removed it).
+func (p *Provider) pruneFlag(pk string, id uint64) *types.Update {
+	return &types.Update{
+		TableName:                 p.table,
+		Key:                       key(pk, keys.ExecSK(id)),
+		UpdateExpression:          aws.String("SET #pr = :now"),
+		ConditionExpression:       aws.String("attribute_exists(#pk)"),
+		ExpressionAttributeNames:  map[string]string{"#pr": attrPruning, "#pk": attrPK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":now": n(p.nowMs())},
+	}
+}
+
+// sendPrune commits one transaction of a prune and returns the units it
+// committed: a flag whose record is gone is left out (the execution is
+// gone already), and the rest sent again.
+func (p *Provider) sendPrune(ctx context.Context, op string, group []pruneUnit) ([]pruneUnit, error) {
+	for len(group) > 0 {
+		if len(group) == 1 && group[0].flag {
+			// A lone flag: one UpdateItem, safe to send again.
+			u := group[0].actions[0].Update
+			_, err := p.resend(ctx, op, func() error {
+				_, err := p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+					TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression, ConditionExpression: u.ConditionExpression,
+					ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues,
+				})
+				return err
+			})
+			switch {
+			case conditionFailed(err):
+				return nil, nil
+			case err != nil:
+				return nil, err
+			}
+			return group, nil
+		}
+		var actions []types.TransactWriteItem
+		for _, u := range group {
+			actions = append(actions, u.actions...)
+		}
+		err := p.sendFresh(ctx, op, actions)
+		if err == nil {
+			return group, nil
+		}
+		reasons := cancelReasons(err)
+		if !slices.Contains(reasons, "ConditionalCheckFailed") {
+			return nil, err
+		}
+		// Only flags carry a condition.
+		var kept []pruneUnit
+		i := 0
+		for _, u := range group {
+			if !(u.flag && i < len(reasons) && reasons[i] == "ConditionalCheckFailed") {
+				kept = append(kept, u)
+			}
+			i += len(u.actions)
+		}
+		if len(kept) == len(group) {
+			return nil, err
+		}
+		group = kept
+	}
+	return nil, nil
+}
+
+// historyExecution returns the execution id of a history row's or a turn
+// mark's sort key.
+func historyExecution(sk string) (uint64, error) {
+	rest, _ := strings.CutPrefix(sk, keys.HistPrefix)
+	if len(rest) < 21 || rest[20] != '#' {
+		return 0, fmt.Errorf("%w: %q is not a history key", provider.ErrCorruptData, sk)
+	}
+	return keys.ParseNum20(rest[:20])
 }
 
 // PruneExecutionsBulk prunes every instance that filter selects, running
@@ -319,7 +509,7 @@ func (p *Provider) PruneExecutionsBulk(ctx context.Context, filter provider.Inst
 		if st.meta == nil {
 			continue
 		}
-		res, err := p.prune(ctx, st, options)
+		res, err := p.prune(ctx, provider.OpPruneExecutionsBulk, st, options)
 		if err != nil {
 			return total, translate(provider.OpPruneExecutionsBulk, err)
 		}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1121,5 +1123,122 @@ func TestLargeTurnFinishWritesNoHistory(t *testing.T) {
 	}
 	if history, err := b.Read(ctx, inst); err != nil || len(history) != 0 {
 		t.Fatalf("history after the force delete: %d events, %v; want none", len(history), err)
+	}
+}
+
+// TestPartialPruneLeavesNoPartialExecution: a prune that fails between two
+// of its history batches leaves no execution that readers see with part of
+// its history. The execution is either listed with all its events or gone
+// (ListExecutions, ExecutionInfo, ReadWithExecution, SystemMetrics agree),
+// and a later prune finishes the job.
+func TestPartialPruneLeavesNoPartialExecution(t *testing.T) {
+	t.Parallel()
+	const events = 150 // more than one transaction and several batches take
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, false)
+	in := faults.New(12)
+	p := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	const inst = "partial-prune"
+
+	// Execution 1: many events, continued as new; execution 2: current.
+	item := startAndFetch(ctx, t, p, inst)
+	first := provider.TurnCommit{ExecutionID: 1, HistoryDelta: []provider.Event{started(inst)}, Metadata: meta()}
+	for id := uint64(2); id <= events; id++ {
+		first.HistoryDelta = append(first.HistoryDelta, ev(id, inst, provider.TimerCreated{FireAtMs: id}))
+	}
+	first.Metadata.Status = provider.StatusContinuedAsNew
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, first), "ack execution 1")
+	must(t, p.EnqueueForOrchestrator(ctx, provider.ContinueAsNewItem{Instance: inst, Orchestration: testName, Input: "{}", Version: ptr(testVersion)}, 0), "enqueue continue-as-new")
+	next, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	if err != nil || next == nil {
+		t.Fatalf("FetchOrchestrationItem (continue-as-new): %v, %v", next == nil, err)
+	}
+	second := ev(1, inst, provider.OrchestrationStarted{Name: testName, Version: testVersion, Input: "{}"})
+	second.ExecutionID = 2
+	must(t, p.AckOrchestrationItem(ctx, next.LockToken, provider.TurnCommit{ExecutionID: 2, HistoryDelta: []provider.Event{second}, Metadata: meta()}), "ack execution 2")
+
+	// Every BatchWriteItem that deletes history of execution 1 after the
+	// first one fails (resends included), until the rule is removed.
+	var batches atomic.Int32
+	heal := in.Add(faults.Rule{Ops: []string{faults.OpBatchWriteItem}, Rate: 1, Fault: faults.ServerError("InternalServerError"), Match: func(r faults.Request) bool {
+		for _, reqs := range r.Input.(*dynamodb.BatchWriteItemInput).RequestItems {
+			for _, w := range reqs {
+				if w.DeleteRequest == nil {
+					continue
+				}
+				if sk, _ := w.DeleteRequest.Key["sk"].(*types.AttributeValueMemberS); sk != nil && strings.HasPrefix(sk.Value, keys.HistoryPrefix(1)) {
+					return batches.Add(1) >= 2
+				}
+			}
+		}
+		return false
+	}})
+	if res, err := p.PruneExecutions(ctx, inst, provider.PruneOptions{KeepLast: 1}); err == nil {
+		t.Fatalf("PruneExecutions with a failing second batch: no error (%+v, %d history batches)", res, batches.Load())
+	}
+	heal()
+	if batches.Load() < 2 {
+		t.Fatalf("the prune sent %d history batches, want the failing second one", batches.Load())
+	}
+
+	// Execution 1 is whole or gone, to every reader.
+	ids, err := p.ListExecutions(ctx, inst)
+	must(t, err, "ListExecutions")
+	listed := slices.Contains(ids, 1)
+	history, err := p.ReadWithExecution(ctx, inst, 1)
+	must(t, err, "ReadWithExecution(1)")
+	if len(history) != 0 && len(history) != events {
+		t.Errorf("after the failed prune ReadWithExecution(1) returns %d events, want %d or none", len(history), events)
+	}
+	if listed != (len(history) == events) {
+		t.Errorf("after the failed prune: execution 1 listed %v (%v), ReadWithExecution(1) returns %d events", listed, ids, len(history))
+	}
+	info, err := p.ExecutionInfo(ctx, inst, 1)
+	switch {
+	case err != nil && !errors.Is(err, provider.ErrNotFound):
+		t.Fatalf("ExecutionInfo(1): %v", err)
+	case err == nil && (info.EventCount != events || !listed):
+		t.Errorf("after the failed prune ExecutionInfo(1) counts %d events (listed %v), want %d or not found", info.EventCount, listed, events)
+	case err != nil && listed:
+		t.Errorf("after the failed prune ExecutionInfo(1) is not found, but ListExecutions lists it")
+	}
+	m, err := p.SystemMetrics(ctx)
+	must(t, err, "SystemMetrics")
+	wantExecs, wantEvents := uint64(1), uint64(1)
+	if listed {
+		wantExecs, wantEvents = 2, events+1
+	}
+	if m.TotalExecutions != wantExecs || m.TotalEvents != wantEvents {
+		t.Errorf("after the failed prune SystemMetrics counts %d executions and %d events, want %d and %d (execution 1 listed %v)",
+			m.TotalExecutions, m.TotalEvents, wantExecs, wantEvents, listed)
+	}
+
+	// A later prune finishes the job.
+	res, err := p.PruneExecutions(ctx, inst, provider.PruneOptions{KeepLast: 1})
+	must(t, err, "PruneExecutions again")
+	if res.ExecutionsDeleted != 1 {
+		t.Errorf("the second prune deleted %d executions, want 1 (execution 1, finished)", res.ExecutionsDeleted)
+	}
+	ids, err = p.ListExecutions(ctx, inst)
+	must(t, err, "ListExecutions after the second prune")
+	if !slices.Equal(ids, []uint64{2}) {
+		t.Errorf("executions after the second prune: %v, want [2]", ids)
+	}
+	out, err := env.DB.Query(ctx, &dynamodb.QueryInput{
+		TableName:              aws.String(env.Table),
+		KeyConditionExpression: aws.String("pk = :pk AND sk BETWEEN :lo AND :hi"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": &types.AttributeValueMemberS{Value: keys.InstancePK(inst)},
+			":lo": &types.AttributeValueMemberS{Value: keys.HistoryPrefix(1)},
+			":hi": &types.AttributeValueMemberS{Value: keys.HistoryPrefix(1) + "~~"},
+		},
+		ConsistentRead: aws.Bool(true),
+	})
+	must(t, err, "query execution 1's history")
+	if len(out.Items) != 0 {
+		t.Errorf("%d history rows of execution 1 remain after the second prune", len(out.Items))
+	}
+	if history, err := p.ReadWithExecution(ctx, inst, 2); err != nil || len(history) != 1 {
+		t.Errorf("ReadWithExecution(2) after the prunes: %d events, %v; want 1", len(history), err)
 	}
 }

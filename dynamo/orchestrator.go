@@ -179,52 +179,119 @@ func onlyMissingRows(reasons []string) bool {
 // Requests: a Query for the latest execution record, then the history
 // Query (paged).
 func (p *Provider) Read(ctx context.Context, instance string) ([]provider.Event, error) {
-	execID, err := p.latestExecution(ctx, instance)
-	if err != nil {
-		return nil, translate(provider.OpRead, err)
-	}
-	return p.readHistory(ctx, provider.OpRead, instance, execID)
+	return p.readLatest(ctx, provider.OpRead, instance)
 }
 
-// ReadWithExecution returns one execution's history, as [Provider.Read].
+// readLatest reads and decodes the latest execution's history. The latest
+// record is the current execution's, which no prune selects: a record read
+// without the pruning flag keeps its history whole while it is read. One
+// with the flag reads as no history.
+func (p *Provider) readLatest(ctx context.Context, op, instance string) ([]provider.Event, error) {
+	execID, pruning, err := p.latestExecution(ctx, instance)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	if pruning {
+		return []provider.Event{}, nil
+	}
+	rows, err := p.historyRows(ctx, instance, execID)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	return decodeHistory(op, instance, execID, rows)
+}
+
+// ReadWithExecution returns one execution's history, as [Provider.Read];
+// empty for an execution a prune is removing.
 //
-// Requests: the history Query (paged).
+// Requests: the history Query (paged), then, when it found rows, a GetItem
+// of the execution record (and of the first row, for a history stored
+// without a record).
 func (p *Provider) ReadWithExecution(ctx context.Context, instance string, executionID uint64) ([]provider.Event, error) {
 	return p.readHistory(ctx, provider.OpReadWithExecution, instance, executionID)
 }
 
-// readHistory reads and decodes one execution's history.
+// readHistory reads and decodes one execution's history: none for an
+// execution a prune is removing.
 func (p *Provider) readHistory(ctx context.Context, op, instance string, executionID uint64) ([]provider.Event, error) {
 	rows, err := p.historyRows(ctx, instance, executionID)
 	if err != nil {
 		return nil, translate(op, err)
 	}
+	if len(rows) > 0 {
+		gone, err := p.executionGone(ctx, instance, executionID, rows[0])
+		if err != nil {
+			return nil, translate(op, err)
+		}
+		if gone {
+			return []provider.Event{}, nil
+		}
+	}
 	return decodeHistory(op, instance, executionID, rows)
 }
 
-// latestExecution returns the highest execution id with a record, or 1.
-func (p *Provider) latestExecution(ctx context.Context, instance string) (uint64, error) {
+// executionGone reports whether a prune has begun removing an execution
+// whose history rows, first among them first, were just read: its record
+// has the pruning flag, or it is gone with the first row. The record is
+// read after the rows: a prune sets the flag before it deletes a row and
+// deletes the record last, so a record without the flag now had none when
+// the rows were read, and they were whole. Without a record the history
+// was stored without one (AppendWithExecution; no prune selects it) unless
+// a prune finished since the rows were read, and then it took the first
+// row too.
+func (p *Provider) executionGone(ctx context.Context, instance string, executionID uint64, first item) (bool, error) {
+	pk := keys.InstancePK(instance)
+	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: p.table, Key: key(pk, keys.ExecSK(executionID)), ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String("#pk, #pr"), ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#pr": attrPruning},
+	})
+	if err != nil {
+		return false, err
+	}
+	if out.Item != nil {
+		_, pruning := out.Item[attrPruning]
+		return pruning, nil
+	}
+	sk, _, err := strAttr(first, attrSK)
+	if err != nil {
+		return false, err
+	}
+	out, err = p.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: p.table, Key: key(pk, sk), ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String("#pk"), ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+	})
+	if err != nil {
+		return false, err
+	}
+	return out.Item == nil, nil
+}
+
+// latestExecution returns the highest execution id with a record, or 1,
+// and whether that record has the pruning flag.
+func (p *Provider) latestExecution(ctx context.Context, instance string) (uint64, bool, error) {
 	out, err := p.db.Query(ctx, &dynamodb.QueryInput{
 		TableName:                 p.table,
 		KeyConditionExpression:    aws.String("#pk = :pk AND begins_with(#sk, :prefix)"),
-		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK, "#pr": attrPruning},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": s(keys.InstancePK(instance)), ":prefix": s(keys.ExecPrefix)},
-		ProjectionExpression:      aws.String("#sk"),
+		ProjectionExpression:      aws.String("#sk, #pr"),
 		ScanIndexForward:          aws.Bool(false),
 		Limit:                     aws.Int32(1),
 		ConsistentRead:            aws.Bool(true),
 	})
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	if len(out.Items) == 0 {
-		return provider.InitialExecutionID, nil
+		return provider.InitialExecutionID, false, nil
 	}
 	sk, _, err := strAttr(out.Items[0], attrSK)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
-	return keys.ParseNum20(sk[len(keys.ExecPrefix):])
+	_, pruning := out.Items[0][attrPruning]
+	id, err := keys.ParseNum20(sk[len(keys.ExecPrefix):])
+	return id, pruning, err
 }
 
 // AppendWithExecution stores events in an execution's history as given

@@ -68,6 +68,9 @@ type execRow struct {
 	startedAt   int64
 	completedAt *int64
 	pinned      *provider.SemVer
+	// pruning is set while a prune removes the execution: readers treat
+	// it as gone, and the next prune finishes removing it.
+	pruning bool
 }
 
 // queueRow is one orchestrator message row.
@@ -125,6 +128,7 @@ func parseState(instance string, rows []item) (*instanceState, error) {
 				output:    d.optStr(row, attrOutput),
 				startedAt: d.int(row, attrStartedAt),
 			}
+			_, e.pruning = row[attrPruning]
 			if _, ok := row[attrCompletedAt]; ok {
 				c := d.int(row, attrCompletedAt)
 				e.completedAt = &c
