@@ -335,7 +335,8 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 	}
 	if p.nowMs() >= until {
 		p.o.Logf("dynamo: lock on activity %d of instance %q expired before the fetch returned (lock timeout %v); released", actID, instance, lockTimeout)
-		_ = p.AbandonWorkItem(context.WithoutCancel(ctx), token, 0, false)
+		// Never delivered, so not an attempt (as for an orchestration turn).
+		_ = p.AbandonWorkItem(context.WithoutCancel(ctx), token, 0, true)
 		return nil, nil
 	}
 	p.leases.set(token, until)
