@@ -1242,3 +1242,36 @@ func TestPartialPruneLeavesNoPartialExecution(t *testing.T) {
 		t.Errorf("ReadWithExecution(2) after the prunes: %d events, %v; want 1", len(history), err)
 	}
 }
+
+// TestCleanupCountsSessionWhoseDeleteLostItsResponse: a cleanup whose
+// delete landed but lost its response reports the session as removed; a
+// caller that retried the error would otherwise never see it counted (the
+// retry finds nothing left to remove).
+func TestCleanupCountsSessionWhoseDeleteLostItsResponse(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, false)
+	clock := faults.NewFakeClock(time.Now())
+	in := faults.New(11)
+	p := faultyOn(t, env, in, clock, dynamotest.Config{ShortPoll: true, Shards: 1})
+	const inst, sid = "cleanup-lost", "s-cleanup"
+	item := startAndFetch(ctx, t, p, inst)
+	commit := activities(inst, 1)
+	commit.WorkerItems[0].SessionID = ptr(sid)
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, commit), "ack scheduling")
+	const lease = time.Second
+	w, err := p.FetchWorkItem(ctx, longLock, 0, &provider.SessionFetchConfig{OwnerID: "w1", LockTimeout: lease}, provider.AnyTag())
+	if err != nil || w == nil {
+		t.Fatalf("FetchWorkItem: %+v, %v", w, err)
+	}
+	must(t, p.AckWorkItem(ctx, w.LockToken, provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: w.Item.ID, Result: "r"}), "ack")
+	clock.Advance(2 * lease)
+	in.Add(faults.Rule{Ops: []string{faults.OpDeleteItem}, Rate: 1, Count: 1, Fault: faults.LostResponse()})
+	n, err := p.CleanupOrphanedSessions(ctx, 0)
+	if err != nil || n != 1 {
+		t.Fatalf("cleanup whose delete lost its response: %d, %v; want 1 session removed", n, err)
+	}
+	if row := sessionRow(ctx, t, env, sid); row != nil {
+		t.Fatalf("session record still there: %v", row)
+	}
+}

@@ -100,7 +100,8 @@ func (p *Provider) RenewSessionLock(ctx context.Context, ownerIDs []string, exte
 //
 // Requests: one Query of the instances index per shard; per session found,
 // one Query of its ready-index shard and, for an orphan, one conditional
-// DeleteItem. Run it periodically, not on a hot path.
+// DeleteItem (and a consistent GetItem when the delete's outcome is
+// unknown). Run it periodically, not on a hot path.
 func (p *Provider) CleanupOrphanedSessions(ctx context.Context, idleTimeout time.Duration) (int, error) {
 	deleted := 0
 	for shard := range p.o.Shards {
@@ -127,12 +128,32 @@ func (p *Provider) CleanupOrphanedSessions(ctx context.Context, idleTimeout time
 				if conditionFailed(err) {
 					continue
 				}
-				return deleted, translate(provider.OpCleanupOrphanedSessions, err)
+				// An unknown outcome: if the session is gone, the delete
+				// landed (or another cleaner's did): count it, so a caller
+				// retrying the error does not see the removal vanish.
+				if gone, gerr := p.sessionGone(ctx, sess.id); gerr != nil || !gone {
+					return deleted, translate(provider.OpCleanupOrphanedSessions, err)
+				}
 			}
 			deleted++
 		}
 	}
 	return deleted, nil
+}
+
+// sessionGone reports, with a consistent read that outlives ctx's
+// cancellation, whether the session record no longer exists.
+func (p *Provider) sessionGone(ctx context.Context, session string) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unknownOutcomeReadTimeout)
+	defer cancel()
+	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: p.table, Key: key(keys.SessionPK(session), keys.Session), ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String("#pk"), ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+	})
+	if err != nil {
+		return false, err
+	}
+	return len(out.Item) == 0, nil
 }
 
 // sessionReferenced reports whether a queued activity references session.
