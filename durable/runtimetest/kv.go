@@ -1109,8 +1109,8 @@ func kvPruneUnpersistedCurrentTurnKeyWithWallClock(h *H) {
 		// do this in real code): a cutoff certainly after the key's time, to
 		// show unpersisted keys of this turn are prunable by real timestamps.
 		// The 1 ms pause only moves to the next millisecond.
-		time.Sleep(time.Millisecond)
-		removed := ctx.KV().PruneUpdatedBefore(time.Now())
+		time.Sleep(time.Millisecond)                       //durablevet:ignore the port's point
+		removed := ctx.KV().PruneUpdatedBefore(time.Now()) //durablevet:ignore the port's point
 		return fmt.Sprintf("removed:%d,ephemeral:%s", removed, kvGetOr(ctx, "ephemeral", "gone")), nil
 	})
 	kvOut(h, out, "removed:1,ephemeral:gone")
