@@ -62,6 +62,7 @@ func TestInventory(t *testing.T) {
 func TestExactDeliveryNamesExist(t *testing.T) {
 	names := map[string]bool{}
 	for _, c := range Categories() {
+		names[c.Name] = true
 		for _, test := range c.Tests {
 			names[c.Name+"/"+test.Name] = true
 		}

@@ -94,21 +94,22 @@ func Categories() []Category {
 	}
 }
 
-// ExactDelivery lists the tests (as "Category/name") that assert how often
+// ExactDelivery lists the tests (as "Category/name", or a whole
+// "Category") that assert how often
 // an activity ran or a message was delivered, inject faults of their own
 // through a wrapper, drive the provider by hand with exact attempt
 // counts, or expect two messages to arrive in one batch. Delivery is at least once: under injected faults any of them may
 // see a correct redelivery, so a factory that injects faults runs them on
 // Factory.Exact's providers.
 var ExactDelivery = map[string]bool{
+	// Whole categories: they inject faults of their own through a wrapper
+	// and count attempts, renewals and lock losses exactly.
+	"Reliability": true,
+	"Poison":      true,
 	"Retry/test_retry_timeout_with_continue_as_new":                                              true,
 	"Retry/test_activity_exhausts_all_attempts":                                                  true,
-	"Reliability/fault_activity_lock_stolen_cancels_and_retries":                                 true,
-	"Reliability/concurrent_activities_with_renewal":                                             true,
-	"Reliability/fault_turn_held_past_lock_loses_ack":                                            true,
-	"Poison/orchestration_attempt_count_increments_on_abandon":                                   true,
-	"Poison/worker_attempt_count_increments_on_lock_expiry":                                      true,
 	"Cancellation/user_cancel_instance_and_dropped_future_both_enqueue_cancelinstance_for_child": true,
+	"Composition/map_preserves_cancellation_on_drop":                                             true,
 }
 
 // Run runs every category against providers from f.
@@ -120,7 +121,7 @@ func Run(t *testing.T, f Factory) {
 			}
 			for _, test := range cat.Tests {
 				tf := f
-				if ExactDelivery[cat.Name+"/"+test.Name] && f.Exact != nil {
+				if (ExactDelivery[cat.Name] || ExactDelivery[cat.Name+"/"+test.Name]) && f.Exact != nil {
 					tf.New, tf.ClientProvider = f.Exact, nil
 				}
 				t.Run(test.Name, func(t *testing.T) {
