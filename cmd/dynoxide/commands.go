@@ -451,10 +451,7 @@ func cmdTree(a *app, fs *flag.FlagSet) func([]string) error {
 			return err
 		}
 		id := args[0]
-		if err := a.open(false); err != nil {
-			return err
-		}
-		if _, err := a.requireInstance(id); err != nil {
+		if err := a.openInstance(id); err != nil {
 			return err
 		}
 		tree, err := a.client.InstanceTree(a.ctx, id)
@@ -521,10 +518,7 @@ func cmdHistory(a *app, fs *flag.FlagSet) func([]string) error {
 			return usageError("history: --all and --execution exclude each other")
 		}
 		id := args[0]
-		if err := a.open(false); err != nil {
-			return err
-		}
-		if _, err := a.requireInstance(id); err != nil {
+		if err := a.openInstance(id); err != nil {
 			return err
 		}
 		execs := []uint64{*execution}
@@ -572,10 +566,7 @@ func cmdKV(a *app, fs *flag.FlagSet) func([]string) error {
 			return err
 		}
 		id := args[0]
-		if err := a.open(false); err != nil {
-			return err
-		}
-		if _, err := a.requireInstance(id); err != nil {
+		if err := a.openInstance(id); err != nil {
 			return err
 		}
 		if len(args) == 2 {
@@ -910,4 +901,14 @@ func cmdPrune(a *app, fs *flag.FlagSet) func([]string) error {
 		}
 		return a.printPruned(total)
 	}
+}
+
+// openInstance opens the table for reading and checks that instance id
+// exists: the start of every command about one instance.
+func (a *app) openInstance(id string) error {
+	if err := a.open(false); err != nil {
+		return err
+	}
+	_, err := a.requireInstance(id)
+	return err
 }
