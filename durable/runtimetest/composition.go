@@ -90,7 +90,7 @@ func (h *H) cmpRaiseWhileStopped(rt *durable.Runtime, id string, defs ...durable
 		h.Fatal(err)
 	}
 	for _, it := range []provider.ExternalRaisedItem{{Instance: id, Name: "B", Data: "vb"}, {Instance: id, Name: "A", Data: "va"}} {
-		if err := h.P.EnqueueForOrchestrator(h.Ctx(), it, 0); err != nil {
+		if err := h.Direct().EnqueueForOrchestrator(h.Ctx(), it, 0); err != nil {
 			h.Fatal(err)
 		}
 	}

@@ -87,7 +87,7 @@ var continueAsNewTests = []Test{
 		var item *provider.OrchestrationItem
 		h.WaitFor("the queued continue-as-new", func() bool {
 			var err error
-			item, err = h.P.FetchOrchestrationItem(h.Ctx(), 30*time.Second, time.Second, nil)
+			item, err = h.Direct().FetchOrchestrationItem(h.Ctx(), 30*time.Second, time.Second, nil)
 			if err != nil {
 				h.Fatalf("fetch the queued continue-as-new: %v", err)
 			}
@@ -102,7 +102,7 @@ var continueAsNewTests = []Test{
 		if err := h.Client.RaiseEvent(h.Ctx(), id, "Go", durable.Raw("early")); err != nil {
 			h.Fatal(err)
 		}
-		if err := h.P.AbandonOrchestrationItem(h.Ctx(), item.LockToken, 0, true); err != nil {
+		if err := h.Direct().AbandonOrchestrationItem(h.Ctx(), item.LockToken, 0, true); err != nil {
 			h.Fatal(err)
 		}
 		h.Runtime(h.Registry(v1, v2))
@@ -228,7 +228,7 @@ func injectStaleCompletion(h *H, id string, execution, activityID uint64, result
 	}))
 	h.Start("ExecutionIdTest", id, durable.Raw(""))
 	h.AwaitEvent(id, "ExternalSubscribed")
-	err := h.P.EnqueueForOrchestrator(h.Ctx(), provider.ActivityCompletedItem{Instance: id, ExecutionID: execution, ID: activityID, Result: result}, 0)
+	err := h.Direct().EnqueueForOrchestrator(h.Ctx(), provider.ActivityCompletedItem{Instance: id, ExecutionID: execution, ID: activityID, Result: result}, 0)
 	if err != nil {
 		h.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func injectStaleCompletion(h *H, id string, execution, activityID uint64, result
 // executionHistory reads one execution's history.
 func executionHistory(h *H, id string, execution uint64) []provider.Event {
 	h.Helper()
-	hist, err := h.P.ReadWithExecution(h.Ctx(), id, execution)
+	hist, err := h.Direct().ReadWithExecution(h.Ctx(), id, execution)
 	if err != nil {
 		h.Fatalf("read %s execution %d: %v", id, execution, err)
 	}

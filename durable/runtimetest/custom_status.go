@@ -204,7 +204,7 @@ func customStatusPersistsAcrossContinueAsNew(h *H) {
 	h.Serve(
 		// Reads the custom status straight from the provider.
 		durable.ActivityFunc("ReadStatus", func(ctx context.Context, instance string) (string, error) {
-			cs, err := h.P.CustomStatus(ctx, instance, 0)
+			cs, err := h.Direct().CustomStatus(ctx, instance, 0)
 			switch {
 			case err != nil:
 				return "", err

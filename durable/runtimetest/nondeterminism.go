@@ -247,7 +247,7 @@ func ndBlockingActivity(name string) durable.Definition {
 // ndInject puts item on the orchestrator queue, visible now.
 func ndInject(h *H, item provider.WorkItem) {
 	h.Helper()
-	if err := h.P.EnqueueForOrchestrator(h.Ctx(), item, 0); err != nil {
+	if err := h.Direct().EnqueueForOrchestrator(h.Ctx(), item, 0); err != nil {
 		h.Fatalf("enqueue %s: %v", item.Kind(), err)
 	}
 }

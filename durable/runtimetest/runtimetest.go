@@ -139,7 +139,8 @@ func Run(t *testing.T, f Factory) {
 // stopped when the test ends, and waits and checks.
 type H struct {
 	*testing.T
-	// P is the test's provider.
+	// P is the test's provider, the one its runtimes use; the test's own
+	// calls go through Direct.
 	P provider.Provider
 	// Client is a client over P.
 	Client *durable.Client
@@ -330,10 +331,21 @@ func (h *H) AwaitEvent(id, typ string) provider.Event {
 	return found
 }
 
+// Direct returns the provider for the test's own provider calls (reads,
+// messages sent and items locked by hand): P behind Factory.ClientProvider's
+// wrapper when the factory has one, so that under injected faults the test
+// retries as an application would while the runtimes meet every fault.
+func (h *H) Direct() provider.Provider {
+	if h.f.ClientProvider != nil {
+		return h.f.ClientProvider(h.P)
+	}
+	return h.P
+}
+
 // History returns id's current execution's history.
 func (h *H) History(id string) []provider.Event {
 	h.Helper()
-	events, err := h.P.Read(h.Ctx(), id)
+	events, err := h.Direct().Read(h.Ctx(), id)
 	if err != nil {
 		h.Fatalf("read %s: %v", id, err)
 	}
@@ -341,7 +353,7 @@ func (h *H) History(id string) []provider.Event {
 }
 
 func (h *H) history(id string) []provider.Event {
-	events, _ := h.P.Read(context.Background(), id)
+	events, _ := h.Direct().Read(context.Background(), id)
 	return events
 }
 
@@ -405,7 +417,7 @@ func (h *H) CheckReplay(id string) {
 // the provider has Admin, else the current one.
 func (h *H) executions(id string) [][]provider.Event {
 	h.Helper()
-	admin, ok := provider.AdminOf(h.P)
+	admin, ok := provider.AdminOf(h.Direct())
 	if !ok {
 		return [][]provider.Event{h.History(id)}
 	}
@@ -415,7 +427,7 @@ func (h *H) executions(id string) [][]provider.Event {
 	}
 	out := make([][]provider.Event, 0, len(ids))
 	for _, exec := range ids {
-		events, err := h.P.ReadWithExecution(h.Ctx(), id, exec)
+		events, err := h.Direct().ReadWithExecution(h.Ctx(), id, exec)
 		if err != nil {
 			h.Fatalf("read %s execution %d: %v", id, exec, err)
 		}
