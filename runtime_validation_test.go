@@ -36,8 +36,12 @@ func runtimeFactory(c dynamotest.Config) runtimetest.Factory {
 		// Leases tests ask for (down to a second) are tripled: a request
 		// to the shared emulator can take hundreds of milliseconds.
 		LeaseScale: 3,
-		Timeout:    60 * time.Second,
-		Parallel:   true,
+		// Waits detect a hang, they do not time the provider: the heaviest
+		// tests (600 timers in one fan-in, 1,200 history events re-read per
+		// turn) take about 25 s alone on a loaded machine and more beside
+		// the package's other parallel tests.
+		Timeout:  2 * time.Minute,
+		Parallel: true,
 	}
 }
 

@@ -427,27 +427,49 @@ func cmpTypedMapThenJoin(h *H) {
 }
 
 func cmpMapPreservesCancellationOnDrop(h *H) {
+	started := make(chan struct{}, 1)
 	cancelled := make(chan error, 1)
 	reg := h.Registry(
 		durable.ActivityFunc("SlowWork", func(ctx context.Context, _ string) (string, error) {
+			// Non-blocking sends: a redelivery (at least once) must not hang.
+			select {
+			case started <- struct{}{}:
+			default:
+			}
 			<-ctx.Done()
-			cancelled <- context.Cause(ctx)
+			select {
+			case cancelled <- context.Cause(ctx):
+			default:
+			}
 			return "", context.Cause(ctx)
 		}),
 		durable.OrchestrationFunc("MapCancel", func(ctx *durable.OrchestrationContext, _ string) (string, error) {
 			mapped := durable.Map(smpAct(ctx, "SlowWork", ""), func(s string) (string, error) { return "mapped:" + s, nil })
-			timeout := ctx.CreateTimer(10 * time.Millisecond) // duroxide: 50 ms
-			if durable.Race(ctx, mapped, timeout) == 0 {
+			drop := smpWait(ctx, "Drop")
+			if durable.Race(ctx, mapped, drop) == 0 {
 				r, err := mapped.Get(ctx)
 				return "work:" + r, err
 			}
 			return "cancelled", nil
 		}),
 	)
+	// duroxide races the mapped activity against a 50 ms timer. Here the
+	// other branch is an event raised once the activity runs: with a timer,
+	// a worker slower than the timer (a throttled or lagging fetch) finds
+	// the activity already cancelled and never runs it, and the test would
+	// see no cancellation to check.
 	// A worker learns of a cancellation when it renews the activity's lock:
 	// a short lock makes that quick.
 	h.Runtime(reg, func(o *durable.Options) { o.WorkerLockTimeout, o.WorkerLockRenewalBuffer = 2*time.Second, time.Second })
 	h.Start("MapCancel", "mcan-1", durable.Raw(""))
+	select {
+	case <-started:
+	case <-h.Ctx().Done():
+		h.Fatal("the activity never started")
+	}
+	if err := h.Client.RaiseEvent(h.Ctx(), "mcan-1", "Drop", durable.Raw("")); err != nil {
+		h.Fatal(err)
+	}
 	h.smpWant(h.Completed("mcan-1"), "cancelled")
 	// The mapped future's loss cancelled the activity underneath.
 	req, _, ok := smpFirst[provider.ActivityCancelRequested](h.History("mcan-1"))
@@ -460,7 +482,7 @@ func cmpMapPreservesCancellationOnDrop(h *H) {
 			h.Fatalf("activity context cancelled by %v, want ErrActivityCancelled", cause)
 		}
 	case <-h.Ctx().Done():
-		h.Fatal("the activity was never cancelled")
+		h.Fatal("the running activity was never cancelled")
 	}
 }
 

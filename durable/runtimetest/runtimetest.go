@@ -109,7 +109,6 @@ var ExactDelivery = map[string]bool{
 	"Retry/test_retry_timeout_with_continue_as_new":                                              true,
 	"Retry/test_activity_exhausts_all_attempts":                                                  true,
 	"Cancellation/user_cancel_instance_and_dropped_future_both_enqueue_cancelinstance_for_child": true,
-	"Composition/map_preserves_cancellation_on_drop":                                             true,
 }
 
 // Run runs every category against providers from f.
