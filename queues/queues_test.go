@@ -484,6 +484,31 @@ func TestSignals_DelayedSignal(t *testing.T) {
 	}
 }
 
+// A delayed signal that reaches a receiver whose clock is behind the
+// sender's (DelaySeconds counts on SQS's clock) is held until its VisibleAt
+// by the receiver's clock: before then the receiver's fetch would not see the
+// work, and the signal would be spent for nothing.
+func TestSignals_EarlySignalHeldUntilVisible(t *testing.T) {
+	t.Parallel()
+	c := sqsClient(t)
+	orch := newQueue(t, "orch")
+	const behind = 2 * time.Second
+	receiverNow := func() time.Time { return time.Now().Add(-behind) }
+	sender := newSignals(t, c, queueURLs(orch, ""))
+	receiver := newSignals(t, c, queueURLs(orch, ""), func(o *queues.Options) { o.Now = receiverNow })
+	sig := queues.Signal{Kind: queues.Orchestrator, Shard: 1, Instance: "skewed", VisibleAt: time.Now().Add(time.Second)}
+	if err := sender.Notify(t.Context(), sig); err != nil {
+		t.Fatal(err)
+	}
+	got := collect(t, receiver, queues.Orchestrator, []queues.Signal{sig})
+	if now := receiverNow(); now.Before(sig.VisibleAt) {
+		t.Fatalf("received %v at %v by the receiver's clock, before its VisibleAt %v", got, now, sig.VisibleAt)
+	}
+	if st := receiver.Stats(); st.MessagesReceived != 1 {
+		t.Errorf("receiver Stats = %+v, want the one message", st)
+	}
+}
+
 // Signals more than 15 minutes away are neither sent nor scheduled.
 func TestSignals_BeyondMaxDelay(t *testing.T) {
 	t.Parallel()

@@ -47,7 +47,10 @@ const deleteTimeout = 5 * time.Second
 // the messages it received, and hands every signal to every waiter of the
 // kind (a broadcast). The remainder of a wait below one second is spent
 // in-process, so a 300 ms wait returns after about 300 ms even though SQS
-// counts in seconds. A kind without a queue URL makes no SQS requests.
+// counts in seconds. A delayed signal from SQS that arrives before its
+// VisibleAt by this process's clock (a clock behind the sender's) is held
+// until then, as Notify holds local ones. A kind without a queue URL makes
+// no SQS requests.
 //
 // A timeout of 0 or less only collects the signals already kept for the
 // next waiter; it never blocks and makes no request. When ctx ends, Wait
@@ -238,7 +241,26 @@ func (s *Signals) poll(ctx context.Context, k *kindState) {
 			sigs = append(sigs, sig)
 		}
 		s.mu.Lock()
-		s.deliverLocked(k, sigs)
+		now := s.opts.Now()
+		visible := sigs[:0]
+		for _, sig := range sigs {
+			if s.closed {
+				break
+			}
+			// DelaySeconds is rounded up, so a delayed signal reaches a
+			// receiver whose clock agrees with the sender's after its
+			// VisibleAt; one whose clock is behind gets it early. Its work
+			// is not fetchable by this process's clock yet: deliver it
+			// when it is, as Notify does for local delayed signals.
+			if wait := sig.VisibleAt.Sub(now); !sig.VisibleAt.IsZero() && wait > 0 {
+				s.scheduleLocked(k, sig.key(), sig, wait)
+				continue
+			}
+			visible = append(visible, sig)
+		}
+		if !s.closed {
+			s.deliverLocked(k, visible)
+		}
 		s.mu.Unlock()
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
 		s.deleteMessages(dctx, k, res.Messages)
