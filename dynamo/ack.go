@@ -100,6 +100,9 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 			return nil // a retry of a large turn someone finished meanwhile
 		}
 		if st.lock.token != lockToken {
+			if st.lock.turnDone != "" && st.lock.turnDone == p.smallTurnDone(st, lockToken, commit) {
+				return nil // a retry of this commit, which an earlier attempt made
+			}
 			return invalidToken(provider.OpAckOrchestrationItem)
 		}
 		if st.lock.turn != "" {
@@ -132,6 +135,26 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 	return nil
 }
 
+// smallTurnID is what the release of a turn that fits one transaction
+// records as the last finished turn: it names the lock token and the
+// commit, so that a retry of that ack from a process that did not make it
+// (nothing cached) learns it is in, while another commit for the same
+// token does not pass for it.
+func smallTurnID(lockToken, digest string) string {
+	sum := sha256.Sum256([]byte(lockToken + "\x00" + digest))
+	return hex.EncodeToString(sum[:8])
+}
+
+// smallTurnDone returns the smallTurnID of commit acked with lockToken,
+// planned on st, or "" when it cannot be planned.
+func (p *Provider) smallTurnDone(st *instanceState, lockToken string, commit provider.TurnCommit) string {
+	_, digest, err := p.planTurn(&turnState{token: lockToken, st: st}, commit, p.nowMs())
+	if err != nil {
+		return ""
+	}
+	return smallTurnID(lockToken, digest)
+}
+
 // invalidToken is the error of an ack, renewal or abandon whose lock is not
 // held.
 func invalidToken(op string) error {
@@ -147,7 +170,7 @@ func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPla
 	}
 	_, err := p.sendPending(ctx, provider.OpAckOrchestrationItem, turn.tx, func() *dynamodb.TransactWriteItemsInput {
 		actions := make([]types.TransactWriteItem, 0, len(plan.actions)+1)
-		actions = append(actions, types.TransactWriteItem{Update: newLockRelease(plan.release, "").update(p.table, turn.st.id,
+		actions = append(actions, types.TransactWriteItem{Update: newLockRelease(plan.release, smallTurnID(turn.token, digest)).update(p.table, turn.st.id,
 			"#tok = :tok AND #until > :now AND attribute_not_exists(#turn)",
 			map[string]string{"#tok": attrToken, "#until": attrLockUntil, "#turn": attrTurn},
 			map[string]types.AttributeValue{":tok": s(turn.token), ":now": n(now)})})

@@ -463,7 +463,7 @@ func TestIDLimits(t *testing.T) {
 // TestRetriedAckAfterLostResponse loses the response of every attempt of
 // a committed turn transaction (the provider resends it itself, with the
 // same request token): the ack reports a retryable error, and the caller's
-// retry succeeds without applying the turn twice.
+// retry succeeds without applying the turn twice, as does any later repeat.
 func TestRetriedAckAfterLostResponse(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -493,8 +493,19 @@ func TestRetriedAckAfterLostResponse(t *testing.T) {
 	if d.OrchestratorQueue != 1 {
 		t.Fatalf("after the retry: %d orchestrator messages, want 1", d.OrchestratorQueue)
 	}
-	if err := p.AckOrchestrationItem(ctx, item.LockToken, commit); !errors.Is(err, provider.ErrInvalidLockToken) {
-		t.Fatalf("third ack: got %v, want ErrInvalidLockToken", err)
+	// Once more: a repeat of the committed ack is answered as a retry
+	// (the caller cannot tell it from one whose answer was lost) and
+	// applies nothing; another commit for the spent token fails.
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, commit), "third ack of the same commit")
+	if h, err := observer.Read(ctx, inst); err != nil || len(h) != 4 {
+		t.Fatalf("history after the third ack: %d events (%v), want 4", len(h), err)
+	}
+	if q := workerRows(ctx, t, observer); q != 3 {
+		t.Fatalf("after the third ack: %d activities queued, want 3", q)
+	}
+	other := provider.TurnCommit{ExecutionID: 1, Metadata: meta()}
+	if err := p.AckOrchestrationItem(ctx, item.LockToken, other); !errors.Is(err, provider.ErrInvalidLockToken) {
+		t.Fatalf("ack of another commit with the spent token: got %v, want ErrInvalidLockToken", err)
 	}
 }
 

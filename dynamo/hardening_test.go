@@ -1275,3 +1275,55 @@ func TestCleanupCountsSessionWhoseDeleteLostItsResponse(t *testing.T) {
 		t.Fatalf("session record still there: %v", row)
 	}
 }
+
+// TestCommittedAckRetriedByAnotherProcess: an ack commits but its response
+// is lost, and the retry comes from a provider that did not fetch the item
+// (another process, or this one after a restart: nothing of the first try
+// is cached). An orchestration ack's retry reports the commit as done (the
+// lock row records the last turn finished). A worker ack's retry cannot
+// tell a committed ack from a lost lock and reports ErrInvalidLockToken, as
+// provider/doc.go documents; either way nothing is lost or delivered twice:
+// exactly one completion reaches the instance.
+func TestCommittedAckRetriedByAnotherProcess(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, false)
+	in := faults.New(11)
+	first := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	other := env.NewProvider(t, dynamotest.Config{ShortPoll: true})
+	const inst = "retried-elsewhere"
+	// The provider resends a transaction whose response was lost; a
+	// conflict on the resend makes the ack give up with a retryable error.
+	lost := func() {
+		in.Add(faults.Rule{Ops: []string{faults.OpTransactWriteItems}, Rate: 1, Count: 1, Fault: faults.LostResponse()})
+		in.Add(faults.Rule{Ops: []string{faults.OpTransactWriteItems}, Rate: 1, Count: 1, Fault: faults.TransactionCanceled("TransactionConflict", -1)})
+	}
+	item := startAndFetch(ctx, t, first, inst)
+	commit := activities(inst, 1)
+	lost()
+	if err := first.AckOrchestrationItem(ctx, item.LockToken, commit); err == nil || !provider.IsRetryable(err) {
+		t.Fatalf("ack whose commit lost its response: got %v, want a retryable error", err)
+	}
+	must(t, other.AckOrchestrationItem(ctx, item.LockToken, commit), "ack retried by another process")
+	if h, err := other.Read(ctx, inst); err != nil || len(h) != 2 {
+		t.Fatalf("history: %d events, %v; want 2", len(h), err)
+	}
+
+	w, err := first.FetchWorkItem(ctx, longLock, 0, nil, provider.AnyTag())
+	if err != nil || w == nil {
+		t.Fatalf("FetchWorkItem: %v, %v", w, err)
+	}
+	done := provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: w.Item.ID, Result: "r"}
+	lost()
+	if err := first.AckWorkItem(ctx, w.LockToken, done); err == nil || !provider.IsRetryable(err) {
+		t.Fatalf("worker ack whose commit lost its response: got %v, want a retryable error", err)
+	}
+	if err := other.AckWorkItem(ctx, w.LockToken, done); !errors.Is(err, provider.ErrInvalidLockToken) {
+		t.Fatalf("worker ack retried by another process: got %v, want ErrInvalidLockToken", err)
+	}
+	next, err := other.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	must(t, err, "FetchOrchestrationItem")
+	if next == nil || len(next.Messages) != 1 {
+		t.Fatalf("after the retried worker ack: %+v, want exactly one completion", next)
+	}
+}

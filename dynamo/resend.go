@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -118,13 +119,27 @@ func (t *pendingTx) input(build func() *dynamodb.TransactWriteItemsInput) *dynam
 // unknown, and records what the outcome says (see pendingTx). done reports
 // that t is finished with: succeeded, or failed for good.
 func (p *Provider) sendPending(ctx context.Context, op string, t *pendingTx, build func() *dynamodb.TransactWriteItemsInput) (done bool, err error) {
-	in := t.input(build)
-	resent, err := p.resend(ctx, op, func() error {
-		_, err := p.db.TransactWriteItems(ctx, in)
-		return err
-	})
-	if resent {
-		t.uncertain = true
+	for range maxForeignTokens {
+		in := t.input(build)
+		resent := false
+		resent, err = p.resend(ctx, op, func() error {
+			_, err := p.db.TransactWriteItems(ctx, in)
+			return err
+		})
+		if resent {
+			t.uncertain = true
+		}
+		var mismatch *types.IdempotentParameterMismatchException
+		if !errors.As(err, &mismatch) || t.uncertain {
+			break
+		}
+		// Another process used this token for the same call (a retry of
+		// an ack whose first attempt was made elsewhere: tokens derive
+		// from the call's arguments) with other parameters. DynamoDB
+		// applied nothing of this request: build the next one, with the
+		// next token, and let the conditions tell what the other
+		// attempt did.
+		t.in = nil
 	}
 	switch {
 	case err == nil:
@@ -140,6 +155,10 @@ func (p *Provider) sendPending(ctx context.Context, op string, t *pendingTx, bui
 	}
 	return true, err
 }
+
+// maxForeignTokens bounds the tokens one send tries when DynamoDB says
+// another process already used them for the same call.
+const maxForeignTokens = 8
 
 // txCache keeps the pending transactions of calls whose outcome may be
 // unknown (worker acks, abandons), keyed by the call's arguments, so that a
