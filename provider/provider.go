@@ -178,7 +178,10 @@ type Admin interface {
 	// listed instance that is not listed fails it with [ErrTreeChanged].
 	DeleteInstancesAtomic(ctx context.Context, ids []string, force bool) (DeleteInstanceResult, error)
 	// DeleteInstanceBulk deletes terminal root instances that match filter,
-	// each with its whole tree. Running instances are skipped.
+	// each with its whole tree. Running instances are skipped. A call that
+	// fails part-way returns, with its error, what it deleted before the
+	// failure: a caller that retries adds the results up and lowers the
+	// filter's Limit by the instances already deleted.
 	DeleteInstanceBulk(ctx context.Context, filter InstanceFilter) (DeleteInstanceResult, error)
 	// PruneExecutions deletes old executions of an instance, never the
 	// current or a running one. KV data is not touched. Unknown instances

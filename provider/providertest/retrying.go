@@ -347,10 +347,23 @@ func (r *retryingAdmin) DeleteInstancesAtomic(ctx context.Context, ids []string,
 	})
 }
 
+// DeleteInstanceBulk retries as a caller should: an attempt that failed
+// part-way reports what it deleted, which is added up, and the next
+// attempt's Limit is lowered by the instances already deleted.
 func (r *retryingAdmin) DeleteInstanceBulk(ctx context.Context, filter provider.InstanceFilter) (provider.DeleteInstanceResult, error) {
-	return retried(ctx, r.retrying, func() (provider.DeleteInstanceResult, error) {
-		return r.a.DeleteInstanceBulk(ctx, filter)
+	var total provider.DeleteInstanceResult
+	limit := uint64(filter.EffectiveLimit())
+	err := r.do(ctx, func() error {
+		f := filter
+		f.Limit = int(limit - total.InstancesDeleted)
+		if f.Limit <= 0 {
+			return nil
+		}
+		res, err := r.a.DeleteInstanceBulk(ctx, f)
+		total = total.Add(res)
+		return err
 	})
+	return total, err
 }
 
 func (r *retryingAdmin) PruneExecutions(ctx context.Context, instance string, options provider.PruneOptions) (provider.PruneResult, error) {

@@ -270,3 +270,66 @@ func TestRetryingFactoryGivesHooksTheWrappedProvider(t *testing.T) {
 		t.Errorf("hooks got %T and %T, want the provider the factory made", corrupted, counted)
 	}
 }
+
+// DeleteInstanceBulk fails its next calls part-way, as a provider under
+// injected faults can: it deletes one instance and returns that with the
+// error.
+func (f *flaky) DeleteInstanceBulk(ctx context.Context, filter provider.InstanceFilter) (provider.DeleteInstanceResult, error) {
+	if err := f.call("DeleteInstanceBulk"); err != nil {
+		one := filter
+		one.Limit = 1
+		res, derr := f.Provider.DeleteInstanceBulk(ctx, one)
+		if derr != nil {
+			return res, derr
+		}
+		return res, err
+	}
+	return f.Provider.DeleteInstanceBulk(ctx, filter)
+}
+
+// completed makes instance a completed root instance of p.
+func completed(ctx context.Context, t *testing.T, p provider.Provider, instance string) {
+	t.Helper()
+	v := "1.0.0"
+	if err := p.EnqueueForOrchestrator(ctx, provider.StartOrchestrationItem{Instance: instance, Orchestration: "O", Version: &v, Input: "{}", ExecutionID: 1}, 0); err != nil {
+		t.Fatal(err)
+	}
+	item, err := p.FetchOrchestrationItem(ctx, time.Minute, 0, nil)
+	if err != nil || item == nil || item.Instance != instance {
+		t.Fatalf("fetch %s: %+v, %v", instance, item, err)
+	}
+	out := "done"
+	err = p.AckOrchestrationItem(ctx, item.LockToken, provider.TurnCommit{
+		ExecutionID: 1,
+		HistoryDelta: []provider.Event{
+			{EventID: 1, InstanceID: instance, ExecutionID: 1, Kind: provider.OrchestrationStarted{Name: "O", Version: v, Input: "{}"}},
+			{EventID: 2, InstanceID: instance, ExecutionID: 1, Kind: provider.OrchestrationCompleted{Output: out}},
+		},
+		Metadata: provider.ExecutionMetadata{OrchestrationName: "O", OrchestrationVersion: v, Status: provider.StatusCompleted, Output: &out},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A bulk delete that failed part-way is retried for what is left of its
+// Limit, and the results of every attempt are added up.
+func TestRetryingBulkDeleteCountsPartialAttempts(t *testing.T) {
+	ctx := t.Context()
+	f := newFlaky()
+	for _, id := range []string{"a", "b", "c", "d"} {
+		completed(ctx, t, f, id)
+	}
+	f.fail("DeleteInstanceBulk", 1, errThrottled)
+	admin, _ := provider.AdminOf(providertest.Retrying(f, fastRetries))
+	res, err := admin.DeleteInstanceBulk(ctx, provider.InstanceFilter{Limit: 3})
+	if err != nil || res.InstancesDeleted != 3 {
+		t.Fatalf("DeleteInstanceBulk(Limit 3) with a first attempt that deleted 1 and failed: %+v, %v; want 3 deleted", res, err)
+	}
+	if left, err := f.ListInstances(ctx); err != nil || len(left) != 1 {
+		t.Fatalf("instances left: %v, %v; want 1", left, err)
+	}
+	if n := f.count("DeleteInstanceBulk"); n != 2 {
+		t.Errorf("%d calls, want 2", n)
+	}
+}
