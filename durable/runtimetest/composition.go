@@ -179,7 +179,11 @@ func cmpJoinReturnsScheduleOrder(h *H) {
 }
 
 func cmpSelect2LoserEventConsumedDuringReplay(h *H) {
-	const loser = 2 * time.Second // duroxide: 500 ms; longer so the activity surely wins, and waited for below
+	// duroxide: 500 ms. The timer must lose to an activity round trip,
+	// which on a loaded machine sharing one emulator among parallel tests
+	// took over 2 s; the test waits for the timer below, so it stays short
+	// enough to wait for.
+	const loser = 10 * time.Second
 	var attempts atomic.Int32
 	h.Serve(
 		durable.ActivityFunc("FastFailActivity", func(context.Context, string) (string, error) {
