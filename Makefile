@@ -8,6 +8,10 @@
 #   make conformance  the conformance suite against the DynamoDB provider on
 #               the embedded emulator, with a readable per-category summary
 #   make bench  DynamoDB requests and capacity units per provider operation
+#   make bench-e2e  the end-to-end benchmarks (bench/, its own module): the
+#               runtime on memprovider and on DynamoDB Local (with and
+#               without SQS, and behind a 4 ms proxy) beside go-workflows;
+#               writes bench/results/ (about 25 minutes)
 #   make tf-validate  terraform fmt, init and validate of terraform/, offline
 #   make tf-test      terraform apply of terraform/examples/basic against an
 #                     AWS emulator, checked from Go (cmd/tfsmoke), then destroy
@@ -15,16 +19,22 @@
 GO       ?= go
 PARALLEL ?= 16
 
-.PHONY: test lint run conformance bench tf-validate tf-test
+.PHONY: test lint run conformance bench bench-e2e tf-validate tf-test
+
+# The benchmark module finds the emulators the library's tests install.
+BENCH_ENV = DYNOXIDE_CACHE_DIR=$(CURDIR)/.cache/emulators
 
 # One package at a time (-p 1): each test binary runs its own emulator, and
 # two at once on a small machine slow requests past the 200-500 ms windows
 # some conformance tests measure.
 test: tf-validate
 	$(GO) test -race -count=1 -p 1 -parallel $(PARALLEL) -timeout 45m ./...
+	./bench/scripts/install-redis
+	cd bench && $(BENCH_ENV) $(GO) test -race -count=1 -short -timeout 20m ./...
 
 lint:
 	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
 	@unformatted=$$(gofmt -l .); \
 	if [ -n "$$unformatted" ]; then echo "gofmt -l reports:"; echo "$$unformatted"; exit 1; fi
 	$(GO) run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
@@ -39,6 +49,11 @@ conformance:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./dynamo/
+
+bench-e2e:
+	./bench/scripts/install-redis
+	cd bench && $(BENCH_ENV) $(GO) run ./cmd/benche2e -out results \
+		-scenarios HelloCities5,FanOut1000,StartAfterIdle,Idle,History10000,FetchCost -fetchcost-budget 5m
 
 tf-validate:
 	./scripts/tf-validate

@@ -1,0 +1,266 @@
+package bench_test
+
+import (
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/dynoxide/dynoxide/bench/peer/goworkflows"
+	"github.com/dynoxide/dynoxide/bench/report"
+	"github.com/dynoxide/dynoxide/bench/scenario"
+	"github.com/dynoxide/dynoxide/localstack"
+)
+
+// The smoke test runs every scenario at tiny sizes (scenario.ShortSizes)
+// on every system, against the shared emulator, and checks that each
+// completes with plausible counts. It asserts no timings.
+
+func TestMain(m *testing.M) {
+	// The bench module has its own go.mod, so localstack would look for
+	// its emulator cache beside it: point it at the library's instead.
+	if os.Getenv("DYNOXIDE_CACHE_DIR") == "" {
+		if dir := scenario.LibraryCacheDir(); dir != "" {
+			os.Setenv("DYNOXIDE_CACHE_DIR", dir)
+		}
+	}
+	os.Exit(localstack.Main(m))
+}
+
+var sizes = scenario.ShortSizes()
+
+// newEnv returns an Env on the shared emulator with every system and,
+// when withPeers, every go-workflows backend (Redis if installed).
+func newEnv(t *testing.T, withPeers bool) *scenario.Env {
+	t.Helper()
+	env := &scenario.Env{
+		Endpoints: localstack.ForTest(t),
+		Logf:      t.Logf,
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	if withPeers {
+		env.Peers = goworkflows.Backends()
+		env.PeerDir = t.TempDir()
+		addr, stop, err := goworkflows.StartRedis(t.Context(), t.TempDir())
+		if err != nil {
+			env.RedisErr = err
+		} else {
+			env.RedisAddr = addr
+			t.Cleanup(func() {
+				if err := stop(); err != nil {
+					t.Errorf("stop Redis: %v", err)
+				}
+			})
+		}
+	}
+	return env
+}
+
+// bySystem indexes results by system, failing on a duplicate.
+func bySystem(t *testing.T, results []report.Result) map[string]report.Result {
+	t.Helper()
+	out := map[string]report.Result{}
+	for _, r := range results {
+		if _, dup := out[r.System]; dup {
+			t.Errorf("two results for %s", r.System)
+		}
+		out[r.System] = r
+	}
+	return out
+}
+
+func total(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// checkDynoxide checks the result of every dynoxide system: the scenario's
+// name, the activities, and requests counted exactly for DynamoDB systems.
+func checkDynoxide(t *testing.T, results map[string]report.Result, scenarioName string, activities int, wantRequests bool) {
+	t.Helper()
+	for _, s := range scenario.Systems() {
+		r, ok := results[s.Name]
+		if !ok {
+			t.Errorf("%s: no result", s.Name)
+			continue
+		}
+		if r.Scenario != scenarioName {
+			t.Errorf("%s: scenario %q, want %q", s.Name, r.Scenario, scenarioName)
+		}
+		if strings.Contains(r.Notes, "FAILED") {
+			t.Errorf("%s: %s", s.Name, r.Notes)
+		}
+		if r.Activities != activities {
+			t.Errorf("%s: %d activities, want %d", s.Name, r.Activities, activities)
+		}
+		if !s.DynamoDB {
+			if total(r.DynamoDB) != 0 || total(r.SQS) != 0 {
+				t.Errorf("%s: requests counted on memprovider: %v %v", s.Name, r.DynamoDB, r.SQS)
+			}
+			continue
+		}
+		if wantRequests && (total(r.DynamoDB) == 0 || r.WRU+r.RRU == 0) {
+			t.Errorf("%s: no DynamoDB requests or request units counted: %v, WRU %v, RRU %v", s.Name, r.DynamoDB, r.WRU, r.RRU)
+		}
+	}
+}
+
+// checkPeers checks that every peer backend has a result: run, or saying
+// why not (Redis not installed).
+func checkPeers(t *testing.T, env *scenario.Env, results map[string]report.Result, activities int) {
+	t.Helper()
+	for _, backend := range env.Peers {
+		system := scenario.PeerSystem(backend)
+		r, ok := results[system]
+		switch {
+		case !ok:
+			t.Errorf("%s: no result", system)
+		case backend == "redis" && env.RedisAddr == "":
+			if !errors.Is(env.RedisErr, goworkflows.ErrNoRedis) {
+				t.Errorf("Redis did not start: %v", env.RedisErr)
+			}
+			if !strings.Contains(r.Notes, "Redis was not installed") {
+				t.Errorf("%s: notes %q do not say Redis was not installed", system, r.Notes)
+			}
+		case strings.Contains(r.Notes, "FAILED"):
+			t.Errorf("%s: %s", system, r.Notes)
+		case r.Activities != activities:
+			t.Errorf("%s: %d activities, want %d", system, r.Activities, activities)
+		}
+	}
+}
+
+func TestHelloCities5(t *testing.T) {
+	env := newEnv(t, true)
+	results, err := scenario.HelloCities5(t.Context(), env, sizes.HelloInstances)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := bySystem(t, results)
+	checkDynoxide(t, rs, scenario.HelloCities5Name, 5*sizes.HelloInstances, true)
+	checkPeers(t, env, rs, 5*sizes.HelloInstances)
+	for _, s := range scenario.Systems() {
+		if n := len(rs[s.Name].Latencies); n != sizes.HelloInstances {
+			t.Errorf("%s: %d latencies, want one per instance (%d)", s.Name, n, sizes.HelloInstances)
+		}
+	}
+}
+
+func TestFanOut(t *testing.T) {
+	env := newEnv(t, true)
+	results, err := scenario.FanOut(t.Context(), env, sizes.FanOutSmall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := bySystem(t, results)
+	checkDynoxide(t, rs, scenario.FanOutName(sizes.FanOutSmall), sizes.FanOutSmall, true)
+	checkPeers(t, env, rs, sizes.FanOutSmall)
+	for _, s := range scenario.Systems() {
+		// Started, scheduled, then a scheduled and a completed event per
+		// activity, and the completion.
+		if got, want := rs[s.Name].Extra["events"], float64(2+2*sizes.FanOutSmall); got != want {
+			t.Errorf("%s: history of %v events, want %v", s.Name, got, want)
+		}
+	}
+}
+
+func TestStartAfterIdle(t *testing.T) {
+	env := newEnv(t, false)
+	results, err := scenario.StartAfterIdle(t.Context(), env, sizes.IdleBeforeStart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDynoxide(t, bySystem(t, results), scenario.StartAfterIdleName, 1, true)
+}
+
+func TestIdle(t *testing.T) {
+	env := newEnv(t, false)
+	results, err := scenario.Idle(t.Context(), env, sizes.Idle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := bySystem(t, results)
+	// Long-polling systems may make no request in a few seconds: only the
+	// short-polling one must have swept the table.
+	checkDynoxide(t, rs, scenario.IdleName, 0, false)
+	if total(rs[scenario.DynamoDBShortPoll].DynamoDB) == 0 {
+		t.Errorf("%s: no DynamoDB request while short polling", scenario.DynamoDBShortPoll)
+	}
+	for _, s := range scenario.Systems() {
+		r := rs[s.Name]
+		for _, k := range []string{scenario.ExtraDynamoDBPerMinute, scenario.ExtraSQSPerMinute, scenario.ExtraIdleMonth} {
+			if _, ok := r.Extra[k]; !ok {
+				t.Errorf("%s: no %q", s.Name, k)
+			}
+		}
+		if got, want := r.Extra[scenario.ExtraDynamoDBPerMinute], float64(total(r.DynamoDB))/r.Elapsed.Minutes(); got != want {
+			t.Errorf("%s: %v DynamoDB requests per minute, want %v", s.Name, got, want)
+		}
+	}
+}
+
+func TestHistory(t *testing.T) {
+	env := newEnv(t, false)
+	results, err := scenario.History(t.Context(), env, sizes.HistoryEvents, sizes.HistoryReads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := bySystem(t, results)
+	checkDynoxide(t, rs, scenario.HistoryName(sizes.HistoryEvents), 0, true)
+	for _, s := range scenario.Systems() {
+		r := rs[s.Name]
+		if got := r.Extra["events"]; got != float64(sizes.HistoryEvents) {
+			t.Errorf("%s: %v events, want %d", s.Name, got, sizes.HistoryEvents)
+		}
+		if len(r.Latencies) != sizes.HistoryReads {
+			t.Errorf("%s: %d reads measured, want %d", s.Name, len(r.Latencies), sizes.HistoryReads)
+		}
+		if s.DynamoDB && r.DynamoDB["Query"] < sizes.HistoryReads {
+			t.Errorf("%s: %d Queries for %d reads", s.Name, r.DynamoDB["Query"], sizes.HistoryReads)
+		}
+		if s.DynamoDB && total(r.SQS) != 0 {
+			t.Errorf("%s: SQS requests while reading: %v", s.Name, r.SQS)
+		}
+	}
+}
+
+func TestFetchCost(t *testing.T) {
+	env := newEnv(t, false)
+	env.Systems = []scenario.System{mustSystem(t, scenario.DynamoDBSQS)}
+	c := sizes.FetchCost
+	results, err := scenario.FetchCost(t.Context(), env, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != len(c.Sizes) {
+		t.Fatalf("%d results, want one per size (%d)", len(results), len(c.Sizes))
+	}
+	for i, r := range results {
+		if r.Scenario != scenario.FetchCostName || r.System != scenario.DynamoDBSQS {
+			t.Errorf("result %d is %s on %s", i, r.Scenario, r.System)
+		}
+		if got := r.Extra[scenario.ExtraTerminalInstances]; got < float64(c.Sizes[i]) {
+			t.Errorf("result %d: %v terminal instances, want at least %d", i, got, c.Sizes[i])
+		}
+		if r.Activities != c.RoundTrips || len(r.Latencies) != c.RoundTrips {
+			t.Errorf("result %d: %d activities and %d latencies, want %d", i, r.Activities, len(r.Latencies), c.RoundTrips)
+		}
+		if r.Extra[scenario.ExtraRequestsPerTurn] <= 0 || r.Extra[scenario.ExtraRRUPerTurn] <= 0 {
+			t.Errorf("result %d: per-turn figures %v", i, r.Extra)
+		}
+	}
+}
+
+func mustSystem(t *testing.T, name string) scenario.System {
+	t.Helper()
+	s, err := scenario.SystemByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}

@@ -1,0 +1,79 @@
+package billing
+
+import "maps"
+
+// Usage is what a [Meter] counted: requests per operation and the request
+// units and billed requests they cost by DynamoDB's and SQS's billing rules.
+// The zero Usage is empty and ready to use.
+type Usage struct {
+	// DynamoDB counts DynamoDB requests by operation name (GetItem, Query,
+	// TransactWriteItems, DescribeTable, ...).
+	DynamoDB map[string]int
+	// WRU and RRU are the write and read request units the DynamoDB requests
+	// cost by DynamoDB's on-demand billing rules (see the package
+	// documentation).
+	WRU, RRU float64
+	// SQS counts SQS API requests by operation name (SendMessage,
+	// ReceiveMessage, ...).
+	SQS map[string]int
+	// SQSBilled is the number of requests SQS bills for them: one per API
+	// request and 64 KB chunk of its payload.
+	SQSBilled int
+}
+
+// Sub returns u - v, for measuring an interval: take a [Meter.Usage]
+// snapshot before and after, and subtract. Operations whose difference is
+// zero are left out of the maps.
+func (u Usage) Sub(v Usage) Usage {
+	return Usage{
+		DynamoDB:  subCounts(u.DynamoDB, v.DynamoDB),
+		WRU:       u.WRU - v.WRU,
+		RRU:       u.RRU - v.RRU,
+		SQS:       subCounts(u.SQS, v.SQS),
+		SQSBilled: u.SQSBilled - v.SQSBilled,
+	}
+}
+
+func subCounts(a, b map[string]int) map[string]int {
+	d := maps.Clone(a)
+	for op, n := range b {
+		if d == nil {
+			d = map[string]int{}
+		}
+		d[op] -= n
+	}
+	maps.DeleteFunc(d, func(_ string, n int) bool { return n == 0 })
+	return d
+}
+
+// DynamoDBRequests is the number of DynamoDB requests of all operations.
+func (u Usage) DynamoDBRequests() int { return sum(u.DynamoDB) }
+
+// SQSRequests is the number of SQS API requests of all operations (not the
+// billed requests: see SQSBilled).
+func (u Usage) SQSRequests() int { return sum(u.SQS) }
+
+func sum(m map[string]int) int {
+	total := 0
+	for _, n := range m {
+		total += n
+	}
+	return total
+}
+
+// Dollars is what u costs at the list prices in this package: write and
+// read request units at the DynamoDB on-demand prices, and billed SQS
+// requests at the standard-queue price. Storage, data transfer and free
+// tiers are not counted.
+func (u Usage) Dollars() float64 {
+	return u.WRU*DynamoDBWriteRequestUnitPrice +
+		u.RRU*DynamoDBReadRequestUnitPrice +
+		float64(u.SQSBilled)*SQSRequestPrice
+}
+
+// clone returns a deep copy of u.
+func (u Usage) clone() Usage {
+	u.DynamoDB = maps.Clone(u.DynamoDB)
+	u.SQS = maps.Clone(u.SQS)
+	return u
+}

@@ -1,0 +1,329 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dynoxide/dynoxide/bench/peer/goworkflows"
+	"github.com/dynoxide/dynoxide/bench/report"
+	"github.com/dynoxide/dynoxide/bench/scenario"
+	"github.com/dynoxide/dynoxide/localstack"
+)
+
+// warmUpInstances is the size of the unrecorded HelloCities5 run that
+// warms the emulator up before the first measurement.
+const warmUpInstances = 20
+
+// config is what the flags say.
+type config struct {
+	out       string
+	short     bool
+	scenarios string
+	systems   string
+	peers     string
+	sizes     scenario.Sizes
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet("benche2e", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c config
+	fs.StringVar(&c.out, "out", "results", "directory the results are written to")
+	fs.BoolVar(&c.short, "short", false, "tiny sizes (a few iterations of each scenario); size flags given explicitly still apply")
+	fs.StringVar(&c.scenarios, "scenarios", "", "comma-separated scenarios to run (HelloCities5, FanOut1000, FanOut10000, StartAfterIdle, Idle, History10000, FetchCost); empty runs all")
+	fs.StringVar(&c.systems, "systems", "", "comma-separated dynoxide systems to run on; empty runs all")
+	fs.StringVar(&c.peers, "peers", strings.Join(goworkflows.Backends(), ","), "comma-separated go-workflows backends to run beside dynoxide; empty runs none")
+	def := scenario.DefaultSizes()
+	hello := fs.Int("hello-instances", def.HelloInstances, "HelloCities5: instances")
+	fanSmall := fs.Int("fanout-small", def.FanOutSmall, "FanOut1000: activities")
+	fanLarge := fs.Int("fanout-large", def.FanOutLarge, "FanOut10000: activities")
+	idleBefore := fs.Duration("idle-before-start", def.IdleBeforeStart, "StartAfterIdle: idle time before the start")
+	idle := fs.Duration("idle", def.Idle, "Idle: time measured")
+	histEvents := fs.Int("history-events", def.HistoryEvents, "History10000: events in the history")
+	histReads := fs.Int("history-reads", def.HistoryReads, "History10000: reads measured")
+	fetchSizes := fs.String("fetchcost-sizes", joinInts(def.FetchCost.Sizes), "FetchCost: comma-separated numbers of terminal instances")
+	fetchTrips := fs.Int("fetchcost-roundtrips", def.FetchCost.RoundTrips, "FetchCost: round trips measured at each size")
+	fetchBudget := fs.Duration("fetchcost-budget", def.FetchCost.SeedBudget, "FetchCost: the most time seeding may take (the largest size is lowered to fit)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	c.sizes = def
+	if c.short {
+		c.sizes = scenario.ShortSizes()
+	}
+	var err error
+	// Flags given explicitly override the defaults of either size set.
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "hello-instances":
+			c.sizes.HelloInstances = *hello
+		case "fanout-small":
+			c.sizes.FanOutSmall = *fanSmall
+		case "fanout-large":
+			c.sizes.FanOutLarge = *fanLarge
+		case "idle-before-start":
+			c.sizes.IdleBeforeStart = *idleBefore
+		case "idle":
+			c.sizes.Idle = *idle
+		case "history-events":
+			c.sizes.HistoryEvents = *histEvents
+		case "history-reads":
+			c.sizes.HistoryReads = *histReads
+		case "fetchcost-sizes":
+			c.sizes.FetchCost.Sizes, err = parseInts(*fetchSizes)
+		case "fetchcost-roundtrips":
+			c.sizes.FetchCost.RoundTrips = *fetchTrips
+		case "fetchcost-budget":
+			c.sizes.FetchCost.SeedBudget = *fetchBudget
+		}
+	})
+	return c, err
+}
+
+func run(ctx context.Context, args []string) int {
+	c, err := parseFlags(args, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return exitf("%v", err)
+	}
+	selected, err := scenario.Select(scenario.All(c.sizes), c.scenarios)
+	if err != nil {
+		return exitf("%v", err)
+	}
+	systems, err := selectSystems(c.systems)
+	if err != nil {
+		return exitf("%v", err)
+	}
+	p := &progress{w: os.Stdout}
+	began := time.Now()
+	startLoad := loadAverage()
+
+	opts := func(o *localstack.Options) { o.Logf = p.logf }
+	if os.Getenv("DYNOXIDE_CACHE_DIR") == "" {
+		if dir := scenario.LibraryCacheDir(); dir != "" {
+			opts = func(o *localstack.Options) {
+				o.Logf = p.logf
+				o.CacheDir = dir
+			}
+		}
+	}
+	p.logf("starting DynamoDB and SQS")
+	em, err := localstack.Start(ctx, opts)
+	if err != nil {
+		return exitf("endpoints: %v", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := em.Stop(sctx); err != nil {
+			p.logf("stopping the emulators: %v", err)
+		}
+	}()
+	p.logf("DynamoDB at %s, SQS at %s (%s)", em.DynamoDBURL, em.SQSURL, em.Source)
+
+	env := &scenario.Env{Endpoints: em.Endpoints, Systems: systems, Peers: splitList(c.peers), Logf: p.logf}
+	peerDir, err := os.MkdirTemp("", "benche2e-peers-")
+	if err != nil {
+		return exitf("%v", err)
+	}
+	defer os.RemoveAll(peerDir)
+	env.PeerDir = peerDir
+	if slices.Contains(env.Peers, "redis") && needsPeers(selected) {
+		addr, stopRedis, err := goworkflows.StartRedis(ctx, peerDir)
+		if err != nil {
+			env.RedisErr = err
+			p.logf("Redis: %v", err)
+		} else {
+			env.RedisAddr = addr
+			p.logf("Redis at %s", addr)
+			defer func() {
+				if err := stopRedis(); err != nil {
+					p.logf("stopping Redis: %v", err)
+				}
+			}()
+		}
+	}
+
+	var results []report.Result
+	var failures []error
+	p.logf("warming the emulator up (%d instances, not recorded)", warmUpInstances)
+	if err := scenario.WarmUp(ctx, env, warmUpInstances); err != nil {
+		failures = append(failures, fmt.Errorf("warm-up: %w", err))
+	}
+	for _, s := range selected {
+		if ctx.Err() != nil {
+			failures = append(failures, fmt.Errorf("%s: not run: %w", s.Name, context.Cause(ctx)))
+			continue
+		}
+		p.logf("=== %s", s.Name)
+		rs, err := s.Run(ctx, env)
+		results = append(results, rs...)
+		if err != nil {
+			failures = append(failures, err)
+		}
+	}
+
+	header := runHeader(em.Endpoints, c, began, startLoad)
+	if err := report.WriteWithHeader(c.out, header, results); err != nil {
+		failures = append(failures, fmt.Errorf("write results: %w", err))
+	} else {
+		p.logf("results written to %s (%d rows) after %v", c.out, len(results), time.Since(began).Round(time.Second))
+	}
+	if len(failures) > 0 {
+		for _, err := range failures {
+			fmt.Fprintf(os.Stderr, "benche2e: %v\n", err)
+		}
+		return 1
+	}
+	return 0
+}
+
+// needsPeers reports whether a selected scenario runs peers.
+func needsPeers(selected []scenario.Scenario) bool {
+	for _, s := range selected {
+		if s.Name == scenario.HelloCities5Name || strings.HasPrefix(s.Name, "FanOut") {
+			return true
+		}
+	}
+	return false
+}
+
+func selectSystems(names string) ([]scenario.System, error) {
+	list := splitList(names)
+	if len(list) == 0 {
+		return scenario.Systems(), nil
+	}
+	var out []scenario.System
+	for _, n := range list {
+		s, err := scenario.SystemByName(n)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// runHeader is the text above the results: when, on what, and how to read
+// the request units.
+func runHeader(ep localstack.Endpoints, c config, began time.Time, startLoad string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Run on %s UTC, %s, %s/%s, %d CPUs%s.", began.UTC().Format("2006-01-02 15:04"), goVersion(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel())
+	if startLoad != "" {
+		fmt.Fprintf(&b, " Load average (1, 5, 15 min) at the start: %s; at the end: %s (the machine may be shared: timings are of this machine at that load).", startLoad, loadAverage())
+	}
+	b.WriteString("\n\n")
+	fmt.Fprintf(&b, "Command: `go run ./cmd/benche2e %s`.\n\n", strings.Join(os.Args[1:], " "))
+	fmt.Fprintf(&b, "DynamoDB and SQS are emulators (%s: DynamoDB Local and %s) on the same machine, not AWS: "+
+		"latencies and throughput are the emulators' and the proxy's; the request counts are what the clients sent; "+
+		"WRU and RRU are computed from those requests by DynamoDB's on-demand billing rules (item sizes read back from the table), "+
+		"not measured on AWS, and dollars are at list prices. Before the first scenario, %d HelloCities5 instances ran unrecorded "+
+		"on one DynamoDB system to warm DynamoDB Local's JVM up.\n", ep.Source, sqsEmulator(), warmUpInstances)
+	return b.String()
+}
+
+// goVersion is the output of `go version`, or the version this binary was
+// built with.
+func goVersion() string {
+	out, err := exec.Command("go", "version").Output()
+	if err != nil {
+		return runtime.Version()
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func sqsEmulator() string {
+	if e := os.Getenv("DYNOXIDE_SQS_EMULATOR"); e != "" {
+		return e
+	}
+	if _, err := exec.LookPath("moto_server"); err == nil {
+		return "moto"
+	}
+	return "fauxqs"
+}
+
+// loadAverage is the system's load averages over 1, 5 and 15 minutes, or
+// "" where the system does not say.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], ", ")
+}
+
+// cpuModel is ", " and the CPU's model name where the system says it.
+func cpuModel() string {
+	data, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return " (" + strings.TrimSpace(v) + ")"
+		}
+	}
+	return ""
+}
+
+// progress prints timestamped lines; safe for concurrent use.
+type progress struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (p *progress) logf(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.w, "%s %s\n", time.Now().UTC().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range splitList(s) {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive number", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func joinInts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}

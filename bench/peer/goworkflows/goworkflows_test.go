@@ -1,0 +1,326 @@
+package goworkflows
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dynoxide/dynoxide/bench/report"
+	"github.com/redis/go-redis/v9"
+)
+
+// Sizes: tiny in -short mode (the CI smoke), larger otherwise; the
+// environment variables DYNOXIDE_BENCH_PEER_INSTANCES and
+// DYNOXIDE_BENCH_PEER_FANOUT override them (the test then logs the
+// figures, for measuring by hand).
+func sizes(t *testing.T) (instances, fanOut int) {
+	t.Helper()
+	instances, fanOut = 20, 100
+	if testing.Short() {
+		instances, fanOut = 5, 20
+	}
+	instances = envSize(t, "DYNOXIDE_BENCH_PEER_INSTANCES", instances)
+	fanOut = envSize(t, "DYNOXIDE_BENCH_PEER_FANOUT", fanOut)
+	return instances, fanOut
+}
+
+func envSize(t *testing.T, name string, fallback int) int {
+	t.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return fallback
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
+
+// startRedis starts a private Redis for t. Without redis-server it fails
+// with ErrNoRedis's message, unless DYNOXIDE_BENCH_NO_REDIS=1 (then it
+// skips t).
+func startRedis(t *testing.T) string {
+	t.Helper()
+	addr, stop, err := StartRedis(t.Context(), t.TempDir())
+	if errors.Is(err, ErrNoRedis) && os.Getenv("DYNOXIDE_BENCH_NO_REDIS") == "1" {
+		t.Skipf("DYNOXIDE_BENCH_NO_REDIS=1: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("stop Redis: %v", err)
+		}
+	})
+	return addr
+}
+
+// configFor returns a Config for backend with its Dir or a started Redis.
+func configFor(t *testing.T, backend string) Config {
+	t.Helper()
+	c := Config{Backend: backend}
+	switch backend {
+	case BackendSQLiteFile:
+		c.Dir = t.TempDir()
+	case BackendRedis:
+		c.RedisAddr = startRedis(t)
+	}
+	return c
+}
+
+// logFigures logs what a run measured.
+func logFigures(t *testing.T, r report.Result) {
+	t.Helper()
+	lat := slices.Clone(r.Latencies)
+	slices.Sort(lat)
+	pct := func(p float64) time.Duration {
+		if len(lat) == 0 {
+			return 0
+		}
+		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
+	}
+	line := r.Scenario + " on " + r.System + ": " + strconv.Itoa(r.Activities) + " activities in " +
+		r.Elapsed.Round(time.Millisecond).String() + ", " +
+		strconv.FormatFloat(float64(r.Activities)/r.Elapsed.Seconds(), 'f', 0, 64) + " activities/s, p50 " +
+		pct(0.50).Round(time.Millisecond).String() + ", p99 " + pct(0.99).Round(time.Millisecond).String()
+	if r.PeerCommands > 0 {
+		line += ", " + strconv.Itoa(r.PeerCommands) + " Redis commands (" +
+			strconv.FormatFloat(float64(r.PeerCommands)/float64(r.Activities), 'f', 1, 64) + " per activity)"
+	}
+	t.Log(line)
+}
+
+// checkResult checks the fields every scenario fills.
+func checkResult(t *testing.T, r report.Result, backend, scenario string, activities, latencies int) {
+	t.Helper()
+	if r.Scenario != scenario {
+		t.Errorf("Scenario = %q, want %q", r.Scenario, scenario)
+	}
+	if want := "go-workflows/" + backend; r.System != want {
+		t.Errorf("System = %q, want %q", r.System, want)
+	}
+	if r.Activities != activities {
+		t.Errorf("Activities = %d, want %d", r.Activities, activities)
+	}
+	if r.Elapsed <= 0 {
+		t.Errorf("Elapsed = %v, want > 0", r.Elapsed)
+	}
+	if len(r.Latencies) != latencies {
+		t.Errorf("%d latencies, want %d", len(r.Latencies), latencies)
+	}
+	for i, l := range r.Latencies {
+		if l <= 0 || l > r.Elapsed {
+			t.Errorf("latency %d = %v, want in (0, Elapsed=%v]", i, l, r.Elapsed)
+		}
+	}
+	if backend == BackendRedis && r.PeerCommands <= 0 {
+		t.Errorf("PeerCommands = %d, want > 0 on Redis", r.PeerCommands)
+	}
+	if backend != BackendRedis && r.PeerCommands != 0 {
+		t.Errorf("PeerCommands = %d, want 0 without Redis", r.PeerCommands)
+	}
+	if r.Notes == "" {
+		t.Error("Notes empty, want the configuration")
+	}
+}
+
+func TestHelloCities5CompletesEveryInstanceOnEveryBackend(t *testing.T) {
+	instances, _ := sizes(t)
+	want := make([]string, len(Cities))
+	for i, city := range Cities {
+		want[i] = "Hello, " + city + "!"
+	}
+	for _, backend := range Backends() {
+		t.Run(backend, func(t *testing.T) {
+			c := configFor(t, backend)
+			c.Instances = instances
+			r, outputs, err := helloCities5Run(t.Context(), c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkResult(t, r, backend, "HelloCities5", instances*5, instances)
+			if len(outputs) != instances {
+				t.Fatalf("%d outputs, want %d", len(outputs), instances)
+			}
+			for i, got := range outputs {
+				if !slices.Equal(got, want) {
+					t.Errorf("instance %d returned %q, want %q", i, got, want)
+				}
+			}
+			logFigures(t, r)
+		})
+	}
+}
+
+func TestFanOutCompletesEveryActivityOnEveryBackend(t *testing.T) {
+	_, n := sizes(t)
+	for _, backend := range Backends() {
+		t.Run(backend, func(t *testing.T) {
+			c := configFor(t, backend)
+			c.FanOut = n
+			r, outputs, err := fanOutRun(t.Context(), c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkResult(t, r, backend, "FanOut"+strconv.Itoa(n), n, 1)
+			if len(outputs) != 1 || len(outputs[0]) != n {
+				t.Fatalf("outputs %d×%d, want 1×%d", len(outputs), len(outputs[0]), n)
+			}
+			for i, got := range outputs[0] {
+				if want := "Hello, " + Cities[i%len(Cities)] + "!"; got != want {
+					t.Errorf("greeting %d = %q, want %q", i, got, want)
+				}
+			}
+			logFigures(t, r)
+		})
+	}
+}
+
+func TestExportedScenariosReturnTheirResult(t *testing.T) {
+	r, err := HelloCities5(t.Context(), Config{Backend: BackendMonoprocess, Instances: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResult(t, r, BackendMonoprocess, "HelloCities5", 10, 2)
+	r, err = FanOut(t.Context(), Config{Backend: BackendMonoprocess, FanOut: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResult(t, r, BackendMonoprocess, "FanOut3", 3, 1)
+}
+
+func TestRedisRunsStartOnAFreshKeyspace(t *testing.T) {
+	c := configFor(t, BackendRedis)
+	c.Instances = 2
+	// The instance IDs repeat: the second run fails if the first run's
+	// instances are still there.
+	var commands []int
+	for run := range 2 {
+		r, err := HelloCities5(t.Context(), c)
+		if err != nil {
+			t.Fatalf("run %d: %v", run, err)
+		}
+		commands = append(commands, r.PeerCommands)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: c.RedisAddr})
+	defer rdb.Close()
+	keys, err := rdb.Keys(t.Context(), "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if strings.Contains(k, "hello-000002") {
+			t.Errorf("key %q of an instance neither run started", k)
+		}
+	}
+	if len(keys) == 0 {
+		t.Error("no keys after the second run, want its instances")
+	}
+	if commands[0] <= 0 || commands[1] <= 0 {
+		t.Errorf("PeerCommands = %v, want both > 0", commands)
+	}
+}
+
+func TestSQLiteFileRunRemovesItsDatabase(t *testing.T) {
+	c := configFor(t, BackendSQLiteFile)
+	c.Instances = 1
+	if _, err := HelloCities5(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	left, err := os.ReadDir(c.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 0 {
+		t.Errorf("Dir holds %d entries after the run, want none (first: %s)", len(left), left[0].Name())
+	}
+}
+
+func TestInvalidConfigsFailWithErrConfig(t *testing.T) {
+	for name, c := range map[string]Config{
+		"unknown backend":      {Backend: "mysql", Instances: 1, FanOut: 1},
+		"sqlite-file no Dir":   {Backend: BackendSQLiteFile, Instances: 1, FanOut: 1},
+		"redis no address":     {Backend: BackendRedis, Instances: 1, FanOut: 1},
+		"no instances/fan-out": {Backend: BackendMonoprocess},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := HelloCities5(t.Context(), c); !errors.Is(err, ErrConfig) {
+				t.Errorf("HelloCities5: err = %v, want ErrConfig", err)
+			}
+			if _, err := FanOut(t.Context(), c); !errors.Is(err, ErrConfig) {
+				t.Errorf("FanOut: err = %v, want ErrConfig", err)
+			}
+		})
+	}
+}
+
+func TestStartRedisAnswersPingUntilStopped(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil && os.Getenv("DYNOXIDE_BENCH_NO_REDIS") == "1" {
+		t.Skipf("DYNOXIDE_BENCH_NO_REDIS=1: %v", err)
+	}
+	dir := t.TempDir()
+	addr, stop, err := StartRedis(t.Context(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	defer rdb.Close()
+	if err := rdb.Ping(t.Context()).Err(); err != nil {
+		stop()
+		t.Fatalf("PING: %v", err)
+	}
+	appendonly, err := rdb.ConfigGet(t.Context(), "appendonly").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if appendonly["appendonly"] != "yes" {
+		t.Errorf("appendonly = %q, want yes", appendonly["appendonly"])
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if err := stop(); err != nil {
+		t.Errorf("second stop: %v", err)
+	}
+	if err := rdb.Ping(t.Context()).Err(); err == nil {
+		t.Error("PING answered after stop")
+	}
+}
+
+func TestStartRedisWithoutBinaryFailsWithErrNoRedis(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	_, _, err := StartRedis(t.Context(), t.TempDir())
+	if !errors.Is(err, ErrNoRedis) {
+		t.Fatalf("err = %v, want ErrNoRedis", err)
+	}
+	if !errors.Is(err, exec.ErrNotFound) {
+		t.Errorf("err = %v, want it to wrap the lookup's exec.ErrNotFound", err)
+	}
+	if !strings.Contains(err.Error(), "bench/scripts/install-redis") {
+		t.Errorf("err = %q, want it to name bench/scripts/install-redis", err)
+	}
+}
+
+func TestParseCommandStatsSumsCallsWithoutInfo(t *testing.T) {
+	stats, err := parseCommandStats("# Commandstats\r\n" +
+		"cmdstat_xadd:calls=12,usec=80,usec_per_call=6.67,rejected_calls=0,failed_calls=0\r\n" +
+		"cmdstat_evalsha:calls=3,usec=90,usec_per_call=30.00,rejected_calls=0,failed_calls=1\r\n" +
+		"cmdstat_info:calls=7,usec=10,usec_per_call=1.43,rejected_calls=0,failed_calls=0\r\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stats.total(); got != 15 {
+		t.Errorf("total = %d, want 15 (INFO left out)", got)
+	}
+	before := commandStats{"xadd": 2}
+	if got := stats.sub(before).total(); got != 13 {
+		t.Errorf("total after sub = %d, want 13", got)
+	}
+}

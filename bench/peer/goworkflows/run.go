@@ -1,0 +1,284 @@
+package goworkflows
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cschleiden/go-workflows/backend"
+	"github.com/cschleiden/go-workflows/client"
+	"github.com/cschleiden/go-workflows/worker"
+	"github.com/cschleiden/go-workflows/workflow"
+	"github.com/dynoxide/dynoxide/bench/report"
+)
+
+// startConcurrency bounds the client's concurrent starts, as on dynoxide's
+// side of the benchmark.
+const startConcurrency = 16
+
+// HelloCities5 starts c.Instances instances of a workflow that greets the
+// five Cities one after the other (five sequential "Hello" activities),
+// all at once, on c.Backend, and measures from the first start to the last
+// completion, with each instance's latency from its start. It checks every
+// instance's output. Activities is c.Instances*5; for the "redis" backend,
+// PeerCommands is the Redis commands executed in the measured part.
+func HelloCities5(ctx context.Context, c Config) (report.Result, error) {
+	r, _, err := helloCities5Run(ctx, c)
+	return r, err
+}
+
+// FanOut runs one workflow on c.Backend that schedules c.FanOut "Hello"
+// activities at once and waits for all of them, and measures from its
+// start to its completion (also its one latency). It checks the output.
+// Activities is c.FanOut; for the "redis" backend, PeerCommands is the
+// Redis commands executed in the measured part.
+func FanOut(ctx context.Context, c Config) (report.Result, error) {
+	r, _, err := fanOutRun(ctx, c)
+	return r, err
+}
+
+// helloCities5Run is HelloCities5, also returning each instance's output.
+func helloCities5Run(ctx context.Context, c Config) (report.Result, [][]string, error) {
+	r := report.Result{Scenario: "HelloCities5", System: System(c.Backend)}
+	if c.Instances < 1 {
+		return r, nil, fmt.Errorf("%w: Instances is %d", ErrConfig, c.Instances)
+	}
+	starts := make([]start, c.Instances)
+	for i := range starts {
+		starts[i] = start{id: fmt.Sprintf("hello-%06d", i), workflow: helloCities5Name}
+	}
+	want := make([]string, len(Cities))
+	for i, city := range Cities {
+		want[i] = Greeting(city)
+	}
+	return runScenario(ctx, c, r, starts, len(Cities), want)
+}
+
+// fanOutRun is FanOut, also returning the workflow's output.
+func fanOutRun(ctx context.Context, c Config) (report.Result, [][]string, error) {
+	r := report.Result{Scenario: fmt.Sprintf("FanOut%d", c.FanOut), System: System(c.Backend)}
+	if c.FanOut < 1 {
+		return r, nil, fmt.Errorf("%w: FanOut is %d", ErrConfig, c.FanOut)
+	}
+	want := make([]string, c.FanOut)
+	for i := range want {
+		want[i] = Greeting(fanOutCity(i))
+	}
+	starts := []start{{id: "fan-out", workflow: fanOutName, args: []any{c.FanOut}}}
+	return runScenario(ctx, c, r, starts, c.FanOut, want)
+}
+
+// start is one workflow instance a scenario starts.
+type start struct {
+	id       string
+	workflow string
+	args     []any
+}
+
+// Worker configuration. go-workflows' benchmark uses worker.DefaultOptions
+// with an executor cache of 128 and, for Redis, no polling interval (its
+// task reads block); the defaults are 2 workflow and 2 activity pollers and
+// no limit on parallel tasks.
+const executorCacheSize = 128
+
+// historyEventsPerActivity bounds the history events an activity adds (its
+// scheduled and completed events); runs with large fan-outs raise the
+// backend's maximum history size accordingly.
+const historyEventsPerActivity = 3
+
+// runScenario runs starts on a fresh c.Backend, measures until every
+// instance finished, and checks that each returned want; perInstance is
+// how many activities one instance runs.
+func runScenario(ctx context.Context, c Config, r report.Result, starts []start, perInstance int, want []string) (report.Result, [][]string, error) {
+	if err := c.check(); err != nil {
+		return r, nil, err
+	}
+	activities := perInstance * len(starts)
+	ctx, cancel := context.WithTimeout(ctx, runTimeout(activities))
+	defer cancel()
+
+	logs := &errorLog{}
+	opts := []backend.BackendOption{backend.WithLogger(slog.New(logs))}
+	maxHistory := backend.DefaultOptions.MaxHistorySize
+	if need := int64(historyEventsPerActivity*perInstance + 100); need > maxHistory {
+		maxHistory = need
+		opts = append(opts, backend.WithMaxHistorySize(maxHistory))
+	}
+	p, err := openPeer(ctx, c, opts...)
+	if err != nil {
+		return r, nil, err
+	}
+	ids := make([]string, len(starts))
+	for i, s := range starts {
+		ids[i] = s.id
+	}
+	rec := newFinishRecorder(p.backend, ids)
+
+	wo := worker.DefaultOptions
+	wo.WorkflowExecutorCacheSize = executorCacheSize
+	if c.Backend == BackendRedis {
+		wo.WorkflowPollingInterval = 0
+		wo.ActivityPollingInterval = 0
+	}
+	r.Notes = notes(c.Backend, wo, maxHistory)
+
+	g := &greeter{}
+	w := worker.New(rec, &wo)
+	if err := register(w, g); err != nil {
+		return r, nil, errors.Join(err, p.close())
+	}
+	workerCtx, stopWorker := context.WithCancel(ctx)
+	if err := w.Start(workerCtx); err != nil {
+		stopWorker()
+		return r, nil, errors.Join(fmt.Errorf("start worker: %w", err), p.close())
+	}
+	// Stop the worker, wait for its tasks and pollers, then close the
+	// backend, on every path out.
+	shutdown := func() error {
+		stopWorker()
+		return errors.Join(w.WaitForCompletion(), p.close())
+	}
+
+	cl := client.New(rec)
+	outputs, err := measure(ctx, p, rec, cl, starts, &r)
+	if err == nil {
+		if executed := int(g.executed.Load()); executed != activities {
+			r.Notes += fmt.Sprintf("; %d activity executions for %d activities (retries)", executed, activities)
+		}
+		err = checkOutputs(starts, outputs, want)
+		if err == nil {
+			r.Activities = activities
+		}
+	}
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("%w: %d of %d finished within %v: %w", ErrTimeout, rec.Finished(), len(starts), runTimeout(activities), err)
+	}
+	if err != nil {
+		if logged := logs.Errors(); len(logged) > 0 {
+			err = fmt.Errorf("%w (last errors logged by go-workflows: %s)", err, strings.Join(logged, "; "))
+		}
+	}
+	return r, outputs, errors.Join(err, shutdown())
+}
+
+// runTimeout bounds one run: generous for a loaded 2-core machine.
+func runTimeout(activities int) time.Duration {
+	return time.Minute + time.Duration(activities)*50*time.Millisecond
+}
+
+// measure starts every instance, waits until all finished, fills r's
+// Elapsed, Latencies and PeerCommands, then reads each instance's output.
+func measure(ctx context.Context, p *peer, rec *finishRecorder, cl *client.Client, starts []start, r *report.Result) ([][]string, error) {
+	var before commandStats
+	if p.redis != nil {
+		var err error
+		if before, err = readCommandStats(ctx, p.redis); err != nil {
+			return nil, err
+		}
+	}
+
+	began := time.Now()
+	startedAt, instances, err := startAll(ctx, cl, starts)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-rec.Done():
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait for completions: %w", ctx.Err())
+	}
+
+	if p.redis != nil {
+		after, err := readCommandStats(ctx, p.redis)
+		if err != nil {
+			return nil, err
+		}
+		r.PeerCommands = after.sub(before).total()
+	}
+	var last time.Time
+	r.Latencies = make([]time.Duration, len(starts))
+	for i, s := range starts {
+		at, _ := rec.FinishedAt(s.id)
+		r.Latencies[i] = at.Sub(startedAt[i])
+		if at.After(last) {
+			last = at
+		}
+	}
+	r.Elapsed = last.Sub(began)
+
+	outputs := make([][]string, len(starts))
+	for i, inst := range instances {
+		out, err := client.GetWorkflowResult[[]string](ctx, cl, inst, time.Minute)
+		if err != nil {
+			return outputs, fmt.Errorf("result of %s: %w", starts[i].id, err)
+		}
+		outputs[i] = out
+	}
+	return outputs, nil
+}
+
+// startAll creates every instance, startConcurrency at a time, and returns
+// when each creation was called and the instances.
+func startAll(ctx context.Context, cl *client.Client, starts []start) ([]time.Time, []*workflow.Instance, error) {
+	startedAt := make([]time.Time, len(starts))
+	instances := make([]*workflow.Instance, len(starts))
+	errs := make([]error, len(starts))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(startConcurrency, len(starts)) {
+		wg.Go(func() {
+			for i := range next {
+				s := starts[i]
+				startedAt[i] = time.Now()
+				inst, err := cl.CreateWorkflowInstance(ctx, client.WorkflowInstanceOptions{InstanceID: s.id}, s.workflow, s.args...)
+				if err != nil {
+					errs[i] = fmt.Errorf("start %s: %w", s.id, err)
+				}
+				instances[i] = inst
+			}
+		})
+	}
+	for i := range starts {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return startedAt, instances, errors.Join(errs...)
+}
+
+// checkOutputs checks that every instance returned want.
+func checkOutputs(starts []start, outputs [][]string, want []string) error {
+	for i, got := range outputs {
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("%w: %s returned %d greetings %.200q, want %d", ErrWrongOutput, starts[i].id, len(got), got, len(want))
+		}
+	}
+	return nil
+}
+
+// notes describes the configuration of a run for report.Result.Notes.
+func notes(backendName string, wo worker.Options, maxHistory int64) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "go-workflows v1.2.0, worker and client in one process; worker.DefaultOptions: %d workflow + %d activity pollers, no parallel-task limit, executor cache %d",
+		wo.WorkflowPollers, wo.ActivityPollers, wo.WorkflowExecutorCacheSize)
+	switch backendName {
+	case BackendRedis:
+		b.WriteString(", no polling interval (blocking reads), as go-workflows' benchmark; redis-server with appendonly yes, appendfsync everysec; PeerCommands from INFO commandstats (INFO excluded), commands run inside Lua scripts included")
+	case BackendMonoprocess:
+		fmt.Fprintf(&b, ", polling interval %v (pollers are woken when a task is created); SQLite in memory", wo.WorkflowPollingInterval)
+	case BackendSQLiteMemory:
+		fmt.Fprintf(&b, ", polling interval %v; SQLite in memory", wo.WorkflowPollingInterval)
+	case BackendSQLiteFile:
+		fmt.Fprintf(&b, ", polling interval %v; SQLite file (WAL)", wo.WorkflowPollingInterval)
+	}
+	if maxHistory != backend.DefaultOptions.MaxHistorySize {
+		fmt.Fprintf(&b, "; max history raised to %d events", maxHistory)
+	}
+	fmt.Fprintf(&b, "; logging off; %d concurrent starters; latency from start to the commit of the finishing workflow task", startConcurrency)
+	return b.String()
+}

@@ -1,0 +1,180 @@
+package report
+
+import (
+	"slices"
+	"strings"
+)
+
+// column is one column of a scenario's table: its header and how to fill a
+// cell; an empty cell means the figure does not apply to the row.
+type column struct {
+	header string
+	cell   func(Result) string
+}
+
+// tableColumns returns the columns of a table of results, in order, without
+// those whose cells are empty in every row.
+func tableColumns(results []Result) []column {
+	all := []column{
+		{"System", func(r Result) string { return r.System }},
+		{"Activities", func(r Result) string {
+			if r.Activities == 0 {
+				return ""
+			}
+			return formatInt(int64(r.Activities))
+		}},
+		{"Elapsed", func(r Result) string {
+			if r.Elapsed == 0 {
+				return ""
+			}
+			return formatDuration(r.Elapsed)
+		}},
+		{"Activities/s", func(r Result) string {
+			return nonZero(r.ActivitiesPerSecond())
+		}},
+		{"p50 latency", func(r Result) string { return latency(r, 50) }},
+		{"p99 latency", func(r Result) string { return latency(r, 99) }},
+		{"DynamoDB requests/activity", func(r Result) string {
+			if r.DynamoDB == nil {
+				return ""
+			}
+			return perActivity(r, float64(r.DynamoDBRequests()))
+		}},
+		{"WRU/activity", func(r Result) string {
+			if r.DynamoDB == nil {
+				return ""
+			}
+			return perActivity(r, r.WRU)
+		}},
+		{"RRU/activity", func(r Result) string {
+			if r.DynamoDB == nil {
+				return ""
+			}
+			return perActivity(r, r.RRU)
+		}},
+		{"SQS requests/activity", func(r Result) string {
+			if r.SQS == nil {
+				return ""
+			}
+			return perActivity(r, float64(r.SQSRequests()))
+		}},
+		{"$/million activities", func(r Result) string {
+			if r.Dollars == 0 {
+				return ""
+			}
+			return perActivity(r, r.Dollars*1e6)
+		}},
+		{"Peer commands/activity", func(r Result) string {
+			if r.PeerCommands == 0 {
+				return ""
+			}
+			return perActivity(r, float64(r.PeerCommands))
+		}},
+	}
+	for _, key := range extraKeys(results) {
+		all = append(all, column{key, func(r Result) string {
+			v, ok := r.Extra[key]
+			if !ok {
+				return ""
+			}
+			return formatNumber(v)
+		}})
+	}
+	all = append(all, column{"Notes", func(r Result) string { return r.Notes }})
+
+	var used []column
+	for _, c := range all {
+		if slices.ContainsFunc(results, func(r Result) bool { return c.cell(r) != "" }) {
+			used = append(used, c)
+		}
+	}
+	return used
+}
+
+// nonZero formats v, or returns "" when it is zero.
+func nonZero(v float64) string {
+	if v == 0 {
+		return ""
+	}
+	return formatNumber(v)
+}
+
+// latency formats the p-th percentile of r's latencies; "" when there are
+// none.
+func latency(r Result, p float64) string {
+	if len(r.Latencies) == 0 {
+		return ""
+	}
+	return formatDuration(r.Latency(p))
+}
+
+// perActivity formats total divided by r's activities; "" when no activity
+// completed (the figure is undefined).
+func perActivity(r Result, total float64) string {
+	if r.Activities == 0 {
+		return ""
+	}
+	return formatNumber(r.PerActivity(total))
+}
+
+// extraKeys returns the names of the Extra figures of any result, sorted.
+func extraKeys(results []Result) []string {
+	var keys []string
+	for _, r := range results {
+		for k := range r.Extra {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// markdownTable writes results as a markdown table, one row per result in
+// order.
+func markdownTable(results []Result) string {
+	columns := tableColumns(results)
+	var b strings.Builder
+	row := func(cells []string) {
+		b.WriteString("|")
+		for _, c := range cells {
+			b.WriteString(" ")
+			b.WriteString(markdownCell(c))
+			b.WriteString(" |")
+		}
+		b.WriteString("\n")
+	}
+	headers := make([]string, len(columns))
+	rule := make([]string, len(columns))
+	for i, c := range columns {
+		headers[i] = c.header
+		rule[i] = "---"
+		if i > 0 && c.header != "Notes" {
+			rule[i] = "---:" // figures align right
+		}
+	}
+	row(headers)
+	b.WriteString("|")
+	for _, r := range rule {
+		b.WriteString(" " + r + " |")
+	}
+	b.WriteString("\n")
+	for _, r := range results {
+		cells := make([]string, len(columns))
+		for i, c := range columns {
+			cells[i] = c.cell(r)
+		}
+		row(cells)
+	}
+	return b.String()
+}
+
+// markdownCell makes s safe inside a table cell: one line, pipes escaped,
+// and no HTML tags.
+func markdownCell(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	return cellEscaper.Replace(s)
+}
+
+var cellEscaper = strings.NewReplacer("|", `\|`, "<", "&lt;")

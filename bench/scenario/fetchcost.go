@@ -1,0 +1,204 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/dynoxide/dynoxide/bench/report"
+	"github.com/dynoxide/dynoxide/durable"
+)
+
+// FetchCostName is the name of the FetchCost scenario.
+const FetchCostName = "FetchCost"
+
+// Extra keys of the FetchCost scenario.
+const (
+	ExtraTerminalInstances = "terminal instances"
+	ExtraRequestsPerTurn   = "ddb req/turn"
+	ExtraRRUPerTurn        = "RRU/turn"
+	ExtraWRUPerTurn        = "WRU/turn"
+)
+
+// seedChunk is how many terminal instances are started before their
+// completions are awaited; the first chunk measures the seeding rate.
+const seedChunk = 1000
+
+// seedOrchestrationSlots is the orchestration slots of the runtime that
+// seeds the table (the seeding is not measured).
+const seedOrchestrationSlots = 8
+
+// FetchCostConfig sizes the FetchCost scenario.
+type FetchCostConfig struct {
+	// Sizes are the numbers of terminal instances the table holds when the
+	// round trips are measured, in any order (for example 10 and 100,000).
+	Sizes []int
+	// RoundTrips is how many one-activity instances are measured at each
+	// size, one after the other.
+	RoundTrips int
+	// SeedBudget bounds the time seeding may take: when the rate measured
+	// on the first seedChunk instances says the largest size would take
+	// longer, it is lowered to what fits, and the result says so.
+	SeedBudget time.Duration
+}
+
+// FetchCost measures, on the system DynamoDBSQS (if env has it), what one
+// orchestration turn costs while the table holds more and more terminal
+// instances. The table is seeded with real runs of an orchestration that
+// completes on its first turn (no activities), started in bulk through the
+// client and completed by a seeding runtime; then a runtime of default
+// options runs one warm-up and RoundTrips one-activity instances (two
+// turns each), and the requests of those round trips are divided by their
+// turns. Each size is its own result.
+func FetchCost(ctx context.Context, env *Env, c FetchCostConfig) ([]report.Result, error) {
+	var system System
+	found := false
+	for _, s := range env.systems() {
+		if s.Name == DynamoDBSQS {
+			system, found = s, true
+		}
+	}
+	if !found || len(c.Sizes) == 0 {
+		return nil, nil
+	}
+	sizes := slices.Sorted(slices.Values(c.Sizes))
+	roundTrips := max(1, c.RoundTrips)
+	timeout := c.SeedBudget + 10*time.Minute
+
+	var results []report.Result
+	_, err := onSystem(ctx, env, system, FetchCostName, timeout, func(ctx context.Context, d *Deployment) (report.Result, error) {
+		// Terminal instances: the seeded ones, and the measured ones of
+		// the sizes before.
+		seeded, measured := 0, 0
+		for _, size := range sizes {
+			var note string
+			if seeded < size {
+				var err error
+				if seeded, note, err = seed(ctx, env, d, seeded, size, c.SeedBudget); err != nil {
+					return report.Result{}, err
+				}
+			}
+			terminal := seeded + measured
+			res, err := roundTripCost(ctx, d, terminal, roundTrips)
+			measured += 1 + roundTrips
+			res.Scenario, res.System = FetchCostName, system.Name
+			res.Notes = joinNotes(system.Notes, fmt.Sprintf("%d terminal instances", terminal), note, res.Notes)
+			if err != nil {
+				return report.Result{}, err
+			}
+			results = append(results, res)
+			env.logf("%s: %d terminal instances: %.1f DynamoDB requests, %.2f RRU and %.2f WRU per turn",
+				FetchCostName, terminal, res.Extra[ExtraRequestsPerTurn], res.Extra[ExtraRRUPerTurn], res.Extra[ExtraWRUPerTurn])
+		}
+		return report.Result{}, nil
+	})
+	if err != nil {
+		results = append(results, report.Result{Scenario: FetchCostName, System: system.Name, Notes: joinNotes("FAILED: "+err.Error(), system.Notes)})
+	}
+	return results, err
+}
+
+// seed brings the table from `from` to `to` terminal instances with a
+// seeding runtime, seedChunk instances at a time, and returns how many the
+// table holds, then empties the wake-up queues. When the rate of the first chunk says that reaching `to`
+// would take longer than budget, it stops at the largest round number that
+// fits and returns a note saying so.
+func seed(ctx context.Context, env *Env, d *Deployment, from, to int, budget time.Duration) (seeded int, note string, err error) {
+	if _, err := d.StartRuntime(ctx, func(o *durable.Options) { o.OrchestrationConcurrency = seedOrchestrationSlots }); err != nil {
+		return from, "", err
+	}
+	defer func() { err = errors.Join(err, d.StopRuntimes(ctx)) }()
+	began := time.Now()
+	first := true
+	for from < to {
+		n := min(seedChunk, to-from)
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("seed-%07d", from+i)
+		}
+		started, err := startAll(ctx, ids, func(ctx context.Context, id string) error {
+			return trivial.Start(ctx, d.Client, id, struct{}{})
+		})
+		if err == nil {
+			_, _, err = waitAll(ctx, d, ids, started)
+		}
+		if err != nil {
+			return from, note, err
+		}
+		from += n
+		elapsed := time.Since(began)
+		rate := float64(n) / elapsed.Seconds()
+		if first && from < to && budget > 0 {
+			first = false
+			if fits := from + int(rate*(budget-elapsed).Seconds()); fits < to {
+				lowered := max(from, roundDown(fits))
+				note = fmt.Sprintf("%d terminal instances asked for: seeding ran at %.0f instances/s here, so %d fit the seeding budget of %v", to, rate, lowered, budget)
+				env.logf("%s: %s", FetchCostName, note)
+				to = lowered
+			}
+		}
+		env.logf("%s: %d terminal instances seeded (%.0f/s)", FetchCostName, from, float64(from)/elapsed.Seconds())
+	}
+	// Starts in bulk leave wake-up signals the stopped seeding runtime
+	// never received; a running deployment consumes its signals as they
+	// come, so they are not part of a table of terminal instances.
+	if d.purgeSignals != nil {
+		if err := d.purgeSignals(ctx); err != nil {
+			return from, note, err
+		}
+	}
+	return from, note, nil
+}
+
+// roundTripCost starts a runtime of default options, runs one unmeasured
+// one-activity instance, then measures roundTrips more, one after the
+// other, and stops the runtime.
+func roundTripCost(ctx context.Context, d *Deployment, terminal, roundTrips int) (r report.Result, err error) {
+	if _, err := d.StartRuntime(ctx); err != nil {
+		return r, err
+	}
+	defer func() { err = errors.Join(err, d.StopRuntimes(ctx)) }()
+	run := func(id string) (time.Duration, error) {
+		began := time.Now()
+		if err := helloOnce.Start(ctx, d.Client, id, "Oslo"); err != nil {
+			return 0, err
+		}
+		at, err := d.WaitCompleted(ctx, id)
+		return at.Sub(began), err
+	}
+	if _, err := run(fmt.Sprintf("warm-up-%d", terminal)); err != nil {
+		return r, err
+	}
+	before := d.Usage()
+	began := time.Now()
+	for i := range roundTrips {
+		l, err := run(fmt.Sprintf("probe-%d-%d", terminal, i))
+		if err != nil {
+			return r, err
+		}
+		r.Latencies = append(r.Latencies, l)
+	}
+	r.Elapsed = time.Since(began)
+	u := d.Usage().Sub(before)
+	setUsage(&r, u)
+	r.Activities = roundTrips
+	turns := float64(2 * roundTrips)
+	setExtra(&r, ExtraTerminalInstances, float64(terminal))
+	setExtra(&r, ExtraRequestsPerTurn, float64(u.DynamoDBRequests())/turns)
+	setExtra(&r, ExtraRRUPerTurn, u.RRU/turns)
+	setExtra(&r, ExtraWRUPerTurn, u.WRU/turns)
+	r.Notes = fmt.Sprintf("%d one-activity round trips (2 turns each) after a warm-up, runtime with default options; per-turn figures are the round trips' requests (the activity's included) over their turns", roundTrips)
+	return r, nil
+}
+
+// roundDown rounds n down to two significant digits.
+func roundDown(n int) int {
+	if n < 100 {
+		return n
+	}
+	p := int(math.Pow(10, math.Floor(math.Log10(float64(n)))-1))
+	return n / p * p
+}

@@ -1,0 +1,182 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/dynoxide/dynoxide/bench/peer/goworkflows"
+	"github.com/dynoxide/dynoxide/bench/report"
+	"github.com/dynoxide/dynoxide/durable"
+)
+
+// startConcurrency bounds the client's concurrent starts.
+const startConcurrency = 16
+
+// HelloCities5Name is the name of the HelloCities5 scenario.
+const HelloCities5Name = "HelloCities5"
+
+// HelloCities5 starts instances instances of an orchestration that greets
+// five cities one after the other (five sequential activities), all at once,
+// on every system with a runtime of default options, and measures from the
+// first start to the last completion, with each instance's latency. Then it
+// runs go-workflows' HelloCities5 on env.Peers.
+func HelloCities5(ctx context.Context, env *Env, instances int) ([]report.Result, error) {
+	timeout := 5*time.Minute + time.Duration(instances)*100*time.Millisecond
+	results, err := onEverySystem(ctx, env, HelloCities5Name, timeout, func(ctx context.Context, d *Deployment) (report.Result, error) {
+		return helloCities5On(ctx, d, instances)
+	})
+	peers := runPeers(ctx, env, HelloCities5Name, func(ctx context.Context, c goworkflows.Config) (report.Result, error) {
+		c.Instances = instances
+		return goworkflows.HelloCities5(ctx, c)
+	})
+	return append(results, peers...), err
+}
+
+func helloCities5On(ctx context.Context, d *Deployment, instances int) (report.Result, error) {
+	var r report.Result
+	if _, err := d.StartRuntime(ctx); err != nil {
+		return r, err
+	}
+	ids := make([]string, instances)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("hello-%06d", i)
+	}
+	before := d.Usage()
+	began := time.Now()
+	started, err := startAll(ctx, ids, func(ctx context.Context, id string) error {
+		return helloCities5.Start(ctx, d.Client, id, struct{}{})
+	})
+	if err != nil {
+		return r, err
+	}
+	last, latencies, err := waitAll(ctx, d, ids, started)
+	if err != nil {
+		return r, err
+	}
+	setUsage(&r, d.Usage().Sub(before))
+	r.Elapsed = last.Sub(began)
+	r.Latencies = latencies
+
+	want := make([]string, len(cities))
+	for i, c := range cities {
+		want[i] = greeting(c)
+	}
+	for _, id := range ids {
+		got, err := durable.WaitForOutput[[]string](ctx, d.Observer, id)
+		if err != nil {
+			return r, fmt.Errorf("%s: %w", id, err)
+		}
+		if !slices.Equal(got, want) {
+			return r, fmt.Errorf("%w: %s returned %q", ErrWrongOutput, id, got)
+		}
+		r.Activities += len(got)
+	}
+	r.Notes = "runtime with default options (2 orchestration and 2 worker slots); latency from start to the commit of the terminal turn"
+	return r, nil
+}
+
+// startAll starts every id with start, startConcurrency at a time, and
+// returns when each start was called.
+func startAll(ctx context.Context, ids []string, start func(ctx context.Context, id string) error) ([]time.Time, error) {
+	started := make([]time.Time, len(ids))
+	errs := make([]error, len(ids))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(startConcurrency, len(ids)) {
+		wg.Go(func() {
+			for i := range next {
+				started[i] = time.Now()
+				if err := start(ctx, ids[i]); err != nil {
+					errs[i] = fmt.Errorf("start %s: %w", ids[i], err)
+				}
+			}
+		})
+	}
+	for i := range ids {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return started, errors.Join(errs...)
+}
+
+// waitAll waits until every instance's terminal turn committed and returns
+// the last such time and each instance's latency from its start.
+func waitAll(ctx context.Context, d *Deployment, ids []string, started []time.Time) (time.Time, []time.Duration, error) {
+	var last time.Time
+	latencies := make([]time.Duration, len(ids))
+	for i, id := range ids {
+		at, err := d.WaitCompleted(ctx, id)
+		if err != nil {
+			return last, nil, err
+		}
+		latencies[i] = at.Sub(started[i])
+		if at.After(last) {
+			last = at
+		}
+	}
+	return last, latencies, nil
+}
+
+// PeerSystem is the System of a go-workflows backend's results.
+func PeerSystem(backend string) string { return goworkflows.System(backend) }
+
+// runPeers runs fn on every peer backend of env. A peer that cannot run
+// gets a result saying why (Redis not installed, or its error); peers'
+// failures are not the scenario's.
+func runPeers(ctx context.Context, env *Env, scenario string, fn func(ctx context.Context, c goworkflows.Config) (report.Result, error)) []report.Result {
+	var results []report.Result
+	for _, backend := range env.Peers {
+		system := PeerSystem(backend)
+		if backend == "redis" && env.RedisAddr == "" {
+			reason := "no Redis address"
+			if env.RedisErr != nil {
+				reason = env.RedisErr.Error()
+			}
+			if errors.Is(env.RedisErr, goworkflows.ErrNoRedis) {
+				reason = "Redis was not installed (" + reason + ")"
+			}
+			env.logf("%s on %s: not run: %s", scenario, system, reason)
+			results = append(results, report.Result{Scenario: scenario, System: system, Notes: "not run: " + reason})
+			continue
+		}
+		env.logf("%s on %s: running", scenario, system)
+		began := time.Now()
+		r, err := fn(ctx, goworkflows.Config{Backend: backend, Dir: env.PeerDir, RedisAddr: env.RedisAddr})
+		if r.System == "" {
+			r.System = system
+		}
+		r.Scenario = scenario
+		if err != nil {
+			env.logf("%s on %s: failed: %v", scenario, system, err)
+			r.Notes = joinNotes("FAILED: "+err.Error(), r.Notes)
+		} else {
+			env.logf("%s on %s: done in %v (%d activities)", scenario, system, time.Since(began).Round(time.Millisecond), r.Activities)
+		}
+		results = append(results, r)
+	}
+	return results
+}
+
+// WarmUp runs instances HelloCities5 instances on the first DynamoDB system
+// of env and records nothing: the emulator (DynamoDB Local runs on a JVM)
+// is slow until its hot paths are compiled, and the first system measured
+// should not pay for that.
+func WarmUp(ctx context.Context, env *Env, instances int) error {
+	for _, s := range env.systems() {
+		if !s.DynamoDB {
+			continue
+		}
+		quiet := *env
+		quiet.Logf = nil
+		_, err := onSystem(ctx, &quiet, s, "WarmUp", 5*time.Minute, func(ctx context.Context, d *Deployment) (report.Result, error) {
+			return helloCities5On(ctx, d, instances)
+		})
+		return err
+	}
+	return nil
+}

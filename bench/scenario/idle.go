@@ -1,0 +1,159 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/dynoxide/dynoxide/bench/billing"
+	"github.com/dynoxide/dynoxide/bench/report"
+	"github.com/dynoxide/dynoxide/durable"
+)
+
+// Names of the idle scenarios.
+const (
+	StartAfterIdleName = "StartAfterIdle"
+	IdleName           = "Idle"
+)
+
+// minutesPerMonth is the month the idle cost is given for: 30 days.
+const minutesPerMonth = 30 * 24 * 60
+
+// Extra keys of the Idle scenario.
+const (
+	ExtraDynamoDBPerMinute = "ddb req/min"
+	ExtraSQSPerMinute      = "sqs req/min"
+	ExtraIdleMonth         = "idle $/month (2 processes)"
+)
+
+// StartAfterIdle starts a runtime of default options on every system (all
+// at once), lets them idle for idle, then on each system in turn starts one
+// instance with one activity and measures from its start to its completion,
+// with the requests of that interval: what the first work after a quiet
+// spell costs, and how long it waits for a dispatcher to notice.
+func StartAfterIdle(ctx context.Context, env *Env, idle time.Duration) ([]report.Result, error) {
+	return afterIdle(ctx, env, StartAfterIdleName, 0, idle, func(ctx context.Context, d *Deployment, _ billing.Usage, _ time.Time) (report.Result, error) {
+		r := report.Result{Notes: fmt.Sprintf("runtime with default options, idle for %v before the start", idle)}
+		const id = "after-idle"
+		before := d.Usage()
+		began := time.Now()
+		if err := helloOnce.Start(ctx, d.Client, id, "Oslo"); err != nil {
+			return r, err
+		}
+		at, err := d.WaitCompleted(ctx, id)
+		if err != nil {
+			return r, err
+		}
+		setUsage(&r, d.Usage().Sub(before))
+		r.Elapsed = at.Sub(began)
+		r.Latencies = []time.Duration{r.Elapsed}
+		out, err := durable.WaitForOutput[string](ctx, d.Observer, id)
+		if err != nil {
+			return r, err
+		}
+		if out != greeting("Oslo") {
+			return r, fmt.Errorf("%w: %s returned %q", ErrWrongOutput, id, out)
+		}
+		r.Activities = 1
+		return r, nil
+	})
+}
+
+// idleSettle is the most time Idle lets pass between a runtime's start
+// and the measurement, so that the sweeps every slot makes on start-up are
+// not counted as idle cost.
+const idleSettle = 10 * time.Second
+
+// Idle starts one runtime of default options on every system (all at once)
+// and counts the requests it makes while idle for idle: DynamoDB and SQS
+// requests per minute, and what a deployment of two such processes costs
+// per month idle.
+func Idle(ctx context.Context, env *Env, idle time.Duration) ([]report.Result, error) {
+	settle := min(idle/10, idleSettle)
+	return afterIdle(ctx, env, IdleName, settle, idle, func(_ context.Context, d *Deployment, before billing.Usage, since time.Time) (report.Result, error) {
+		r := report.Result{Notes: fmt.Sprintf("one runtime with default options (LongPollTimeout 30 s, 2 orchestration and 2 worker slots), measured from %v after its start (the start-up sweeps left out); month = 30 days", settle)}
+		u := d.Usage().Sub(before)
+		r.Elapsed = time.Since(since)
+		setUsage(&r, u)
+		minutes := r.Elapsed.Minutes()
+		setExtra(&r, ExtraDynamoDBPerMinute, float64(u.DynamoDBRequests())/minutes)
+		setExtra(&r, ExtraSQSPerMinute, float64(u.SQSRequests())/minutes)
+		setExtra(&r, ExtraIdleMonth, 2*u.Dollars()/minutes*minutesPerMonth)
+		return r, nil
+	})
+}
+
+// afterIdle sets every system up and starts a runtime of default options
+// on each, all at once; waits settle, takes each system's usage, waits
+// idle; then calls measure on each system in turn with that usage and the
+// time it was taken; then tears everything down.
+func afterIdle(ctx context.Context, env *Env, scenario string, settle, idle time.Duration, measure func(ctx context.Context, d *Deployment, before billing.Usage, since time.Time) (report.Result, error)) ([]report.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, settle+idle+10*time.Minute)
+	defer cancel()
+	systems := env.systems()
+	deps := make([]*Deployment, len(systems))
+	befores := make([]billing.Usage, len(systems))
+	sinces := make([]time.Time, len(systems))
+	errs := make([]error, len(systems))
+	var wg sync.WaitGroup
+	for i, s := range systems {
+		wg.Go(func() {
+			env.logf("%s on %s: setting up", scenario, s.Name)
+			d, err := s.Setup(ctx, env)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			deps[i] = d
+			if _, err := d.StartRuntime(ctx); err != nil {
+				errs[i] = err
+			}
+		})
+	}
+	wg.Wait()
+	sleepErr := sleepCtx(ctx, settle)
+	for i, d := range deps {
+		if d != nil {
+			befores[i], sinces[i] = d.Usage(), time.Now()
+		}
+	}
+	env.logf("%s: %d systems idle for %v", scenario, len(systems), idle)
+	sleepErr = errors.Join(sleepErr, sleepCtx(ctx, idle))
+
+	results := make([]report.Result, len(systems))
+	for i, s := range systems {
+		var r report.Result
+		err := errors.Join(errs[i], sleepErr)
+		if err == nil {
+			r, err = measure(ctx, deps[i], befores[i], sinces[i])
+		}
+		r.Scenario, r.System = scenario, s.Name
+		r.Notes = joinNotes(s.Notes, r.Notes, deps[i].meterNote())
+		if err != nil {
+			errs[i] = fmt.Errorf("%w: %s on %s: %w", ErrScenario, scenario, s.Name, err)
+			r.Notes = joinNotes("FAILED: "+errs[i].Error(), r.Notes)
+			env.logf("%s on %s: %v", scenario, s.Name, errs[i])
+		} else {
+			errs[i] = nil
+			env.logf("%s on %s: %d DynamoDB and %d SQS requests measured over %v", scenario, s.Name, sum(r.DynamoDB), sum(r.SQS), r.Elapsed.Round(time.Millisecond))
+		}
+		results[i] = r
+	}
+
+	for i, d := range deps {
+		if d == nil {
+			continue
+		}
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+			defer cancel()
+			if err := d.Close(cctx); err != nil {
+				errs[i] = errors.Join(errs[i], fmt.Errorf("%w: %s on %s: teardown: %w", ErrScenario, scenario, systems[i].Name, err))
+			}
+		})
+	}
+	wg.Wait()
+	return results, errors.Join(errs...)
+}

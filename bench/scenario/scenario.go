@@ -1,0 +1,117 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dynoxide/dynoxide/bench/report"
+)
+
+// ErrUnknownScenario is returned by Select for a name it does not know.
+var ErrUnknownScenario = errors.New("scenario: unknown scenario")
+
+// Sizes are the parameters of every scenario.
+type Sizes struct {
+	// HelloInstances is HelloCities5's number of instances.
+	HelloInstances int
+	// FanOutSmall and FanOutLarge are the activities of the scenarios
+	// selected as "FanOut1000" and "FanOut10000".
+	FanOutSmall, FanOutLarge int
+	// IdleBeforeStart is how long StartAfterIdle idles.
+	IdleBeforeStart time.Duration
+	// Idle is how long Idle measures.
+	Idle time.Duration
+	// HistoryEvents and HistoryReads size History (selected as
+	// "History10000").
+	HistoryEvents, HistoryReads int
+	// FetchCost sizes FetchCost.
+	FetchCost FetchCostConfig
+}
+
+// DefaultSizes are the full benchmark's sizes.
+func DefaultSizes() Sizes {
+	return Sizes{
+		HelloInstances:  100,
+		FanOutSmall:     1000,
+		FanOutLarge:     10000,
+		IdleBeforeStart: 60 * time.Second,
+		Idle:            5 * time.Minute,
+		HistoryEvents:   10000,
+		HistoryReads:    5,
+		FetchCost:       FetchCostConfig{Sizes: []int{10, 100000}, RoundTrips: 5, SeedBudget: 10 * time.Minute},
+	}
+}
+
+// ShortSizes are the sizes of a quick run (the smoke test, -short): a few
+// iterations of each scenario.
+func ShortSizes() Sizes {
+	return Sizes{
+		HelloInstances:  3,
+		FanOutSmall:     10,
+		FanOutLarge:     30,
+		IdleBeforeStart: 2 * time.Second,
+		Idle:            5 * time.Second,
+		HistoryEvents:   40,
+		HistoryReads:    2,
+		FetchCost:       FetchCostConfig{Sizes: []int{2, 20}, RoundTrips: 2, SeedBudget: time.Minute},
+	}
+}
+
+// Scenario is one scenario, runnable on an Env.
+type Scenario struct {
+	// Name selects the scenario ("HelloCities5", "FanOut1000", ...): the
+	// name of its full-size variant, whatever the sizes.
+	Name string
+	// Run runs it on every system of env and returns one result per system
+	// (and per peer and size where it has them), with an error wrapping
+	// ErrScenario for each dynoxide system that failed; results of failed
+	// systems say what failed in their Notes.
+	Run func(ctx context.Context, env *Env) ([]report.Result, error)
+}
+
+// All returns every scenario, in the order a full run takes them.
+func All(s Sizes) []Scenario {
+	return []Scenario{
+		{HelloCities5Name, func(ctx context.Context, env *Env) ([]report.Result, error) {
+			return HelloCities5(ctx, env, s.HelloInstances)
+		}},
+		{"FanOut1000", func(ctx context.Context, env *Env) ([]report.Result, error) { return FanOut(ctx, env, s.FanOutSmall) }},
+		{"FanOut10000", func(ctx context.Context, env *Env) ([]report.Result, error) { return FanOut(ctx, env, s.FanOutLarge) }},
+		{StartAfterIdleName, func(ctx context.Context, env *Env) ([]report.Result, error) {
+			return StartAfterIdle(ctx, env, s.IdleBeforeStart)
+		}},
+		{IdleName, func(ctx context.Context, env *Env) ([]report.Result, error) { return Idle(ctx, env, s.Idle) }},
+		{"History10000", func(ctx context.Context, env *Env) ([]report.Result, error) {
+			return History(ctx, env, s.HistoryEvents, s.HistoryReads)
+		}},
+		{FetchCostName, func(ctx context.Context, env *Env) ([]report.Result, error) { return FetchCost(ctx, env, s.FetchCost) }},
+	}
+}
+
+// Select returns the scenarios of all named in names (a comma-separated
+// list; empty selects all), in all's order.
+func Select(all []Scenario, names string) ([]Scenario, error) {
+	if strings.TrimSpace(names) == "" {
+		return all, nil
+	}
+	want := map[string]bool{}
+	for _, n := range strings.Split(names, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			want[n] = true
+		}
+	}
+	var out []Scenario
+	for _, s := range all {
+		if want[s.Name] {
+			out = append(out, s)
+			delete(want, s.Name)
+		}
+	}
+	for n := range want {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownScenario, n)
+	}
+	return out, nil
+}

@@ -1,0 +1,432 @@
+package scenario
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/dynoxide/dynoxide/bench/billing"
+	"github.com/dynoxide/dynoxide/bench/proxy"
+	"github.com/dynoxide/dynoxide/durable"
+	"github.com/dynoxide/dynoxide/dynamo"
+	"github.com/dynoxide/dynoxide/localstack"
+	"github.com/dynoxide/dynoxide/provider"
+	"github.com/dynoxide/dynoxide/provider/memprovider"
+	"github.com/dynoxide/dynoxide/tables"
+)
+
+// Names of the systems under test.
+const (
+	// MemProvider is the runtime on the in-memory provider.
+	MemProvider = "dynoxide/memprovider"
+	// DynamoDBSQS is the runtime on the DynamoDB provider with SQS wake-up
+	// queues (long polling).
+	DynamoDBSQS = "dynoxide/dynamodb-local+sqs"
+	// DynamoDBShortPoll is the runtime on the DynamoDB provider without
+	// queues, short polling the table.
+	DynamoDBShortPoll = "dynoxide/dynamodb-local"
+	// DynamoDBSQSProxied is DynamoDBSQS with both endpoints reached through
+	// a proxy that delays each direction by ProxyOneWay.
+	DynamoDBSQSProxied = "dynoxide/dynamodb-local+sqs+4ms"
+)
+
+// ProxyOneWay is the delay the proxy of DynamoDBSQSProxied adds in each
+// direction: an 8 ms round trip per request, about what a request to
+// DynamoDB or SQS costs from a host in the same AWS region.
+const ProxyOneWay = 4 * time.Millisecond
+
+// ErrUnknownSystem is returned by SystemByName for a name it does not know.
+var ErrUnknownSystem = errors.New("scenario: unknown system")
+
+// Env is what scenarios run against: the endpoints, the systems, the peers
+// to run beside them, and where progress goes.
+type Env struct {
+	// Endpoints are the DynamoDB and SQS endpoints (from localstack.Start
+	// or localstack.ForTest).
+	Endpoints localstack.Endpoints
+	// Systems are the dynoxide systems each scenario runs on; nil means
+	// Systems().
+	Systems []System
+	// Peers are the go-workflows backends ("monoprocess", "sqlite-memory",
+	// "sqlite-file", "redis") run by the scenarios that have a peer; nil
+	// runs none.
+	Peers []string
+	// PeerDir is a scratch directory for the peers' files (sqlite-file).
+	PeerDir string
+	// RedisAddr is the address of the Redis the "redis" peer uses; when it
+	// is empty, RedisErr says why there is none.
+	RedisAddr string
+	// RedisErr is why no Redis is available (goworkflows.ErrNoRedis when it
+	// is not installed); the "redis" peer's result then says so.
+	RedisErr error
+	// Logf receives progress lines; nil discards them.
+	Logf func(format string, args ...any)
+	// Logger receives the runtimes' logs; nil means warnings and errors on
+	// standard error.
+	Logger *slog.Logger
+}
+
+func (e *Env) logf(format string, args ...any) {
+	if e.Logf != nil {
+		e.Logf(format, args...)
+	}
+}
+
+func (e *Env) systems() []System {
+	if e.Systems != nil {
+		return e.Systems
+	}
+	return Systems()
+}
+
+func (e *Env) logger() *slog.Logger {
+	if e.Logger != nil {
+		return e.Logger
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// System is one configuration of dynoxide under test.
+type System struct {
+	// Name is the system's name in results (MemProvider, DynamoDBSQS, ...).
+	Name string
+	// DynamoDB reports whether the system stores its state in DynamoDB
+	// (and so has a meter).
+	DynamoDB bool
+	// Notes describes the configuration, for results.
+	Notes string
+
+	setup func(ctx context.Context, env *Env) (*Deployment, error)
+}
+
+// Systems returns the four dynoxide systems: MemProvider, DynamoDBSQS,
+// DynamoDBShortPoll and DynamoDBSQSProxied.
+func Systems() []System {
+	return []System{
+		{Name: MemProvider, Notes: "in-memory provider", setup: setupMemProvider},
+		{Name: DynamoDBSQS, DynamoDB: true, Notes: "DynamoDB provider, SQS wake-up queues (long polling), 16 shards",
+			setup: dynamoSetup(DynamoDBSQS, true, 0)},
+		{Name: DynamoDBShortPoll, DynamoDB: true, Notes: "DynamoDB provider, no queues, ShortPoll (a sweep every MinPollInterval, 100 ms, per idle slot), 16 shards",
+			setup: dynamoSetup(DynamoDBShortPoll, false, 0)},
+		{Name: DynamoDBSQSProxied, DynamoDB: true, Notes: "as dynamodb-local+sqs, both endpoints behind a proxy adding 4 ms each way (8 ms per request)",
+			setup: dynamoSetup(DynamoDBSQSProxied, true, ProxyOneWay)},
+	}
+}
+
+// SystemByName returns the system of Systems() called name.
+func SystemByName(name string) (System, error) {
+	for _, s := range Systems() {
+		if s.Name == name {
+			return s, nil
+		}
+	}
+	return System{}, fmt.Errorf("%w: %q", ErrUnknownSystem, name)
+}
+
+// Setup creates the system's storage (a fresh table and queues for the
+// DynamoDB systems) and a client; runtimes are started with
+// [Deployment.StartRuntime]. Close the deployment when done.
+func (s System) Setup(ctx context.Context, env *Env) (*Deployment, error) {
+	d, err := s.setup(ctx, env)
+	if err != nil {
+		return nil, fmt.Errorf("%s: setup: %w", s.Name, err)
+	}
+	d.System = s
+	return d, nil
+}
+
+// Deployment is one system set up for one scenario: its storage, a client,
+// its meter and the runtimes started on it.
+type Deployment struct {
+	// System is the system deployed.
+	System System
+	// Client is the client of the workload: its requests (starts) are
+	// metered, as an application's would be. It runs on its own provider,
+	// as another process would.
+	Client *durable.Client
+	// Provider is Client's provider (metered): scenarios read histories
+	// through it.
+	Provider provider.Provider
+	// Observer is an unmetered client for checking outcomes after a
+	// measurement.
+	Observer *durable.Client
+	// Meter counts the DynamoDB and SQS requests of Client and of every
+	// runtime; nil for systems without DynamoDB.
+	Meter *billing.Meter
+
+	logger      *slog.Logger
+	newProvider func() (p provider.Provider, closeFn func() error, err error)
+	// purgeSignals empties the wake-up queues; nil without queues.
+	purgeSignals func(ctx context.Context) error
+	completions  *completions
+
+	mu       sync.Mutex
+	runtimes []*durable.Runtime
+	closeRT  []func() error // the runtimes' providers' Close
+	closers  []func(ctx context.Context) error
+}
+
+// StartRuntime starts one more runtime on the deployment, with its own
+// provider (as another process would have), the default options of
+// durable.Options, its logs at warning level, and then optFns.
+func (d *Deployment) StartRuntime(ctx context.Context, optFns ...func(*durable.Options)) (*durable.Runtime, error) {
+	p, closeFn, err := d.newProvider()
+	if err != nil {
+		return nil, err
+	}
+	reg, err := newRegistry()
+	if err != nil {
+		return nil, errors.Join(err, closeFn())
+	}
+	d.mu.Lock()
+	id := fmt.Sprintf("%s-%d", sanitize(d.System.Name), len(d.runtimes)+1)
+	d.mu.Unlock()
+	opts := append([]func(*durable.Options){func(o *durable.Options) {
+		o.Logger = d.logger
+		o.RuntimeID = id
+	}}, optFns...)
+	rt, err := durable.NewRuntime(watch(p, d.completions), reg, opts...)
+	if err == nil {
+		err = rt.Start(ctx)
+	}
+	if err != nil {
+		return nil, errors.Join(err, closeFn())
+	}
+	d.mu.Lock()
+	d.runtimes = append(d.runtimes, rt)
+	d.closeRT = append(d.closeRT, closeFn)
+	d.mu.Unlock()
+	return rt, nil
+}
+
+// StopRuntimes shuts every runtime started so far down gracefully and
+// closes their providers.
+func (d *Deployment) StopRuntimes(ctx context.Context) error {
+	d.mu.Lock()
+	rts, closeRT := d.runtimes, d.closeRT
+	d.runtimes, d.closeRT = nil, nil
+	d.mu.Unlock()
+	var errs []error
+	for i, rt := range rts {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		errs = append(errs, rt.Shutdown(sctx), closeRT[i]())
+		cancel()
+	}
+	return errors.Join(errs...)
+}
+
+// Usage returns what the meter counted so far; zero without a meter.
+func (d *Deployment) Usage() billing.Usage {
+	if d.Meter == nil {
+		return billing.Usage{}
+	}
+	return d.Meter.Usage()
+}
+
+// meterNote says, when the meter could not read what its rules needed,
+// that the request units are approximate; "" otherwise.
+func (d *Deployment) meterNote() string {
+	if d == nil || d.Meter == nil {
+		return ""
+	}
+	if err := d.Meter.Err(); err != nil {
+		return "request units approximate: " + err.Error()
+	}
+	return ""
+}
+
+// WaitCompleted returns when instance's terminal turn committed on one of
+// the deployment's runtimes, waiting until ctx ends. It makes no request.
+func (d *Deployment) WaitCompleted(ctx context.Context, instance string) (time.Time, error) {
+	return d.completions.wait(ctx, instance)
+}
+
+// Close stops the runtimes and removes what Setup created.
+func (d *Deployment) Close(ctx context.Context) error {
+	errs := []error{d.StopRuntimes(ctx)}
+	for i := len(d.closers) - 1; i >= 0; i-- {
+		errs = append(errs, d.closers[i](ctx))
+	}
+	return errors.Join(errs...)
+}
+
+func setupMemProvider(_ context.Context, env *Env) (*Deployment, error) {
+	p := memprovider.New()
+	c := durable.NewClient(p)
+	return &Deployment{
+		Client:      c,
+		Provider:    p,
+		Observer:    c,
+		logger:      env.logger(),
+		completions: newCompletions(),
+		// Every runtime shares the one in-memory store.
+		newProvider: func() (provider.Provider, func() error, error) {
+			return p, func() error { return nil }, nil
+		},
+	}, nil
+}
+
+// dynamoSetup returns the setup of a DynamoDB system: with SQS wake-up
+// queues or short polling, and with the endpoints behind a proxy delaying
+// each direction by oneWay when it is not zero.
+func dynamoSetup(name string, withSQS bool, oneWay time.Duration) func(context.Context, *Env) (*Deployment, error) {
+	return func(ctx context.Context, env *Env) (_ *Deployment, err error) {
+		d := &Deployment{logger: env.logger(), completions: newCompletions()}
+		defer func() {
+			if err != nil {
+				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+				defer cancel()
+				err = errors.Join(err, d.Close(cctx))
+			}
+		}()
+		ep := env.Endpoints
+		// One transport for every client of the deployment, closed last.
+		transport := http.DefaultTransport.(*http.Transport).Clone()
+		transport.MaxIdleConnsPerHost = 64
+		d.closers = append(d.closers, func(context.Context) error {
+			transport.CloseIdleConnections()
+			return nil
+		})
+		cfg, err := ep.AWSConfig(ctx)
+		if err != nil {
+			return nil, err
+		}
+		cfg.HTTPClient = &http.Client{Transport: transport}
+
+		// The table and queues, made and removed without the meter.
+		db, sq := ep.DynamoDB(cfg), ep.SQS(cfg)
+		table := "bench-" + sanitize(name) + "-" + randomHex()
+		if err := tables.Create(ctx, db, table); err != nil {
+			return nil, fmt.Errorf("create table %s: %w", table, err)
+		}
+		d.closers = append(d.closers, func(ctx context.Context) error { return tables.Delete(ctx, db, table) })
+		var orchQueue, workQueue string
+		if withSQS {
+			for _, q := range []struct {
+				url    *string
+				suffix string
+			}{{&orchQueue, "orchestrator"}, {&workQueue, "worker"}} {
+				out, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(table + "-" + q.suffix)})
+				if err != nil {
+					return nil, fmt.Errorf("create queue %s-%s: %w", table, q.suffix, err)
+				}
+				queueURL := aws.ToString(out.QueueUrl)
+				*q.url = queueURL
+				d.closers = append(d.closers, func(ctx context.Context) error { return deleteQueue(ctx, sq, queueURL) })
+			}
+			d.purgeSignals = func(ctx context.Context) error {
+				for _, u := range []string{orchQueue, workQueue} {
+					if _, err := sq.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(u)}); err != nil {
+						return fmt.Errorf("purge %s: %w", u, err)
+					}
+				}
+				return nil
+			}
+		}
+
+		// The meter reads item images through db, which it does not meter.
+		meter, err := billing.NewMeter(ctx, db, table)
+		if err != nil {
+			return nil, fmt.Errorf("meter: %w", err)
+		}
+		d.Meter = meter
+
+		reach := ep
+		if oneWay > 0 {
+			if reach.DynamoDBURL, err = d.proxy(ep.DynamoDBURL, oneWay); err != nil {
+				return nil, err
+			}
+			if reach.SQSURL, err = d.proxy(ep.SQSURL, oneWay); err != nil {
+				return nil, err
+			}
+		}
+		metered := func(o *dynamo.Options) {
+			o.TableName = table
+			o.OrchestratorQueueURL = orchQueue
+			o.WorkerQueueURL = workQueue
+			o.ShortPoll = !withSQS
+			o.Client = reach.DynamoDB(cfg, meter.DynamoDB)
+			if withSQS {
+				o.SQSClient = reach.SQS(cfg, meter.SQS)
+			}
+		}
+		d.newProvider = func() (provider.Provider, func() error, error) {
+			p, err := dynamo.New(cfg, metered)
+			if err != nil {
+				return nil, nil, err
+			}
+			return p, p.Close, nil
+		}
+		cp, closeClient, err := d.newProvider()
+		if err != nil {
+			return nil, err
+		}
+		d.closers = append(d.closers, func(context.Context) error { return closeClient() })
+		d.Provider = cp
+		d.Client = durable.NewClient(cp)
+		op, err := dynamo.New(cfg, func(o *dynamo.Options) {
+			o.TableName = table
+			o.Client = db
+		})
+		if err != nil {
+			return nil, err
+		}
+		d.closers = append(d.closers, func(context.Context) error { return op.Close() })
+		d.Observer = durable.NewClient(op)
+		return d, nil
+	}
+}
+
+// proxy starts a proxy to the endpoint base URL target and returns the
+// proxy's URL; the deployment closes it.
+func (d *Deployment) proxy(target string, oneWay time.Duration) (string, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return "", fmt.Errorf("proxy to %s: %w", target, err)
+	}
+	p, err := proxy.Start(u.Host, oneWay)
+	if err != nil {
+		return "", fmt.Errorf("proxy to %s: %w", target, err)
+	}
+	d.closers = append(d.closers, func(context.Context) error { return p.Close() })
+	return p.URL(), nil
+}
+
+func deleteQueue(ctx context.Context, sq *sqs.Client, queueURL string) error {
+	_, err := sq.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(queueURL)})
+	var gone *sqstypes.QueueDoesNotExist
+	if err != nil && !errors.As(err, &gone) {
+		return fmt.Errorf("delete queue %s: %w", queueURL, err)
+	}
+	return nil
+}
+
+// sanitize keeps the characters DynamoDB table and SQS queue names allow.
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+			return r
+		}
+		return '-'
+	}, s)
+}
+
+func randomHex() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,74 @@
+package scenario
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/dynoxide/dynoxide/durable"
+)
+
+// ErrWrongOutput is wrapped by the error of a scenario whose instances
+// completed with an output other than the expected one (a lost or wrong
+// activity result).
+var ErrWrongOutput = errors.New("scenario: wrong output")
+
+// cities are the five cities HelloCities5 greets, in order.
+var cities = []string{"Tokyo", "Seattle", "London", "Lagos", "Lima"}
+
+// greeting is what Hello returns for city.
+func greeting(city string) string { return "Hello, " + city + "!" }
+
+// helloActivity greets a city: the activity of every scenario.
+var helloActivity = durable.NewActivity("Hello", func(_ context.Context, city string) (string, error) {
+	return greeting(city), nil
+})
+
+// helloCities5 greets the five cities one after the other.
+var helloCities5 = durable.NewOrchestration("HelloCities5", func(ctx *durable.OrchestrationContext, _ struct{}) ([]string, error) {
+	out := make([]string, 0, len(cities))
+	for _, city := range cities {
+		s, err := helloActivity.Call(ctx, city).Get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+})
+
+// helloOnce greets one city: one activity, two turns.
+var helloOnce = durable.NewOrchestration("HelloOnce", func(ctx *durable.OrchestrationContext, city string) (string, error) {
+	return helloActivity.Call(ctx, city).Get(ctx)
+})
+
+// fanOut schedules n greetings at once, awaits them all and checks that
+// every result is present and right; it returns how many it checked.
+var fanOut = durable.NewOrchestration("FanOut", func(ctx *durable.OrchestrationContext, n int) (int, error) {
+	fs := make([]durable.Future[string], n)
+	for i := range n {
+		fs[i] = helloActivity.Call(ctx, strconv.Itoa(i))
+	}
+	out, err := durable.AwaitAll(ctx, fs...)
+	if err != nil {
+		return 0, err
+	}
+	for i, s := range out {
+		if s != greeting(strconv.Itoa(i)) {
+			return i, fmt.Errorf("%w: result %d is %q", ErrWrongOutput, i, s)
+		}
+	}
+	return len(out), nil
+})
+
+// trivial completes on its first turn, without activities: the terminal
+// instances FetchCost seeds the table with.
+var trivial = durable.NewOrchestration("Trivial", func(_ *durable.OrchestrationContext, _ struct{}) (struct{}, error) {
+	return struct{}{}, nil
+})
+
+// newRegistry registers every orchestration and activity of the scenarios.
+func newRegistry() (*durable.Registry, error) {
+	return durable.NewRegistry(helloActivity, helloCities5, helloOnce, fanOut, awaitNever, trivial)
+}
