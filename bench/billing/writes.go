@@ -26,6 +26,19 @@ func notAskedFailureValues(rv types.ReturnValuesOnConditionCheckFailure) bool {
 	return rv == "" || rv == types.ReturnValuesOnConditionCheckFailureNone
 }
 
+// askOldImage asks a PutItem or DeleteItem for the item it replaces or
+// deletes, on success and on a failed condition, where the caller did not
+// ask for it (the meter restores the caller's choice and removes what the
+// caller did not ask for).
+func askOldImage(rv *types.ReturnValue, rvf *types.ReturnValuesOnConditionCheckFailure) {
+	if notAskedValues(*rv) {
+		*rv = types.ReturnValueAllOld
+	}
+	if notAskedFailureValues(*rvf) {
+		*rvf = types.ReturnValuesOnConditionCheckFailureAllOld
+	}
+}
+
 // failedWriteUnits is what a standard write whose condition failed costs,
 // by "Capacity unit consumption for write operations"
 // (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/read-write-operations.html#write-operation-consumption):
@@ -64,12 +77,7 @@ func (m *Meter) putItem(p *dynamodb.PutItemInput) call {
 	rv, rvf := p.ReturnValues, p.ReturnValuesOnConditionCheckFailure
 	return call{
 		before: func(context.Context) {
-			if notAskedValues(rv) {
-				p.ReturnValues = types.ReturnValueAllOld
-			}
-			if notAskedFailureValues(rvf) {
-				p.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
-			}
+			askOldImage(&p.ReturnValues, &p.ReturnValuesOnConditionCheckFailure)
 		},
 		after: func(ctx context.Context, result any, err error) (float64, float64) {
 			p.ReturnValues, p.ReturnValuesOnConditionCheckFailure = rv, rvf
@@ -103,12 +111,7 @@ func (m *Meter) deleteItem(p *dynamodb.DeleteItemInput) call {
 	rv, rvf := p.ReturnValues, p.ReturnValuesOnConditionCheckFailure
 	return call{
 		before: func(context.Context) {
-			if notAskedValues(rv) {
-				p.ReturnValues = types.ReturnValueAllOld
-			}
-			if notAskedFailureValues(rvf) {
-				p.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
-			}
+			askOldImage(&p.ReturnValues, &p.ReturnValuesOnConditionCheckFailure)
 		},
 		after: func(ctx context.Context, result any, err error) (float64, float64) {
 			p.ReturnValues, p.ReturnValuesOnConditionCheckFailure = rv, rvf
