@@ -100,7 +100,7 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 			return nil // a retry of a large turn someone finished meanwhile
 		}
 		if st.lock.token != lockToken {
-			if st.lock.turnDone != "" && st.lock.turnDone == p.smallTurnDone(st, lockToken, commit) {
+			if st.lock.smallDone != "" && st.lock.smallDone == p.smallTurnDone(st, lockToken, commit) {
 				return nil // a retry of this commit, which an earlier attempt made
 			}
 			return invalidToken(provider.OpAckOrchestrationItem)
@@ -170,7 +170,7 @@ func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPla
 	}
 	_, err := p.sendPending(ctx, provider.OpAckOrchestrationItem, turn.tx, func() *dynamodb.TransactWriteItemsInput {
 		actions := make([]types.TransactWriteItem, 0, len(plan.actions)+1)
-		actions = append(actions, types.TransactWriteItem{Update: newLockRelease(plan.release, smallTurnID(turn.token, digest)).update(p.table, turn.st.id,
+		actions = append(actions, types.TransactWriteItem{Update: newLockRelease(plan.release, "", smallTurnID(turn.token, digest)).update(p.table, turn.st.id,
 			"#tok = :tok AND #until > :now AND attribute_not_exists(#turn)",
 			map[string]string{"#tok": attrToken, "#until": attrLockUntil, "#turn": attrTurn},
 			map[string]types.AttributeValue{":tok": s(turn.token), ":now": n(now)})})

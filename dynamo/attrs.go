@@ -50,6 +50,7 @@ const (
 	attrTurn      = "turn"
 	attrTurnExec  = "texec"
 	attrTurnDone  = "tdone"
+	attrSmallDone = "sdone"
 
 	// queue rows, history, KV, staging, sessions
 	attrItem     = "item"

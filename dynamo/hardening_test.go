@@ -1327,3 +1327,34 @@ func TestCommittedAckRetriedByAnotherProcess(t *testing.T) {
 		t.Fatalf("after the retried worker ack: %+v, want exactly one completion", next)
 	}
 }
+
+// TestLargeTurnRecordOutlivesSmallTurns: a late ack (or roll-forward) of a
+// large turn learns from the lock row that the turn is in, even after later
+// turns that fitted one transaction were committed: their own record does
+// not replace the large turn's.
+func TestLargeTurnRecordOutlivesSmallTurns(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, false)
+	p := env.NewProvider(t, dynamotest.Config{ShortPoll: true})
+	other := env.NewProvider(t, dynamotest.Config{ShortPoll: true})
+	const inst = "large-then-small"
+	item := startAndFetch(ctx, t, p, inst)
+	large := activities(inst, 120)
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, large), "large turn")
+
+	must(t, p.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: inst, Name: "e", Data: "d"}, 0), "raise")
+	next, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	if err != nil || next == nil {
+		t.Fatalf("fetch the event: %v, %v", next, err)
+	}
+	small := provider.TurnCommit{ExecutionID: 1, Metadata: meta(),
+		HistoryDelta: []provider.Event{ev(122, inst, provider.ExternalEvent{Name: "e", Data: "d"})}}
+	must(t, p.AckOrchestrationItem(ctx, next.LockToken, small), "small turn")
+
+	// The large turn's ack, retried late by a process with nothing cached.
+	must(t, other.AckOrchestrationItem(ctx, item.LockToken, large), "late retry of the large turn's ack")
+	if h, err := other.Read(ctx, inst); err != nil || len(h) != 122 {
+		t.Fatalf("history: %d events, %v; want 122", len(h), err)
+	}
+}

@@ -394,7 +394,7 @@ func (p *Provider) finishTurn(ctx context.Context, instance, tid string, executi
 	for _, sk := range batch {
 		delete(remaining, sk)
 	}
-	u := newLockRelease(remaining, tid).update(p.table, instance, "#turn = :tid",
+	u := newLockRelease(remaining, tid, "").update(p.table, instance, "#turn = :tid",
 		map[string]string{"#turn": attrTurn}, map[string]types.AttributeValue{":tid": s(tid)})
 	actions := []types.TransactWriteItem{{Update: u}}
 	if executionID != 0 {

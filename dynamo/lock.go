@@ -83,6 +83,11 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 		// Kept, so that a late ack of the last large turn learns it is in.
 		row[attrTurnDone] = s(st.lock.turnDone)
 	}
+	if st.lock.smallDone != "" {
+		// Kept, so that an ack of the last small turn retried elsewhere
+		// learns it is in.
+		row[attrSmallDone] = s(st.lock.smallDone)
+	}
 	in := &dynamodb.PutItemInput{TableName: p.table, Item: row}
 	in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = st.stealCondition(start)
 	if _, err := p.db.PutItem(ctx, in); err != nil {
@@ -158,30 +163,34 @@ func stringList(values []string) types.AttributeValue {
 
 // lockRelease is an update of the lock row that gives up the lock: it
 // drops the token, lease, batch and large-turn pointer, sets the attempt
-// counts to attempts, and moves the version on. done, when not empty,
-// records the large turn the release finishes; otherwise the record of the
-// last finished one stays, so that a late ack of it learns it is in.
+// counts to attempts, and moves the version on. largeDone, when not empty,
+// records the large turn the release finishes, and smallDone the turn that
+// fitted one transaction (smallTurnID); the record it does not set stays,
+// so that a late ack or roll-forward of that turn learns it is in.
 type lockRelease struct {
 	expr   string
 	names  map[string]string
 	values map[string]types.AttributeValue
 }
 
-func newLockRelease(attempts map[string]uint32, done string) lockRelease {
+func newLockRelease(attempts map[string]uint32, largeDone, smallDone string) lockRelease {
 	r := lockRelease{
-		expr: "SET #att = :att ADD #ver :one REMOVE #tok, #until, #batch, #turn, #texec",
 		names: map[string]string{
 			"#att": attrAttempts, "#ver": attrLockVer, "#tok": attrToken, "#until": attrLockUntil,
-			"#batch": attrBatch, "#turn": attrTurn, "#texec": attrTurnExec, "#tdone": attrTurnDone,
+			"#batch": attrBatch, "#turn": attrTurn, "#texec": attrTurnExec,
 		},
 		values: map[string]types.AttributeValue{":att": attemptsAttr(attempts), ":one": n(1)},
 	}
-	if done != "" {
-		r.expr = "SET #att = :att, #tdone = :done ADD #ver :one REMOVE #tok, #until, #batch, #turn, #texec"
-		r.values[":done"] = s(done)
-	} else {
-		delete(r.names, "#tdone")
+	set := "SET #att = :att"
+	if largeDone != "" {
+		set += ", #tdone = :tdone"
+		r.names["#tdone"], r.values[":tdone"] = attrTurnDone, s(largeDone)
 	}
+	if smallDone != "" {
+		set += ", #sdone = :sdone"
+		r.names["#sdone"], r.values[":sdone"] = attrSmallDone, s(smallDone)
+	}
+	r.expr = set + " ADD #ver :one REMOVE #tok, #until, #batch, #turn, #texec"
 	return r
 }
 
@@ -227,7 +236,7 @@ func (p *Provider) releaseUndelivered(instance string, turn *turnState) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cond, names, values := holderCondition(turn.token)
-	u := newLockRelease(turn.undelivered, "").update(p.table, instance, cond, names, values)
+	u := newLockRelease(turn.undelivered, "", "").update(p.table, instance, cond, names, values)
 	_, err := p.resend(ctx, "release", func() error {
 		_, err := p.db.UpdateItem(ctx, updateItem(u))
 		return err

@@ -103,7 +103,7 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 	}
 	now := p.nowMs()
 	cond, names, values := holderCondition(lockToken)
-	actions := []types.TransactWriteItem{{Update: newLockRelease(attempts, "").update(p.table, st.id, cond, names, values)}}
+	actions := []types.TransactWriteItem{{Update: newLockRelease(attempts, "", "").update(p.table, st.id, cond, names, values)}}
 	visibleAt := now
 	if delay > 0 {
 		visibleAt = now + durMs(delay)

@@ -55,6 +55,11 @@ type lockRow struct {
 	// turnDone is the id of the last large turn finished, so that a
 	// retried ack of it succeeds.
 	turnDone string
+	// smallDone is the smallTurnID of the last turn that fitted one
+	// transaction, so that its ack retried by a process that did not make
+	// it learns it is in. Apart from turnDone: a small turn must not erase
+	// the record a late roll-forward of a large turn reads.
+	smallDone string
 }
 
 // live reports whether the lock is held at nowMs.
@@ -118,6 +123,7 @@ func parseState(instance string, rows []item) (*instanceState, error) {
 			}
 			st.lock.turnExec = d.uint(row, attrTurnExec)
 			st.lock.turnDone = d.str(row, attrTurnDone)
+			st.lock.smallDone = d.str(row, attrSmallDone)
 			st.lock.attempts, st.lock.batch = decodeLockLists(&d, row)
 		case strings.HasPrefix(sk, keys.ExecPrefix):
 			id, err := keys.ParseNum20(sk[len(keys.ExecPrefix):])

@@ -84,10 +84,10 @@
 // twice; a retried worker ack and abandon likewise. (A provider may bound
 // how long and from where it recognises a retry: the DynamoDB provider
 // recognises every retry from the same process within ten minutes, and a
-// retried turn ack from any process until the instance's next turn; a
-// worker ack retried by a process that did not make the first attempt may
-// report [ErrInvalidLockToken] for a commit that happened, which a caller
-// handles as a lost lock.) This is the rule database/sql/driver states for
+// retried turn ack from any process until the instance's next turn of the
+// same size; a worker ack retried by a process that did not make the first
+// attempt may report [ErrInvalidLockToken] for a commit that happened,
+// which a caller handles as a lost lock.) This is the rule database/sql/driver states for
 // ErrBadConn, seen from the other side: a retryable error is a promise that
 // the same call may be made again, not that the first one had no effect.
 // An ack retried with a different commit for the same token is a
