@@ -25,15 +25,15 @@ var ErrNoRedis = errors.New("redis-server is not on PATH (install it with bench/
 // answer PING.
 var ErrRedisStart = errors.New("redis-server did not start")
 
-// redisServerArgs are Redis' usual durable settings: an append-only file
-// synced once a second (appendfsync everysec, Redis' default for AOF).
-// go-workflows' docker-compose.yml syncs on every write (always), which
-// halves its throughput on this kind of machine (about 500 against 1,050
-// activities/s for HelloCities5); everysec is what a production Redis
-// typically runs. Snapshotting keeps Redis' defaults.
+// redisServerArgs are the persistence settings of go-workflows'
+// docker-compose.yml for Redis: an append-only file synced on every write
+// (appendfsync always), the durability a DynamoDB commit has when it
+// returns. With appendfsync everysec (a write may be lost in a crash)
+// Redis does about twice the HelloCities5 throughput on this kind of
+// machine. Snapshotting keeps Redis' defaults.
 var redisServerArgs = []string{
 	"--appendonly", "yes",
-	"--appendfsync", "everysec",
+	"--appendfsync", "always",
 	"--loglevel", "warning",
 }
 

@@ -268,7 +268,7 @@ func notes(backendName string, wo worker.Options, maxHistory int64) string {
 		wo.WorkflowPollers, wo.ActivityPollers, wo.WorkflowExecutorCacheSize)
 	switch backendName {
 	case BackendRedis:
-		b.WriteString(", no polling interval (blocking reads), as go-workflows' benchmark; redis-server with appendonly yes, appendfsync everysec; PeerCommands from INFO commandstats (INFO excluded), commands run inside Lua scripts included")
+		b.WriteString(", no polling interval (blocking reads), as go-workflows' benchmark; redis-server with appendonly yes, appendfsync always; PeerCommands from INFO commandstats (INFO excluded), commands run inside Lua scripts included")
 	case BackendMonoprocess:
 		fmt.Fprintf(&b, ", polling interval %v (pollers are woken when a task is created); SQLite in memory", wo.WorkflowPollingInterval)
 	case BackendSQLiteMemory:
