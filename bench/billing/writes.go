@@ -68,6 +68,28 @@ func conditionFailure(err error, strip bool) (map[string]types.AttributeValue, b
 	return old, true
 }
 
+// failedWrite is what a single-item write that failed with err costs: a
+// failed condition by [failedWriteUnits] (the existing item comes with the
+// error, removed before the caller sees it unless the caller asked for
+// it by rvf), anything else nothing.
+func failedWrite(err error, rvf types.ReturnValuesOnConditionCheckFailure, item map[string]types.AttributeValue) float64 {
+	if old, ok := conditionFailure(err, notAskedFailureValues(rvf)); ok {
+		return failedWriteUnits(old, item)
+	}
+	return 0
+}
+
+// itemWrite is what a single-item write that replaced old by cur (nil for
+// none) costs: its table write, by the larger of the two, and its index
+// writes.
+func (m *Meter) itemWrite(ctx context.Context, table *string, old, cur map[string]types.AttributeValue) float64 {
+	wru := writeUnits(max(ItemSize(old), ItemSize(cur)))
+	if s := m.schemaOrFail(ctx, table); s != nil {
+		wru += s.indexWriteUnits(old, cur)
+	}
+	return wru
+}
+
 // putItem bills PutItem by its table write, the larger of the item it
 // replaces and the new item, and by its index writes. The replaced item
 // comes from the request itself: the meter asks for ReturnValues ALL_OLD
@@ -82,10 +104,7 @@ func (m *Meter) putItem(p *dynamodb.PutItemInput) call {
 		after: func(ctx context.Context, result any, err error) (float64, float64) {
 			p.ReturnValues, p.ReturnValuesOnConditionCheckFailure = rv, rvf
 			if err != nil {
-				if old, ok := conditionFailure(err, notAskedFailureValues(rvf)); ok {
-					return failedWriteUnits(old, p.Item), 0
-				}
-				return 0, 0
+				return failedWrite(err, rvf, p.Item), 0
 			}
 			out, ok := result.(*dynamodb.PutItemOutput)
 			if !ok {
@@ -95,11 +114,7 @@ func (m *Meter) putItem(p *dynamodb.PutItemInput) call {
 			if notAskedValues(rv) {
 				out.Attributes = nil
 			}
-			wru := writeUnits(max(ItemSize(old), ItemSize(p.Item)))
-			if s := m.schemaOrFail(ctx, p.TableName); s != nil {
-				wru += s.indexWriteUnits(old, p.Item)
-			}
-			return wru, 0
+			return m.itemWrite(ctx, p.TableName, old, p.Item), 0
 		},
 	}
 }
@@ -116,10 +131,7 @@ func (m *Meter) deleteItem(p *dynamodb.DeleteItemInput) call {
 		after: func(ctx context.Context, result any, err error) (float64, float64) {
 			p.ReturnValues, p.ReturnValuesOnConditionCheckFailure = rv, rvf
 			if err != nil {
-				if old, ok := conditionFailure(err, notAskedFailureValues(rvf)); ok {
-					return failedWriteUnits(old, nil), 0
-				}
-				return 0, 0
+				return failedWrite(err, rvf, nil), 0
 			}
 			out, ok := result.(*dynamodb.DeleteItemOutput)
 			if !ok {
@@ -129,11 +141,7 @@ func (m *Meter) deleteItem(p *dynamodb.DeleteItemInput) call {
 			if notAskedValues(rv) {
 				out.Attributes = nil
 			}
-			wru := writeUnits(ItemSize(old))
-			if s := m.schemaOrFail(ctx, p.TableName); s != nil {
-				wru += s.indexWriteUnits(old, nil)
-			}
-			return wru, 0
+			return m.itemWrite(ctx, p.TableName, old, nil), 0
 		},
 	}
 }
@@ -152,12 +160,7 @@ func (m *Meter) updateItem(p *dynamodb.UpdateItemInput) call {
 	var shadowOld map[string]types.AttributeValue
 	return call{
 		before: func(ctx context.Context) {
-			if notAskedValues(rv) {
-				p.ReturnValues = types.ReturnValueAllOld
-			}
-			if notAskedFailureValues(rvf) {
-				p.ReturnValuesOnConditionCheckFailure = types.ReturnValuesOnConditionCheckFailureAllOld
-			}
+			askOldImage(&p.ReturnValues, &p.ReturnValuesOnConditionCheckFailure)
 			if !oldFromOutput {
 				var err error
 				if shadowOld, err = m.shadowGet(ctx, p.TableName, p.Key); err != nil {
@@ -168,10 +171,7 @@ func (m *Meter) updateItem(p *dynamodb.UpdateItemInput) call {
 		after: func(ctx context.Context, result any, err error) (float64, float64) {
 			p.ReturnValues, p.ReturnValuesOnConditionCheckFailure = rv, rvf
 			if err != nil {
-				if old, ok := conditionFailure(err, notAskedFailureValues(rvf)); ok {
-					return failedWriteUnits(old, nil), 0
-				}
-				return 0, 0
+				return failedWrite(err, rvf, nil), 0
 			}
 			out, ok := result.(*dynamodb.UpdateItemOutput)
 			if !ok {
@@ -190,11 +190,7 @@ func (m *Meter) updateItem(p *dynamodb.UpdateItemInput) call {
 					m.fail(err)
 				}
 			}
-			wru := writeUnits(max(ItemSize(old), ItemSize(cur)))
-			if s := m.schemaOrFail(ctx, p.TableName); s != nil {
-				wru += s.indexWriteUnits(old, cur)
-			}
-			return wru, 0
+			return m.itemWrite(ctx, p.TableName, old, cur), 0
 		},
 	}
 }
