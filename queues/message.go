@@ -43,7 +43,7 @@ func encodeSignal(sig Signal, from string) string {
 		m.WorkB64 = base64.StdEncoding.EncodeToString([]byte(sig.Work))
 	}
 	if !sig.VisibleAt.IsZero() {
-		m.VisibleAtMs = sig.VisibleAt.UnixMilli()
+		m.VisibleAtMs = visibleAtMs(sig.VisibleAt)
 	}
 	b, err := json.Marshal(m)
 	if err != nil {

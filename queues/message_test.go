@@ -30,6 +30,29 @@ func TestEncodeSignal_RoundTrip(t *testing.T) {
 	}
 }
 
+// A message carries VisibleAt to the millisecond; a time between two
+// milliseconds is rounded up, so a receiver never delivers a signal before
+// its work becomes fetchable.
+func TestEncodeSignal_VisibleAtRoundedUp(t *testing.T) {
+	t.Parallel()
+	for _, vis := range []time.Time{
+		time.UnixMilli(1767225600123),
+		time.UnixMilli(1767225600123).Add(time.Nanosecond),
+		time.UnixMilli(1767225600123).Add(999 * time.Microsecond),
+	} {
+		got, _, err := decodeSignal(encodeSignal(Signal{Kind: Orchestrator, VisibleAt: vis}, ""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := got.VisibleAt.Sub(vis); d < 0 || d >= time.Millisecond {
+			t.Errorf("VisibleAt %v decoded as %v (%v after)", vis, got.VisibleAt, d)
+		}
+		if got.key() != (Signal{Kind: Orchestrator, VisibleAt: vis}).key() {
+			t.Errorf("VisibleAt %v: key of the decoded signal differs", vis)
+		}
+	}
+}
+
 func TestEncodeSignal_HugeInstanceIsDropped(t *testing.T) {
 	t.Parallel()
 	sig := Signal{Kind: Worker, Shard: 1, Instance: strings.Repeat("é", maxBodyBytes)}

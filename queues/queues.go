@@ -86,9 +86,20 @@ type signalKey struct {
 func (s Signal) key() signalKey {
 	k := signalKey{kind: s.Kind, shard: s.Shard, instance: s.Instance, work: s.Work}
 	if !s.VisibleAt.IsZero() {
-		k.visibleAtMs = s.VisibleAt.UnixMilli()
+		k.visibleAtMs = visibleAtMs(s.VisibleAt)
 	}
 	return k
+}
+
+// visibleAtMs is t in Unix milliseconds, rounded up: a signal carried to the
+// millisecond is never delivered before the time its work becomes
+// fetchable, only up to a millisecond after it.
+func visibleAtMs(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if time.UnixMilli(ms).Before(t) {
+		ms++
+	}
+	return ms
 }
 
 // API is the part of the SQS client that [Signals] uses; the SDK's [sqs.Client]

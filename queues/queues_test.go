@@ -105,12 +105,14 @@ func collect(t *testing.T, s *queues.Signals, kind queues.Kind, want []queues.Si
 	return nil
 }
 
-// containsSignal reports whether list holds sig (VisibleAt compared to the
-// millisecond).
+// containsSignal reports whether list holds sig. A message carries VisibleAt
+// to the millisecond, rounded up: a received VisibleAt is sig's or less than
+// a millisecond after it.
 func containsSignal(list []queues.Signal, sig queues.Signal) bool {
 	return slices.ContainsFunc(list, func(s queues.Signal) bool {
+		d := s.VisibleAt.Sub(sig.VisibleAt)
 		return s.Kind == sig.Kind && s.Shard == sig.Shard && s.Instance == sig.Instance &&
-			s.VisibleAt.UnixMilli() == sig.VisibleAt.UnixMilli()
+			d >= 0 && d < time.Millisecond
 	})
 }
 
