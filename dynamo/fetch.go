@@ -88,6 +88,17 @@ func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, pollTi
 	}
 }
 
+// decline hands signals that named work this process passed over to another
+// process (queues.Signals.Decline). Signals are hints: a failure is logged.
+func (p *Provider) decline(ctx context.Context, sigs []queues.Signal) {
+	if len(sigs) == 0 {
+		return
+	}
+	if err := p.signals.Decline(ctx, sigs...); err != nil {
+		p.o.Logf("dynamo: sending on %d signals this process cannot use: %v", len(sigs), err)
+	}
+}
+
 // FetchOrchestrationItem locks an instance with visible messages that no
 // one else holds and that filter admits, and returns its batch with the
 // current execution's history. See the package documentation for how it
@@ -123,13 +134,22 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 	err := p.poll(ctx, provider.OpFetchOrchestrationItem, queues.Orchestrator, pollTimeout,
 		func(sigs []queues.Signal) (bool, error) {
 			seen := map[string]bool{}
+			var declined []queues.Signal
+			defer func() { p.decline(ctx, declined) }()
 			for _, sig := range sigs {
 				if seen[sig.Instance] {
 					continue
 				}
 				seen[sig.Instance] = true
-				if done, err := try(sig.Instance, true); done || err != nil {
+				done, err := try(sig.Instance, true)
+				if done || err != nil {
 					return done, err
+				}
+				// Passed over by this process (its capability filter, data
+				// it cannot read): another process may take it.
+				now := p.nowMs()
+				if p.hints.isParked(filteredKey(sig.Instance, filter), now) || p.hints.isParked(sig.Instance, now) {
+					declined = append(declined, sig)
 				}
 			}
 			return false, nil

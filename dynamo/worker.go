@@ -145,13 +145,18 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 					// or showing old ones that are no longer eligible):
 					// read the rows they name.
 					var direct []readyRow
+					var declined []queues.Signal
 					for _, sig := range sigs {
-						found, err := p.readyWorkRow(ctx, sig.Instance, sig.Work, keep)
+						found, notForUs, err := p.readyWorkRow(ctx, sig.Instance, sig.Work, keep)
 						if err != nil {
 							return false, err
 						}
+						if notForUs {
+							declined = append(declined, sig)
+						}
 						direct = append(direct, found...)
 					}
+					p.decline(ctx, declined)
 					slices.SortFunc(direct, func(a, b readyRow) int { return cmp.Compare(a.readySK, b.readySK) })
 					if done, err := tryRows(direct); done || err != nil {
 						return done, err
@@ -203,17 +208,22 @@ func workRowKey(row item) string {
 
 // readyWorkRow reads the activity row work of instance consistently and
 // returns it as a candidate when it is eligible now and keep accepts it.
-func (p *Provider) readyWorkRow(ctx context.Context, instance, work string, keep func(item) bool) ([]readyRow, error) {
+func (p *Provider) readyWorkRow(ctx context.Context, instance, work string, keep func(item) bool) (rows []readyRow, notForUs bool, err error) {
 	pk := keys.WorkerPK(instance)
 	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: p.table, Key: key(pk, work), ConsistentRead: aws.Bool(true)})
 	if err != nil || out.Item == nil {
-		return nil, err
+		return nil, false, err
 	}
 	rsk, _, _ := strAttr(out.Item, attrReadySK)
-	if rsk == "" || rsk >= readyBound(p.nowMs()) || !keep(out.Item) {
-		return nil, nil
+	if rsk == "" || rsk >= readyBound(p.nowMs()) {
+		return nil, false, nil
 	}
-	return []readyRow{{pk: pk, sk: work, readySK: rsk, row: out.Item}}, nil
+	if !keep(out.Item) {
+		// Eligible, but not for this fetch: its tag, a session another
+		// process holds, or data this process cannot read.
+		return nil, true, nil
+	}
+	return []readyRow{{pk: pk, sk: work, readySK: rsk, row: out.Item}}, false, nil
 }
 
 // sleepCtx waits d or until ctx ends.

@@ -33,11 +33,15 @@
 //	{"v":1,"kind":"orchestrator","shard":3,"instance_b64":"b3JkZXItMQ==","visible_at_ms":1767225600000,"from":"5KQ3ZJ7XG2NWLB4E"}
 //
 // v is the format version (added fields keep it; receivers drop messages of
-// another version), kind is "orchestrator" or "worker", shard the queue shard,
+// another version), kind is "orchestrator", "worker", "lock" or "schedule"
+// (a kind that does not travel on the receiving queue is taken as the
+// queue's own), shard the queue shard,
 // instance_b64 the standard base64 of the instance id's bytes (omitted when
 // there is none), visible_at_ms the Unix time in milliseconds at which the
-// work becomes visible (omitted for "now"), and from a random id of the
-// sending [Signals]. A process deletes its own messages without waking
+// work becomes visible, rounded up (omitted for "now"), and from a random id
+// of the sending [Signals]. A declined signal sent on carries hops (how often
+// it was declined) and declined_by (the id of the last process that declined
+// it) instead of from. A process deletes its own messages without waking
 // anyone, because Notify already woke its waiters in-process. No message
 // attributes are used.
 //
@@ -84,10 +88,31 @@
 // A kind without a queue URL is in-process only: Notify and Wait make no
 // SQS requests for it, and an idle process makes no requests at all. With a
 // URL, an idle process (nobody waiting) makes none either; a waiting process
-// makes one ReceiveMessage per kind for every min(20 s, floor(remaining
+// makes one ReceiveMessage per queue for every min(20 s, floor(remaining
 // wait)) it waits (one short poll for a wait under a second), plus one
 // ReceiveMessage and one DeleteMessageBatch per batch of up to ten
 // signals received. [Signals.Stats] counts requests per operation.
+//
+// # Kinds and queues
+//
+// [Orchestrator] and [Worker] signals wake the provider's dispatchers, each on
+// its own queue. [Lock] signals (a distributed lock was released) and
+// [Schedule] signals (a job became due earlier) wake the waiters of packages
+// locks and jobs; they travel on the orchestrator queue, so those packages
+// need no queue of their own. One poller per queue serves every kind that
+// travels on it and hands each signal to the waiters of the kind its body
+// names.
+//
+// # Signals a process cannot use
+//
+// A standard queue gives each message to one receiver, which may not be the
+// process that can act on it: a worker whose tag filter excludes the
+// activity, a session another process owns, a lock nobody here waits for.
+// [Signals.Decline] sends such a signal on to another process, marked as
+// declined by this one (which sends it on again, without waking anyone, if
+// it comes back), at most [MaxHops] times in all; then the work waits for a
+// sweep, as a lost signal's does. The poller declines by itself the signals
+// of a kind that no [Signals.Wait] in this process has ever waited for.
 //
 // [Signals.Close] stops the pollers and timers and waits for them; no
 // goroutine of this package outlives it.

@@ -28,6 +28,8 @@ type message struct {
 	WorkB64     string `json:"work_b64,omitempty"`
 	VisibleAtMs int64  `json:"visible_at_ms,omitempty"`
 	From        string `json:"from,omitempty"`
+	Hops        int    `json:"hops,omitempty"`
+	DeclinedBy  string `json:"declined_by,omitempty"`
 }
 
 // encodeSignal returns the message body of sig sent by the [Signals] whose
@@ -35,7 +37,7 @@ type message struct {
 // limit (an instance id of about 190 KB) loses its instance: the signal still
 // wakes, only the next lookup is less targeted.
 func encodeSignal(sig Signal, from string) string {
-	m := message{Version: messageVersion, Kind: sig.Kind.String(), Shard: sig.Shard, From: from}
+	m := message{Version: messageVersion, Kind: sig.Kind.String(), Shard: sig.Shard, From: from, Hops: sig.hops, DeclinedBy: sig.declinedBy}
 	if sig.Instance != "" {
 		m.InstanceB64 = base64.StdEncoding.EncodeToString([]byte(sig.Instance))
 	}
@@ -71,7 +73,10 @@ func decodeSignal(body string) (sig Signal, from string, err error) {
 	if m.Shard < 0 {
 		return Signal{}, "", fmt.Errorf("signal body with negative shard %d", m.Shard)
 	}
-	sig = Signal{Kind: parseKind(m.Kind), Shard: m.Shard}
+	if m.Hops < 0 {
+		return Signal{}, "", fmt.Errorf("signal body with negative hops %d", m.Hops)
+	}
+	sig = Signal{Kind: parseKind(m.Kind), Shard: m.Shard, hops: m.Hops, declinedBy: m.DeclinedBy}
 	if m.InstanceB64 != "" {
 		id, err := base64.StdEncoding.DecodeString(m.InstanceB64)
 		if err != nil {

@@ -45,7 +45,7 @@ type toSend struct {
 // scheduled (see [Stats.SignalsBeyondMaxDelay]): the dispatchers' periodic
 // sweep finds that work. Kinds without a queue URL make no requests.
 //
-// An invalid signal (kind not [Orchestrator] or [Worker], negative shard)
+// An invalid signal (an unknown kind, a negative shard)
 // fails the whole call before anything is woken or sent, with a permanent
 // error wrapping [provider.ErrInvalidInput]. Otherwise every batch is
 // attempted; the error, if any, is a [*provider.Error] whose Retryable field
@@ -74,7 +74,7 @@ func (s *Signals) Notify(ctx context.Context, signals ...Signal) error {
 	}
 	now := s.opts.Now()
 	seen := make(map[signalKey]bool, len(signals))
-	var immediate [2][]Signal
+	var immediate [numKinds][]Signal
 	for _, sig := range signals {
 		key := sig.key()
 		if seen[key] {
@@ -97,22 +97,27 @@ func (s *Signals) Notify(ctx context.Context, signals ...Signal) error {
 			delaySeconds = int32((delay + time.Second - 1) / time.Second)
 			s.scheduleLocked(k, key, sig, delay)
 		}
-		if k.url != "" {
-			send[sig.Kind-1] = append(send[sig.Kind-1], toSend{sig, delaySeconds})
+		if k.q.url != "" {
+			send[sig.Kind.queueOf()] = append(send[sig.Kind.queueOf()], toSend{sig, delaySeconds})
 		}
 	}
 	for i, sigs := range immediate {
 		s.deliverLocked(s.kinds[i], sigs)
 	}
 	s.mu.Unlock()
+	return s.send(ctx, opNotify, send, s.id)
+}
 
+// send sends the signals of each queue in batches, their bodies marked as
+// from from, and returns what Notify and Decline return.
+func (s *Signals) send(ctx context.Context, op string, send [2][]toSend, from string) error {
 	var errs []error
 	retryable := true
 	for i, list := range send {
-		url := s.kinds[i].url
+		url := s.queues[i].url
 		msgs := make([]outgoing, len(list))
 		for j, m := range list {
-			msgs[j] = outgoing{body: encodeSignal(m.sig, s.id), delaySeconds: m.delaySeconds}
+			msgs[j] = outgoing{body: encodeSignal(m.sig, from), delaySeconds: m.delaySeconds}
 		}
 		for _, batch := range splitBatches(msgs) {
 			if permanent, err := s.sendBatch(ctx, url, batch); err != nil {
@@ -126,9 +131,9 @@ func (s *Signals) Notify(ctx context.Context, signals ...Signal) error {
 	}
 	err := errors.Join(errs...)
 	if retryable {
-		return provider.Retryable(opNotify, err, "%v", err)
+		return provider.Retryable(op, err, "%v", err)
 	}
-	return provider.Permanent(opNotify, err, "%v", err)
+	return provider.Permanent(op, err, "%v", err)
 }
 
 // scheduleLocked arranges for sig to reach the waiters of k after delay,

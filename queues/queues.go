@@ -17,23 +17,35 @@ import (
 // Kind names the queue a signal is for.
 type Kind int
 
-// The two kinds of signal. The zero Kind is invalid.
+// The kinds of signal. The zero Kind is invalid.
 const (
 	// Orchestrator signals wake orchestration dispatchers: an orchestrator
 	// message (start, completion, timer, event, ...) became or will become
-	// visible.
+	// visible. They travel on the orchestrator queue.
 	Orchestrator Kind = iota + 1
 	// Worker signals wake activity workers: a worker item became visible.
+	// They travel on the worker queue.
 	Worker
+	// Lock signals wake the waiters of a distributed lock (package locks):
+	// the lock named by [Signal.Instance] was released. They travel on the
+	// orchestrator queue.
+	Lock
+	// Schedule signals wake job schedulers (package jobs): a job's next run
+	// time, [Signal.VisibleAt], was set or moved earlier in shard
+	// [Signal.Shard]. They travel on the orchestrator queue.
+	Schedule
+
+	numKinds = int(Schedule)
 )
 
-// String returns "orchestrator", "worker" or "Kind(n)".
+// kindNames are the names of the valid kinds, in the message body and in
+// [Kind.String].
+var kindNames = [numKinds]string{"orchestrator", "worker", "lock", "schedule"}
+
+// String returns "orchestrator", "worker", "lock", "schedule" or "Kind(n)".
 func (k Kind) String() string {
-	switch k {
-	case Orchestrator:
-		return "orchestrator"
-	case Worker:
-		return "worker"
+	if k.valid() {
+		return kindNames[k-1]
 	}
 	return fmt.Sprintf("Kind(%d)", int(k))
 }
@@ -41,16 +53,24 @@ func (k Kind) String() string {
 // parseKind is the inverse of [Kind.String] for the valid kinds; it returns
 // 0 for anything else.
 func parseKind(s string) Kind {
-	switch s {
-	case "orchestrator":
-		return Orchestrator
-	case "worker":
-		return Worker
+	for i, name := range kindNames {
+		if name == s {
+			return Kind(i + 1)
+		}
 	}
 	return 0
 }
 
-func (k Kind) valid() bool { return k == Orchestrator || k == Worker }
+func (k Kind) valid() bool { return k >= Orchestrator && k <= Schedule }
+
+// queueOf is the queue a kind travels on: 0 the orchestrator queue, 1 the
+// worker queue.
+func (k Kind) queueOf() int {
+	if k == Worker {
+		return 1
+	}
+	return 0
+}
 
 // Signal is a hint that work of one kind is, or will become, visible in
 // DynamoDB. It carries what makes the waker's next lookup cheap; it never
@@ -71,6 +91,12 @@ type Signal struct {
 	// looking for it in an index that may lag. Empty when unknown. Like
 	// Instance, any string is allowed.
 	Work string
+
+	// hops counts how often the signal was declined and sent on
+	// ([Signals.Decline]); declinedBy is the id of the [Signals] that
+	// declined it last.
+	hops       int
+	declinedBy string
 }
 
 // signalKey identifies identical signals (VisibleAt compared to the
@@ -142,12 +168,18 @@ type Stats struct {
 	// SignalsBeyondMaxDelay counts signals neither sent nor scheduled
 	// because their VisibleAt was more than [MaxDelay] away.
 	SignalsBeyondMaxDelay int64
+	// SignalsDeclined counts signals sent on to other processes
+	// ([Signals.Decline]).
+	SignalsDeclined int64
+	// SignalsDeclinedTooOften counts declined signals dropped because they
+	// had been sent on [MaxHops] times.
+	SignalsDeclinedTooOften int64
 	// Errors counts failed SQS requests and failed batch entries.
 	Errors int64
 }
 
 type counters struct {
-	send, receive, delete, sent, received, fromSelf, beyond, errors atomic.Int64
+	send, receive, delete, sent, received, fromSelf, beyond, declined, declineDropped, errors atomic.Int64
 }
 
 // Signals sends and receives wake-up signals for both queue kinds. It is safe
@@ -157,22 +189,32 @@ type Signals struct {
 	opts Options
 	id   string // random; marks the messages this Signals sends
 
-	mu     sync.Mutex
-	closed bool
-	done   chan struct{} // closed by Close
-	kinds  [2]*kindState
-	timers map[signalKey]*time.Timer // in-process delayed signals
-	wg     sync.WaitGroup            // pollers and timer callbacks
+	mu       sync.Mutex
+	closed   bool
+	done     chan struct{} // closed by Close
+	queues   [2]*queueState
+	kinds    [numKinds]*kindState
+	timers   map[signalKey]*time.Timer // in-process delayed signals
+	declined map[declineKey]time.Time  // recently declined, so a broadcast is sent on once
+	wg       sync.WaitGroup            // pollers and timer callbacks
 
 	stats counters
 }
 
 // kindState is the receive side of one kind. Guarded by Signals.mu.
 type kindState struct {
-	kind    Kind
-	url     string
-	waiters map[*waiter]struct{}
-	pending []Signal // arrived while nobody waited
+	kind     Kind
+	q        *queueState // the queue the kind travels on
+	waiters  map[*waiter]struct{}
+	pending  []Signal // arrived while nobody waited
+	consumer bool     // some Wait for the kind has run in this process
+}
+
+// queueState is one SQS queue and its poller, shared by the kinds that
+// travel on it. Guarded by Signals.mu.
+type queueState struct {
+	url   string
+	kinds []*kindState // the first is the queue's own kind
 
 	polling    bool               // a poller goroutine runs
 	pollCancel context.CancelFunc // cancels the running poller's requests
@@ -209,14 +251,21 @@ func New(api API, optFns ...func(*Options)) (*Signals, error) {
 		return nil, errors.New("queues: nil SQS API with a queue URL set")
 	}
 	s := &Signals{
-		api:    api,
-		opts:   o,
-		id:     rand.Text()[:16],
-		done:   make(chan struct{}),
-		timers: make(map[signalKey]*time.Timer),
+		api:      api,
+		opts:     o,
+		id:       rand.Text()[:16],
+		done:     make(chan struct{}),
+		timers:   make(map[signalKey]*time.Timer),
+		declined: make(map[declineKey]time.Time),
 	}
 	for i, url := range []string{o.OrchestratorQueueURL, o.WorkerQueueURL} {
-		s.kinds[i] = &kindState{kind: Kind(i + 1), url: url, waiters: make(map[*waiter]struct{})}
+		s.queues[i] = &queueState{url: url}
+	}
+	for i := range s.kinds {
+		q := s.queues[Kind(i+1).queueOf()]
+		k := &kindState{kind: Kind(i + 1), q: q, waiters: make(map[*waiter]struct{})}
+		s.kinds[i] = k
+		q.kinds = append(q.kinds, k)
 	}
 	return s, nil
 }
@@ -240,6 +289,8 @@ func (s *Signals) Stats() Stats {
 		MessagesReceived:           c.received.Load(),
 		MessagesFromSelf:           c.fromSelf.Load(),
 		SignalsBeyondMaxDelay:      c.beyond.Load(),
+		SignalsDeclined:            c.declined.Load(),
+		SignalsDeclinedTooOften:    c.declineDropped.Load(),
 		Errors:                     c.errors.Load(),
 	}
 }
@@ -260,11 +311,11 @@ func (s *Signals) Close() error {
 	}
 	s.closed = true
 	close(s.done)
-	for _, k := range s.kinds {
-		if k.pollCancel != nil {
-			k.pollCancel()
+	for _, q := range s.queues {
+		if q.pollCancel != nil {
+			q.pollCancel()
 		}
-		s.stopIdleTimerLocked(k)
+		s.stopIdleTimerLocked(q)
 	}
 	for key, t := range s.timers {
 		if t.Stop() {

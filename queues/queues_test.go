@@ -191,7 +191,7 @@ func TestNew_Options(t *testing.T) {
 func TestSignals_InvalidInput(t *testing.T) {
 	t.Parallel()
 	s := newSignals(t, nil)
-	for _, sig := range []queues.Signal{{Kind: 0}, {Kind: 3}, {Kind: queues.Worker, Shard: -1}} {
+	for _, sig := range []queues.Signal{{Kind: 0}, {Kind: queues.Schedule + 1}, {Kind: queues.Worker, Shard: -1}} {
 		err := s.Notify(t.Context(), queues.Signal{Kind: queues.Orchestrator}, sig)
 		if !errors.Is(err, provider.ErrInvalidInput) || provider.IsRetryable(err) {
 			t.Errorf("Notify(%+v) = %v, want permanent ErrInvalidInput", sig, err)

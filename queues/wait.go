@@ -71,6 +71,7 @@ func (s *Signals) Wait(ctx context.Context, kind Kind, timeout time.Duration) ([
 		s.mu.Unlock()
 		return nil, closedError(opWait)
 	}
+	k.consumer = true
 	if len(k.pending) > 0 {
 		sigs := k.pending
 		k.pending = nil
@@ -85,10 +86,10 @@ func (s *Signals) Wait(ctx context.Context, kind Kind, timeout time.Duration) ([
 		deadline: time.Now().Add(timeout),
 		ready:    make(chan struct{}, 1),
 		// A long poll in flight returns every message sent from now on.
-		covered: k.longPoll,
+		covered: k.q.longPoll,
 	}
 	k.waiters[w] = struct{}{}
-	s.startPollerLocked(ctx, k)
+	s.startPollerLocked(ctx, k.q)
 	s.mu.Unlock()
 
 	timer := time.NewTimer(timeout)
@@ -104,25 +105,27 @@ func (s *Signals) Wait(ctx context.Context, kind Kind, timeout time.Duration) ([
 	s.mu.Lock()
 	delete(k.waiters, w)
 	sigs := w.signals
-	s.releaseIdlePollLocked(k)
+	s.releaseIdlePollLocked(k.q)
 	s.mu.Unlock()
 	return sigs, err
 }
 
-// hasActiveWaiterLocked reports whether a waiter of k still waits for the
-// poller: not yet woken, deadline not passed. s.mu is held.
-func hasActiveWaiterLocked(k *kindState, now time.Time) bool {
-	for w := range k.waiters {
-		if !w.woken && w.deadline.After(now) {
-			return true
+// hasActiveWaiterLocked reports whether a waiter of a kind on q still waits
+// for the poller: not yet woken, deadline not passed. s.mu is held.
+func hasActiveWaiterLocked(q *queueState, now time.Time) bool {
+	for _, k := range q.kinds {
+		for w := range k.waiters {
+			if !w.woken && w.deadline.After(now) {
+				return true
+			}
 		}
 	}
 	return false
 }
 
-// releaseIdlePollLocked arranges for the long poll of k to be cancelled
+// releaseIdlePollLocked arranges for the long poll of q to be cancelled
 // after idleGrace if nobody waits for it by then. s.mu is held.
-func (s *Signals) releaseIdlePollLocked(k *kindState) {
+func (s *Signals) releaseIdlePollLocked(k *queueState) {
 	if s.closed || !k.longPoll || k.recvCancel == nil || k.idleTimer != nil || hasActiveWaiterLocked(k, time.Now()) {
 		return
 	}
@@ -145,7 +148,7 @@ func (s *Signals) releaseIdlePollLocked(k *kindState) {
 }
 
 // stopIdleTimerLocked stops the idle timer of k, if any. s.mu is held.
-func (s *Signals) stopIdleTimerLocked(k *kindState) {
+func (s *Signals) stopIdleTimerLocked(k *queueState) {
 	if k.idleTimer == nil {
 		return
 	}
@@ -155,11 +158,11 @@ func (s *Signals) stopIdleTimerLocked(k *kindState) {
 	k.idleTimer = nil
 }
 
-// startPollerLocked starts the poller of k unless it runs already, k has no
-// queue or s is closed. The poller's requests keep ctx's values but not its
-// cancellation: they serve every waiter, and only Close cancels them. s.mu
-// is held.
-func (s *Signals) startPollerLocked(ctx context.Context, k *kindState) {
+// startPollerLocked starts the poller of queue k unless it runs already, k
+// has no URL or s is closed. The poller's requests keep ctx's values but not
+// its cancellation: they serve every waiter, and only Close cancels them.
+// s.mu is held.
+func (s *Signals) startPollerLocked(ctx context.Context, k *queueState) {
 	if k.url == "" || k.polling || s.closed {
 		return
 	}
@@ -170,9 +173,10 @@ func (s *Signals) startPollerLocked(ctx context.Context, k *kindState) {
 	go s.poll(pctx, k)
 }
 
-// poll is the poller of k: it receives while someone waits and hands what it
-// receives to the waiters.
-func (s *Signals) poll(ctx context.Context, k *kindState) {
+// poll is the poller of queue k: it receives while someone waits for a kind
+// that travels on it, and hands what it receives to the waiters of each
+// signal's kind.
+func (s *Signals) poll(ctx context.Context, k *queueState) {
 	defer s.wg.Done()
 	for {
 		s.mu.Lock()
@@ -209,7 +213,7 @@ func (s *Signals) poll(ctx context.Context, k *kindState) {
 				continue // Close, or nobody left waiting: the next round decides
 			}
 			s.stats.errors.Add(1)
-			s.opts.Logf("queues: ReceiveMessage from %s (%s signals): %v", k.url, k.kind, err)
+			s.opts.Logf("queues: ReceiveMessage from %s: %v", k.url, err)
 			s.pause(ctx, s.opts.ErrorBackoff)
 			continue
 		}
@@ -234,18 +238,27 @@ func (s *Signals) poll(ctx context.Context, k *kindState) {
 				// Notify already woke this process's waiters.
 				s.stats.fromSelf.Add(1)
 				continue
-			case sig.Kind != k.kind:
-				s.opts.Logf("queues: message %s on the %s queue %s names another kind; taken as %s", deref(m.MessageId), k.kind, k.url, k.kind)
-				sig.Kind = k.kind
+			case !sig.Kind.valid() || s.kinds[sig.Kind-1].q != k:
+				own := k.kinds[0].kind
+				s.opts.Logf("queues: message %s on the %s queue %s names kind %q; taken as %s", deref(m.MessageId), own, k.url, sig.Kind, own)
+				sig.Kind = own
 			}
 			sigs = append(sigs, sig)
 		}
+		var decline []Signal
 		s.mu.Lock()
 		now := s.opts.Now()
-		visible := sigs[:0]
+		visible := make([][]Signal, numKinds)
 		for _, sig := range sigs {
 			if s.closed {
 				break
+			}
+			kind := s.kinds[sig.Kind-1]
+			if !kind.consumer || sig.declinedBy == s.id {
+				// Nobody here waits for this kind, or this process has
+				// declined the signal before: send it on to another.
+				decline = append(decline, sig)
+				continue
 			}
 			// DelaySeconds is rounded up, so a delayed signal reaches a
 			// receiver whose clock agrees with the sender's after its
@@ -253,39 +266,48 @@ func (s *Signals) poll(ctx context.Context, k *kindState) {
 			// is not fetchable by this process's clock yet: deliver it
 			// when it is, as Notify does for local delayed signals.
 			if wait := sig.VisibleAt.Sub(now); !sig.VisibleAt.IsZero() && wait > 0 {
-				s.scheduleLocked(k, sig.key(), sig, wait)
+				s.scheduleLocked(kind, sig.key(), sig, wait)
 				continue
 			}
-			visible = append(visible, sig)
+			visible[sig.Kind-1] = append(visible[sig.Kind-1], sig)
 		}
 		if !s.closed {
-			s.deliverLocked(k, visible)
+			for i, list := range visible {
+				s.deliverLocked(s.kinds[i], list)
+			}
 		}
 		s.mu.Unlock()
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
 		s.deleteMessages(dctx, k, res.Messages)
+		if len(decline) > 0 {
+			if err := s.Decline(dctx, decline...); err != nil {
+				s.opts.Logf("queues: sending on %d signals this process does not use: %v", len(decline), err)
+			}
+		}
 		cancel()
 	}
 }
 
-// nextPollLocked decides the next receive of k: ok is false when the poller
-// should stop (closed, nobody left waiting, or every remaining wait is under a
-// second and already covered by an earlier receive). s.mu is held.
-func (s *Signals) nextPollLocked(k *kindState) (waitSeconds int32, ok bool) {
+// nextPollLocked decides the next receive of queue q: ok is false when the
+// poller should stop (closed, nobody left waiting, or every remaining wait is
+// under a second and already covered by an earlier receive). s.mu is held.
+func (s *Signals) nextPollLocked(q *queueState) (waitSeconds int32, ok bool) {
 	if s.closed {
 		return 0, false
 	}
 	now := time.Now()
 	var longest time.Duration
 	active, uncovered := false, false
-	for w := range k.waiters {
-		rem := w.deadline.Sub(now)
-		if w.woken || rem <= 0 {
-			continue
+	for _, k := range q.kinds {
+		for w := range k.waiters {
+			rem := w.deadline.Sub(now)
+			if w.woken || rem <= 0 {
+				continue
+			}
+			active = true
+			longest = max(longest, rem)
+			uncovered = uncovered || !w.covered
 		}
-		active = true
-		longest = max(longest, rem)
-		uncovered = uncovered || !w.covered
 	}
 	if !active {
 		return 0, false
@@ -294,8 +316,10 @@ func (s *Signals) nextPollLocked(k *kindState) (waitSeconds int32, ok bool) {
 	if wait == 0 && !uncovered {
 		return 0, false
 	}
-	for w := range k.waiters {
-		w.covered = true
+	for _, k := range q.kinds {
+		for w := range k.waiters {
+			w.covered = true
+		}
 	}
 	return int32(wait / time.Second), true
 }
@@ -303,7 +327,7 @@ func (s *Signals) nextPollLocked(k *kindState) (waitSeconds int32, ok bool) {
 // deleteMessages deletes received messages in one DeleteMessageBatch call (a
 // receive returns at most 10). A failed delete only means the signal will be
 // received again after the receive's visibility timeout.
-func (s *Signals) deleteMessages(ctx context.Context, k *kindState, msgs []types.Message) {
+func (s *Signals) deleteMessages(ctx context.Context, k *queueState, msgs []types.Message) {
 	entries := make([]types.DeleteMessageBatchRequestEntry, 0, len(msgs))
 	for i, m := range msgs {
 		if m.ReceiptHandle == nil {

@@ -1,0 +1,122 @@
+package dynamo_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/dynoxide/dynoxide/dynamo"
+	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
+	"github.com/dynoxide/dynoxide/faults"
+	"github.com/dynoxide/dynoxide/provider"
+)
+
+// TestSignalForAnotherProcessIsSentOn: the SQS copy of a worker signal
+// reaches a process whose tag filter excludes the activity, while the
+// process that could run it waits, its sweep done. The first process sends
+// the signal on instead of swallowing it, and the second is woken by it
+// long before its poll timeout, rather than at the sweep that follows.
+func TestSignalForAnotherProcessIsSentOn(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, true)
+	// gpu's receives are held until other has taken the signal.
+	gate := faults.NewGate()
+	in := faults.New(9)
+	in.Add(faults.Rule{Ops: []string{faults.OpReceiveMessage}, Rate: 1, Fault: faults.Hold(gate)})
+	gpu := env.NewProvider(t, dynamotest.Config{Options: func(o *dynamo.Options) { o.SQSClient = in.SQS(o.SQSClient) }})
+	other := env.NewProvider(t, dynamotest.Config{})
+	sender := env.NewProvider(t, dynamotest.Config{})
+	gpuTags, err := provider.OnlyTags("gpu")
+	must(t, err, "OnlyTags")
+
+	const pollTimeout = 20 * time.Second
+	type fetched struct {
+		w       *provider.LockedWorkItem
+		err     error
+		elapsed time.Duration
+	}
+	// (elapsed is reported, not asserted.)
+	gpuDone := make(chan fetched, 1)
+	go func() {
+		start := time.Now()
+		w, err := gpu.FetchWorkItem(ctx, longLock, pollTimeout, nil, gpuTags)
+		gpuDone <- fetched{w, err, time.Since(start)}
+	}()
+	// gpu has swept (nothing yet) and waits: its receive is at the gate.
+	must(t, gate.Wait(ctx, 1), "gpu's receive")
+	otherDone := make(chan fetched, 1)
+	go func() {
+		w, err := other.FetchWorkItem(ctx, longLock, 3*time.Second, nil, provider.DefaultOnlyTags())
+		otherDone <- fetched{w: w, err: err}
+	}()
+	tag := "gpu"
+	must(t, sender.EnqueueForWorker(ctx, provider.ActivityExecuteItem{Instance: "render", ExecutionID: 1, ID: 1, Name: "A", Input: "{}", Tag: &tag}), "enqueue")
+	if r := <-otherDone; r.err != nil || r.w != nil {
+		t.Fatalf("fetch of the process without the tag: %+v, %v; want nothing", r.w, r.err)
+	}
+	gate.Release()
+	r := <-gpuDone
+	must(t, r.err, "gpu's fetch")
+	// A fetch does not sweep again after it began waiting: only a signal
+	// can have brought the activity before its poll timeout.
+	if r.w == nil || r.w.Item.Instance != "render" {
+		t.Fatalf("gpu's fetch after %v: got %+v, want the tagged activity", r.elapsed, r.w)
+	}
+}
+
+// TestOrchestratorSignalForAnotherVersionIsSentOn: the SQS copy of an
+// orchestrator signal reaches a process whose capability filter rejects
+// the instance's pinned version, while the process that can replay it
+// waits. The first sends the signal on, and the second is woken by it.
+func TestOrchestratorSignalForAnotherVersionIsSentOn(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, true)
+	gate := faults.NewGate()
+	in := faults.New(10)
+	in.Add(faults.Rule{Ops: []string{faults.OpReceiveMessage}, Rate: 1, Fault: faults.Hold(gate)})
+	v1 := env.NewProvider(t, dynamotest.Config{Options: func(o *dynamo.Options) { o.SQSClient = in.SQS(o.SQSClient) }})
+	v2 := env.NewProvider(t, dynamotest.Config{})
+	sender := env.NewProvider(t, dynamotest.Config{})
+	only := func(major uint64) *provider.CapabilityFilter {
+		return &provider.CapabilityFilter{SupportedVersions: []provider.SemverRange{{
+			Min: provider.SemVer{Major: major}, Max: provider.SemVer{Major: major, Minor: 99, Patch: 99}}}}
+	}
+	const inst = "pinned-v1"
+	// The first turn pins the execution to 1.0.0.
+	item := startAndFetch(ctx, t, sender, inst)
+	commit := provider.TurnCommit{ExecutionID: 1, HistoryDelta: []provider.Event{started(inst)}, Metadata: meta()}
+	commit.Metadata.PinnedDuroxideVersion = &provider.SemVer{Major: 1}
+	must(t, sender.AckOrchestrationItem(ctx, item.LockToken, commit), "first turn")
+
+	const pollTimeout = 20 * time.Second
+	type fetched struct {
+		item    *provider.OrchestrationItem
+		err     error
+		elapsed time.Duration
+	}
+	v1Done := make(chan fetched, 1)
+	go func() {
+		start := time.Now()
+		item, err := v1.FetchOrchestrationItem(ctx, longLock, pollTimeout, only(1))
+		v1Done <- fetched{item, err, time.Since(start)}
+	}()
+	must(t, gate.Wait(ctx, 1), "v1's receive")
+	v2Done := make(chan fetched, 1)
+	go func() {
+		item, err := v2.FetchOrchestrationItem(ctx, longLock, 3*time.Second, only(2))
+		v2Done <- fetched{item: item, err: err}
+	}()
+	must(t, sender.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: inst, Name: "go", Data: "{}"}, 0), "raise")
+	if r := <-v2Done; r.err != nil || r.item != nil {
+		t.Fatalf("fetch of the 2.x process: %+v, %v; want nothing", r.item, r.err)
+	}
+	gate.Release()
+	r := <-v1Done
+	must(t, r.err, "v1's fetch")
+	// A fetch does not sweep again after it began waiting: only a signal
+	// can have brought the instance before its poll timeout.
+	if r.item == nil || r.item.Instance != inst {
+		t.Fatalf("v1's fetch after %v: got %+v, want %q", r.elapsed, r.item, inst)
+	}
+}
