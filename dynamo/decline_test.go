@@ -1,6 +1,7 @@
 package dynamo_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -118,5 +119,41 @@ func TestOrchestratorSignalForAnotherVersionIsSentOn(t *testing.T) {
 	// can have brought the instance before its poll timeout.
 	if r.item == nil || r.item.Instance != inst {
 		t.Fatalf("v1's fetch after %v: got %+v, want %q", r.elapsed, r.item, inst)
+	}
+}
+
+// TestIdleFetchesShareOneSweep: in a process whose fetches have found no
+// work, concurrent fetches of a kind with a wake-up queue share one sweep
+// of the ready index per SweepInterval instead of one each.
+func TestIdleFetchesShareOneSweep(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	meter := &dynamotest.Meter{}
+	const shards = 4
+	p, _ := dynamotest.New(t, dynamotest.Config{Queues: true, Shards: shards, Meter: meter,
+		Options: func(o *dynamo.Options) { o.SweepInterval = time.Hour }})
+	const slots = 4
+	done := make(chan error, 2*slots)
+	for range slots {
+		go func() {
+			w, err := p.FetchWorkItem(ctx, longLock, 2*time.Second, nil, provider.AnyTag())
+			if w != nil {
+				err = errors.Join(err, errors.New("fetch of an empty queue returned work"))
+			}
+			done <- err
+		}()
+		go func() {
+			item, err := p.FetchOrchestrationItem(ctx, longLock, 2*time.Second, nil)
+			if item != nil {
+				err = errors.Join(err, errors.New("fetch of an empty queue returned work"))
+			}
+			done <- err
+		}()
+	}
+	for range 2 * slots {
+		must(t, <-done, "fetch")
+	}
+	if got := meter.Usage().Requests["Query"]; got != 2*shards {
+		t.Fatalf("%d fetches of each kind made %d Queries; want one sweep of %d shards per kind (%d)", slots, got, shards, 2*shards)
 	}
 }

@@ -525,15 +525,18 @@ func (d *droppingSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageB
 
 // TestDroppedSignal loses the wake-up of work committed by one process
 // while another waits: the waiting fetch ends at its pollTimeout without
-// it, and the next fetch finds it by its sweep, without waiting for a
-// signal. So a lost signal delays work by at most one pollTimeout.
+// it, and the next fetch finds it by a sweep, without a signal. So a lost
+// signal delays work by at most one pollTimeout, or, in a process whose
+// fetches have found no work for a minute, by the sweep interval.
 func TestDroppedSignal(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	env := dynamotest.NewEnv(t, true)
 	dropper := &droppingSQS{Client: env.Endpoints.SQS(env.AWS)}
 	sender := env.NewProvider(t, dynamotest.Config{Options: func(o *dynamo.Options) { o.SQSClient = dropper }})
-	waiter := env.NewProvider(t, dynamotest.Config{})
+	// Idle (no fetch has got work yet), the waiter's fetches share one sweep
+	// per SweepInterval.
+	waiter := env.NewProvider(t, dynamotest.Config{Options: func(o *dynamo.Options) { o.SweepInterval = time.Second }})
 	const inst = "dropped"
 
 	first := make(chan *provider.OrchestrationItem, 1)

@@ -43,13 +43,24 @@ const (
 //
 // Sweeping before waiting is what bounds the cost of a lost signal: work
 // whose signal never arrives is found by the next fetch's sweep, at most
-// one pollTimeout after it was committed.
+// one pollTimeout after it was committed. A kind with a wake-up queue whose
+// fetches found no work for a while sweeps on the schedule of
+// sweepSchedule instead: the process's fetches share one sweep per
+// interval, and a waiting fetch wakes to make it when it falls due.
 func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, pollTimeout time.Duration,
 	trySignals func([]queues.Signal) (bool, error), sweep func() (bool, error)) error {
 	if err := ctx.Err(); err != nil {
 		return provider.Permanent(op, err, "context done: %v", err)
 	}
 	deadline := time.Now().Add(pollTimeout)
+	schedule := p.sweeps[kind]
+	amortised := !p.o.ShortPoll && pollTimeout > 0 && p.hasQueue(kind)
+	found := func(done bool, err error) (bool, error) {
+		if done && err == nil {
+			schedule.gotWork(time.Now())
+		}
+		return done, err
+	}
 	pending, err := p.signals.Wait(ctx, kind, 0)
 	if err != nil {
 		return translate(op, err)
@@ -57,35 +68,58 @@ func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, pollTi
 	// A signal whose try failed goes back, so that the retry of this
 	// fetch (or another dispatcher) still goes straight to its work.
 	if len(pending) > 0 {
-		if done, err := trySignals(pending); done || err != nil {
+		if done, err := found(trySignals(pending)); done || err != nil {
 			if err != nil {
 				p.signals.Requeue(pending...)
 			}
 			return err
 		}
 	}
-	if done, err := sweep(); done || err != nil || p.o.ShortPoll {
-		return err
+	if !amortised || schedule.claim(time.Now()) {
+		if done, err := found(sweep()); done || err != nil || p.o.ShortPoll {
+			return err
+		}
 	}
 	for {
 		wait := time.Until(deadline)
 		if wait <= 0 {
 			return nil
 		}
+		dueIn, idle := time.Duration(0), false
+		if amortised {
+			dueIn, idle = schedule.untilDue(time.Now())
+		}
+		if idle && dueIn < wait {
+			wait = dueIn
+		}
 		sigs, err := p.signals.Wait(ctx, kind, wait)
 		if err != nil {
 			return translate(op, err)
 		}
 		if len(sigs) == 0 {
-			return nil
+			if idle && schedule.claim(time.Now()) {
+				if done, err := found(sweep()); done || err != nil {
+					return err
+				}
+			}
+			continue
 		}
-		if done, err := trySignals(sigs); done || err != nil {
+		if done, err := found(trySignals(sigs)); done || err != nil {
 			if err != nil {
 				p.signals.Requeue(sigs...)
 			}
 			return err
 		}
 	}
+}
+
+// hasQueue reports whether kind has a wake-up queue, so that other
+// processes' signals reach this one.
+func (p *Provider) hasQueue(kind queues.Kind) bool {
+	if kind == queues.Worker {
+		return p.o.WorkerQueueURL != ""
+	}
+	return p.o.OrchestratorQueueURL != ""
 }
 
 // decline hands signals that named work this process passed over to another

@@ -64,6 +64,20 @@ type Options struct {
 	// return as soon as work is committed.
 	ShortPoll bool
 
+	// SweepInterval and IdleSweepInterval schedule the sweeps of the ready
+	// index (one Query per shard) of a kind that has a wake-up queue, once
+	// no fetch of that kind in this process has got work for a minute:
+	// the process's fetches then share one sweep per interval, which starts
+	// at SweepInterval and doubles after each sweep that finds nothing, up
+	// to IdleSweepInterval. Work that no signal announces (a lost signal, a
+	// timer more than 15 minutes away, an expired lease) is then found up
+	// to that long after it became visible. While work flows, and for kinds
+	// without a queue, every fetch sweeps before it waits. Defaults
+	// [DefaultSweepInterval] (30 s) and [DefaultIdleSweepInterval] (5 min);
+	// IdleSweepInterval is at least SweepInterval.
+	SweepInterval     time.Duration
+	IdleSweepInterval time.Duration
+
 	// Now is the clock for leases, visibility times and timestamps.
 	// Default [time.Now]. Hosts sharing a table should be NTP-synchronised:
 	// skew shortens or lengthens leases by the skew.
@@ -148,6 +162,15 @@ func (o Options) resolve() (Options, error) {
 	}
 	if o.OrchestratorQueueURL != "" && o.OrchestratorQueueURL == o.WorkerQueueURL {
 		return o, fmt.Errorf("%w: OrchestratorQueueURL and WorkerQueueURL must differ", ErrInvalidOptions)
+	}
+	if o.SweepInterval == 0 {
+		o.SweepInterval = DefaultSweepInterval
+	}
+	if o.IdleSweepInterval == 0 {
+		o.IdleSweepInterval = max(DefaultIdleSweepInterval, o.SweepInterval)
+	}
+	if o.SweepInterval < 0 || o.IdleSweepInterval < o.SweepInterval {
+		return o, fmt.Errorf("%w: SweepInterval %v and IdleSweepInterval %v: both must be positive, IdleSweepInterval at least SweepInterval", ErrInvalidOptions, o.SweepInterval, o.IdleSweepInterval)
 	}
 	if o.Now == nil {
 		o.Now = time.Now
