@@ -14,7 +14,8 @@
 // duplicating work:
 //
 //   - lost (a failed send, a message deleted by a process that stopped
-//     waiting, a delay beyond 15 minutes): the work stays in DynamoDB and is
+//     waiting, a signal beyond 15 minutes whose sender stopped before it was
+//     sent, one declined too often): the work stays in DynamoDB and is
 //     found when a fetcher's poll timeout runs out, or by the periodic sweep;
 //   - duplicated or early: a fetcher looks once more in DynamoDB and finds
 //     nothing to take, or work that is not visible yet, and waits again;
@@ -50,8 +51,9 @@
 // A signal whose VisibleAt is in the future (a timer) is sent with
 // DelaySeconds rounded up to whole seconds, so it never arrives before its
 // work, and is delivered to this process's waiters by an in-process timer at
-// VisibleAt. SQS delays end at 15 minutes ([MaxDelay]); a later signal is not
-// sent at all and the sweep finds its work. Received messages are deleted
+// VisibleAt. SQS delays end at 15 minutes ([MaxDelay]); a later signal is
+// kept in the sending process until it is within 15 minutes, then sent (if
+// that process stops first, the sweep finds its work). Received messages are deleted
 // at once (one DeleteMessageBatch per receive); a message whose delete failed
 // comes back after the receive's 2 s visibility timeout, a harmless duplicate.
 // Undecodable messages are logged and deleted, never redriven: a dead-letter

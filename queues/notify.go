@@ -41,8 +41,11 @@ type toSend struct {
 // messages; identical signals (same kind, shard, instance and VisibleAt to
 // the millisecond) are sent once. A delayed signal uses DelaySeconds,
 // rounded up to whole seconds so that it never arrives before its work. A
-// signal more than [MaxDelay] (15 minutes) away is neither sent nor
-// scheduled (see [Stats.SignalsBeyondMaxDelay]): the dispatchers' periodic
+// signal more than [MaxDelay] (15 minutes) away is deferred: this process
+// keeps it, in memory, until it is within MaxDelay and then notifies it
+// (see [Stats.SignalsDeferred]; at most [Options.MaxDeferred] at once, the
+// rest are counted in [Stats.SignalsBeyondMaxDelay] and dropped). A signal
+// deferred by a process that stops is lost, and the dispatchers' periodic
 // sweep finds that work. Kinds without a queue URL make no requests.
 //
 // An invalid signal (an unknown kind, a negative shard)
@@ -91,7 +94,11 @@ func (s *Signals) Notify(ctx context.Context, signals ...Signal) error {
 		case delay <= 0:
 			immediate[sig.Kind-1] = append(immediate[sig.Kind-1], sig)
 		case delay > MaxDelay:
-			s.stats.beyond.Add(1)
+			if s.deferLocked(key, sig, delay) {
+				s.stats.deferred.Add(1)
+			} else {
+				s.stats.beyond.Add(1)
+			}
 			continue
 		default:
 			delaySeconds = int32((delay + time.Second - 1) / time.Second)
@@ -157,6 +164,43 @@ func (s *Signals) scheduleLocked(k *kindState, key signalKey, sig Signal, delay 
 	})
 	s.timers[key] = t
 }
+
+// deferLocked keeps sig, which is delay away (more than MaxDelay), until it
+// is a second within MaxDelay, then notifies it. It reports false when
+// MaxDeferred signals are deferred already. s.mu is held.
+func (s *Signals) deferLocked(key signalKey, sig Signal, delay time.Duration) bool {
+	if _, ok := s.deferred[key]; ok {
+		return true
+	}
+	if len(s.deferred) >= s.opts.MaxDeferred {
+		return false
+	}
+	s.wg.Add(1)
+	var t *time.Timer
+	t = time.AfterFunc(delay-MaxDelay+time.Second, func() {
+		defer s.wg.Done()
+		s.mu.Lock()
+		mine := s.deferred[key] == t
+		if mine {
+			delete(s.deferred, key)
+		}
+		closed := s.closed
+		s.mu.Unlock()
+		if !mine || closed {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), deferredSendTimeout)
+		defer cancel()
+		if err := s.Notify(ctx, sig); err != nil {
+			s.opts.Logf("queues: deferred signal for %s shard %d: %v", sig.Kind, sig.Shard, err)
+		}
+	})
+	s.deferred[key] = t
+	return true
+}
+
+// deferredSendTimeout bounds the Notify of a deferred signal.
+const deferredSendTimeout = 10 * time.Second
 
 // splitBatches cuts msgs into batches of at most maxBatchEntries messages and
 // maxBodyBytes of bodies.

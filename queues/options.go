@@ -6,9 +6,10 @@ import (
 )
 
 // MaxDelay is the longest delay SQS accepts for one message (DelaySeconds
-// 900). [Signals.Notify] sends no message, and schedules no in-process
-// wake-up, for a signal whose VisibleAt lies further in the future: the
-// dispatchers' periodic sweep of DynamoDB finds that work instead.
+// 900). [Signals.Notify] keeps a signal whose VisibleAt lies further in the
+// future in memory until it is within MaxDelay, then sends it; if the
+// process stops before, the dispatchers' periodic sweep of DynamoDB finds
+// that work instead.
 const MaxDelay = 15 * time.Minute
 
 // maxLongPoll is the largest WaitTimeSeconds SQS accepts.
@@ -44,6 +45,11 @@ type Options struct {
 	// Default 100; must not be negative.
 	MaxPending int
 
+	// MaxDeferred bounds the signals more than [MaxDelay] away that this
+	// process keeps in memory until they are within it (see
+	// [Signals.Notify]). Default 10,000; must not be negative.
+	MaxDeferred int
+
 	// Logf receives the problems the background pollers handle themselves:
 	// failed receives and deletes, undecodable messages. It is called from
 	// several goroutines. Default: discard.
@@ -74,6 +80,12 @@ func (o Options) resolve() (Options, error) {
 	}
 	if o.MaxPending == 0 {
 		o.MaxPending = 100
+	}
+	if o.MaxDeferred < 0 {
+		return o, fmt.Errorf("queues: negative MaxDeferred %d", o.MaxDeferred)
+	}
+	if o.MaxDeferred == 0 {
+		o.MaxDeferred = 10_000
 	}
 	if o.OrchestratorQueueURL != "" && o.OrchestratorQueueURL == o.WorkerQueueURL {
 		return o, fmt.Errorf("queues: orchestrator and worker signals need different queues, both are %q", o.WorkerQueueURL)

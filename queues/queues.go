@@ -165,8 +165,11 @@ type Stats struct {
 	// itself. They are deleted without waking anyone: Notify woke this
 	// process's waiters already.
 	MessagesFromSelf int64
-	// SignalsBeyondMaxDelay counts signals neither sent nor scheduled
-	// because their VisibleAt was more than [MaxDelay] away.
+	// SignalsDeferred counts signals whose VisibleAt was more than
+	// [MaxDelay] away, kept in this process until they were within it.
+	SignalsDeferred int64
+	// SignalsBeyondMaxDelay counts signals neither sent nor deferred: more
+	// than [MaxDelay] away while [Options.MaxDeferred] were deferred already.
 	SignalsBeyondMaxDelay int64
 	// SignalsDeclined counts signals sent on to other processes
 	// ([Signals.Decline]).
@@ -179,7 +182,7 @@ type Stats struct {
 }
 
 type counters struct {
-	send, receive, delete, sent, received, fromSelf, beyond, declined, declineDropped, errors atomic.Int64
+	send, receive, delete, sent, received, fromSelf, deferred, beyond, declined, declineDropped, errors atomic.Int64
 }
 
 // Signals sends and receives wake-up signals for both queue kinds. It is safe
@@ -195,6 +198,7 @@ type Signals struct {
 	queues   [2]*queueState
 	kinds    [numKinds]*kindState
 	timers   map[signalKey]*time.Timer // in-process delayed signals
+	deferred map[signalKey]*time.Timer // signals beyond MaxDelay, sent when within it
 	declined map[declineKey]time.Time  // recently declined, so a broadcast is sent on once
 	wg       sync.WaitGroup            // pollers and timer callbacks
 
@@ -256,6 +260,7 @@ func New(api API, optFns ...func(*Options)) (*Signals, error) {
 		id:       rand.Text()[:16],
 		done:     make(chan struct{}),
 		timers:   make(map[signalKey]*time.Timer),
+		deferred: make(map[signalKey]*time.Timer),
 		declined: make(map[declineKey]time.Time),
 	}
 	for i, url := range []string{o.OrchestratorQueueURL, o.WorkerQueueURL} {
@@ -288,6 +293,7 @@ func (s *Signals) Stats() Stats {
 		MessagesSent:               c.sent.Load(),
 		MessagesReceived:           c.received.Load(),
 		MessagesFromSelf:           c.fromSelf.Load(),
+		SignalsDeferred:            c.deferred.Load(),
 		SignalsBeyondMaxDelay:      c.beyond.Load(),
 		SignalsDeclined:            c.declined.Load(),
 		SignalsDeclinedTooOften:    c.declineDropped.Load(),
@@ -317,11 +323,13 @@ func (s *Signals) Close() error {
 		}
 		s.stopIdleTimerLocked(q)
 	}
-	for key, t := range s.timers {
-		if t.Stop() {
-			s.wg.Done()
+	for _, timers := range []map[signalKey]*time.Timer{s.timers, s.deferred} {
+		for key, t := range timers {
+			if t.Stop() {
+				s.wg.Done()
+			}
+			delete(timers, key)
 		}
-		delete(s.timers, key)
 	}
 	s.mu.Unlock()
 	s.wg.Wait()

@@ -522,8 +522,41 @@ func TestSignals_BeyondMaxDelay(t *testing.T) {
 	if err := s.Notify(t.Context(), far, near); err != nil {
 		t.Fatal(err)
 	}
-	if st := s.Stats(); st.SignalsBeyondMaxDelay != 1 || st.MessagesSent != 1 || st.SendMessageBatchRequests != 1 {
-		t.Errorf("Stats = %+v, want 1 beyond, 1 sent", st)
+	if st := s.Stats(); st.SignalsDeferred != 1 || st.MessagesSent != 1 || st.SendMessageBatchRequests != 1 {
+		t.Errorf("Stats = %+v, want 1 deferred, 1 sent", st)
+	}
+}
+
+// A signal a little more than MaxDelay away is kept in memory and sent once
+// it is within MaxDelay.
+func TestSignals_DeferredSignalSentWhenWithinMaxDelay(t *testing.T) {
+	t.Parallel()
+	c := sqsClient(t)
+	orch := newQueue(t, "orch")
+	s := newSignals(t, c, queueURLs(orch, ""))
+	far := queues.Signal{Kind: queues.Orchestrator, Instance: "timer", VisibleAt: time.Now().Add(queues.MaxDelay + 200*time.Millisecond)}
+	if err := s.Notify(t.Context(), far); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.SignalsDeferred != 1 || st.MessagesSent != 0 {
+		t.Fatalf("Stats = %+v, want 1 deferred, none sent yet", st)
+	}
+	awaitStats(t, s, "deferred signal sent", func(st queues.Stats) bool { return st.MessagesSent == 1 })
+}
+
+// Beyond MaxDeferred, signals more than MaxDelay away are dropped and
+// counted.
+func TestSignals_MaxDeferred(t *testing.T) {
+	t.Parallel()
+	s := newSignals(t, nil, func(o *queues.Options) { o.MaxDeferred = 2 })
+	for i := range 3 {
+		sig := queues.Signal{Kind: queues.Worker, Shard: i, VisibleAt: time.Now().Add(time.Hour)}
+		if err := s.Notify(t.Context(), sig); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := s.Stats(); st.SignalsDeferred != 2 || st.SignalsBeyondMaxDelay != 1 {
+		t.Errorf("Stats = %+v, want 2 deferred, 1 beyond", st)
 	}
 }
 
