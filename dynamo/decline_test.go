@@ -122,9 +122,9 @@ func TestOrchestratorSignalForAnotherVersionIsSentOn(t *testing.T) {
 	}
 }
 
-// TestIdleFetchesShareOneSweep: in a process whose fetches have found no
-// work, concurrent fetches of a kind with a wake-up queue share one sweep
-// of the ready index per SweepInterval instead of one each.
+// TestIdleFetchesShareOneSweep: concurrent fetches of a kind with a
+// wake-up queue share one sweep of the ready index per interval instead of
+// making one each.
 func TestIdleFetchesShareOneSweep(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()

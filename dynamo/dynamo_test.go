@@ -525,17 +525,15 @@ func (d *droppingSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageB
 
 // TestDroppedSignal loses the wake-up of work committed by one process
 // while another waits: the waiting fetch ends at its pollTimeout without
-// it, and the next fetch finds it by a sweep, without a signal. So a lost
-// signal delays work by at most one pollTimeout, or, in a process whose
-// fetches have found no work for a minute, by the sweep interval.
+// it, and a later fetch finds it by a sweep, without a signal. So a lost
+// signal delays work by at most one sweep interval.
 func TestDroppedSignal(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	env := dynamotest.NewEnv(t, true)
 	dropper := &droppingSQS{Client: env.Endpoints.SQS(env.AWS)}
 	sender := env.NewProvider(t, dynamotest.Config{Options: func(o *dynamo.Options) { o.SQSClient = dropper }})
-	// Idle (no fetch has got work yet), the waiter's fetches share one sweep
-	// per SweepInterval.
+	// The waiter's fetches share one sweep per interval (from SweepInterval).
 	waiter := env.NewProvider(t, dynamotest.Config{Options: func(o *dynamo.Options) { o.SweepInterval = time.Second }})
 	const inst = "dropped"
 

@@ -39,16 +39,18 @@ const (
 // first (no DynamoDB request unless one names work), then one sweep of the
 // ready index, then, unless the provider short-polls, signals as they
 // arrive until pollTimeout. trySignals and sweep return true when they
-// produced the result.
+// produced the result; trySignals also returns the signals it did not get to,
+// which go back to this process's waiters (the next fetch tries them:
+// a waiter got them all, and the other waiters may be busy).
 //
-// Sweeping before waiting is what bounds the cost of a lost signal: work
-// whose signal never arrives is found by the next fetch's sweep, at most
-// one pollTimeout after it was committed. A kind with a wake-up queue whose
-// fetches found no work for a while sweeps on the schedule of
-// sweepSchedule instead: the process's fetches share one sweep per
-// interval, and a waiting fetch wakes to make it when it falls due.
+// Without a wake-up queue (or with ShortPoll, or no poll timeout) every
+// fetch sweeps before it waits: other processes' work is found by sweeps
+// only, at most one pollTimeout after it was committed. With a queue,
+// signals announce the work, and the process's fetches share one sweep per
+// interval of sweepSchedule, a waiting fetch waking to make it when it
+// falls due: what no signal announced is found within that interval.
 func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, pollTimeout time.Duration,
-	trySignals func([]queues.Signal) (bool, error), sweep func() (bool, error)) error {
+	trySignals func([]queues.Signal) (done bool, untried []queues.Signal, err error), sweep func() (bool, error)) error {
 	if err := ctx.Err(); err != nil {
 		return provider.Permanent(op, err, "context done: %v", err)
 	}
@@ -61,6 +63,12 @@ func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, pollTi
 		}
 		return done, err
 	}
+	tried := func(done bool, untried []queues.Signal, err error) (bool, error) {
+		if done && err == nil && len(untried) > 0 {
+			p.signals.Requeue(untried...)
+		}
+		return found(done, err)
+	}
 	pending, err := p.signals.Wait(ctx, kind, 0)
 	if err != nil {
 		return translate(op, err)
@@ -68,7 +76,7 @@ func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, pollTi
 	// A signal whose try failed goes back, so that the retry of this
 	// fetch (or another dispatcher) still goes straight to its work.
 	if len(pending) > 0 {
-		if done, err := found(trySignals(pending)); done || err != nil {
+		if done, err := tried(trySignals(pending)); done || err != nil {
 			if err != nil {
 				p.signals.Requeue(pending...)
 			}
@@ -85,26 +93,22 @@ func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, pollTi
 		if wait <= 0 {
 			return nil
 		}
-		dueIn, idle := time.Duration(0), false
 		if amortised {
-			dueIn, idle = schedule.untilDue(time.Now())
-		}
-		if idle && dueIn < wait {
-			wait = dueIn
+			wait = min(wait, schedule.untilDue(time.Now()))
 		}
 		sigs, err := p.signals.Wait(ctx, kind, wait)
 		if err != nil {
 			return translate(op, err)
 		}
 		if len(sigs) == 0 {
-			if idle && schedule.claim(time.Now()) {
+			if amortised && schedule.claim(time.Now()) {
 				if done, err := found(sweep()); done || err != nil {
 					return err
 				}
 			}
 			continue
 		}
-		if done, err := found(trySignals(sigs)); done || err != nil {
+		if done, err := tried(trySignals(sigs)); done || err != nil {
 			if err != nil {
 				p.signals.Requeue(sigs...)
 			}
@@ -166,18 +170,24 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 		return item != nil, nil
 	}
 	err := p.poll(ctx, provider.OpFetchOrchestrationItem, queues.Orchestrator, pollTimeout,
-		func(sigs []queues.Signal) (bool, error) {
+		func(sigs []queues.Signal) (bool, []queues.Signal, error) {
 			seen := map[string]bool{}
 			var declined []queues.Signal
 			defer func() { p.decline(ctx, declined) }()
-			for _, sig := range sigs {
+			for i, sig := range sigs {
 				if seen[sig.Instance] {
 					continue
 				}
 				seen[sig.Instance] = true
 				done, err := try(sig.Instance, true)
 				if done || err != nil {
-					return done, err
+					var untried []queues.Signal
+					for _, rest := range sigs[i+1:] {
+						if !seen[rest.Instance] {
+							untried = append(untried, rest)
+						}
+					}
+					return done, untried, err
 				}
 				// Passed over by this process (its capability filter, data
 				// it cannot read): another process may take it.
@@ -186,7 +196,7 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 					declined = append(declined, sig)
 				}
 			}
-			return false, nil
+			return false, nil, nil
 		},
 		func() (bool, error) {
 			// Instances seen locked are passed over inside the index query,

@@ -65,16 +65,16 @@ type Options struct {
 	ShortPoll bool
 
 	// SweepInterval and IdleSweepInterval schedule the sweeps of the ready
-	// index (one Query per shard) of a kind that has a wake-up queue, once
-	// no fetch of that kind in this process has got work for a minute:
-	// the process's fetches then share one sweep per interval, which starts
-	// at SweepInterval and doubles after each sweep that finds nothing, up
-	// to IdleSweepInterval. Work that no signal announces (a lost signal, a
-	// timer more than 15 minutes away, an expired lease) is then found up
-	// to that long after it became visible. While work flows, and for kinds
-	// without a queue, every fetch sweeps before it waits. Defaults
-	// [DefaultSweepInterval] (30 s) and [DefaultIdleSweepInterval] (5 min);
-	// IdleSweepInterval is at least SweepInterval.
+	// index (one Query per shard) of a kind that has a wake-up queue: the
+	// process's fetches of that kind share one sweep per interval, which
+	// doubles after each sweep up to IdleSweepInterval and falls back to
+	// SweepInterval whenever a fetch gets work. Work that no signal
+	// announces (a lost signal, an expired lease) is thus found within
+	// SweepInterval in a busy process and within IdleSweepInterval in an
+	// idle one. Kinds without a queue, ShortPoll and fetches with no poll
+	// timeout sweep at every fetch. Defaults [DefaultSweepInterval] (5 s)
+	// and [DefaultIdleSweepInterval] (5 min); IdleSweepInterval is at least
+	// SweepInterval.
 	SweepInterval     time.Duration
 	IdleSweepInterval time.Duration
 

@@ -5,54 +5,55 @@ import (
 	"time"
 )
 
-// The schedule of an idle queue: one sweep per interval, shared by the
-// fetches; the interval doubles up to its maximum; work found makes the
-// queue busy (every fetch sweeps) for idleAfter, then the interval starts
-// again from its base.
+// The schedule: one sweep per interval, shared by the fetches; the interval
+// doubles up to its maximum; work found sets it back to its base and brings
+// the next sweep forward, never later.
 func TestSweepSchedule(t *testing.T) {
 	t.Parallel()
 	t0 := time.Unix(1_800_000_000, 0)
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
 	s := newSweepSchedule(10*time.Second, 40*time.Second)
-	steps := []struct {
+	claims := func(steps ...struct {
 		at   time.Duration
 		want bool
-	}{
-		{0, true},                  // idle from the start: the first fetch sweeps
-		{time.Second, false},       // the others wait
-		{10 * time.Second, true},   // due after the base interval
-		{29 * time.Second, false},  // the interval doubled: due at 30 s
-		{30 * time.Second, true},   // next due at 70 s
-		{69 * time.Second, false},  //
-		{70 * time.Second, true},   // capped at 40 s: next due at 110 s
-		{109 * time.Second, false}, //
-		{110 * time.Second, true},  //
-		{149 * time.Second, false}, //
-		{150 * time.Second, true},  //
-		{151 * time.Second, false}, //
-	}
-	for _, st := range steps {
-		if got := s.claim(at(st.at)); got != st.want {
-			t.Fatalf("claim at %v = %v, want %v", st.at, got, st.want)
+	}) {
+		t.Helper()
+		for _, st := range steps {
+			if got := s.claim(at(st.at)); got != st.want {
+				t.Fatalf("claim at %v = %v, want %v", st.at, got, st.want)
+			}
 		}
 	}
-	if due, idle := s.untilDue(at(160 * time.Second)); !idle || due != 30*time.Second {
-		t.Fatalf("untilDue at 160 s = %v, %v; want 30 s, idle", due, idle)
+	type step = struct {
+		at   time.Duration
+		want bool
 	}
-	s.gotWork(at(200 * time.Second))
-	for _, d := range []time.Duration{200 * time.Second, 201 * time.Second, 259 * time.Second} {
-		if !s.claim(at(d)) {
-			t.Fatalf("claim at %v, a busy queue, = false", d)
-		}
-		if _, idle := s.untilDue(at(d)); idle {
-			t.Fatalf("untilDue at %v reports idle a busy queue", d)
-		}
+	claims(
+		step{0, true},                 // the first fetch sweeps
+		step{time.Second, false},      // the others wait
+		step{10 * time.Second, true},  // due after the base interval
+		step{29 * time.Second, false}, // the interval doubled: due at 30 s
+		step{30 * time.Second, true},  // next due at 70 s
+		step{69 * time.Second, false},
+		step{70 * time.Second, true}, // capped at 40 s: next due at 110 s
+		step{109 * time.Second, false},
+		step{110 * time.Second, true},
+	)
+	if due := s.untilDue(at(120 * time.Second)); due != 30*time.Second {
+		t.Fatalf("untilDue at 120 s = %v, want 30 s", due)
 	}
-	// Idle again a minute after the work: base interval again.
-	if !s.claim(at(260 * time.Second)) {
-		t.Fatal("claim at 260 s = false; the sweep booked at 210 s is due")
+	// Work found at 125 s: the next sweep moves from 150 s to 135 s, and
+	// the interval after it is the base again.
+	s.gotWork(at(125 * time.Second))
+	claims(step{134 * time.Second, false}, step{135 * time.Second, true}, step{144 * time.Second, false}, step{145 * time.Second, true})
+	// The sweep at 145 s booked the next at 165 s; work at 150 s brings it
+	// forward to 160 s, and more work at 155 s does not put it off.
+	s.gotWork(at(150 * time.Second))
+	if due := s.untilDue(at(150 * time.Second)); due != 10*time.Second {
+		t.Fatalf("untilDue after work at 150 s = %v, want 10 s (base)", due)
 	}
-	if s.claim(at(269*time.Second)) || !s.claim(at(270*time.Second)) {
-		t.Fatal("after work the interval did not start again from its base")
+	s.gotWork(at(155 * time.Second))
+	if due := s.untilDue(at(155 * time.Second)); due != 5*time.Second {
+		t.Fatalf("untilDue after more work at 155 s = %v, want 5 s: work must not put a sweep off", due)
 	}
 }

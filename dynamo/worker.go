@@ -114,7 +114,7 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 		return false, nil
 	}
 	err := p.poll(ctx, provider.OpFetchWorkItem, queues.Worker, pollTimeout,
-		func(sigs []queues.Signal) (bool, error) {
+		func(sigs []queues.Signal) (bool, []queues.Signal, error) {
 			// The shard's index first, so that the oldest eligible activity
 			// goes first; when it yields nothing, the rows the signals name,
 			// read from the table; for signals that name no row, the index
@@ -132,13 +132,24 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 					named[sig.Shard] = append(named[sig.Shard], sig)
 				}
 			}
-			for _, shard := range shards {
+			// The signals of the shards not yet done, this one included (it
+			// may hold more work), go back when this fetch gets work.
+			untried := func(i int) []queues.Signal {
+				var rest []queues.Signal
+				for _, sig := range sigs {
+					if slices.Contains(shards[i:], sig.Shard) {
+						rest = append(rest, sig)
+					}
+				}
+				return rest
+			}
+			for i, shard := range shards {
 				rows, err := p.queryReadyShard(ctx, keys.ReadyWorkerPK(shard), readyBound(p.nowMs()), keep)
 				if err != nil {
-					return false, err
+					return false, nil, err
 				}
 				if done, err := tryRows(rows); done || err != nil {
-					return done, err
+					return done, untried(i), err
 				}
 				if sigs := named[shard]; len(sigs) > 0 {
 					// The index may lag the signals (missing the new rows,
@@ -149,7 +160,7 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 					for _, sig := range sigs {
 						found, notForUs, err := p.readyWorkRow(ctx, sig.Instance, sig.Work, keep)
 						if err != nil {
-							return false, err
+							return false, nil, err
 						}
 						if notForUs {
 							declined = append(declined, sig)
@@ -159,7 +170,7 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 					p.decline(ctx, declined)
 					slices.SortFunc(direct, func(a, b readyRow) int { return cmp.Compare(a.readySK, b.readySK) })
 					if done, err := tryRows(direct); done || err != nil {
-						return done, err
+						return done, untried(i), err
 					}
 					continue
 				}
@@ -170,21 +181,21 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 				wait := indexLagRetry
 				for range indexLagRetries {
 					if err := sleepCtx(ctx, wait); err != nil {
-						return false, err
+						return false, nil, err
 					}
 					wait *= 2
 					if rows, err = p.queryReadyShard(ctx, keys.ReadyWorkerPK(shard), readyBound(p.nowMs()), keep); err != nil {
-						return false, err
+						return false, nil, err
 					}
 					if len(rows) > 0 {
 						if done, err := tryRows(rows); done || err != nil {
-							return done, err
+							return done, untried(i), err
 						}
 						break
 					}
 				}
 			}
-			return false, nil
+			return false, nil, nil
 		},
 		func() (bool, error) {
 			rows, err := p.sweepReady(ctx, keys.ReadyWorkerPK, keep)
