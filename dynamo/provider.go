@@ -67,12 +67,12 @@ func newProvider(o Options, signals *queues.Signals) *Provider {
 	rand.Read(b[:])
 	clock := &clockWatch{API: o.Client, now: o.Now, logf: o.Logf, warn: o.ClockSkewWarning}
 	p := &Provider{
-		o:        o,
-		clock:    clock,
-		table:    aws.String(o.TableName),
-		signals:  signals,
-		turns:    newTurnCache(),
-		hints:    newHints(),
+		o:       o,
+		clock:   clock,
+		table:   aws.String(o.TableName),
+		signals: signals,
+		turns:   newTurnCache(),
+		hints:   newHints(),
 		sweeps: map[queues.Kind]*sweepSchedule{
 			queues.Orchestrator: newSweepSchedule(o.SweepInterval, o.IdleSweepInterval),
 			queues.Worker:       newSweepSchedule(o.SweepInterval, o.IdleSweepInterval),
