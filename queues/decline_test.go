@@ -1,9 +1,11 @@
 package queues_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/dynoxide/dynoxide/faults"
 	"github.com/dynoxide/dynoxide/queues"
 )
 
@@ -171,5 +173,45 @@ func TestSignals_DeclineWithoutQueue(t *testing.T) {
 	}
 	if err := s.Decline(t.Context(), queues.Signal{Kind: 0}); err == nil {
 		t.Error("Decline of an invalid kind succeeded")
+	}
+}
+
+// A lock's release notice that comes back to the process that sent it is
+// sent on (its own waiters had it in-process); other processes' lock
+// waiters get it.
+func TestSignals_OwnLockNoticeIsSentOn(t *testing.T) {
+	t.Parallel()
+	c := sqsClient(t)
+	orch := newQueue(t, "orch")
+	gate := faults.NewGate()
+	in := faults.New(11)
+	in.Add(faults.Rule{Ops: []string{faults.OpReceiveMessage}, Rate: 1, Fault: faults.Hold(gate)})
+	releaser := newSignals(t, c, queueURLs(orch, ""))
+	waiter := newSignals(t, in.SQS(c), queueURLs(orch, ""))
+
+	// The waiter's receives are held: only the releaser's poller runs.
+	waiting := goWait(t.Context(), waiter, queues.Lock, 3*generous)
+	if err := gate.Wait(t.Context(), 1); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	own := make(chan []queues.Signal, 100)
+	go func() {
+		for ctx.Err() == nil {
+			sigs, _ := releaser.Wait(ctx, queues.Lock, time.Second)
+			own <- sigs
+		}
+	}()
+	sig := queues.Signal{Kind: queues.Lock, Instance: "nightly-report"}
+	if err := releaser.Notify(t.Context(), sig); err != nil {
+		t.Fatal(err)
+	}
+	awaitStats(t, releaser, "releaser sends its own notice on", func(st queues.Stats) bool { return st.SignalsDeclined >= 1 })
+	cancel()
+	gate.Release()
+	r := result(t, waiting)
+	if r.err != nil || !containsSignal(r.sigs, sig) {
+		t.Fatalf("other process's lock waiter: %v, %v; want %v", r.sigs, r.err, sig)
 	}
 }

@@ -90,8 +90,9 @@
 // A kind without a queue URL is in-process only: Notify and Wait make no
 // SQS requests for it, and an idle process makes no requests at all. With a
 // URL, an idle process (nobody waiting) makes none either; a waiting process
-// makes one ReceiveMessage per queue for every min(20 s, floor(remaining
-// wait)) it waits (one short poll for a wait under a second), plus one
+// makes one ReceiveMessage per queue per 20 s it waits, even across
+// successive waits that follow each other within half a second (one short
+// poll for a wait under a second), plus one
 // ReceiveMessage and one DeleteMessageBatch per batch of up to ten
 // signals received. [Signals.Stats] counts requests per operation.
 //
@@ -114,7 +115,10 @@
 // declined by this one (which sends it on again, without waking anyone, if
 // it comes back), at most [MaxHops] times in all; then the work waits for a
 // sweep, as a lost signal's does. The poller declines by itself the signals
-// of a kind that no [Signals.Wait] in this process has ever waited for.
+// of a kind that no [Signals.Wait] in this process has ever waited for, and
+// the [Lock] signals that no lock waiter of this process is there to take,
+// or that this process sent itself (its own waiters had them in-process;
+// the SQS copy is meant for other processes).
 //
 // [Signals.Close] stops the pollers and timers and waits for them; no
 // goroutine of this package outlives it.

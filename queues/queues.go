@@ -97,6 +97,7 @@ type Signal struct {
 	// declined it last.
 	hops       int
 	declinedBy string
+	fromSelf   bool // received from SQS, sent by this process
 }
 
 // signalKey identifies identical signals (VisibleAt compared to the

@@ -41,9 +41,9 @@ const deleteTimeout = 5 * time.Second
 //
 // Signals come from [Signals.Notify] calls in this process (no network hop)
 // and, when kind has a queue URL, from SQS. All goroutines waiting on one
-// kind share one poller: it runs only while someone waits, long-polls with
-// WaitTimeSeconds of the longest remaining wait in whole seconds (at most
-// [Options.MaxLongPoll]; a short poll when that rounds down to 0), deletes
+// kind share one poller: it runs only while someone waits, long-polls for
+// [Options.MaxLongPoll] while some wait has a second or more left (a short
+// poll when every wait has less, and it has not been covered yet), deletes
 // the messages it received, and hands every signal to every waiter of the
 // kind (a broadcast). The remainder of a wait below one second is spent
 // in-process, so a 300 ms wait returns after about 300 ms even though SQS
@@ -234,8 +234,10 @@ func (s *Signals) poll(ctx context.Context, k *queueState) {
 			case err != nil:
 				s.opts.Logf("queues: message %s on %s dropped: %v", deref(m.MessageId), k.url, err)
 				continue
-			case from == s.id:
-				// Notify already woke this process's waiters.
+			case from == s.id && sig.Kind != Lock:
+				// Notify already woke this process's waiters. (A lock's
+				// release notice is meant for the waiters of other
+				// processes: it is sent on below.)
 				s.stats.fromSelf.Add(1)
 				continue
 			case !sig.Kind.valid() || s.kinds[sig.Kind-1].q != k:
@@ -243,6 +245,7 @@ func (s *Signals) poll(ctx context.Context, k *queueState) {
 				s.opts.Logf("queues: message %s on the %s queue %s names kind %q; taken as %s", deref(m.MessageId), own, k.url, sig.Kind, own)
 				sig.Kind = own
 			}
+			sig.fromSelf = from == s.id
 			sigs = append(sigs, sig)
 		}
 		var decline []Signal
@@ -254,9 +257,11 @@ func (s *Signals) poll(ctx context.Context, k *queueState) {
 				break
 			}
 			kind := s.kinds[sig.Kind-1]
-			if !kind.consumer || sig.declinedBy == s.id {
-				// Nobody here waits for this kind, or this process has
-				// declined the signal before: send it on to another.
+			if !kind.consumer || sig.declinedBy == s.id || (sig.Kind == Lock && (sig.fromSelf || len(kind.waiters) == 0)) {
+				// Nobody here waits for this kind, this process has
+				// declined the signal before, or it is a lock's release
+				// notice that this process sent or that no lock waiter of
+				// this process is there to take: send it on to another.
 				decline = append(decline, sig)
 				continue
 			}
@@ -312,8 +317,14 @@ func (s *Signals) nextPollLocked(q *queueState) (waitSeconds int32, ok bool) {
 	if !active {
 		return 0, false
 	}
-	wait := min((longest + pollSlack).Truncate(time.Second), s.opts.MaxLongPoll)
-	if wait == 0 && !uncovered {
+	// A wait of a second or more gets the longest poll, not one cut to
+	// the wait: a dispatcher whose wait ends with nothing waits again at
+	// once, and the poll in flight serves it (see idleGrace), so an idle
+	// dispatcher costs one receive per MaxLongPoll, not one per wait.
+	var wait time.Duration
+	if longest+pollSlack >= time.Second {
+		wait = s.opts.MaxLongPoll
+	} else if !uncovered {
 		return 0, false
 	}
 	for _, k := range q.kinds {
