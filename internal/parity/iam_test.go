@@ -14,32 +14,43 @@ import (
 
 	"github.com/dynoxide/dynoxide/dynamo"
 	"github.com/dynoxide/dynoxide/internal/parity"
+	"github.com/dynoxide/dynoxide/jobs"
+	"github.com/dynoxide/dynoxide/locks"
 	"github.com/dynoxide/dynoxide/queues"
 )
 
 // The interfaces name SDK operations: the SDK clients implement them, so
 // every method name is the name of a real operation.
 var (
-	_ dynamo.API = (*dynamodb.Client)(nil)
-	_ queues.API = (*sqs.Client)(nil)
+	_ dynamo.API     = (*dynamodb.Client)(nil)
+	_ queues.API     = (*sqs.Client)(nil)
+	_ locks.API      = (*dynamodb.Client)(nil)
+	_ jobs.DynamoAPI = (*dynamodb.Client)(nil)
 )
 
 // iamActionsFile is the module's action list, relative to this package.
 var iamActionsFile = filepath.Join("..", "..", "terraform", "iam_actions.json")
 
 // TestIAMActionsFile is the IAM parity check: terraform/iam_actions.json
-// grants exactly the actions the provider's SDK calls need.
+// grants exactly the actions the SDK calls of the provider, the distributed
+// locks and the job store need (all three use the one table and queue).
 func TestIAMActionsFile(t *testing.T) {
-	want, err := parity.RequiredIAMActions(reflect.TypeFor[dynamo.API](), reflect.TypeFor[queues.API]())
-	if err != nil {
-		t.Fatal(err)
+	var want parity.IAMActions
+	for _, api := range []reflect.Type{reflect.TypeFor[dynamo.API](), reflect.TypeFor[locks.API](), reflect.TypeFor[jobs.DynamoAPI]()} {
+		need, err := parity.RequiredIAMActions(api, reflect.TypeFor[queues.API]())
+		if err != nil {
+			t.Fatalf("%v: %v", api, err)
+		}
+		want.Table = union(want.Table, need.Table)
+		want.Indexes = union(want.Indexes, need.Indexes)
+		want.Queues = union(want.Queues, need.Queues)
 	}
 	got, err := parity.LoadIAMActions(iamActionsFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if d := want.Diff(got); len(d) > 0 {
-		t.Errorf("%s does not match the SDK operations of dynamo.API and queues.API:\n  %s\nrequired: %+v",
+		t.Errorf("%s does not match the SDK operations of dynamo.API, locks.API, jobs.DynamoAPI and queues.API:\n  %s\nrequired: %+v",
 			iamActionsFile, strings.Join(d, "\n  "), want)
 	}
 	// The provider queries its indexes, so the index statement cannot be
@@ -199,4 +210,11 @@ func TestLoadIAMActions_RejectsUnknownFields(t *testing.T) {
 	if _, err := parity.LoadIAMActions(path); err == nil || !strings.Contains(err.Error(), "index") {
 		t.Fatalf("LoadIAMActions = %v, want an error naming the unknown field", err)
 	}
+}
+
+// union returns the sorted set of the strings in a and b.
+func union(a, b []string) []string {
+	out := slices.Concat(a, b)
+	slices.Sort(out)
+	return slices.Compact(out)
 }

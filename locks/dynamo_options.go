@@ -1,0 +1,91 @@
+package locks
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/dynoxide/dynoxide/queues"
+)
+
+// API is the part of the DynamoDB client a [Dynamo] locker calls; the SDK's
+// [dynamodb.Client] satisfies it, and so does every client the dynamo
+// package accepts. These are the only DynamoDB operations a locker calls.
+type API interface {
+	// UpdateItem is [dynamodb.Client.UpdateItem].
+	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	// Query is [dynamodb.Client.Query].
+	Query(ctx context.Context, params *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+}
+
+// DynamoOptions configures a [Dynamo] locker. TableName is required;
+// everything else has a default.
+type DynamoOptions struct {
+	// TableName is the dynoxide table (the shape of
+	// [github.com/dynoxide/dynoxide/tables.Default]). Required.
+	TableName string
+
+	// Client overrides the DynamoDB client built from the aws.Config given
+	// to [NewDynamo]. Tests use it to count or fail requests.
+	Client API
+
+	// Signals carries release notices to the lockers of other processes
+	// (kind [queues.Lock] on the orchestrator queue). Default nil: notices
+	// reach only the blocked Acquire calls of this locker, and those of
+	// other lockers wake when the lease they saw ends. The locker does not
+	// close it.
+	Signals *queues.Signals
+
+	// Shards is the number of partitions of the listing index the holders
+	// are spread over. It is part of the stored data's layout: every
+	// process on one table must use the same value. Default 16; valid 1 to
+	// 256.
+	Shards int
+
+	// Owner is the locker's owner token. Default: a random token of 26
+	// characters. At most [MaxOwnerBytes] bytes of UTF-8.
+	Owner string
+
+	// Clock is the time of leases and waits. Default [SystemClock]. Hosts
+	// sharing a table should be NTP-synchronised: a clock ahead of the
+	// others takes locks whose leases have not ended for the others yet.
+	Clock Clock
+
+	// Logf receives the problems the locker handles itself (a release
+	// notice that could not be sent). It is called from several
+	// goroutines. Default: discard.
+	Logf func(format string, args ...any)
+}
+
+// Defaults and limits of [DynamoOptions].
+const (
+	DefaultShards = 16
+	MaxShards     = 256
+)
+
+// resolve applies defaults to a copy of o and validates it.
+func (o DynamoOptions) resolve() (DynamoOptions, error) {
+	if o.TableName == "" {
+		return o, fmt.Errorf("%w: TableName is required", ErrInvalidOptions)
+	}
+	if o.Shards == 0 {
+		o.Shards = DefaultShards
+	}
+	if o.Shards < 1 || o.Shards > MaxShards {
+		return o, fmt.Errorf("%w: Shards %d is outside 1..%d", ErrInvalidOptions, o.Shards, MaxShards)
+	}
+	if o.Owner == "" {
+		o.Owner = newToken()
+	}
+	if err := checkOwner(o.Owner); err != nil {
+		return o, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	if o.Clock == nil {
+		o.Clock = SystemClock{}
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+	return o, nil
+}
