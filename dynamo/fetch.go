@@ -3,6 +3,7 @@ package dynamo
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -49,17 +50,16 @@ const (
 // signals announce the work, and the process's fetches share one sweep per
 // interval of sweepSchedule, a waiting fetch waking to make it when it
 // falls due: what no signal announced is found within that interval.
-func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, pollTimeout time.Duration,
+func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, schedule *sweepSchedule, pollTimeout time.Duration,
 	trySignals func([]queues.Signal) (done bool, untried []queues.Signal, err error), sweep func() (bool, error)) error {
 	if err := ctx.Err(); err != nil {
 		return provider.Permanent(op, err, "context done: %v", err)
 	}
 	deadline := time.Now().Add(pollTimeout)
-	schedule := p.sweeps[kind]
 	amortised := !p.o.ShortPoll && pollTimeout > 0 && p.hasQueue(kind)
 	found := func(done bool, err error) (bool, error) {
 		if done && err == nil {
-			schedule.gotWork(time.Now())
+			schedule.active(time.Now())
 		}
 		return done, err
 	}
@@ -76,6 +76,7 @@ func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, pollTi
 	// A signal whose try failed goes back, so that the retry of this
 	// fetch (or another dispatcher) still goes straight to its work.
 	if len(pending) > 0 {
+		schedule.active(time.Now())
 		if done, err := tried(trySignals(pending)); done || err != nil {
 			if err != nil {
 				p.signals.Requeue(pending...)
@@ -108,6 +109,7 @@ func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, pollTi
 			}
 			continue
 		}
+		schedule.active(time.Now())
 		if done, err := tried(trySignals(sigs)); done || err != nil {
 			if err != nil {
 				p.signals.Requeue(sigs...)
@@ -169,7 +171,12 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 		result = item
 		return item != nil, nil
 	}
-	err := p.poll(ctx, provider.OpFetchOrchestrationItem, queues.Orchestrator, pollTimeout,
+	filterKey := "*"
+	if filter != nil {
+		filterKey = fmt.Sprint(filter.SupportedVersions)
+	}
+	schedule := p.sweeps.of(queues.Orchestrator, filterKey)
+	err := p.poll(ctx, provider.OpFetchOrchestrationItem, queues.Orchestrator, schedule, pollTimeout,
 		func(sigs []queues.Signal) (bool, []queues.Signal, error) {
 			seen := map[string]bool{}
 			var declined []queues.Signal
@@ -211,6 +218,9 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 			})
 			if err != nil {
 				return false, err
+			}
+			if len(candidates) > 0 {
+				schedule.active(time.Now())
 			}
 			// Candidates go oldest first. One whose stored data this process
 			// cannot read is parked and passed over (try); a transient

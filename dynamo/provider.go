@@ -47,8 +47,9 @@ type Provider struct {
 	// hints remembers instance locks and session owners seen recently, so
 	// that sweeps skip work another dispatcher holds.
 	hints hints
-	// sweeps schedules the ready-index sweeps of each queue kind.
-	sweeps map[queues.Kind]*sweepSchedule
+	// sweeps schedules the ready-index sweeps of each queue kind and
+	// fetch filter.
+	sweeps *sweepSchedules
 	// leases remembers the ends of activity leases this process holds.
 	leases workLeases
 	// txs keeps transactions whose outcome may be unknown (resend.go).
@@ -73,10 +74,7 @@ func newProvider(o Options, signals *queues.Signals) *Provider {
 		signals: signals,
 		turns:   newTurnCache(),
 		hints:   newHints(),
-		sweeps: map[queues.Kind]*sweepSchedule{
-			queues.Orchestrator: newSweepSchedule(o.SweepInterval, o.IdleSweepInterval),
-			queues.Worker:       newSweepSchedule(o.SweepInterval, o.IdleSweepInterval),
-		},
+		sweeps:   &sweepSchedules{base: o.SweepInterval, max: o.IdleSweepInterval},
 		seqOwner: hex.EncodeToString(b[:]),
 	}
 	p.db = resendSafe{API: clock, p: p}

@@ -3,6 +3,8 @@ package dynamo
 import (
 	"sync"
 	"time"
+
+	"github.com/dynoxide/dynoxide/queues"
 )
 
 // Defaults of the sweep schedule ([Options.SweepInterval],
@@ -18,14 +20,19 @@ const (
 // safety net for work no signal announces: a lost signal, the lease of a
 // process that stopped, a signal sent on too often.
 //
-// The process's fetches share one sweep per interval: the first fetch to
-// find a sweep due makes it, the others wait for signals, and a fetch that
-// waits wakes when the next sweep falls due. The interval doubles after
-// each sweep, up to IdleSweepInterval; a fetch that gets work sets it back
-// to SweepInterval (and brings the next sweep forward to at most that far
-// away), so a busy process sweeps every SweepInterval and an idle one every
-// IdleSweepInterval. Scheduling uses the real clock (time.Now), not
-// Options.Now: it decides what requests cost, not what is correct.
+// The process's fetches of one kind and one filter (fetches with another
+// capability filter, tag filter or session owner see other rows, so their
+// sweeps are not interchangeable) share one sweep per interval: the first
+// fetch to find a sweep due makes it, the others wait for signals, and a
+// fetch that waits wakes when the next sweep falls due. The interval
+// doubles after each sweep, up to IdleSweepInterval. Any sign of work sets
+// it back to SweepInterval and brings the next sweep forward to at most
+// that far away: a fetch that got work or received signals, a sweep that
+// saw eligible rows (even rows it could not take: their signals may have
+// gone astray). So a process sweeps every SweepInterval while there is work
+// about, and every IdleSweepInterval once the queue has stayed empty.
+// Scheduling uses the real clock (time.Now), not Options.Now: it decides
+// what requests cost, not what is correct.
 type sweepSchedule struct {
 	base, max time.Duration
 
@@ -58,13 +65,49 @@ func (s *sweepSchedule) untilDue(now time.Time) time.Duration {
 	return max(s.next.Sub(now), 0)
 }
 
-// gotWork records that a fetch got work: the interval starts again from
-// its base, and the next sweep is at most that far away.
-func (s *sweepSchedule) gotWork(now time.Time) {
+// active records a sign of work: the interval starts again from its base,
+// and the next sweep is at most that far away.
+func (s *sweepSchedule) active(now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.interval = s.base
 	if next := now.Add(s.base); next.Before(s.next) {
 		s.next = next
 	}
+}
+
+// sweepSchedules holds a provider's schedules, one per queue kind and fetch
+// filter.
+type sweepSchedules struct {
+	base, max time.Duration
+
+	mu        sync.Mutex
+	schedules map[sweepKey]*sweepSchedule
+}
+
+// sweepKey names the fetches that share a schedule: one kind, one filter.
+type sweepKey struct {
+	kind   queues.Kind
+	filter string
+}
+
+// maxSweepSchedules bounds the schedules kept: a process has a few fetch
+// filters, but session owners could be many. Past it, they are dropped and
+// made again (their next sweep is then due at once).
+const maxSweepSchedules = 1024
+
+// of returns the schedule of the fetches of kind with filter.
+func (ss *sweepSchedules) of(kind queues.Kind, filter string) *sweepSchedule {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	k := sweepKey{kind, filter}
+	if s, ok := ss.schedules[k]; ok {
+		return s
+	}
+	if ss.schedules == nil || len(ss.schedules) >= maxSweepSchedules {
+		ss.schedules = make(map[sweepKey]*sweepSchedule)
+	}
+	s := newSweepSchedule(ss.base, ss.max)
+	ss.schedules[k] = s
+	return s
 }

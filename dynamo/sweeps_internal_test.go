@@ -44,15 +44,15 @@ func TestSweepSchedule(t *testing.T) {
 	}
 	// Work found at 125 s: the next sweep moves from 150 s to 135 s, and
 	// the interval after it is the base again.
-	s.gotWork(at(125 * time.Second))
+	s.active(at(125 * time.Second))
 	claims(step{134 * time.Second, false}, step{135 * time.Second, true}, step{144 * time.Second, false}, step{145 * time.Second, true})
 	// The sweep at 145 s booked the next at 165 s; work at 150 s brings it
 	// forward to 160 s, and more work at 155 s does not put it off.
-	s.gotWork(at(150 * time.Second))
+	s.active(at(150 * time.Second))
 	if due := s.untilDue(at(150 * time.Second)); due != 10*time.Second {
 		t.Fatalf("untilDue after work at 150 s = %v, want 10 s (base)", due)
 	}
-	s.gotWork(at(155 * time.Second))
+	s.active(at(155 * time.Second))
 	if due := s.untilDue(at(155 * time.Second)); due != 5*time.Second {
 		t.Fatalf("untilDue after more work at 155 s = %v, want 5 s: work must not put a sweep off", due)
 	}

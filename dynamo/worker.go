@@ -113,7 +113,12 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 		}
 		return false, nil
 	}
-	err := p.poll(ctx, provider.OpFetchWorkItem, queues.Worker, pollTimeout,
+	filterKey := tags.String()
+	if session != nil {
+		filterKey += "\x00" + session.OwnerID
+	}
+	schedule := p.sweeps.of(queues.Worker, filterKey)
+	err := p.poll(ctx, provider.OpFetchWorkItem, queues.Worker, schedule, pollTimeout,
 		func(sigs []queues.Signal) (bool, []queues.Signal, error) {
 			// The shard's index first, so that the oldest eligible activity
 			// goes first; when it yields nothing, the rows the signals name,
@@ -201,6 +206,9 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 			rows, err := p.sweepReady(ctx, keys.ReadyWorkerPK, keep)
 			if err != nil {
 				return false, err
+			}
+			if len(rows) > 0 {
+				schedule.active(time.Now())
 			}
 			return tryRows(rows)
 		})
