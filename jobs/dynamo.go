@@ -42,14 +42,6 @@ type DynamoOptions struct {
 	// to [NewDynamoStore]. Tests use it to count or fail requests.
 	Client DynamoAPI
 
-	// Shards is the number of partitions of the instances index the jobs
-	// are spread over. It is part of the stored data's layout: every
-	// process on one table must use the same value. Default
-	// [DefaultJobShards]; valid 1 to [MaxJobShards]. A query reads every
-	// shard (in parallel), so more shards spread writes and cost a query
-	// more requests.
-	Shards int
-
 	// Signals, when set, is told of every write that gives a job a next
 	// run time or moves it earlier: the store sends a [queues.Schedule]
 	// signal with the job's shard and next run time, which wakes the
@@ -60,13 +52,17 @@ type DynamoOptions struct {
 	// Logf receives problems the store handles itself (a signal that could
 	// not be sent after its write succeeded). Default: discard.
 	Logf func(format string, args ...any)
+
+	// shards is the number of partitions of the instances index the jobs
+	// are spread over: JobShards, except in this package's tests.
+	shards int
 }
 
-// Defaults and limits of [DynamoOptions].
-const (
-	DefaultJobShards = 16
-	MaxJobShards     = 256
-)
+// JobShards is the number of partitions of the instances index the jobs of
+// a table are spread over (J#0 to J#15). It is part of the stored data's
+// layout and fixed, so that every process and the command line read the
+// same partitions. A query reads every one, in parallel.
+const JobShards = 16
 
 // ErrInvalidOptions is wrapped by the error [NewDynamoStore] returns for
 // options it cannot use.
@@ -77,11 +73,8 @@ func (o DynamoOptions) resolve() (DynamoOptions, error) {
 	if o.TableName == "" {
 		return o, fmt.Errorf("%w: TableName is required", ErrInvalidOptions)
 	}
-	if o.Shards == 0 {
-		o.Shards = DefaultJobShards
-	}
-	if o.Shards < 1 || o.Shards > MaxJobShards {
-		return o, fmt.Errorf("%w: Shards %d is outside 1..%d", ErrInvalidOptions, o.Shards, MaxJobShards)
+	if o.shards == 0 {
+		o.shards = JobShards
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
@@ -111,7 +104,7 @@ func (o DynamoOptions) resolve() (DynamoOptions, error) {
 // network can be told apart from another writer's (see CompareAndSwap).
 //
 // Every job is listed in the sparse instances index under li_pk =
-// J#<shard> (shard = fnv32a(job id) mod Shards) and li_sk = <next run time
+// J#<shard> (shard = fnv32a(job id) mod JobShards) and li_sk = <next run time
 // ms, 20 digits>#<job id>, or ~#<job id> without a next run time, so each
 // shard's jobs sort by next run time, then id, those without one last.
 // Every write keeps li_sk in step with next_run_time.
@@ -153,4 +146,4 @@ func NewDynamoStore(cfg aws.Config, optFns ...func(*DynamoOptions)) (*DynamoStor
 
 // Shard returns the index shard of the job with id: the Shard of the
 // [queues.Schedule] signals sent for it.
-func (s *DynamoStore) Shard(id string) int { return jobShard(id, s.o.Shards) }
+func (s *DynamoStore) Shard(id string) int { return jobShard(id, s.o.shards) }

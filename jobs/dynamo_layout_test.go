@@ -115,9 +115,7 @@ func TestDynamoStore_ItemLayout(t *testing.T) {
 
 func TestNewDynamoStore_Options(t *testing.T) {
 	for name, fn := range map[string]func(*jobs.DynamoOptions){
-		"no table":        func(o *jobs.DynamoOptions) {},
-		"too many shards": func(o *jobs.DynamoOptions) { o.TableName = "t"; o.Shards = jobs.MaxJobShards + 1 },
-		"negative shards": func(o *jobs.DynamoOptions) { o.TableName = "t"; o.Shards = -1 },
+		"no table": func(o *jobs.DynamoOptions) {},
 	} {
 		if _, err := jobs.NewDynamoStore(aws.Config{}, fn); !errors.Is(err, jobs.ErrInvalidOptions) {
 			t.Errorf("NewDynamoStore with %s: %v, want ErrInvalidOptions", name, err)
@@ -128,8 +126,8 @@ func TestNewDynamoStore_Options(t *testing.T) {
 		t.Fatalf("NewDynamoStore: %v", err)
 	}
 	for _, id := range []string{"a", "b", "tenant#1"} {
-		if shard := s.Shard(id); shard < 0 || shard >= jobs.DefaultJobShards {
-			t.Errorf("Shard(%q) = %d, outside the default %d shards", id, shard, jobs.DefaultJobShards)
+		if shard := s.Shard(id); shard < 0 || shard >= jobs.JobShards {
+			t.Errorf("Shard(%q) = %d, outside the default %d shards", id, shard, jobs.JobShards)
 		}
 	}
 }

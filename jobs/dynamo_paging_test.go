@@ -68,7 +68,7 @@ func TestDynamoStore_IndexPages(t *testing.T) {
 	client := &countingClient{Client: env.db, batchLimit: 37}
 	s := env.store(t, func(o *jobs.DynamoOptions) {
 		o.Client = client
-		o.Shards = 1
+		jobs.WithShards(1)(o)
 	})
 	ctx := t.Context()
 	base := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)

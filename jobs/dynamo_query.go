@@ -97,7 +97,7 @@ func (s *DynamoStore) Count(ctx context.Context, filter Filter) (int, error) {
 		found, err := s.find(ctx, filter, 0)
 		return len(found), err
 	}
-	counts := make([]int, s.o.Shards)
+	counts := make([]int, s.o.shards)
 	err = s.eachShard(func(shard int) error {
 		in := s.indexQuery(shard, filter, 0, false)
 		in.Select = types.SelectCount
@@ -129,7 +129,7 @@ func (s *DynamoStore) find(ctx context.Context, filter Filter, need int) ([]Job,
 	if need > 0 {
 		pageSize = max(minLimitedPage, min(maxLimitedPage, need))
 	}
-	cursors := make([]*shardCursor, s.o.Shards)
+	cursors := make([]*shardCursor, s.o.shards)
 	err := s.eachShard(func(shard int) error {
 		cursors[shard] = &shardCursor{in: s.indexQuery(shard, filter, pageSize, true)}
 		return cursors[shard].fill(ctx, s.o.Client)
@@ -218,9 +218,9 @@ func (s *DynamoStore) indexQuery(shard int, filter Filter, pageSize int, project
 // eachShard calls fn for every shard in parallel and returns the first
 // error.
 func (s *DynamoStore) eachShard(fn func(shard int) error) error {
-	errs := make([]error, s.o.Shards)
+	errs := make([]error, s.o.shards)
 	var wg sync.WaitGroup
-	for shard := range s.o.Shards {
+	for shard := range s.o.shards {
 		wg.Go(func() { errs[shard] = fn(shard) })
 	}
 	wg.Wait()

@@ -50,7 +50,7 @@ func (env *dynamoEnv) store(t *testing.T, optFns ...func(*jobs.DynamoOptions)) *
 	s, err := jobs.NewDynamoStore(env.cfg, append([]func(*jobs.DynamoOptions){func(o *jobs.DynamoOptions) {
 		o.TableName = env.table
 		o.Client = env.db
-		o.Shards = 4
+		jobs.WithShards(4)(o)
 		o.Logf = t.Logf
 	}}, optFns...)...)
 	if err != nil {

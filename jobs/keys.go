@@ -15,7 +15,7 @@ import (
 //
 //	pk    = J#<job id>
 //	sk    = #JOB
-//	li_pk = J#<shard>                 (shard = fnv32a(job id) mod Shards)
+//	li_pk = J#<shard>                 (shard = fnv32a(job id) mod JobShards)
 //	li_sk = <next run ms n20>#<job id>  or  ~#<job id> without a next run time
 //
 // The job id is the only free-form value of each key and comes last, so

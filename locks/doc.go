@@ -40,7 +40,7 @@
 //	fence      the last holder's fencing token (kept when freed)
 //	op         a random nonce of the last write, to recognise it after a lost response
 //	expires_at TTL, epoch s: Retention (7 days) after the lease end or the release
-//	li_pk      K#<fnv32a(key) mod Shards> (only while held: the listing is sparse)
+//	li_pk      K#<fnv32a(key) mod LockShards> (only while held: the listing is sparse)
 //	li_sk      <lease end ms, 20 digits>#<owner>
 //
 // The listing index is the table's instances index; its rows are ordered

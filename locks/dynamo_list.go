@@ -30,7 +30,7 @@ func (d *Dynamo) List(ctx context.Context) ([]Holder, error) {
 	}
 	now := d.o.Clock.Now()
 	var out []Holder
-	for shard := range d.o.Shards {
+	for shard := range d.o.shards {
 		holders, err := d.listShard(ctx, shard, now)
 		if err != nil {
 			return nil, err

@@ -35,7 +35,7 @@ func (d *Dynamo) notice(ctx context.Context, key string, fence int64) {
 	if d.o.Signals == nil {
 		return
 	}
-	sig := queues.Signal{Kind: queues.Lock, Shard: shardOf(key, d.o.Shards), Instance: key, Work: strconv.FormatInt(fence, 10)}
+	sig := queues.Signal{Kind: queues.Lock, Shard: shardOf(key, d.o.shards), Instance: key, Work: strconv.FormatInt(fence, 10)}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
 	defer cancel()
 	if err := d.o.Signals.Notify(ctx, sig); err != nil {

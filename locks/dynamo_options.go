@@ -37,12 +37,6 @@ type DynamoOptions struct {
 	// close it.
 	Signals *queues.Signals
 
-	// Shards is the number of partitions of the listing index the holders
-	// are spread over. It is part of the stored data's layout: every
-	// process on one table must use the same value. Default 16; valid 1 to
-	// 256.
-	Shards int
-
 	// Owner is the locker's owner token. Default: a random token of 26
 	// characters. At most [MaxOwnerBytes] bytes of UTF-8.
 	Owner string
@@ -56,24 +50,25 @@ type DynamoOptions struct {
 	// notice that could not be sent). It is called from several
 	// goroutines. Default: discard.
 	Logf func(format string, args ...any)
+
+	// shards is the number of partitions of the listing index the
+	// holders are spread over: LockShards, except in this package's tests.
+	shards int
 }
 
-// Defaults and limits of [DynamoOptions].
-const (
-	DefaultShards = 16
-	MaxShards     = 256
-)
+// LockShards is the number of partitions of the instances index the holders
+// of a table's locks are spread over (K#0 to K#15). It is part of the
+// stored data's layout and fixed, so that every process and the command
+// line list the same partitions. [Dynamo.List] reads every one.
+const LockShards = 16
 
 // resolve applies defaults to a copy of o and validates it.
 func (o DynamoOptions) resolve() (DynamoOptions, error) {
 	if o.TableName == "" {
 		return o, fmt.Errorf("%w: TableName is required", ErrInvalidOptions)
 	}
-	if o.Shards == 0 {
-		o.Shards = DefaultShards
-	}
-	if o.Shards < 1 || o.Shards > MaxShards {
-		return o, fmt.Errorf("%w: Shards %d is outside 1..%d", ErrInvalidOptions, o.Shards, MaxShards)
+	if o.shards == 0 {
+		o.shards = LockShards
 	}
 	if o.Owner == "" {
 		o.Owner = newToken()

@@ -233,8 +233,6 @@ func TestNewDynamoOptions(t *testing.T) {
 		fn   func(*locks.DynamoOptions)
 	}{
 		{"no table", func(o *locks.DynamoOptions) {}},
-		{"shards too many", func(o *locks.DynamoOptions) { o.TableName, o.Shards = "t", locks.MaxShards+1 }},
-		{"shards negative", func(o *locks.DynamoOptions) { o.TableName, o.Shards = "t", -1 }},
 		{"owner not UTF-8", func(o *locks.DynamoOptions) { o.TableName, o.Owner = "t", "\xff" }},
 	} {
 		if _, err := locks.NewDynamo(cfg, tc.fn); !errors.Is(err, locks.ErrInvalidOptions) {

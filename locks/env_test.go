@@ -87,7 +87,7 @@ func (env *dynamoEnv) locker(t testing.TB, optFns ...func(*locks.DynamoOptions))
 	fns := append([]func(*locks.DynamoOptions){func(o *locks.DynamoOptions) {
 		o.TableName = env.table
 		o.Client = env.ep.DynamoDB(env.cfg)
-		o.Shards = testShards
+		locks.WithShards(testShards)(o)
 		o.Logf = t.Logf
 	}}, optFns...)
 	l, err := locks.NewDynamo(env.cfg, fns...)

@@ -13,7 +13,7 @@ import (
 //
 //	pk    = "K#" + key          (the lock's key, at most MaxKeyBytes bytes)
 //	sk    = "#LOCK"
-//	li_pk = "K#" + shard        (only while held; shard = fnv32a(key) mod Shards)
+//	li_pk = "K#" + shard        (only while held; shard = fnv32a(key) mod LockShards)
 //	li_sk = <lease end ms, 20 digits> + "#" + owner
 //
 // The index sort key orders a shard's holders by lease end, so that one

@@ -29,9 +29,32 @@
 //	prune <instance> [--keep-last N] [--completed-before D]
 //	prune --all [--keep-last N] [--completed-before D] [--limit N]
 //	table create|ensure
+//	jobs list [--status S]... [--due-before D] [--meta key=value]... [--limit N] [--offset N]
+//	jobs add <job-id> --trigger cron|interval|date --args JSON|@file --name N
+//	         [--if-missed skip|run_once|run_all] [--misfire-threshold SECONDS]
+//	         [--meta key=value]... [--paused]
+//	jobs add [job-id] --json JSON|@file
+//	jobs pause|resume|delete <job-id>
+//	locks list
+//	locks reset <key>
 //	help [command]
 //
-// D is a duration back from now ("720h") or an RFC 3339 time.
+// D is a duration back from now ("720h") or an RFC 3339 time; for
+// --due-before it is a duration from now ("1h": due within the hour) or an
+// RFC 3339 time in UTC (with a Z suffix).
+//
+// The jobs commands work on the scheduled jobs of package jobs, the locks
+// commands on the distributed locks of package locks, both stored in the
+// same table, each spread over 16 index partitions of its own (a fixed
+// count, whatever --shards says of the provider's). jobs add checks the
+// trigger and computes the first run time as a scheduler's Add does; the
+// job's name is the action the schedulers run for it, and --json gives the
+// whole job in its JSON form instead of the other flags. With
+// --orchestrator-queue-url, jobs add and resume wake the running
+// schedulers, and locks reset the waiters of the lock; without it they
+// find out later (a warning says so). locks reset frees a lock whoever
+// holds it, for recovery after a crash, and says whether a live holder was
+// removed.
 //
 // Global flags, with the environment variables that set their defaults:
 //
@@ -68,7 +91,7 @@
 //	0  success
 //	1  error (AWS, table, layout, credentials, ...)
 //	2  usage: unknown command or flag, missing or malformed argument
-//	3  not found: unknown instance, execution or key
+//	3  not found: unknown instance, execution, key or job
 //	4  wait timeout: --timeout ran out before the instance finished
 //	5  the orchestration failed (wait, start --wait)
 //

@@ -108,6 +108,8 @@ func init() {
 		{"delete", "delete <instance> [--force] | delete --completed-before D [--limit N] [--dry-run]", "delete an instance, or finished instances in bulk", cmdDelete},
 		{"prune", "prune <instance> | --all [--keep-last N] [--completed-before D] [--limit N]", "delete old executions", cmdPrune},
 		{"table", "table create|ensure", "create the table, or check an existing one", cmdTable},
+		{"jobs", "jobs list|add|pause|resume|delete [arguments] [flags]", "list, add, pause, resume or delete scheduled jobs", cmdJobs},
+		{"locks", "locks list | locks reset <key>", "list held distributed locks, or free one", cmdLocks},
 	}
 }
 

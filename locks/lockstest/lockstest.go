@@ -14,14 +14,13 @@
 // moves the time on, and a check knows that an Acquire is blocked by the
 // timers it set; none waits for real time to pass except the contention
 // check, which runs on the system clock with leases far longer than it
-// needs. Set LOCKSTEST_LONG=1 to add ContentionLong, ten seconds of the
-// contention check.
+// needs. ContentionLong runs the contention check for ten seconds; it is
+// left out with go test -short.
 package lockstest
 
 import (
 	"context"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
@@ -82,7 +81,7 @@ func Run(t *testing.T, f Factory) {
 }
 
 // longContention reports whether ContentionLong runs.
-func longContention() bool { return os.Getenv("LOCKSTEST_LONG") == "1" }
+func longContention() bool { return !testing.Short() }
 
 // env is one check's lockers and clock.
 type env struct {
