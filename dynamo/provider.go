@@ -68,12 +68,12 @@ func newProvider(o Options, signals *queues.Signals) *Provider {
 	rand.Read(b[:])
 	clock := &clockWatch{API: o.Client, now: o.Now, logf: o.Logf, warn: o.ClockSkewWarning}
 	p := &Provider{
-		o:       o,
-		clock:   clock,
-		table:   aws.String(o.TableName),
-		signals: signals,
-		turns:   newTurnCache(),
-		hints:   newHints(),
+		o:        o,
+		clock:    clock,
+		table:    aws.String(o.TableName),
+		signals:  signals,
+		turns:    newTurnCache(),
+		hints:    newHints(),
 		sweeps:   &sweepSchedules{base: o.SweepInterval, max: o.IdleSweepInterval},
 		seqOwner: hex.EncodeToString(b[:]),
 	}
