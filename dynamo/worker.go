@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -137,24 +138,39 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 					named[sig.Shard] = append(named[sig.Shard], sig)
 				}
 			}
+			// A shard another fetch of this process (with the same filter)
+			// is looking at is passed over: every waiter received the same
+			// signals, and two would query the same index partition for one
+			// activity. That fetch hands its shard's signals back when it
+			// gets work (the shard may hold more); if it gets none, what a
+			// signal only this fetch received announced is found by the
+			// next sweep.
+			signalsOf := func(shard int) []queues.Signal {
+				var of []queues.Signal
+				for _, sig := range sigs {
+					if sig.Shard == shard {
+						of = append(of, sig)
+					}
+				}
+				return of
+			}
 			// The signals of the shards not yet done, this one included (it
 			// may hold more work), go back when this fetch gets work.
 			untried := func(i int) []queues.Signal {
 				var rest []queues.Signal
-				for _, sig := range sigs {
-					if slices.Contains(shards[i:], sig.Shard) {
-						rest = append(rest, sig)
-					}
+				for _, shard := range shards[i:] {
+					rest = append(rest, signalsOf(shard)...)
 				}
 				return rest
 			}
-			for i, shard := range shards {
+			// tryShard looks for the work of one signalled shard.
+			tryShard := func(shard int) (bool, error) {
 				rows, err := p.queryReadyShard(ctx, keys.ReadyWorkerPK(shard), readyBound(p.nowMs()), keep)
 				if err != nil {
-					return false, nil, err
+					return false, err
 				}
 				if done, err := tryRows(rows); done || err != nil {
-					return done, untried(i), err
+					return done, err
 				}
 				if sigs := named[shard]; len(sigs) > 0 {
 					// The index may lag the signals (missing the new rows,
@@ -165,7 +181,7 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 					for _, sig := range sigs {
 						found, notForUs, err := p.readyWorkRow(ctx, sig.Instance, sig.Work, keep)
 						if err != nil {
-							return false, nil, err
+							return false, err
 						}
 						if notForUs {
 							declined = append(declined, sig)
@@ -175,29 +191,41 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 					p.decline(ctx, declined)
 					slices.SortFunc(direct, func(a, b readyRow) int { return cmp.Compare(a.readySK, b.readySK) })
 					if done, err := tryRows(direct); done || err != nil {
-						return done, untried(i), err
+						return done, err
 					}
-					continue
+					return false, nil
 				}
 				if len(rows) > 0 {
-					continue
+					return false, nil
 				}
 				// Only shard signals, and the index shows nothing yet.
 				wait := indexLagRetry
 				for range indexLagRetries {
 					if err := sleepCtx(ctx, wait); err != nil {
-						return false, nil, err
+						return false, err
 					}
 					wait *= 2
 					if rows, err = p.queryReadyShard(ctx, keys.ReadyWorkerPK(shard), readyBound(p.nowMs()), keep); err != nil {
-						return false, nil, err
+						return false, err
 					}
 					if len(rows) > 0 {
 						if done, err := tryRows(rows); done || err != nil {
-							return done, untried(i), err
+							return done, err
 						}
-						break
+						return false, nil
 					}
+				}
+				return false, nil
+			}
+			for i, shard := range shards {
+				shardKey := fmt.Sprintf("\x00shard\x00%s\x00%d", filterKey, shard)
+				if !p.hints.beginTry(shardKey) {
+					continue
+				}
+				done, err := tryShard(shard)
+				p.hints.endTry(shardKey)
+				if done || err != nil {
+					return done, untried(i), err
 				}
 			}
 			return false, nil, nil
