@@ -215,3 +215,32 @@ func TestSignals_OwnLockNoticeIsSentOn(t *testing.T) {
 		t.Fatalf("other process's lock waiter: %v, %v; want %v", r.sigs, r.err, sig)
 	}
 }
+
+// A lock's release notice that reached a process while none of its lock
+// waiters was waiting is sent on; when it comes back and a lock waiter is
+// there by then, that waiter gets it (the notice is not declined for good
+// by the process that once had no use for it).
+func TestSignals_LockNoticeDeclinedWhileNobodyWaitedComesBack(t *testing.T) {
+	t.Parallel()
+	c := sqsClient(t)
+	orch := newQueue(t, "orch")
+	receiver := newSignals(t, c, queueURLs(orch, ""))
+	sender := newSignals(t, c, queueURLs(orch, ""))
+	if _, err := receiver.Wait(t.Context(), queues.Lock, 0); err != nil {
+		t.Fatal(err)
+	}
+	// Only an orchestrator waiter keeps the receiver's poller running.
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	orchWait := goWait(ctx, receiver, queues.Orchestrator, time.Minute)
+	sig := queues.Signal{Kind: queues.Lock, Instance: "nightly-report"}
+	if err := sender.Notify(t.Context(), sig); err != nil {
+		t.Fatal(err)
+	}
+	awaitStats(t, receiver, "notice without a lock waiter sent on", func(st queues.Stats) bool { return st.SignalsDeclined >= 1 })
+	collect(t, receiver, queues.Lock, []queues.Signal{sig})
+	cancel()
+	if r := result(t, orchWait); len(r.sigs) != 0 {
+		t.Errorf("lock notice reached the orchestrator waiter: %v", r.sigs)
+	}
+}

@@ -257,11 +257,20 @@ func (s *Signals) poll(ctx context.Context, k *queueState) {
 				break
 			}
 			kind := s.kinds[sig.Kind-1]
-			if !kind.consumer || sig.declinedBy == s.id || (sig.Kind == Lock && (sig.fromSelf || len(kind.waiters) == 0)) {
-				// Nobody here waits for this kind, this process has
-				// declined the signal before, or it is a lock's release
-				// notice that this process sent or that no lock waiter of
-				// this process is there to take: send it on to another.
+			var sendOn bool
+			if sig.Kind == Lock {
+				// A lock's release notice this process sent, or that no
+				// lock waiter of this process is there to take now, goes
+				// on; one this process declined before is taken again if a
+				// waiter is there now (its package declines the keys
+				// nobody here waits for).
+				sendOn = sig.fromSelf || len(kind.waiters) == 0
+			} else {
+				// Nobody here waits for this kind, or this process has
+				// declined the signal before.
+				sendOn = !kind.consumer || sig.declinedBy == s.id
+			}
+			if sendOn {
 				decline = append(decline, sig)
 				continue
 			}
