@@ -90,6 +90,7 @@ func TestRuntimeValidationWithFaults(t *testing.T) {
 			return providertest.Retrying(p, providertest.RetryPolicy{})
 		}
 		f.Timeout = 2 * time.Minute
+		f.Convergence = indexLag + 500*time.Millisecond
 		return f
 	}
 	// One configuration: the faults act on requests both configurations

@@ -128,6 +128,14 @@ func cxAwaitOrchestratorQueueEmpty(h *H) {
 	if _, ok := provider.AdminOf(h.P); !ok {
 		return
 	}
+	// A lagging depth can read zero before it shows the message just
+	// written: only a zero read once the lag bound has passed counts.
+	if d := h.f.Convergence; d > 0 {
+		select {
+		case <-time.After(d):
+		case <-h.Ctx().Done():
+		}
+	}
 	h.WaitFor("an empty orchestrator queue", func() bool {
 		d, err := h.Client.QueueDepths(context.Background())
 		return err == nil && d.OrchestratorQueue == 0

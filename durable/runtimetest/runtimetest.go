@@ -50,6 +50,11 @@ type Factory struct {
 	LeaseScale float64
 	// Timeout bounds each wait for an orchestration; default 30 s.
 	Timeout time.Duration
+	// Convergence is how far the provider's listings and queue depths may
+	// lag its writes (an index that is eventually consistent): a test that
+	// decides on a depth of zero first lets that long pass since its
+	// write. Zero means exact.
+	Convergence time.Duration
 	// Parallel runs the tests of a category in parallel.
 	Parallel bool
 }
