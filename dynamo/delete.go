@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -221,15 +222,26 @@ func (p *Provider) selectInstances(ctx context.Context, filter provider.Instance
 // terminal and that filter selects, each with its whole tree (forced).
 // Running instances and sub-orchestrations are skipped. InstancesDeleted
 // counts every instance of every tree.
+//
+// The instances index may still list instances deleted a moment ago: a
+// listed root that is gone is passed over and does not count against
+// filter's limit, which counts the roots this call deleted.
 func (p *Provider) DeleteInstanceBulk(ctx context.Context, filter provider.InstanceFilter) (provider.DeleteInstanceResult, error) {
-	roots, err := p.selectInstances(ctx, filter, func(li listedInstance) bool {
+	limit := filter.EffectiveLimit()
+	unlimited := filter
+	unlimited.Limit = math.MaxInt
+	roots, err := p.selectInstances(ctx, unlimited, func(li listedInstance) bool {
 		return li.parent == "" && provider.IsTerminalStatus(li.status)
 	})
 	if err != nil {
 		return provider.DeleteInstanceResult{}, translate(provider.OpDeleteInstanceBulk, err)
 	}
 	var total provider.DeleteInstanceResult
+	deletedRoots := 0
 	for _, root := range roots {
+		if deletedRoots == limit {
+			break
+		}
 		tree, err := provider.GetInstanceTree(ctx, p, root.id)
 		if err != nil {
 			return total, err
@@ -238,6 +250,7 @@ func (p *Provider) DeleteInstanceBulk(ctx context.Context, filter provider.Insta
 		// descendants before their ancestors (AllIDs lists each instance
 		// before its descendants): what a failure leaves is still a tree,
 		// and deleting its root again finishes the job.
+		var removed uint64
 		ids := tree.AllIDs
 		for end := len(ids); end > 0; end -= maxAtomicDelete {
 			part := ids[max(0, end-maxAtomicDelete):end]
@@ -246,6 +259,10 @@ func (p *Provider) DeleteInstanceBulk(ctx context.Context, filter provider.Insta
 				return total, err
 			}
 			total = total.Add(res)
+			removed += res.InstancesDeleted
+		}
+		if removed > 0 {
+			deletedRoots++ // else listed, but deleted already: the index lags
 		}
 	}
 	return total, nil
