@@ -174,9 +174,10 @@ const (
 var crashKillDepths = []int{3, 30, 90, 180}
 
 // crashRuntimeOptions are every child's runtime options. Leases are short
-// so that work a killed child held comes back within seconds; fetches
-// sweep the table at least once per LongPollTimeout, which makes up for
-// the wake-up signals a killed child had taken.
+// so that work a killed child held comes back within seconds. The wake-up
+// signals a killed child had taken are made up for by sweeps: every 5 s
+// while a process has work, each handing all the rows it saw to the
+// process's fetches.
 func crashRuntimeOptions(o *durable.Options) {
 	o.OrchestrationConcurrency = 8
 	o.WorkerConcurrency = 8

@@ -2,6 +2,7 @@ package dynamo_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -155,5 +156,69 @@ func TestIdleFetchesShareOneSweep(t *testing.T) {
 	}
 	if got := meter.Usage().Requests["Query"]; got != 2*shards {
 		t.Fatalf("%d fetches of each kind made %d Queries; want one sweep of %d shards per kind (%d)", slots, got, shards, 2*shards)
+	}
+}
+
+// TestSweptWorkReachesEveryWaitingFetch: work no signal announced (its
+// sender had no wake-up queue, as when a process that took the signals was
+// killed) is found by one sweep, and the rows that sweep saw beyond the one
+// its fetch took go to the process's other fetches. Before, they waited for
+// the next sweep (here an hour away, by default up to five minutes), so a
+// backlog left by a crash drained at one row per sweep interval.
+func TestSweptWorkReachesEveryWaitingFetch(t *testing.T) {
+	t.Parallel()
+	const n = 4
+	const pollTimeout = 20 * time.Second
+	for _, kind := range []string{"orchestrator", "worker"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			env := dynamotest.NewEnv(t, true)
+			p := env.NewProvider(t, dynamotest.Config{Options: func(o *dynamo.Options) { o.SweepInterval = time.Hour }})
+			silent := env.NewProvider(t, dynamotest.Config{Options: func(o *dynamo.Options) {
+				o.OrchestratorQueueURL, o.WorkerQueueURL, o.SQSClient = "", "", nil
+			}})
+			for i := range n {
+				inst := fmt.Sprintf("swept-%d", i)
+				if kind == "orchestrator" {
+					must(t, silent.EnqueueForOrchestrator(ctx, startItem(inst), 0), "enqueue start")
+				} else {
+					must(t, silent.EnqueueForWorker(ctx, provider.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: 1, Name: "A", Input: "{}"}), "enqueue activity")
+				}
+			}
+			got := make(chan string, n)
+			errs := make(chan error, n)
+			for range n {
+				go func() {
+					if kind == "orchestrator" {
+						item, err := p.FetchOrchestrationItem(ctx, longLock, pollTimeout, nil)
+						if item != nil {
+							got <- item.Instance
+						}
+						errs <- err
+						return
+					}
+					w, err := p.FetchWorkItem(ctx, longLock, pollTimeout, nil, provider.AnyTag())
+					if w != nil {
+						got <- w.Item.Instance
+					}
+					errs <- err
+				}()
+			}
+			for range n {
+				must(t, <-errs, "fetch")
+			}
+			close(got)
+			seen := map[string]bool{}
+			for inst := range got {
+				if seen[inst] {
+					t.Errorf("%s fetched twice", inst)
+				}
+				seen[inst] = true
+			}
+			if len(seen) != n {
+				t.Fatalf("%d fetches waiting %v each got %d of the %d %s items one sweep saw: %v", n, pollTimeout, len(seen), n, kind, seen)
+			}
+		})
 	}
 }

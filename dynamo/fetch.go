@@ -40,9 +40,12 @@ const (
 // first (no DynamoDB request unless one names work), then one sweep of the
 // ready index, then, unless the provider short-polls, signals as they
 // arrive until pollTimeout. trySignals and sweep return true when they
-// produced the result; trySignals also returns the signals it did not get to,
-// which go back to this process's waiters (the next fetch tries them:
-// a waiter got them all, and the other waiters may be busy).
+// produced the result, and the signals for the work they did not get to,
+// which go to this process's waiters (the next fetch tries them: a waiter
+// got them all, and the other waiters may be busy). For a sweep, these are
+// the eligible rows it saw beyond the one its fetch took: work no signal
+// may announce (its signal was lost, or taken by a process that died), so
+// the process's other fetches take it now rather than at the next sweep.
 //
 // Without a wake-up queue (or with ShortPoll, or no poll timeout) every
 // fetch sweeps before it waits: other processes' work is found by sweeps
@@ -51,7 +54,7 @@ const (
 // interval of sweepSchedule, a waiting fetch waking to make it when it
 // falls due: what no signal announced is found within that interval.
 func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, schedule *sweepSchedule, pollTimeout time.Duration,
-	trySignals func([]queues.Signal) (done bool, untried []queues.Signal, err error), sweep func() (bool, error)) error {
+	trySignals func([]queues.Signal) (done bool, untried []queues.Signal, err error), sweep func() (done bool, untried []queues.Signal, err error)) error {
 	if err := ctx.Err(); err != nil {
 		return provider.Permanent(op, err, "context done: %v", err)
 	}
@@ -85,7 +88,7 @@ func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, schedu
 		}
 	}
 	if !amortised || schedule.claim(time.Now()) {
-		if done, err := found(sweep()); done || err != nil || p.o.ShortPoll {
+		if done, err := tried(sweep()); done || err != nil || p.o.ShortPoll {
 			return err
 		}
 	}
@@ -103,7 +106,7 @@ func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, schedu
 		}
 		if len(sigs) == 0 {
 			if amortised && schedule.claim(time.Now()) {
-				if done, err := found(sweep()); done || err != nil {
+				if done, err := tried(sweep()); done || err != nil {
 					return err
 				}
 			}
@@ -205,7 +208,7 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 			}
 			return false, nil, nil
 		},
-		func() (bool, error) {
+		func() (bool, []queues.Signal, error) {
 			// Instances seen locked are passed over inside the index query,
 			// so that one busy instance's messages do not hide a shard's
 			// other work.
@@ -217,7 +220,7 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 					!p.hints.isParked(filteredKey(id, filter), now)
 			})
 			if err != nil {
-				return false, err
+				return false, nil, err
 			}
 			if len(candidates) > 0 {
 				schedule.active(time.Now())
@@ -225,19 +228,27 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 			// Candidates go oldest first. One whose stored data this process
 			// cannot read is parked and passed over (try); a transient
 			// failure ends the fetch, so that its retry tries the same
-			// oldest candidate again.
+			// oldest candidate again. The instances after the one taken go
+			// to the process's other fetches.
 			seen := map[string]bool{}
-			for _, c := range candidates {
+			for i, c := range candidates {
 				id, err := keys.InstanceFromPK(c.pk)
 				if err != nil || seen[id] {
 					continue
 				}
 				seen[id] = true
 				if done, err := try(id, false); done || err != nil {
-					return done, err
+					var untried []queues.Signal
+					for _, rest := range candidates[i+1:] {
+						if id, err := keys.InstanceFromPK(rest.pk); err == nil && !seen[id] {
+							seen[id] = true
+							untried = append(untried, queues.Signal{Kind: queues.Orchestrator, Shard: rest.shard, Instance: id})
+						}
+					}
+					return done, untried, err
 				}
 			}
-			return false, nil
+			return false, nil, nil
 		})
 	if err != nil {
 		return nil, translate(provider.OpFetchOrchestrationItem, err)
@@ -248,6 +259,7 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 // readyRow is one ready-index entry a sweep found.
 type readyRow struct {
 	pk, sk, readySK string
+	shard           int // the index partition's shard (set by sweepReady)
 	row             item
 }
 
@@ -258,7 +270,11 @@ type readyRow struct {
 func (p *Provider) sweepReady(ctx context.Context, shardPK func(int) string, keep func(item) bool) ([]readyRow, error) {
 	bound := readyBound(p.nowMs())
 	found, err := eachShard(p.o.Shards, func(shard int) ([]readyRow, error) {
-		return p.queryReadyShard(ctx, shardPK(shard), bound, keep)
+		rows, err := p.queryReadyShard(ctx, shardPK(shard), bound, keep)
+		for i := range rows {
+			rows[i].shard = shard
+		}
+		return rows, err
 	})
 	if err != nil {
 		return nil, err

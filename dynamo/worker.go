@@ -230,15 +230,28 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 			}
 			return false, nil, nil
 		},
-		func() (bool, error) {
+		func() (bool, []queues.Signal, error) {
 			rows, err := p.sweepReady(ctx, keys.ReadyWorkerPK, keep)
 			if err != nil {
-				return false, err
+				return false, nil, err
 			}
 			if len(rows) > 0 {
 				schedule.active(time.Now())
 			}
-			return tryRows(rows)
+			// The rows after the one taken go to the process's other
+			// fetches, each as a signal naming its row.
+			for i := range rows {
+				if done, err := tryRows(rows[i : i+1]); done || err != nil {
+					var untried []queues.Signal
+					for _, r := range rows[i+1:] {
+						if instance, _, _, err := keys.ParseWorkerKey(r.pk, r.sk); err == nil {
+							untried = append(untried, queues.Signal{Kind: queues.Worker, Shard: r.shard, Instance: instance, Work: r.sk})
+						}
+					}
+					return done, untried, err
+				}
+			}
+			return false, nil, nil
 		})
 	if err != nil {
 		return nil, translate(provider.OpFetchWorkItem, err)
