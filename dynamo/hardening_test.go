@@ -1358,3 +1358,45 @@ func TestLargeTurnRecordOutlivesSmallTurns(t *testing.T) {
 		t.Fatalf("history: %d events, %v; want 122", len(h), err)
 	}
 }
+
+// TestDeleteInstanceBulkLimitUnderIndexLag: the instances index still
+// lists a root deleted a moment ago. DeleteInstanceBulk with a limit of two
+// passes over it and deletes two roots that exist; before, the gone root
+// took one of the two places and the call deleted one.
+func TestDeleteInstanceBulkLimitUnderIndexLag(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, false)
+	frozen := faults.NewFakeClock(time.Now())
+	in := faults.New(11, func(o *faults.Options) { o.Now = frozen.Now })
+	p := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true, Shards: 1})
+	roots := []string{"bulk-lag-a", "bulk-lag-b", "bulk-lag-c"}
+	for _, id := range roots {
+		item := startAndFetch(ctx, t, p, id)
+		done := meta()
+		done.Status, done.Output = provider.StatusCompleted, ptr("ok")
+		must(t, p.AckOrchestrationItem(ctx, item.LockToken, provider.TurnCommit{
+			ExecutionID:  1,
+			HistoryDelta: []provider.Event{started(id), ev(2, id, provider.OrchestrationCompleted{Output: "ok"})},
+			Metadata:     done,
+		}), "completing "+id)
+	}
+	// From here the index is seen as it is now, whatever changes.
+	in.SetIndexLag(time.Hour, time.Hour, "instances")
+	listed, err := p.ListInstances(ctx)
+	must(t, err, "ListInstances")
+	if len(listed) != len(roots) {
+		t.Fatalf("listed %v, want %v", listed, roots)
+	}
+	if _, err := p.DeleteInstancesAtomic(ctx, roots[:1], false); err != nil {
+		t.Fatalf("DeleteInstance %s: %v", roots[0], err)
+	}
+	res, err := p.DeleteInstanceBulk(ctx, provider.InstanceFilter{Limit: 2})
+	must(t, err, "DeleteInstanceBulk")
+	if res.InstancesDeleted != 2 {
+		t.Fatalf("DeleteInstanceBulk with limit 2, the index still listing the deleted %s: deleted %d instances, want 2", roots[0], res.InstancesDeleted)
+	}
+	if in.Stats().Faults[faults.KindLaggedQuery] == 0 {
+		t.Fatal("no query was served from the lagging index: the test tests nothing")
+	}
+}
