@@ -4,9 +4,16 @@ import (
 	"sync"
 )
 
-// maxCachedTurns bounds the turn cache; beyond it the oldest entries go
-// (their acks then read the lock row first: two requests instead of one).
-const maxCachedTurns = 4096
+// maxCachedTurns and maxCachedTurnBytes bound the turn cache, in turns and
+// in the bytes of the data their states hold (messages, KV, custom
+// status); beyond either the oldest entries go (their acks then read the
+// lock row first: two requests instead of one). Entries stay until acked
+// or pushed out, also those of locks that ended without an ack, so the
+// bytes matter: an instance's KV store alone may hold about 10 MB.
+const (
+	maxCachedTurns     = 4096
+	maxCachedTurnBytes = 64 << 20
+)
 
 // turnState is what a fetch of this process knows about the turn it
 // locked.
@@ -54,9 +61,15 @@ type turnCache struct {
 	mu    sync.Mutex
 	m     map[string]*turnState
 	order []string
+	// sizes holds each cached turn's data size (stateBytes), bytes their
+	// sum.
+	sizes map[string]int
+	bytes int
 }
 
-func newTurnCache() turnCache { return turnCache{m: map[string]*turnState{}} }
+func newTurnCache() turnCache {
+	return turnCache{m: map[string]*turnState{}, sizes: map[string]int{}}
+}
 
 func (c *turnCache) put(t *turnState) {
 	c.mu.Lock()
@@ -64,9 +77,13 @@ func (c *turnCache) put(t *turnState) {
 	if _, ok := c.m[t.token]; !ok {
 		c.order = append(c.order, t.token)
 	}
+	c.removeLocked(t.token)
 	c.m[t.token] = t
-	for len(c.m) > maxCachedTurns && len(c.order) > 0 {
-		delete(c.m, c.order[0])
+	c.sizes[t.token] = stateBytes(t.st)
+	c.bytes += c.sizes[t.token]
+	// The newest entry stays, whatever its size: its ack is coming.
+	for (len(c.m) > maxCachedTurns || c.bytes > maxCachedTurnBytes) && len(c.m) > 1 && len(c.order) > 0 {
+		c.removeLocked(c.order[0])
 		c.order = c.order[1:]
 	}
 	if len(c.order) > 2*maxCachedTurns {
@@ -89,7 +106,39 @@ func (c *turnCache) get(token string) *turnState {
 func (c *turnCache) drop(token string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.removeLocked(token)
+}
+
+// removeLocked forgets token's turn (its place in order stays, to be
+// compacted later). c.mu is held.
+func (c *turnCache) removeLocked(token string) {
 	delete(c.m, token)
+	c.bytes -= c.sizes[token]
+	delete(c.sizes, token)
+}
+
+// stateBytes approximates the memory of the data a cached state holds.
+func stateBytes(st *instanceState) int {
+	if st == nil {
+		return 0
+	}
+	n := 0
+	for _, m := range st.msgs {
+		n += len(m.data) + len(m.sk)
+	}
+	for k, e := range st.kvStore {
+		n += len(k) + len(e.Value)
+	}
+	for k, e := range st.kvDelta.Entries {
+		n += len(k)
+		if e != nil {
+			n += len(e.Value)
+		}
+	}
+	if st.meta != nil && st.meta.cstat != nil {
+		n += len(*st.meta.cstat)
+	}
+	return n
 }
 
 // workLeases remembers the lease ends of the activity locks this process
