@@ -131,6 +131,9 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 	turn.done = true
 	p.turns.drop(lockToken)
 	p.hints.unlocked(turn.st.id)
+	if p.waits.released(turn.st.id, lockToken) {
+		p.signals.Requeue(p.instanceSignal(turn.st.id))
+	}
 	p.notify(ctx, plan.signals)
 	return nil
 }

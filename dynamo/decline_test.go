@@ -162,8 +162,9 @@ func TestIdleFetchesShareOneSweep(t *testing.T) {
 // TestSweptWorkReachesEveryWaitingFetch: work no signal announced (its
 // sender had no wake-up queue, as when a process that took the signals was
 // killed) is found by one sweep, and the rows that sweep saw beyond the one
-// its fetch took go to the process's other fetches. Before, they waited for
-// the next sweep (here an hour away, by default up to five minutes), so a
+// its fetch took, eligible for long enough that their signals should have
+// come, go to the process's other fetches. Before, they waited for the
+// next sweep (here an hour away, by default up to five minutes), so a
 // backlog left by a crash drained at one row per sweep interval.
 func TestSweptWorkReachesEveryWaitingFetch(t *testing.T) {
 	t.Parallel()
@@ -174,7 +175,12 @@ func TestSweptWorkReachesEveryWaitingFetch(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
 			env := dynamotest.NewEnv(t, true)
-			p := env.NewProvider(t, dynamotest.Config{Options: func(o *dynamo.Options) { o.SweepInterval = time.Hour }})
+			// p's clock runs a minute ahead: it sees the rows as written
+			// a minute ago, long enough for their signals to have come.
+			p := env.NewProvider(t, dynamotest.Config{Options: func(o *dynamo.Options) {
+				o.SweepInterval = time.Hour
+				o.Now = func() time.Time { return time.Now().Add(time.Minute) }
+			}})
 			silent := env.NewProvider(t, dynamotest.Config{Options: func(o *dynamo.Options) {
 				o.OrchestratorQueueURL, o.WorkerQueueURL, o.SQSClient = "", "", nil
 			}})

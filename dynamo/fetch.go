@@ -167,7 +167,7 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 			return false, nil
 		}
 		defer p.hints.endTry(instance)
-		item, err := p.tryInstance(ctx, instance, lockTimeout, filter)
+		item, err := p.tryInstance(ctx, instance, lockTimeout, filter, signalled)
 		if err != nil {
 			return false, p.candidateFailed(instance, err)
 		}
@@ -189,6 +189,9 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 					continue
 				}
 				seen[sig.Instance] = true
+				if p.waits.heldSignal(sig, p.nowMs()) {
+					continue // a turn of this process holds it: kept for its end
+				}
 				done, err := try(sig.Instance, true)
 				if done || err != nil {
 					var untried []queues.Signal
@@ -216,7 +219,7 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 			candidates, err := p.sweepReady(ctx, keys.ReadyOrchestratorPK, func(row item) bool {
 				pk, _, _ := strAttr(row, attrPK)
 				id, err := keys.InstanceFromPK(pk)
-				return err == nil && !p.hints.isLocked(id, now) && !p.hints.isParked(id, now) &&
+				return err == nil && !p.hints.isLocked(id, now) && !p.waits.ownLocked(id, now) && !p.hints.isParked(id, now) &&
 					!p.hints.isParked(filteredKey(id, filter), now)
 			})
 			if err != nil {
@@ -239,7 +242,7 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 				seen[id] = true
 				if done, err := try(id, false); done || err != nil {
 					var untried []queues.Signal
-					for _, rest := range candidates[i+1:] {
+					for _, rest := range unannounced(candidates[i+1:], now) {
 						if id, err := keys.InstanceFromPK(rest.pk); err == nil && !seen[id] {
 							seen[id] = true
 							untried = append(untried, queues.Signal{Kind: queues.Orchestrator, Shard: rest.shard, Instance: id})
@@ -254,6 +257,26 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 		return nil, translate(provider.OpFetchOrchestrationItem, err)
 	}
 	return result, nil
+}
+
+// handOutAge is how long a row a sweep saw must have been eligible for the
+// sweep to hand it to the process's other fetches: a younger row's signal
+// is most likely on its way, and the fetch it wakes takes it.
+const handOutAge = 2 * time.Second
+
+// unannounced returns the rows that have been eligible for handOutAge at
+// nowMs.
+func unannounced(rows []readyRow, nowMs int64) []readyRow {
+	var out []readyRow
+	for _, r := range rows {
+		if len(r.readySK) < 20 {
+			continue
+		}
+		if at, err := keys.ParseNum20(r.readySK[:20]); err == nil && int64(at) <= nowMs-handOutAge.Milliseconds() {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // readyRow is one ready-index entry a sweep found.
@@ -349,8 +372,10 @@ func (p *Provider) queryReadyShard(ctx context.Context, readyPK, bound string, k
 
 // tryInstance tries to lock instance's visible messages as a turn. It
 // returns nil when the instance has nothing to do, is locked, is not
-// admitted by filter, or another dispatcher won the lock.
-func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout time.Duration, filter *provider.CapabilityFilter) (*provider.OrchestrationItem, error) {
+// admitted by filter, or another dispatcher won the lock. A signalled
+// instance found locked is tried again when the lease ends
+// (lockwait.go).
+func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout time.Duration, filter *provider.CapabilityFilter, signalled bool) (*provider.OrchestrationItem, error) {
 	st, err := p.loadState(ctx, instance)
 	if err != nil {
 		return nil, err
@@ -358,7 +383,7 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 	now := p.nowMs()
 	if st.lock.turn != "" {
 		if st.lock.live(now) {
-			p.hints.lockedUntil(instance, now, st.lock.until)
+			p.lockedWhenTried(instance, st.lock.until, now, signalled)
 			return nil, nil
 		}
 		// A committed large turn whose committer stopped: finish it first.
@@ -371,10 +396,11 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 		now = p.nowMs()
 	}
 	if st.lock.live(now) {
-		p.hints.lockedUntil(instance, now, st.lock.until)
+		p.lockedWhenTried(instance, st.lock.until, now, signalled)
 		return nil, nil
 	}
 	var batch []queueRow
+	capped := false
 	var msgs []provider.WorkItem
 	batchBytes := 0
 	for _, m := range st.msgs {
@@ -382,6 +408,7 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 			continue
 		}
 		if len(batch) == maxTurnMessages || (len(batch) > 0 && batchBytes+len(m.data) > maxTurnBytes) {
+			capped = true
 			break
 		}
 		w, err := provider.UnmarshalWorkItem([]byte(m.data))
@@ -461,7 +488,29 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 		out.KVSnapshot = st.kvStore
 	}
 	p.turns.put(turn)
+	p.waits.locked(instance, turn.token, now, turn.leaseEnd(), capped)
 	return out, nil
+}
+
+// lockedWhenTried records that a try found instance locked until untilMs:
+// sweeps pass over it for a while, and a signal that brought the try is
+// kept for the lease's end.
+func (p *Provider) lockedWhenTried(instance string, untilMs, nowMs int64, signalled bool) {
+	p.hints.lockedUntil(instance, nowMs, untilMs)
+	if signalled {
+		p.waits.heldElsewhere(instance, time.Duration(untilMs-nowMs)*time.Millisecond+leaseEndMargin, func() {
+			p.signals.Requeue(p.instanceSignal(instance))
+		})
+	}
+}
+
+// leaseEndMargin is how long after a lease's end a signal kept for it is
+// handed back, so that the lease is over by the clock that read it.
+const leaseEndMargin = 20 * time.Millisecond
+
+// instanceSignal is an in-process signal for instance's messages.
+func (p *Provider) instanceSignal(instance string) queues.Signal {
+	return queues.Signal{Kind: queues.Orchestrator, Shard: keys.ShardOf(instance, p.o.Shards), Instance: instance}
 }
 
 // dropOrphans deletes the QueueMessage-only batch of an instance that does

@@ -47,6 +47,9 @@ type Provider struct {
 	// hints remembers instance locks and session owners seen recently, so
 	// that sweeps skip work another dispatcher holds.
 	hints hints
+	// waits keeps the signals of instances that were locked when they
+	// arrived until the turn ends (lockwait.go).
+	waits lockWaits
 	// sweeps schedules the ready-index sweeps of each queue kind and
 	// fetch filter.
 	sweeps *sweepSchedules
@@ -89,7 +92,10 @@ func (p *Provider) Version() string { return Version }
 
 // Close stops the signal pollers. Calls in flight fail; the provider must
 // not be used afterwards. Nothing is lost: all state is in DynamoDB.
-func (p *Provider) Close() error { return p.signals.Close() }
+func (p *Provider) Close() error {
+	p.waits.close()
+	return p.signals.Close()
+}
 
 // nowMs reads the clock in epoch milliseconds.
 func (p *Provider) nowMs() int64 { return p.o.Now().UnixMilli() }

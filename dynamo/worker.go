@@ -243,7 +243,7 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 			for i := range rows {
 				if done, err := tryRows(rows[i : i+1]); done || err != nil {
 					var untried []queues.Signal
-					for _, r := range rows[i+1:] {
+					for _, r := range unannounced(rows[i+1:], p.nowMs()) {
 						if instance, _, _, err := keys.ParseWorkerKey(r.pk, r.sk); err == nil {
 							untried = append(untried, queues.Signal{Kind: queues.Worker, Shard: r.shard, Instance: instance, Work: r.sk})
 						}
