@@ -71,7 +71,10 @@ type Options struct {
 	// SupportedReplayVersions are the pinned replay versions this runtime
 	// runs; default [0.0.0, ReplayVersion].
 	SupportedReplayVersions []provider.SemverRange
-	// SessionLockTimeout is a session's lease; default 30 s.
+	// SessionLockTimeout is a session's lease; default 30 s. The runtime
+	// renews the sessions of its owners that fetched or acked a session
+	// activity within SessionIdleTimeout plus this lease (docs/runtime.md
+	// §3): others hold no session a renewal would extend.
 	SessionLockTimeout time.Duration
 	// SessionLockRenewalBuffer is how long before the lease ends sessions
 	// are renewed; default 5 s.

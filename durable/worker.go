@@ -90,7 +90,7 @@ func (r *Runtime) workerSlot(fetchCtx, workCtx context.Context, slot int) {
 	if owner == "" {
 		owner = "work-" + strconv.Itoa(slot) + "-" + r.opts.RuntimeID
 	}
-	r.sessions.addOwner(owner)
+	r.sessions.addOwner(owner, r.opts.Now())
 	r.pollLoop(fetchCtx, slot, queueWorker, func() (func(), error) {
 		var session *provider.SessionFetchConfig
 		if r.sessions.count() < r.opts.MaxSessionsPerRuntime {
@@ -111,6 +111,9 @@ func (r *Runtime) processWork(ctx context.Context, locked *provider.LockedWorkIt
 	ctx, at := r.tel.startActivity(ctx, locked)
 	defer at.end()
 	if item.SessionID != nil {
+		// The fetch claimed or touched the session; so will the ack.
+		r.sessions.worked(owner, r.opts.Now())
+		defer func() { r.sessions.worked(owner, r.opts.Now()) }()
 		if !r.sessions.enter(*item.SessionID, r.opts.MaxSessionsPerRuntime) {
 			r.abandonWork(ctx, log, locked.LockToken, 100*time.Millisecond, true)
 			return
@@ -317,21 +320,27 @@ func (r *Runtime) getKVValue(ctx context.Context, input string) (string, error) 
 	return encode(v)
 }
 
-// sessionTracker counts this runtime's in-flight activities per session
-// and the owner ids whose sessions it renews.
+// sessionTracker counts this runtime's in-flight activities per session,
+// and knows the owner ids whose sessions it renews and when each last
+// worked on a session.
 type sessionTracker struct {
 	mu       sync.Mutex
 	inFlight map[string]int
 	owners   []string
+	// lastWork is, per owner, when it last fetched or acked an activity
+	// of a session, or when it was added (a stable WorkerNodeID may hold
+	// sessions from before a restart).
+	lastWork map[string]time.Time
 }
 
 func newSessionTracker() *sessionTracker {
-	return &sessionTracker{inFlight: map[string]int{}}
+	return &sessionTracker{inFlight: map[string]int{}, lastWork: map[string]time.Time{}}
 }
 
-func (s *sessionTracker) addOwner(owner string) {
+func (s *sessionTracker) addOwner(owner string, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.lastWork[owner] = now
 	for _, o := range s.owners {
 		if o == owner {
 			return
@@ -340,10 +349,29 @@ func (s *sessionTracker) addOwner(owner string) {
 	s.owners = append(s.owners, owner)
 }
 
-func (s *sessionTracker) ownerIDs() []string {
+// worked records that owner fetched or acked an activity of a session.
+func (s *sessionTracker) worked(owner string, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]string(nil), s.owners...)
+	s.lastWork[owner] = now
+}
+
+// renewable returns the owners that may hold a session a renewal would
+// extend. A provider renews only sessions with activity within
+// SessionIdleTimeout, and a session's activity is its owner's fetches and
+// acks: an owner that has done none for longer than horizon (the idle
+// timeout plus a lease, a margin for index lag and clocks) holds no such
+// session, and renewing it would cost requests for nothing.
+func (s *sessionTracker) renewable(now time.Time, horizon time.Duration) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, o := range s.owners {
+		if now.Sub(s.lastWork[o]) <= horizon {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 func (s *sessionTracker) count() int {
@@ -384,7 +412,7 @@ func (r *Runtime) sessionManager(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-renew.C:
-			if owners := r.sessions.ownerIDs(); len(owners) > 0 {
+			if owners := r.sessions.renewable(r.opts.Now(), r.opts.SessionIdleTimeout+r.opts.SessionLockTimeout); len(owners) > 0 {
 				if _, err := r.p.RenewSessionLock(ctx, owners, r.opts.SessionLockTimeout, r.opts.SessionIdleTimeout); err != nil && ctx.Err() == nil {
 					r.log.Warn("session renewal failed", "error", err)
 				}

@@ -1,0 +1,120 @@
+package durable_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dynoxide/dynoxide/durable"
+	"github.com/dynoxide/dynoxide/faults"
+	"github.com/dynoxide/dynoxide/provider"
+	"github.com/dynoxide/dynoxide/provider/memprovider"
+)
+
+// renewalRecorder records the owners of each RenewSessionLock call.
+type renewalRecorder struct {
+	provider.Provider
+	mu    sync.Mutex
+	calls [][]string
+	call  chan struct{}
+}
+
+func (r *renewalRecorder) RenewSessionLock(ctx context.Context, owners []string, extendFor, idleTimeout time.Duration) (int, error) {
+	r.mu.Lock()
+	r.calls = append(r.calls, append([]string(nil), owners...))
+	r.mu.Unlock()
+	select {
+	case r.call <- struct{}{}:
+	default:
+	}
+	return r.Provider.RenewSessionLock(ctx, owners, extendFor, idleTimeout)
+}
+
+func (r *renewalRecorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.calls)
+}
+
+// awaitCall waits for a RenewSessionLock call after the first n.
+func (r *renewalRecorder) awaitCall(t *testing.T, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	for r.count() <= n {
+		select {
+		case <-r.call:
+		case <-ctx.Done():
+			t.Fatalf("no session renewal after the %d before", n)
+		}
+	}
+}
+
+// TestSessionRenewalsSkipIdleOwners: a provider renews only sessions with
+// activity within SessionIdleTimeout, and only an owner's own fetches and
+// acks make that activity. The runtime stops renewing for an owner that has
+// done no session work for longer than the idle timeout plus a lease (each
+// renewal is a request per owner, for nothing), and renews again once it
+// has.
+func TestSessionRenewalsSkipIdleOwners(t *testing.T) {
+	ctx := t.Context()
+	rec := &renewalRecorder{Provider: memprovider.New(), call: make(chan struct{}, 1)}
+	clock := faults.NewClock(time.Now, 0)
+	onSession := durable.NewOrchestration("OnSession", func(ctx *durable.OrchestrationContext, name string) (string, error) {
+		return greet.Call(ctx, name, durable.OnSession("s1")).Get(ctx)
+	})
+	reg, err := durable.NewRegistry(greet, onSession)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		lease = 300 * time.Millisecond
+		idle  = 2 * time.Second
+	)
+	rt, err := durable.NewRuntime(rec, reg, func(o *durable.Options) {
+		o.Now = clock.Now
+		o.Logger = quietLogger()
+		o.LongPollTimeout = 200 * time.Millisecond
+		o.WorkerConcurrency = 1
+		o.WorkerLockTimeout, o.WorkerLockRenewalBuffer = time.Second, 500*time.Millisecond
+		o.SessionLockTimeout = lease // a renewal every second, the shortest interval
+		o.SessionIdleTimeout = idle
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := rt.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+
+	// Just started: the owner may hold sessions of a process it follows.
+	rec.awaitCall(t, 0)
+
+	// Idle for longer than the idle timeout and a lease: no more renewals
+	// (one decided before the clock moved may still land).
+	clock.SetOffset(idle + lease + time.Second)
+	before := rec.count()
+	window := time.NewTimer(4 * time.Second) // four renewal intervals
+	<-window.C
+	if n := rec.count() - before; n > 1 {
+		t.Fatalf("%d session renewals in four intervals after the owner went idle; want none (one in flight at most)", n)
+	}
+
+	// Session work makes the owner renewable again.
+	c := rt.Client()
+	if err := c.StartOrchestration(ctx, "s", "OnSession", "Rust"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.WaitForCompletion(ctx, "s"); err != nil {
+		t.Fatal(err)
+	}
+	rec.awaitCall(t, rec.count())
+}
