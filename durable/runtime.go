@@ -82,8 +82,10 @@ type Options struct {
 	// SessionIdleTimeout releases a session with no activity for this
 	// long; default 300 s. It must exceed the worker lock renewal interval.
 	SessionIdleTimeout time.Duration
-	// SessionCleanupInterval is how often orphaned sessions are removed;
-	// default 300 s.
+	// SessionCleanupInterval is how often orphaned sessions are removed
+	// while there are sessions about; while clean-ups find none and the
+	// runtime does no session work, the interval doubles up to 12 times
+	// this (docs/runtime.md §3). Default 300 s.
 	SessionCleanupInterval time.Duration
 	// MaxSessionsPerRuntime caps the sessions this runtime owns at once;
 	// default 10.

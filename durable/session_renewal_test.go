@@ -118,3 +118,62 @@ func TestSessionRenewalsSkipIdleOwners(t *testing.T) {
 	}
 	rec.awaitCall(t, rec.count())
 }
+
+// cleanupCounter counts CleanupOrphanedSessions calls.
+type cleanupCounter struct {
+	provider.Provider
+	mu    sync.Mutex
+	calls int
+}
+
+func (c *cleanupCounter) CleanupOrphanedSessions(ctx context.Context, idleTimeout time.Duration) (int, error) {
+	c.mu.Lock()
+	c.calls++
+	c.mu.Unlock()
+	return c.Provider.CleanupOrphanedSessions(ctx, idleTimeout)
+}
+
+// TestSessionCleanupBacksOffWhenIdle: with no sessions about, clean-ups of
+// orphaned sessions space out (each is a Query per shard on DynamoDB):
+// with a 200 ms interval, in the 3 s after the first, at most 4 more (400,
+// 800, 1600 ms apart, and a margin), where a fixed interval made 15.
+func TestSessionCleanupBacksOffWhenIdle(t *testing.T) {
+	counter := &cleanupCounter{Provider: memprovider.New()}
+	reg, err := durable.NewRegistry(greet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := durable.NewRuntime(counter, reg, func(o *durable.Options) {
+		o.Logger = quietLogger()
+		o.LongPollTimeout = 200 * time.Millisecond
+		o.SessionCleanupInterval = 200 * time.Millisecond
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	calls := func() int {
+		counter.mu.Lock()
+		defer counter.mu.Unlock()
+		return counter.calls
+	}
+	for calls() == 0 {
+		select {
+		case <-t.Context().Done():
+			t.Fatal("no clean-up")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	window := time.NewTimer(3 * time.Second)
+	<-window.C
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := rt.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if n := calls() - 1; n > 4 {
+		t.Fatalf("%d clean-ups in the 3 s after the first of an idle runtime with a 200 ms interval; want at most 4", n)
+	}
+}

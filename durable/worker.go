@@ -349,6 +349,51 @@ func (s *sessionTracker) addOwner(owner string, now time.Time) {
 	s.owners = append(s.owners, owner)
 }
 
+// workedSince reports whether an owner fetched or acked an activity of a
+// session after t.
+func (s *sessionTracker) workedSince(t time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, at := range s.lastWork {
+		if at.After(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// cleanupSchedule spaces the clean-ups of orphaned sessions: every base
+// interval while there are sessions about, doubling up to maxCleanupFactor
+// times it while clean-ups find nothing to delete and this runtime does no
+// session work. An orphan is a session record nothing uses; removing it
+// later costs nothing but its storage, while each clean-up costs a Query
+// per shard on DynamoDB.
+type cleanupSchedule struct {
+	base, interval time.Duration
+	// last is when the last clean-up ended (the runtime's clock).
+	last time.Time
+}
+
+// maxCleanupFactor bounds the clean-up interval: 12 × the default 5 min
+// is an hour.
+const maxCleanupFactor = 12
+
+func newCleanupSchedule(base time.Duration) *cleanupSchedule {
+	return &cleanupSchedule{base: base, interval: base}
+}
+
+// next returns the wait before the next clean-up, after one that found
+// sessions (or failed) or not, and whether the runtime did session work
+// since the one before.
+func (c *cleanupSchedule) next(found, worked bool) time.Duration {
+	if found || worked {
+		c.interval = c.base
+	} else {
+		c.interval = min(2*c.interval, maxCleanupFactor*c.base)
+	}
+	return c.interval
+}
+
 // worked records that owner fetched or acked an activity of a session.
 func (s *sessionTracker) worked(owner string, now time.Time) {
 	s.mu.Lock()
@@ -405,7 +450,8 @@ func (s *sessionTracker) leave(id string) {
 func (r *Runtime) sessionManager(ctx context.Context) {
 	renew := time.NewTicker(renewalInterval(r.opts.SessionLockTimeout, r.opts.SessionLockRenewalBuffer))
 	defer renew.Stop()
-	cleanup := time.NewTicker(r.opts.SessionCleanupInterval)
+	cleanups := newCleanupSchedule(r.opts.SessionCleanupInterval)
+	cleanup := time.NewTimer(cleanups.interval)
 	defer cleanup.Stop()
 	for {
 		select {
@@ -418,9 +464,12 @@ func (r *Runtime) sessionManager(ctx context.Context) {
 				}
 			}
 		case <-cleanup.C:
-			if _, err := r.p.CleanupOrphanedSessions(ctx, r.opts.SessionIdleTimeout); err != nil && ctx.Err() == nil {
+			deleted, err := r.p.CleanupOrphanedSessions(ctx, r.opts.SessionIdleTimeout)
+			if err != nil && ctx.Err() == nil {
 				r.log.Warn("session cleanup failed", "error", err)
 			}
+			cleanup.Reset(cleanups.next(deleted > 0 || err != nil, r.sessions.workedSince(cleanups.last)))
+			cleanups.last = r.opts.Now()
 		}
 	}
 }
