@@ -288,6 +288,7 @@ func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken str
 	}
 	if turn != nil {
 		turn.setLeaseEnd(until)
+		p.waits.renewed(turn.st.id, turn.token, until)
 	}
 	return nil
 }

@@ -33,8 +33,8 @@ type lockWaits struct {
 type ownTurn struct {
 	token string
 	// readMs is when the fetch read the instance's messages (its clock);
-	// untilMs is the lease's end as locked (renewals are not followed: past
-	// it, signals are tried as for any instance).
+	// untilMs is the lease's end, as locked or renewed (past it, signals
+	// are tried as for any instance).
 	readMs, untilMs int64
 	// again is set when the instance has, or may have, visible messages
 	// the turn did not take.
@@ -81,6 +81,15 @@ func (w *lockWaits) heldSignal(sig queues.Signal, nowMs int64) bool {
 		t.again = true
 	}
 	return true
+}
+
+// renewed records a renewal of the turn token holds.
+func (w *lockWaits) renewed(instance, token string, untilMs int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if t := w.own[instance]; t != nil && t.token == token {
+		t.untilMs = untilMs
+	}
 }
 
 // ownLocked reports whether this process holds a live turn of instance.

@@ -1,0 +1,74 @@
+package dynamo
+
+import (
+	"testing"
+	"time"
+
+	"github.com/dynoxide/dynoxide/queues"
+)
+
+// TestLockWaitsOwnTurn: a signal for an instance whose turn this process
+// holds is held; the ack hands the instance back only when a signal
+// announced a message newer than the turn's read (or the batch was capped).
+func TestLockWaitsOwnTurn(t *testing.T) {
+	var w lockWaits
+	const read, until = 1_000, 31_000
+	w.locked("x", "tok", read, until, false)
+	old := queues.Signal{Instance: "x", VisibleAt: time.UnixMilli(read - 5)}
+	if !w.heldSignal(old, read+10) {
+		t.Fatal("a copy of the signal the turn took was not held")
+	}
+	if w.released("x", "tok") {
+		t.Fatal("the ack hands the instance back for a signal of what the turn took")
+	}
+
+	w.locked("x", "tok2", read, until, false)
+	newer := queues.Signal{Instance: "x", VisibleAt: time.UnixMilli(read + 5)}
+	if !w.heldSignal(newer, read+10) {
+		t.Fatal("a signal during the turn was not held")
+	}
+	if w.released("x", "other-token") {
+		t.Fatal("another token's release handed the instance back")
+	}
+	if !w.released("x", "tok2") {
+		t.Fatal("the ack does not hand back the instance a newer message was signalled for")
+	}
+	if w.heldSignal(newer, read+10) {
+		t.Fatal("a signal after the release was held")
+	}
+
+	w.locked("y", "tok", read, until, true)
+	if !w.released("y", "tok") {
+		t.Fatal("the ack of a capped batch does not hand the instance back")
+	}
+
+	w.locked("z", "tok", read, until, false)
+	if w.heldSignal(newer, until+1) || w.ownLocked("z", until+1) {
+		t.Fatal("a turn past its lease still holds signals")
+	}
+	w.renewed("z", "tok", until+60_000)
+	if !w.ownLocked("z", until+1) {
+		t.Fatal("a renewed turn is not held")
+	}
+}
+
+// TestLockWaitsElsewhere: a signal for another process's turn is delivered
+// once at the lease's end, however many tries found it locked; close stops
+// what is pending.
+func TestLockWaitsElsewhere(t *testing.T) {
+	var w lockWaits
+	delivered := make(chan string, 4)
+	w.heldElsewhere("x", time.Millisecond, func() { delivered <- "x" })
+	w.heldElsewhere("x", time.Millisecond, func() { delivered <- "x again" })
+	if got := <-delivered; got != "x" {
+		t.Fatalf("delivered %q", got)
+	}
+	w.heldElsewhere("y", time.Hour, func() { delivered <- "y" })
+	w.close()
+	w.heldElsewhere("z", time.Millisecond, func() { delivered <- "z" })
+	select {
+	case got := <-delivered:
+		t.Fatalf("delivered %q after close (or twice)", got)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
