@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/internal/itemsize"
 	"github.com/dynoxide/dynoxide/provider"
 	"github.com/dynoxide/dynoxide/queues"
 )
@@ -29,9 +30,12 @@ const (
 	// MaxItemBytes is the largest row the provider stores: DynamoDB's
 	// 400 KB item limit less 1 KB, the room a staging row of the
 	// large-turn protocol needs around a row it carries. One history event,
-	// one queued work item, with keys, must fit in it.
+	// one queued work item, with keys, must fit in it. Rows are measured
+	// with itemsize.ItemSize, the size DynamoDB itself applies, so the 1 KB
+	// is room for the staging row only, not for an error in the measure.
 	MaxItemBytes = 399 * 1024
-	// dynamoItemLimit is DynamoDB's item size limit.
+	// dynamoItemLimit is DynamoDB's item size limit, to which
+	// itemsize.ItemSize is compared exactly.
 	dynamoItemLimit = 400 * 1024
 )
 
@@ -51,6 +55,8 @@ type turnPlan struct {
 	release map[string]uint32
 	signals []queues.Signal
 	size    int
+	// history holds the history rows the turn writes, in event order.
+	history []item
 }
 
 // AckOrchestrationItem commits a turn atomically and releases the lock.
@@ -131,6 +137,11 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 	turn.done = true
 	p.turns.drop(lockToken)
 	p.hints.unlocked(turn.st.id)
+	if large {
+		p.history.drop(turn.st.id) // its lock row records the large turn
+	} else {
+		p.history.acked(turn.st.id, lockToken, commit.ExecutionID, plan.history, smallTurnID(turn.token, digest), turn.st.lock.turnDone)
+	}
 	if p.waits.released(turn.st.id, lockToken) {
 		p.signals.Requeue(p.instanceSignal(turn.st.id))
 	}
@@ -225,7 +236,7 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 	add := func(a planAction) {
 		plan.actions = append(plan.actions, a)
 		if a.put != nil {
-			plan.size += itemSize(a.put)
+			plan.size += itemsize.ItemSize(a.put)
 		} else {
 			plan.size += 200
 		}
@@ -240,13 +251,14 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 		}
 		row := key(pk, keys.HistorySK(commit.ExecutionID, e.EventID))
 		row[attrEvent] = s(string(data))
-		if size := itemSize(row); size > MaxItemBytes {
+		if size := itemsize.ItemSize(row); size > MaxItemBytes {
 			return plan, "", provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput,
 				"event %d of instance %q is %d bytes stored; one event must fit one DynamoDB item (%d bytes)",
 				e.EventID, id, size, MaxItemBytes)
 		}
 		digest.Write(data)
 		add(planAction{put: row, eventID: e.EventID})
+		plan.history = append(plan.history, row)
 	}
 
 	// Consumed messages.
@@ -407,12 +419,12 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 		delete(attempts, sk)
 	}
 	plan.release = attempts
-	plan.size += itemSize(lockItem(id, turn.ver+1, attempts))
+	plan.size += itemsize.ItemSize(lockItem(id, turn.ver+1, attempts))
 	for _, a := range plan.actions {
 		if a.put == nil || a.eventID != 0 {
 			continue // events were checked above, each with its id
 		}
-		if size := itemSize(a.put); size > MaxItemBytes {
+		if size := itemsize.ItemSize(a.put); size > MaxItemBytes {
 			return plan, "", provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput,
 				"turn of instance %q writes a %d-byte row (%s); one row must fit one DynamoDB item (%d bytes)",
 				id, size, describeKey(a.put), MaxItemBytes)

@@ -472,7 +472,11 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 		out.AttemptCount = max(out.AttemptCount, turn.attempts[m.sk])
 	}
 	if !historyLoaded {
-		if historyRows, err = p.historyRows(ctx, instance, out.ExecutionID); err != nil {
+		// The lock row read is the one this process's last ack left:
+		// the history is what that ack knew (historycache.go).
+		if cached, ok := p.history.lookup(instance, out.ExecutionID, st.lock); ok {
+			historyRows = cached
+		} else if historyRows, err = p.historyRows(ctx, instance, out.ExecutionID); err != nil {
 			// Ok(Some) means the lock is held; an error means it is not.
 			p.releaseUndelivered(instance, turn)
 			return nil, err
@@ -489,6 +493,7 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 	}
 	p.turns.put(turn)
 	p.waits.locked(instance, turn.token, now, turn.leaseEnd(), capped)
+	p.history.fetched(instance, out.ExecutionID, turn.token, st.lock, historyRows)
 	return out, nil
 }
 

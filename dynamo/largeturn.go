@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/internal/itemsize"
 	"github.com/dynoxide/dynoxide/provider"
 )
 
@@ -99,11 +100,11 @@ func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan tu
 		row := key(pk, keys.StageSK(tid, i))
 		row[attrActions] = encodeStaged(chunk)
 		row[attrExpiresAt] = n(expires)
-		if size := itemSize(row); size > dynamoItemLimit {
+		if size := itemsize.ItemSize(row); size > dynamoItemLimit {
 			// One row near the item limit, carried under a long key.
 			return provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput,
 				"turn of instance %q is too large for one transaction and holds a %d-byte row (%s) that the staged protocol cannot carry (%d bytes with its staging key); make the row smaller",
-				id, itemSize(chunk[0].put), describeKey(chunk[0].put), size)
+				id, itemsize.ItemSize(chunk[0].put), describeKey(chunk[0].put), size)
 		}
 		stage[i] = row
 	}
@@ -190,7 +191,7 @@ func chunkActions(actions []planAction) [][]planAction {
 	for _, a := range actions {
 		as := 64
 		if a.put != nil {
-			as += itemSize(a.put)
+			as += itemsize.ItemSize(a.put)
 		}
 		limit := stageActions
 		if len(chunks) == 0 {

@@ -88,6 +88,10 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 		// learns it is in.
 		row[attrSmallDone] = s(st.lock.smallDone)
 	}
+	if st.lock.histMark != "" {
+		// Kept, so that histories cached before an append are not used.
+		row[attrHistMark] = s(st.lock.histMark)
+	}
 	in := &dynamodb.PutItemInput{TableName: p.table, Item: row}
 	in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = st.stealCondition(start)
 	if _, err := p.db.PutItem(ctx, in); err != nil {

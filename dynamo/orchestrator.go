@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/internal/itemsize"
 	"github.com/dynoxide/dynoxide/provider"
 	"github.com/dynoxide/dynoxide/queues"
 )
@@ -33,7 +34,7 @@ func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item provider.Wor
 		return provider.Permanent(provider.OpEnqueueForOrchestrator, provider.ErrInvalidInput, "encode %s work item: %v", item.Kind(), err)
 	}
 	row, sig := p.orchestratorItem(item, data, p.nowMs()+durMs(delay))
-	if size := itemSize(row); size > MaxItemBytes {
+	if size := itemsize.ItemSize(row); size > MaxItemBytes {
 		return provider.Permanent(provider.OpEnqueueForOrchestrator, provider.ErrInvalidInput,
 			"%s work item is %d bytes stored; it must fit one DynamoDB item (%d bytes)", item.Kind(), size, MaxItemBytes)
 	}
@@ -296,7 +297,10 @@ func (p *Provider) latestExecution(ctx context.Context, instance string) (uint64
 }
 
 // AppendWithExecution stores events in an execution's history as given
-// (for tests and tools; it creates no instance or execution record).
+// (for tests and tools; it creates no instance or execution record), and
+// marks the instance's lock row, if any, so that no process uses a history
+// it cached before. Requests: a Query for the ids, TransactWriteItems of
+// up to 100 events, and one UpdateItem of the lock row.
 // Execution id 0, event id 0, an id twice in events (all
 // [provider.ErrInvalidInput]) and an id already stored
 // ([provider.ErrDuplicateEvent]) are rejected, and then nothing is stored.
@@ -316,7 +320,7 @@ func (p *Provider) AppendWithExecution(ctx context.Context, instance string, exe
 		}
 		row := key(pk, keys.HistorySK(executionID, e.EventID))
 		row[attrEvent] = s(string(data))
-		if size := itemSize(row); size > MaxItemBytes {
+		if size := itemsize.ItemSize(row); size > MaxItemBytes {
 			return provider.Permanent(provider.OpAppendWithExecution, provider.ErrInvalidInput,
 				"event %d is %d bytes stored; one event must fit one DynamoDB item (%d bytes)", e.EventID, size, MaxItemBytes)
 		}
@@ -343,6 +347,11 @@ func (p *Provider) AppendWithExecution(ctx context.Context, instance string, exe
 			}
 			return translate(provider.OpAppendWithExecution, err)
 		}
+	}
+	// Histories cached by the processes that run the instance must not
+	// be used from now on (historycache.go).
+	if err := p.markHistoryWritten(ctx, instance); err != nil {
+		return translate(provider.OpAppendWithExecution, err)
 	}
 	return nil
 }

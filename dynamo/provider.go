@@ -50,6 +50,9 @@ type Provider struct {
 	// waits keeps the signals of instances that were locked when they
 	// arrived until the turn ends (lockwait.go).
 	waits lockWaits
+	// history keeps the histories this process's acks left, so that its
+	// next fetch of the instance reads none (historycache.go).
+	history historyCache
 	// sweeps schedules the ready-index sweeps of each queue kind and
 	// fetch filter.
 	sweeps *sweepSchedules

@@ -60,6 +60,10 @@ type lockRow struct {
 	// it learns it is in. Apart from turnDone: a small turn must not erase
 	// the record a late roll-forward of a large turn reads.
 	smallDone string
+	// histMark changes whenever history is written outside turns
+	// (AppendWithExecution), so that cached histories are not used
+	// (historycache.go).
+	histMark string
 }
 
 // live reports whether the lock is held at nowMs.
@@ -124,6 +128,7 @@ func parseState(instance string, rows []item) (*instanceState, error) {
 			st.lock.turnExec = d.uint(row, attrTurnExec)
 			st.lock.turnDone = d.str(row, attrTurnDone)
 			st.lock.smallDone = d.str(row, attrSmallDone)
+			st.lock.histMark = d.str(row, attrHistMark)
 			st.lock.attempts, st.lock.batch = decodeLockLists(&d, row)
 		case strings.HasPrefix(sk, keys.ExecPrefix):
 			id, err := keys.ParseNum20(sk[len(keys.ExecPrefix):])

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/internal/itemsize"
 	"github.com/dynoxide/dynoxide/provider"
 	"github.com/dynoxide/dynoxide/queues"
 )
@@ -46,7 +47,7 @@ func (p *Provider) EnqueueForWorker(ctx context.Context, item provider.ActivityE
 		return provider.Permanent(provider.OpEnqueueForWorker, provider.ErrInvalidInput, "encode ActivityExecute work item: %v", err)
 	}
 	row, sig := p.workerItem(item, data, p.nowMs())
-	if size := itemSize(row); size > MaxItemBytes {
+	if size := itemsize.ItemSize(row); size > MaxItemBytes {
 		return provider.Permanent(provider.OpEnqueueForWorker, provider.ErrInvalidInput,
 			"ActivityExecute work item is %d bytes stored; it must fit one DynamoDB item (%d bytes)", size, MaxItemBytes)
 	}
@@ -493,7 +494,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 			return provider.Permanent(provider.OpAckWorkItem, provider.ErrInvalidInput, "encode %s completion: %v", completion.Kind(), err)
 		}
 		row, sig := p.orchestratorItem(completion, data, p.nowMs())
-		if size := itemSize(row); size > MaxItemBytes {
+		if size := itemsize.ItemSize(row); size > MaxItemBytes {
 			return provider.Permanent(provider.OpAckWorkItem, provider.ErrInvalidInput,
 				"%s completion is %d bytes stored; it must fit one DynamoDB item (%d bytes)", completion.Kind(), size, MaxItemBytes)
 		}

@@ -1,13 +1,12 @@
 package jobs
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"hash/fnv"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dynoxide/dynoxide/internal/tablekeys"
 )
 
 // Keys of a job's item in the dynoxide table. This file is the only place
@@ -23,11 +22,12 @@ import (
 // holds the hex SHA-256 of the id after '!' instead of '#' (<n20>!<sha> or
 // ~!<sha>): index rows are re-read from the table by pk, which holds the
 // id itself. "~" sorts after every digit, so jobs without a next run time
-// come last in each shard.
+// come last in each shard. The partition-key prefixes are registered in
+// package tablekeys, which keeps them apart from the other packages'.
 const (
-	jobPKPrefix      = "J#"
+	jobPKPrefix      = tablekeys.JobPrefix
 	jobSK            = "#JOB"
-	jobIndexPKPrefix = "J#"
+	jobIndexPKPrefix = tablekeys.JobIndexPrefix
 	// noRunTime is the index sort key's time part for a job without a
 	// next run time.
 	noRunTime = "~"
@@ -56,11 +56,7 @@ func jobIDFromPK(pk string) (string, error) {
 }
 
 // jobShard returns the index shard of the job with id.
-func jobShard(id string, shards int) int {
-	h := fnv.New32a()
-	h.Write([]byte(id))
-	return int(h.Sum32() % uint32(shards))
-}
+func jobShard(id string, shards int) int { return tablekeys.Shard(id, shards) }
 
 // jobIndexPK returns the index partition key of shard.
 func jobIndexPK(shard int) string { return jobIndexPKPrefix + strconv.Itoa(shard) }
@@ -73,8 +69,7 @@ func jobIndexSK(id string, next *time.Time) string {
 		prefix = n20(next.UnixMilli())
 	}
 	if len(prefix)+1+len(id) > maxIndexSKBytes {
-		sum := sha256.Sum256([]byte(id))
-		return prefix + "!" + hex.EncodeToString(sum[:])
+		return prefix + "!" + tablekeys.Digest(id)
 	}
 	return prefix + "#" + id
 }
@@ -93,5 +88,16 @@ func jobIndexTimePart(sk string) string {
 }
 
 // n20 formats a non-negative number zero-padded to 20 digits, so that
-// string order is numeric order.
-func n20(n int64) string { return fmt.Sprintf("%020d", n) }
+// string order is numeric order: [tablekeys.Num20].
+//
+// A negative n (a time before 1970, such as the zero time.Time's) keeps the
+// form keys have always had, a minus sign and 19 digits, which sorts before
+// every non-negative key: the index bound of such a time selects no job.
+// tablekeys.Num20 takes a uint64, and converting n would make it a number
+// above every time instead.
+func n20(n int64) string {
+	if n < 0 {
+		return fmt.Sprintf("%020d", n)
+	}
+	return tablekeys.Num20(uint64(n))
+}

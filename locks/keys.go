@@ -2,10 +2,12 @@ package locks
 
 import (
 	"fmt"
-	"hash/fnv"
+	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/dynoxide/dynoxide/internal/tablekeys"
 )
 
 // The keys of lock rows. Every key is a fixed prefix followed by at most one
@@ -18,11 +20,13 @@ import (
 //
 // The index sort key orders a shard's holders by lease end, so that one
 // range condition skips the leases that have ended. It is at most
-// 21 + MaxOwnerBytes bytes, within DynamoDB's 1,024.
+// 21 + MaxOwnerBytes bytes, within DynamoDB's 1,024. The partition-key
+// prefixes are registered in package tablekeys, which keeps them apart from
+// the other packages'.
 const (
-	lockPrefix  = "K#"
+	lockPrefix  = tablekeys.LockPrefix
 	lockSK      = "#LOCK"
-	shardPrefix = "K#"
+	shardPrefix = tablekeys.LockIndexPrefix
 )
 
 // lockPK is the partition key of key's row.
@@ -38,18 +42,39 @@ func keyFromPK(pk string) (string, error) {
 }
 
 // shardOf maps a key to a shard of the listing index in [0, shards).
-func shardOf(key string, shards int) int {
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	return int(h.Sum32() % uint32(shards))
-}
+func shardOf(key string, shards int) int { return tablekeys.Shard(key, shards) }
 
 // shardPK is the listing-index partition of shard.
 func shardPK(shard int) string { return shardPrefix + strconv.Itoa(shard) }
 
 // num20 formats a non-negative n as 20 digits, so that string order is
-// numeric order.
-func num20(n int64) string { return fmt.Sprintf("%020d", n) }
+// numeric order: [tablekeys.Num20].
+//
+// A negative n (a time before 1970, such as the zero time.Time's) keeps the
+// form keys have always had, a minus sign and 19 digits, which sorts before
+// every non-negative key. tablekeys.Num20 takes a uint64, and converting n
+// would make it a number above every time instead.
+func num20(n int64) string {
+	if n < 0 {
+		return fmt.Sprintf("%020d", n)
+	}
+	return tablekeys.Num20(uint64(n))
+}
+
+// parseNum20 is the inverse of num20.
+func parseNum20(digits string) (int64, error) {
+	if strings.HasPrefix(digits, "-") {
+		return strconv.ParseInt(digits, 10, 64) // num20's form of a negative n
+	}
+	n, err := tablekeys.ParseNum20(digits)
+	if err != nil {
+		return 0, err
+	}
+	if n > math.MaxInt64 {
+		return 0, fmt.Errorf("%w: %q is out of range", tablekeys.ErrBadKey, digits)
+	}
+	return int64(n), nil
+}
 
 // holderSK is the listing-index sort key of a holder of owner whose lease
 // ends at untilMs.
@@ -65,7 +90,7 @@ func parseHolderSK(sk string) (untilMs int64, owner string, err error) {
 	if !ok || len(digits) != 20 {
 		return 0, "", fmt.Errorf("listing sort key %q is not a holder's", sk)
 	}
-	untilMs, err = strconv.ParseInt(digits, 10, 64)
+	untilMs, err = parseNum20(digits)
 	if err != nil {
 		return 0, "", fmt.Errorf("listing sort key %q is not a holder's: %w", sk, err)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynoxide/dynoxide/internal/itemsize"
 )
 
 // equalItems reports whether two items hold the same attributes with equal
@@ -81,14 +83,14 @@ func equalSets[E any](a, b []E, key func(E) string) bool {
 // numbers written differently ("1.50", "15e-1") compare equal. A string
 // that is not a number is its own spelling.
 func canonicalNumber(s string) string {
-	n, ok := parseNumber(s)
+	n, ok := itemsize.ParseNumber(s)
 	if !ok {
 		return "?" + s
 	}
-	if n.negative {
-		return fmt.Sprintf("-%se%d", n.digits, n.exp)
+	if n.Negative {
+		return fmt.Sprintf("-%se%d", n.Digits, n.Exp)
 	}
-	return fmt.Sprintf("%se%d", n.digits, n.exp)
+	return fmt.Sprintf("%se%d", n.Digits, n.Exp)
 }
 
 // keyString encodes the values of the named attributes of item as a string

@@ -7,7 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/dynoxide/dynoxide/bench/billing"
+	"github.com/dynoxide/dynoxide/internal/itemsize"
 	"github.com/dynoxide/dynoxide/tables"
 )
 
@@ -27,7 +27,7 @@ func TestMeter_Concurrent(t *testing.T) {
 	for w := range workers {
 		for i := range perWorker {
 			it := item("pk", fmt.Sprint("c", w), "sk", fmt.Sprint(i), tables.AttrReadyPK, "r", tables.AttrReadySK, fmt.Sprint(w, "-", i), "body", pad(1500))
-			wantWRU += wru(billing.ItemSize(it)) + wru(billing.ItemSize(readyEntry(it)))
+			wantWRU += wru(itemsize.ItemSize(it)) + wru(itemsize.ItemSize(readyEntry(it)))
 		}
 	}
 	u := f.measure(t, func() {

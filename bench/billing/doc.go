@@ -28,7 +28,7 @@
 //
 // # The rules
 //
-// Sizes: [ItemSize], by "DynamoDB item sizes and formats". Writes: 1 write
+// Sizes: itemsize.ItemSize, by "DynamoDB item sizes and formats". Writes: 1 write
 // unit per KB (1,024 bytes), rounded up, of the larger of the item before and
 // after (PutItem, UpdateItem, each BatchWriteItem request), of the deleted
 // item (DeleteItem), at least 1; a write whose condition fails still costs

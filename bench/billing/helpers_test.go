@@ -85,7 +85,6 @@ func (f *fixture) put(t *testing.T, item map[string]types.AttributeValue) {
 }
 
 func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-func num(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
 
 func pad(n int) types.AttributeValue { return str(strings.Repeat("x", n)) }
 

@@ -6,6 +6,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynoxide/dynoxide/internal/itemsize"
 )
 
 // eventualFactor is the share of a strongly consistent read's units an
@@ -151,11 +153,11 @@ func (m *Meter) batchGetItem(p *dynamodb.BatchGetItemInput) call {
 						m.fail(err)
 					}
 					for _, item := range im[table] {
-						sizes = append(sizes, ItemSize(item))
+						sizes = append(sizes, itemsize.ItemSize(item))
 					}
 				} else {
 					for _, item := range out.Responses[table] {
-						sizes = append(sizes, ItemSize(item))
+						sizes = append(sizes, itemsize.ItemSize(item))
 					}
 				}
 				for _, size := range sizes {
@@ -218,7 +220,7 @@ func (m *Meter) transactGetItems(p *dynamodb.TransactGetItemsInput) call {
 				case i < len(out.Responses):
 					item = out.Responses[i].Item
 				}
-				rru += transactionMultiplier * readUnits(ItemSize(item))
+				rru += transactionMultiplier * readUnits(itemsize.ItemSize(item))
 			}
 			return 0, rru
 		},

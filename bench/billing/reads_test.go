@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/bench/billing"
+	"github.com/dynoxide/dynoxide/internal/itemsize"
 	"github.com/dynoxide/dynoxide/tables"
 )
 
@@ -27,10 +27,10 @@ func TestGetItem(t *testing.T) {
 		projection *string
 		want       float64
 	}{
-		{"3.5 KB strongly consistent", key("g", "1"), true, nil, rru(billing.ItemSize(small))},
-		{"3.5 KB eventually consistent", key("g", "1"), false, nil, rru(billing.ItemSize(small)) / 2},
-		{"5 KB strongly consistent", key("g", "2"), true, nil, rru(billing.ItemSize(large))},
-		{"5 KB eventually consistent", key("g", "2"), false, nil, rru(billing.ItemSize(large)) / 2},
+		{"3.5 KB strongly consistent", key("g", "1"), true, nil, rru(itemsize.ItemSize(small))},
+		{"3.5 KB eventually consistent", key("g", "1"), false, nil, rru(itemsize.ItemSize(small)) / 2},
+		{"5 KB strongly consistent", key("g", "2"), true, nil, rru(itemsize.ItemSize(large))},
+		{"5 KB eventually consistent", key("g", "2"), false, nil, rru(itemsize.ItemSize(large)) / 2},
 		{"5 KB projected to its key", key("g", "2"), true, aws.String("pk"), 2},
 		{"absent item strongly consistent", key("g", "absent"), true, nil, 1},
 		{"absent item eventually consistent", key("g", "absent"), false, nil, 0.5},
@@ -69,8 +69,8 @@ func TestQuery(t *testing.T) {
 			tables.AttrVis, "v", "body", pad(n))
 		f.put(t, row)
 		rows = append(rows, row)
-		tableBytes += billing.ItemSize(row)
-		indexBytes += billing.ItemSize(readyEntry(row))
+		tableBytes += itemsize.ItemSize(row)
+		indexBytes += itemsize.ItemSize(readyEntry(row))
 	}
 	// A filter that matches nothing: the page still evaluated every item.
 	nothing := map[string]types.AttributeValue{":p": str("q"), ":r": str("ready"), ":x": str("no such value")}
@@ -85,7 +85,7 @@ func TestQuery(t *testing.T) {
 			FilterExpression: aws.String("vis = :x")}, rru(tableBytes) / 2},
 		{"table, limit 3, projected", dynamodb.QueryInput{KeyConditionExpression: aws.String("pk = :p"),
 			Limit: aws.Int32(3), ProjectionExpression: aws.String("sk"), ConsistentRead: aws.Bool(true)},
-			rru(billing.ItemSize(rows[0]) + billing.ItemSize(rows[1]) + billing.ItemSize(rows[2]))},
+			rru(itemsize.ItemSize(rows[0]) + itemsize.ItemSize(rows[1]) + itemsize.ItemSize(rows[2]))},
 		{"table, count", dynamodb.QueryInput{KeyConditionExpression: aws.String("pk = :p"), Select: types.SelectCount,
 			ConsistentRead: aws.Bool(true)}, rru(tableBytes)},
 		{"ready index, filtered", dynamodb.QueryInput{IndexName: aws.String(tables.IndexReady),
@@ -173,8 +173,8 @@ func TestBatchGetItem(t *testing.T) {
 			}
 			local = sumReported(out.ConsumedCapacity)
 		})
-		checkUnits(t, fmt.Sprintf("projected=%v: meter RRU", projected), u.RRU, rru(billing.ItemSize(large))+2)
-		checkUnits(t, fmt.Sprintf("projected=%v: DynamoDB Local (absent items not counted)", projected), local, rru(billing.ItemSize(large)))
+		checkUnits(t, fmt.Sprintf("projected=%v: meter RRU", projected), u.RRU, rru(itemsize.ItemSize(large))+2)
+		checkUnits(t, fmt.Sprintf("projected=%v: DynamoDB Local (absent items not counted)", projected), local, rru(itemsize.ItemSize(large)))
 	}
 }
 
@@ -194,7 +194,7 @@ func TestTransactGetItems(t *testing.T) {
 		}
 		local = sumReported(out.ConsumedCapacity)
 	})
-	want := 2*rru(billing.ItemSize(large)) + 2
+	want := 2*rru(itemsize.ItemSize(large)) + 2
 	checkUnits(t, "meter RRU", u.RRU, want)
 	checkUnits(t, "DynamoDB Local", local, want)
 }

@@ -3,6 +3,7 @@ package billing
 import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynoxide/dynoxide/internal/itemsize"
 	"github.com/dynoxide/dynoxide/tables"
 )
 
@@ -148,7 +149,7 @@ func (s *tableSchema) entry(ix secondaryIndex, item map[string]types.AttributeVa
 //     require a global secondary index update, then no write capacity is
 //     consumed from the index").
 //
-// An entry's size is [ItemSize] of the entry. The page's "100 bytes of
+// An entry's size is [itemsize.ItemSize] of the entry. The page's "100 bytes of
 // overhead per index item" appears under storage, not under write capacity,
 // and DynamoDB Local does not count it in the units it reports (a test
 // shows it): the rules here leave it out. Index writes are standard writes,
@@ -162,14 +163,14 @@ func (s *tableSchema) indexWriteUnits(before, after map[string]types.AttributeVa
 		switch {
 		case old == nil && cur == nil:
 		case old == nil:
-			units += writeUnits(ItemSize(cur))
+			units += writeUnits(itemsize.ItemSize(cur))
 		case cur == nil:
-			units += writeUnits(ItemSize(old))
+			units += writeUnits(itemsize.ItemSize(old))
 		case !sameIndexKey(ix, old, cur):
-			units += writeUnits(ItemSize(old)) + writeUnits(ItemSize(cur))
+			units += writeUnits(itemsize.ItemSize(old)) + writeUnits(itemsize.ItemSize(cur))
 		case equalItems(old, cur):
 		default:
-			units += writeUnits(max(ItemSize(old), ItemSize(cur)))
+			units += writeUnits(max(itemsize.ItemSize(old), itemsize.ItemSize(cur)))
 		}
 	}
 	return units

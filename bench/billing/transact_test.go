@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/bench/billing"
+	"github.com/dynoxide/dynoxide/internal/itemsize"
 	"github.com/dynoxide/dynoxide/tables"
 )
 
@@ -29,7 +29,7 @@ func TestTransactWriteItems_Puts(t *testing.T) {
 			n = 2500
 		}
 		it := item("pk", "t", "sk", fmt.Sprint(i), "body", pad(n))
-		sum += wru(billing.ItemSize(it))
+		sum += wru(itemsize.ItemSize(it))
 		actions = append(actions, types.TransactWriteItem{Put: &types.Put{TableName: &f.table, Item: it}})
 	}
 	var local float64
@@ -67,10 +67,10 @@ func TestTransactWriteItems_Mixed(t *testing.T) {
 			ExpressionAttributeValues: map[string]types.AttributeValue{":s": str("3")}}},
 		{Delete: &types.Delete{TableName: &f.table, Key: key("m", "delete")}},
 	}}
-	table := wru(billing.ItemSize(checked)) + wru(billing.ItemSize(newRow)) +
-		wru(billing.ItemSize(updated)) + wru(billing.ItemSize(toDelete))
-	index := wru(billing.ItemSize(readyEntry(newRow))) + // new entry
-		wru(billing.ItemSize(readyEntry(toUpdate))) + wru(billing.ItemSize(readyEntry(updated))) // moved entry
+	table := wru(itemsize.ItemSize(checked)) + wru(itemsize.ItemSize(newRow)) +
+		wru(itemsize.ItemSize(updated)) + wru(itemsize.ItemSize(toDelete))
+	index := wru(itemsize.ItemSize(readyEntry(newRow))) + // new entry
+		wru(itemsize.ItemSize(readyEntry(toUpdate))) + wru(itemsize.ItemSize(readyEntry(updated))) // moved entry
 	u := f.measure(t, func() {
 		if _, err := f.db.TransactWriteItems(f.ctx, in); err != nil {
 			t.Fatal(err)
@@ -107,5 +107,5 @@ func TestTransactWriteItems_Cancelled(t *testing.T) {
 			t.Fatalf("got %v, want TransactionCanceledException", err)
 		}
 	})
-	checkUnits(t, "meter WRU", u.WRU, 2*wru(billing.ItemSize(existing))+2*1)
+	checkUnits(t, "meter WRU", u.WRU, 2*wru(itemsize.ItemSize(existing))+2*1)
 }

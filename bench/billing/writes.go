@@ -7,6 +7,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynoxide/dynoxide/internal/itemsize"
 )
 
 // transactionMultiplier is how many standard units a transactional write or
@@ -49,7 +51,7 @@ func failedWriteUnits(old, newItem map[string]types.AttributeValue) float64 {
 	if old == nil {
 		return 1
 	}
-	return writeUnits(max(ItemSize(old), ItemSize(newItem)))
+	return writeUnits(max(itemsize.ItemSize(old), itemsize.ItemSize(newItem)))
 }
 
 // conditionFailure returns the item image a ConditionalCheckFailedException
@@ -83,7 +85,7 @@ func failedWrite(err error, rvf types.ReturnValuesOnConditionCheckFailure, item 
 // none) costs: its table write, by the larger of the two, and its index
 // writes.
 func (m *Meter) itemWrite(ctx context.Context, table *string, old, cur map[string]types.AttributeValue) float64 {
-	wru := writeUnits(max(ItemSize(old), ItemSize(cur)))
+	wru := writeUnits(max(itemsize.ItemSize(old), itemsize.ItemSize(cur)))
 	if s := m.schemaOrFail(ctx, table); s != nil {
 		wru += s.indexWriteUnits(old, cur)
 	}
@@ -261,7 +263,7 @@ func (m *Meter) batchWriteItem(p *dynamodb.BatchWriteItemInput) call {
 					continue
 				}
 				old := before.get(w.ref)
-				wru += writeUnits(max(ItemSize(old), ItemSize(w.item))) + w.ref.schema.indexWriteUnits(old, w.item)
+				wru += writeUnits(max(itemsize.ItemSize(old), itemsize.ItemSize(w.item))) + w.ref.schema.indexWriteUnits(old, w.item)
 			}
 			return wru, 0
 		},
@@ -368,7 +370,7 @@ func (m *Meter) transactWriteItems(p *dynamodb.TransactWriteItemsInput) call {
 			if replay {
 				rru := 0.0
 				for _, a := range actions {
-					rru += transactionMultiplier * readUnits(ItemSize(before.get(a.ref)))
+					rru += transactionMultiplier * readUnits(itemsize.ItemSize(before.get(a.ref)))
 				}
 				return 0, rru
 			}
@@ -392,17 +394,17 @@ func (m *Meter) transactWriteItems(p *dynamodb.TransactWriteItemsInput) call {
 				old := before.get(a.ref)
 				switch a.kind {
 				case "Put":
-					table += writeUnits(max(ItemSize(old), ItemSize(a.item)))
+					table += writeUnits(max(itemsize.ItemSize(old), itemsize.ItemSize(a.item)))
 					index += a.ref.schema.indexWriteUnits(old, a.item)
 				case "Update":
 					cur := after.get(a.ref)
-					table += writeUnits(max(ItemSize(old), ItemSize(cur)))
+					table += writeUnits(max(itemsize.ItemSize(old), itemsize.ItemSize(cur)))
 					index += a.ref.schema.indexWriteUnits(old, cur)
 				case "Delete":
-					table += writeUnits(ItemSize(old))
+					table += writeUnits(itemsize.ItemSize(old))
 					index += a.ref.schema.indexWriteUnits(old, nil)
 				case "ConditionCheck":
-					table += writeUnits(ItemSize(old))
+					table += writeUnits(itemsize.ItemSize(old))
 				}
 			}
 			return transactionMultiplier*table + index, 0

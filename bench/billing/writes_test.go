@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/bench/billing"
+	"github.com/dynoxide/dynoxide/internal/itemsize"
 	"github.com/dynoxide/dynoxide/tables"
 )
 
@@ -40,17 +40,17 @@ func TestPutItem(t *testing.T) {
 	// entry (the large "body" attribute is not projected).
 	row := item("pk", "q", "sk", "1", tables.AttrReadyPK, "ready", tables.AttrReadySK, "0001",
 		tables.AttrVis, "v", "body", pad(900))
-	f.putAndCompare(t, "new item with index keys", row, wru(billing.ItemSize(row))+wru(billing.ItemSize(readyEntry(row))))
+	f.putAndCompare(t, "new item with index keys", row, wru(itemsize.ItemSize(row))+wru(itemsize.ItemSize(readyEntry(row))))
 
 	larger := item("pk", "q", "sk", "1", "body", pad(2500))
 	// Overwrite with a larger item that leaves the index: the larger of the
 	// two sizes, plus one index write deleting the old entry.
-	f.putAndCompare(t, "overwrite larger", larger, wru(billing.ItemSize(larger))+1)
+	f.putAndCompare(t, "overwrite larger", larger, wru(itemsize.ItemSize(larger))+1)
 
 	smaller := item("pk", "q", "sk", "1", "body", pad(10))
 	// Overwrite with a smaller item: still the larger of the two.
-	f.putAndCompare(t, "overwrite smaller", smaller, wru(billing.ItemSize(larger)))
-	checkUnits(t, "overwrite smaller: units", wru(billing.ItemSize(larger)), 3)
+	f.putAndCompare(t, "overwrite smaller", smaller, wru(itemsize.ItemSize(larger)))
+	checkUnits(t, "overwrite smaller: units", wru(itemsize.ItemSize(larger)), 3)
 }
 
 // TestPutItem_InvisibleToCaller checks that what the meter asks of a request
@@ -122,13 +122,13 @@ func TestConditionalWrite_Failed(t *testing.T) {
 		{"put on existing item", func() error {
 			_, err := f.db.PutItem(f.ctx, &dynamodb.PutItemInput{TableName: &f.table, Item: key("c", "1"), ConditionExpression: cond})
 			return err
-		}, wru(billing.ItemSize(existing))},
+		}, wru(itemsize.ItemSize(existing))},
 		{"update on existing item", func() error {
 			_, err := f.db.UpdateItem(f.ctx, &dynamodb.UpdateItemInput{TableName: &f.table, Key: key("c", "1"),
 				UpdateExpression: aws.String("SET v = :v"), ConditionExpression: cond,
 				ExpressionAttributeValues: map[string]types.AttributeValue{":v": str("x")}})
 			return err
-		}, wru(billing.ItemSize(existing))},
+		}, wru(itemsize.ItemSize(existing))},
 		{"delete on absent item", func() error {
 			_, err := f.db.DeleteItem(f.ctx, &dynamodb.DeleteItemInput{TableName: &f.table, Key: key("c", "absent"),
 				ConditionExpression: aws.String("attribute_exists(pk)")})
@@ -165,9 +165,9 @@ func TestUpdateItem(t *testing.T) {
 	}
 
 	// 900 bytes grown to 1,100: the larger size, across the 1 KB boundary.
-	small := item("pk", "u", "sk", "1", "body", pad(900-billing.ItemSize(item("pk", "u", "sk", "1", "body", ""))))
+	small := item("pk", "u", "sk", "1", "body", pad(900-itemsize.ItemSize(item("pk", "u", "sk", "1", "body", ""))))
 	f.put(t, small)
-	grown := item("pk", "u", "sk", "1", "body", pad(1100-billing.ItemSize(item("pk", "u", "sk", "1", "body", ""))))
+	grown := item("pk", "u", "sk", "1", "body", pad(1100-itemsize.ItemSize(item("pk", "u", "sk", "1", "body", ""))))
 	for _, rv := range []types.ReturnValue{"", types.ReturnValueAllNew, types.ReturnValueUpdatedOld} {
 		f.put(t, small)
 		update(fmt.Sprintf("grow across 1 KB (ReturnValues %q)", rv), key("u", "1"), "SET body = :b",
@@ -180,8 +180,8 @@ func TestUpdateItem(t *testing.T) {
 	f.put(t, row)
 	moved := item("pk", "u", "sk", "2", tables.AttrReadyPK, "ready", tables.AttrReadySK, "0002", tables.AttrVis, "v")
 	update("move index key", key("u", "2"), "SET rq_sk = :s", map[string]types.AttributeValue{":s": str("0002")}, "",
-		wru(billing.ItemSize(moved))+wru(billing.ItemSize(readyEntry(row)))+wru(billing.ItemSize(readyEntry(moved))))
-	checkUnits(t, "move index key: units", wru(billing.ItemSize(moved))+wru(billing.ItemSize(readyEntry(row)))+wru(billing.ItemSize(readyEntry(moved))), 3)
+		wru(itemsize.ItemSize(moved))+wru(itemsize.ItemSize(readyEntry(row)))+wru(itemsize.ItemSize(readyEntry(moved))))
+	checkUnits(t, "move index key: units", wru(itemsize.ItemSize(moved))+wru(itemsize.ItemSize(readyEntry(row)))+wru(itemsize.ItemSize(readyEntry(moved))), 3)
 
 	// An attribute outside the index's projection: no index write.
 	update("non-projected attribute", key("u", "2"), "SET body = :b", map[string]types.AttributeValue{":b": str("b")}, "", 1)
@@ -200,7 +200,7 @@ func TestDeleteItem(t *testing.T) {
 		what string
 		want float64
 	}{
-		{"delete of an indexed 3 KB item", wru(billing.ItemSize(row)) + wru(billing.ItemSize(readyEntry(row)))},
+		{"delete of an indexed 3 KB item", wru(itemsize.ItemSize(row)) + wru(itemsize.ItemSize(readyEntry(row)))},
 		{"delete of an absent item", 1},
 	} {
 		var local float64
@@ -225,8 +225,8 @@ func TestIndexEntry_NoStorageOverhead(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	base := item("pk", "o", "sk", "1", tables.AttrReadyPK, "r", tables.AttrReadySK, "s", tables.AttrVis, "")
-	row := item("pk", "o", "sk", "1", tables.AttrReadyPK, "r", tables.AttrReadySK, "s", tables.AttrVis, pad(1000-billing.ItemSize(base)))
-	if got := billing.ItemSize(readyEntry(row)); got != 1000 {
+	row := item("pk", "o", "sk", "1", tables.AttrReadyPK, "r", tables.AttrReadySK, "s", tables.AttrVis, pad(1000-itemsize.ItemSize(base)))
+	if got := itemsize.ItemSize(readyEntry(row)); got != 1000 {
 		t.Fatalf("index entry of %d bytes, want 1000", got)
 	}
 	var index float64
@@ -267,8 +267,8 @@ func TestBatchWriteItem(t *testing.T) {
 		}
 		local = sumReported(out.ConsumedCapacity)
 	})
-	want := wru(billing.ItemSize(fresh)) + wru(billing.ItemSize(old)) +
-		wru(billing.ItemSize(gone)) + wru(billing.ItemSize(readyEntry(gone))) + 1
+	want := wru(itemsize.ItemSize(fresh)) + wru(itemsize.ItemSize(old)) +
+		wru(itemsize.ItemSize(gone)) + wru(itemsize.ItemSize(readyEntry(gone))) + 1
 	checkUnits(t, "meter WRU", u.WRU, want)
 	// DynamoDB Local departs from the documented rule in one place: it
 	// bills the delete of an absent item in a batch 2 units, where DeleteItem

@@ -3,13 +3,11 @@
 package keys
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
-	"hash/fnv"
 	"strconv"
 	"strings"
+
+	"github.com/dynoxide/dynoxide/internal/tablekeys"
 )
 
 // This file is the only place table keys are built or parsed (see
@@ -19,15 +17,16 @@ import (
 // encoding is injective whatever characters ids, session ids and KV keys
 // hold.
 
-// Partition-key prefixes.
+// Partition-key prefixes. They are registered in package tablekeys with
+// those of the other packages that share the table, which keeps them apart.
 const (
-	InstancePrefix = "I#" // an instance's partition: control rows and history
-	WorkerPrefix   = "W#" // an instance's worker-queue rows
-	SessionPrefix  = "S#" // a session record
+	InstancePrefix = tablekeys.InstancePrefix // an instance's partition: control rows and history
+	WorkerPrefix   = tablekeys.WorkerPrefix   // an instance's worker-queue rows
+	SessionPrefix  = tablekeys.SessionPrefix  // a session record
 
 	// LayoutPK and LayoutSK key the table's layout record. The partition
 	// starts with '#', so it is none of the prefixed partitions above.
-	LayoutPK = "#LAYOUT"
+	LayoutPK = tablekeys.LayoutPK
 	LayoutSK = "#LAYOUT"
 )
 
@@ -55,35 +54,25 @@ const (
 	ControlEnd        = "$"  // the byte after '#': sk < ControlEnd selects control rows
 )
 
-// Prefixes of the ready index's partition key.
+// Prefixes of the ready index's and the instances index's partition keys.
 const (
-	ReadyOrchestratorPrefix = "O#"
-	ReadyWorkerPrefix       = "W#"
-	ListInstancesPrefix     = "L#"
+	ReadyOrchestratorPrefix = tablekeys.ReadyOrchestratorPrefix
+	ReadyWorkerPrefix       = tablekeys.ReadyWorkerPrefix
+	ListInstancesPrefix     = tablekeys.ListInstancesPrefix
 )
 
 // ErrBadKey reports a stored key that does not parse as the item it should
-// be: data written by something other than this package.
-var ErrBadKey = errors.New("malformed key")
+// be: data written by something other than this package. It is
+// [tablekeys.ErrBadKey], so errors.Is matches either name.
+var ErrBadKey = tablekeys.ErrBadKey
 
 // Num20 formats n zero-padded to 20 digits, so that string order is numeric
-// order for every uint64.
-func Num20(n uint64) string {
-	s := strconv.FormatUint(n, 10)
-	return strings.Repeat("0", 20-len(s)) + s
-}
+// order for every uint64: [tablekeys.Num20].
+func Num20(n uint64) string { return tablekeys.Num20(n) }
 
-// ParseNum20 parses a 20-digit number written by Num20.
-func ParseNum20(s string) (uint64, error) {
-	if len(s) != 20 {
-		return 0, fmt.Errorf("%w: %q is not a 20-digit number", ErrBadKey, s)
-	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%w: %q: %v", ErrBadKey, s, err)
-	}
-	return n, nil
-}
+// ParseNum20 parses a 20-digit number written by Num20:
+// [tablekeys.ParseNum20]. The error wraps [ErrBadKey].
+func ParseNum20(s string) (uint64, error) { return tablekeys.ParseNum20(s) }
 
 // InstancePK is the partition of an instance.
 func InstancePK(instance string) string { return InstancePrefix + instance }
@@ -155,15 +144,14 @@ func ChildSK(child string) string { return bounded(ChildPrefix, ChildHashedPrefi
 const MaxSortKeyBytes = 1024
 
 // bounded returns plain+value when that fits a sort key, else
-// hashed+hex(SHA-256(value)). The two prefixes differ, so a plain key never
-// equals a hashed one; rows keyed this way also store the value itself in
-// an attribute, which readers use.
+// hashed+[tablekeys.Digest](value). The two prefixes differ, so a plain key
+// never equals a hashed one; rows keyed this way also store the value
+// itself in an attribute, which readers use.
 func bounded(plain, hashed, value string) string {
 	if len(plain)+len(value) <= MaxSortKeyBytes {
 		return plain + value
 	}
-	sum := sha256.Sum256([]byte(value))
-	return hashed + hex.EncodeToString(sum[:])
+	return hashed + tablekeys.Digest(value)
 }
 
 // WorkerPK is the partition of an instance's worker-queue rows.
@@ -179,12 +167,8 @@ func WorkerSK(executionID, activityID uint64) string {
 func SessionPK(session string) string { return SessionPrefix + session }
 
 // ShardOf maps a routing key (instance or session id) to a shard in
-// [0, shards).
-func ShardOf(key string, shards int) int {
-	h := fnv.New32a()
-	h.Write([]byte(key))
-	return int(h.Sum32() % uint32(shards))
-}
+// [0, shards): [tablekeys.Shard].
+func ShardOf(key string, shards int) int { return tablekeys.Shard(key, shards) }
 
 // ReadyOrchestratorPK is the ready-index partition of an instance's
 // messages.
@@ -242,7 +226,7 @@ func ParseWorkerKey(pk, sk string) (instance string, executionID, activityID uin
 
 // SessionsPK is the instances-index partition of the session records of
 // owners in one shard.
-func SessionsPK(shard int) string { return SessionPrefix + strconv.Itoa(shard) }
+func SessionsPK(shard int) string { return tablekeys.ListSessionsPrefix + strconv.Itoa(shard) }
 
 // SessionsSK orders a session record in the instances index under its
 // owner. Only the owner prefix is queried, and the owner attribute is
@@ -254,8 +238,7 @@ func SessionsSK(owner, session string) string {
 // SessionsPrefix is the index sort-key prefix of owner's session records.
 func SessionsPrefix(owner string) string {
 	if len(owner) > MaxSortKeyBytes/2 {
-		sum := sha256.Sum256([]byte(owner))
-		owner = "~" + hex.EncodeToString(sum[:])
+		owner = "~" + tablekeys.Digest(owner)
 	}
 	return owner + "#"
 }

@@ -1,14 +1,22 @@
-package billing_test
+package itemsize_test
 
 import (
+	"context"
 	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/bench/billing"
+	"github.com/dynoxide/dynoxide/internal/itemsize"
+	"github.com/dynoxide/dynoxide/localstack"
+	"github.com/dynoxide/dynoxide/tables"
 )
+
+func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+func num(v string) types.AttributeValue { return &types.AttributeValueMemberN{Value: v} }
 
 // sizeCases are attribute values with their sizes worked out by hand from
 // "DynamoDB item sizes and formats".
@@ -45,17 +53,46 @@ var sizeCases = []struct {
 
 func TestItemSize(t *testing.T) {
 	for _, c := range sizeCases {
-		if got := billing.AttributeSize(c.value); got != c.size {
+		if got := itemsize.AttributeSize(c.value); got != c.size {
 			t.Errorf("%s: AttributeSize = %d, want %d", c.name, got, c.size)
 		}
 		// An item adds the UTF-8 length of each attribute name.
 		it := map[string]types.AttributeValue{"pk": str("a"), "név": c.value}
-		if got, want := billing.ItemSize(it), 2+1+4+c.size; got != want {
+		if got, want := itemsize.ItemSize(it), 2+1+4+c.size; got != want {
 			t.Errorf("%s: ItemSize = %d, want %d", c.name, got, want)
 		}
 	}
-	if got := billing.ItemSize(nil); got != 0 {
+	if got := itemsize.ItemSize(nil); got != 0 {
 		t.Errorf("ItemSize(nil) = %d, want 0", got)
+	}
+	if got := itemsize.AttributeSize(nil); got != 0 {
+		t.Errorf("AttributeSize(nil) = %d, want 0", got)
+	}
+}
+
+func TestParseNumber(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want itemsize.Number
+		ok   bool
+	}{
+		{"0", itemsize.Number{}, true},
+		{"-0.0", itemsize.Number{}, true},
+		{"1.50", itemsize.Number{Digits: "15", Exp: -1}, true},
+		{"15e-1", itemsize.Number{Digits: "15", Exp: -1}, true},
+		{"1000", itemsize.Number{Digits: "1", Exp: 3}, true},
+		{"-1E-130", itemsize.Number{Negative: true, Digits: "1", Exp: -130}, true},
+		{" +7 ", itemsize.Number{Digits: "7"}, true},
+		{"", itemsize.Number{}, false},
+		{".", itemsize.Number{}, false},
+		{"1e", itemsize.Number{}, false},
+		{"1x", itemsize.Number{}, false},
+		{"1e1234567", itemsize.Number{}, false},
+	} {
+		got, ok := itemsize.ParseNumber(c.in)
+		if got != c.want || ok != c.ok {
+			t.Errorf("ParseNumber(%q) = %+v, %v; want %+v, %v", c.in, got, ok, c.want, c.ok)
+		}
 	}
 }
 
@@ -64,22 +101,53 @@ func TestItemSize(t *testing.T) {
 // item must cost 1 write unit, and one byte more must cost 2.
 func TestItemSize_MatchesDynamoDBLocal(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, plainSchema())
+	ctx := t.Context()
+	e := localstack.ForTest(t)
+	cfg, err := e.AWSConfig(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := e.DynamoDB(cfg)
+	table := localstack.UniqueName(t, "itemsize")
+	schema := tables.Schema{
+		PartitionKey: tables.Attribute{Name: "pk", Type: types.ScalarAttributeTypeS},
+		SortKey:      tables.Attribute{Name: "sk", Type: types.ScalarAttributeTypeS},
+	}
+	in, err := schema.CreateTableInput(table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.CreateTable(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = db.DeleteTable(context.WithoutCancel(ctx), &dynamodb.DeleteTableInput{TableName: &table})
+	})
+
 	for i, c := range sizeCases {
-		base := item("pk", "size", "sk", fmt.Sprintf("%02d", i), "v", c.value)
-		padding := 1024 - billing.ItemSize(base) - len("p")
+		item := func(padding int) map[string]types.AttributeValue {
+			it := map[string]types.AttributeValue{"pk": str("size"), "sk": str(fmt.Sprintf("%02d", i)), "v": c.value}
+			if padding >= 0 {
+				it["p"] = str(strings.Repeat("x", padding))
+			}
+			return it
+		}
+		padding := 1024 - itemsize.ItemSize(item(-1)) - len("p")
 		for extra, want := range []float64{1, 2} {
-			it := item("pk", "size", "sk", fmt.Sprintf("%02d", i), "v", c.value, "p", pad(padding+extra))
-			out, err := f.shadow.PutItem(f.ctx, &dynamodb.PutItemInput{TableName: &f.table, Item: it,
+			it := item(padding + extra)
+			out, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: &table, Item: it,
 				ReturnConsumedCapacity: types.ReturnConsumedCapacityTotal})
 			if err != nil {
 				t.Fatalf("%s: %v", c.name, err)
 			}
 			// The item replaces the previous one of the same key, which is
 			// never larger.
-			if got := reported(out.ConsumedCapacity); got != want {
+			if out.ConsumedCapacity == nil {
+				t.Fatalf("%s: no consumed capacity reported", c.name)
+			}
+			if got := aws.ToFloat64(out.ConsumedCapacity.CapacityUnits); got != want {
 				t.Errorf("%s: item of %d bytes by ItemSize: DynamoDB Local reports %v units, want %v",
-					c.name, billing.ItemSize(it), got, want)
+					c.name, itemsize.ItemSize(it), got, want)
 			}
 		}
 	}

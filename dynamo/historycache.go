@@ -1,0 +1,199 @@
+package dynamo
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+)
+
+// attrHistMark is the lock row's history mark (lockRow.histMark).
+const attrHistMark = "hmark"
+
+// historyCache keeps, per instance, the history rows of its current
+// execution as this process last knew them, so that a fetch that follows
+// this process's own ack of the instance's previous turn reads no history
+// (review #7 of docs/design.md §5: every fetch re-read the whole execution).
+//
+// An entry is valid for exactly one state of the lock row: the one this
+// process's ack left. A turn that fits one transaction records its id
+// (smallTurnID, unique: it hashes the random lock token) in the lock row,
+// and every later write of history records something else there: another
+// process's ack its own turn id, a large turn its id in the large-turn
+// record, an append outside turns a fresh history mark, a deletion the
+// row's removal. Lock writes that append nothing (fetches, renewals,
+// abandons) keep all three. So a fetch that reads the lock row and finds
+// the turn records as the entry's ack left them, and the history mark as
+// the entry's fetch read it, knows the stored history is the entry's rows;
+// and its own lock write is conditioned on the row it read, so nothing can
+// slip in between. (The mark is compared with the fetch's read, not the
+// ack's: an append during the turn is missing from the entry.)
+type historyCache struct {
+	mu      sync.Mutex
+	entries map[string]*historyEntry
+	order   []string // instances, oldest entry first (may hold stale names)
+	bytes   int
+}
+
+// historyEntry is one instance's cached history.
+type historyEntry struct {
+	execution uint64
+	// smallDone, largeDone and histMark are the lock row's records the
+	// rows are valid for; valid is false until an ack has set them.
+	smallDone, largeDone, histMark string
+	valid                          bool
+	// token is the lock token of the turn that last fetched these rows:
+	// only its ack may extend them.
+	token string
+	rows  []item
+	bytes int
+}
+
+// maxHistoryCacheBytes and maxHistoryCacheEntries bound the cache; the
+// oldest entries go first.
+const (
+	maxHistoryCacheBytes   = 64 << 20
+	maxHistoryCacheEntries = 4096
+)
+
+// lookup returns the cached rows of instance's execution when the lock row
+// read (lock) is the state they are valid for.
+func (c *historyCache) lookup(instance string, execution uint64, lock lockRow) ([]item, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[instance]
+	if e == nil || !e.valid || e.execution != execution || lock.smallDone != e.smallDone || lock.turnDone != e.largeDone || lock.histMark != e.histMark {
+		return nil, false
+	}
+	return e.rows, true
+}
+
+// fetched records the rows a fetch returned for the turn token locked,
+// having read lock. The entry becomes valid when that turn's ack commits
+// (acked).
+func (c *historyCache) fetched(instance string, execution uint64, token string, lock lockRow, rows []item) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.entries[instance]; e != nil && e.execution == execution && sameRows(e.rows, rows) {
+		e.token = token // rows from the cache: the entry stays as it is
+		return
+	}
+	if c.entries == nil {
+		c.entries = map[string]*historyEntry{}
+	}
+	c.removeLocked(instance)
+	size := rowsBytes(rows)
+	if size > maxHistoryCacheBytes {
+		return
+	}
+	c.entries[instance] = &historyEntry{execution: execution, token: token, histMark: lock.histMark, rows: rows, bytes: size}
+	c.order = append(c.order, instance)
+	c.bytes += size
+	c.evictLocked(instance)
+}
+
+// acked extends the entry of the turn token held by the history rows its
+// ack wrote and makes it valid for the lock row the ack left: smallDone as
+// the ack recorded it, largeDone as the fetch read it.
+func (c *historyCache) acked(instance, token string, execution uint64, added []item, smallDone, largeDone string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[instance]
+	if e == nil || e.token != token || e.execution != execution {
+		c.removeLocked(instance)
+		return
+	}
+	rows := make([]item, 0, len(e.rows)+len(added))
+	rows = append(append(rows, e.rows...), added...)
+	size := rowsBytes(added)
+	e.rows, e.bytes = rows, e.bytes+size
+	c.bytes += size
+	e.smallDone, e.largeDone, e.valid, e.token = smallDone, largeDone, true, ""
+	if e.bytes > maxHistoryCacheBytes {
+		c.removeLocked(instance)
+		return
+	}
+	c.evictLocked(instance)
+}
+
+// markHistoryWritten records in instance's lock row, when there is one,
+// that its history was written outside turns: a fresh history mark, and
+// the version moved on as by every lock-row write, so that a fetch that
+// read the row before fails its lock write instead of copying the old
+// mark back. One UpdateItem.
+func (p *Provider) markHistoryWritten(ctx context.Context, instance string) error {
+	p.history.drop(instance)
+	var b [8]byte
+	rand.Read(b[:])
+	_, err := p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 p.table,
+		Key:                       key(keys.InstancePK(instance), keys.Lock),
+		UpdateExpression:          aws.String("SET #hmark = :mark ADD #ver :one"),
+		ConditionExpression:       aws.String("attribute_exists(#pk)"),
+		ExpressionAttributeNames:  map[string]string{"#hmark": attrHistMark, "#ver": attrLockVer, "#pk": attrPK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":mark": s(hex.EncodeToString(b[:])), ":one": n(1)},
+	})
+	if err != nil && !conditionFailed(err) {
+		return err
+	}
+	return nil // no lock row: no process has a history cached for it
+}
+
+// drop forgets instance's entry.
+func (c *historyCache) drop(instance string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.removeLocked(instance)
+}
+
+func (c *historyCache) removeLocked(instance string) {
+	if e := c.entries[instance]; e != nil {
+		c.bytes -= e.bytes
+		delete(c.entries, instance)
+	}
+}
+
+// evictLocked removes the oldest entries other than keep until the cache
+// is within its bounds, and compacts order.
+func (c *historyCache) evictLocked(keep string) {
+	for (c.bytes > maxHistoryCacheBytes || len(c.entries) > maxHistoryCacheEntries) && len(c.order) > 0 {
+		oldest := c.order[0]
+		c.order = c.order[1:]
+		if oldest != keep {
+			c.removeLocked(oldest)
+		}
+	}
+	if len(c.order) > 2*maxHistoryCacheEntries {
+		seen := map[string]bool{}
+		kept := c.order[:0]
+		for _, id := range c.order {
+			if c.entries[id] != nil && !seen[id] {
+				seen[id] = true
+				kept = append(kept, id)
+			}
+		}
+		c.order = kept
+	}
+}
+
+// sameRows reports whether a and b are the same slice (a fetch that took
+// its rows from the cache hands them back).
+func sameRows(a, b []item) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// rowsBytes approximates the memory of history rows: their event JSON.
+func rowsBytes(rows []item) int {
+	n := 0
+	for _, r := range rows {
+		ev, _, _ := strAttr(r, attrEvent)
+		n += len(ev) + 64
+	}
+	return n
+}

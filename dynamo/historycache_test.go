@@ -1,0 +1,108 @@
+package dynamo_test
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/dynoxide/dynoxide/dynamo"
+	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
+	"github.com/dynoxide/dynoxide/provider"
+)
+
+// raiseAndFetch raises an event to instance through p and fetches the
+// turn it makes with p.
+func raiseAndFetch(ctx context.Context, t *testing.T, p *dynamo.Provider, instance, name string) *provider.OrchestrationItem {
+	t.Helper()
+	must(t, p.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: instance, Name: name, Data: "{}"}, 0), "raise "+name)
+	item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	must(t, err, "fetch after "+name)
+	if item == nil || item.Instance != instance {
+		t.Fatalf("fetch after %s: got %+v, want %s", name, item, instance)
+	}
+	return item
+}
+
+// ackEvent acks item's turn with one ExternalRaised event (next id after
+// its history).
+func ackEvent(ctx context.Context, t *testing.T, p *dynamo.Provider, item *provider.OrchestrationItem, name string) {
+	t.Helper()
+	id := uint64(len(item.History) + 1)
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, provider.TurnCommit{
+		ExecutionID:  item.ExecutionID,
+		HistoryDelta: []provider.Event{ev(id, item.Instance, provider.ExternalEvent{Name: name, Data: "{}"})},
+		Metadata:     meta(),
+	}), "ack "+name)
+}
+
+// checkHistory compares a fetched history with the stored one.
+func checkHistory(ctx context.Context, t *testing.T, p *dynamo.Provider, item *provider.OrchestrationItem, wantLen int) {
+	t.Helper()
+	stored, err := p.Read(ctx, item.Instance)
+	must(t, err, "Read")
+	if len(item.History) != wantLen || !reflect.DeepEqual(item.History, stored) {
+		t.Fatalf("fetched history (%d events) differs from the stored one (%d events), want %d:\n%+v\n%+v", len(item.History), len(stored), wantLen, item.History, stored)
+	}
+}
+
+// TestFetchAfterOwnAckReadsNoHistory: the fetch that follows this
+// process's ack of an instance's previous turn takes the history that ack
+// left from memory: one Query (the control rows) where it made two, and
+// the same events as stored.
+func TestFetchAfterOwnAckReadsNoHistory(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	meter := &dynamotest.Meter{}
+	p, _ := dynamotest.New(t, dynamotest.Config{Meter: meter})
+	const inst = "cached-history"
+	first := startAndFetch(ctx, t, p, inst)
+	must(t, p.AckOrchestrationItem(ctx, first.LockToken, provider.TurnCommit{ExecutionID: 1, HistoryDelta: []provider.Event{started(inst)}, Metadata: meta()}), "first turn")
+	meter.Reset()
+	second := raiseAndFetch(ctx, t, p, inst, "a")
+	if q := meter.Usage().Requests["Query"]; q != 1 {
+		t.Fatalf("the fetch after this process's ack made %d Queries; want 1 (the control rows)", q)
+	}
+	checkHistory(ctx, t, p, second, 1)
+	ackEvent(ctx, t, p, second, "a")
+	third := raiseAndFetch(ctx, t, p, inst, "b")
+	checkHistory(ctx, t, p, third, 2)
+}
+
+// TestCachedHistorySeesOtherWriters: what another process writes to the
+// history between two turns of this one (its own turn, an append) is in
+// this process's next fetch.
+func TestCachedHistorySeesOtherWriters(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, false)
+	p := env.NewProvider(t, dynamotest.Config{ShortPoll: true})
+	other := env.NewProvider(t, dynamotest.Config{ShortPoll: true})
+	const inst = "shared-history"
+	first := startAndFetch(ctx, t, p, inst)
+	must(t, p.AckOrchestrationItem(ctx, first.LockToken, provider.TurnCommit{ExecutionID: 1, HistoryDelta: []provider.Event{started(inst)}, Metadata: meta()}), "first turn")
+
+	// Another process runs the next turn.
+	theirs := raiseAndFetch(ctx, t, other, inst, "theirs")
+	ackEvent(ctx, t, other, theirs, "theirs")
+	mine := raiseAndFetch(ctx, t, p, inst, "mine")
+	checkHistory(ctx, t, p, mine, 2)
+	ackEvent(ctx, t, p, mine, "mine")
+
+	// Another process appends outside turns.
+	must(t, other.AppendWithExecution(ctx, inst, 1, []provider.Event{ev(4, inst, provider.ExternalEvent{Name: "appended", Data: "{}"})}), "append")
+	after := raiseAndFetch(ctx, t, p, inst, "after")
+	checkHistory(ctx, t, p, after, 4)
+}
+
+// TestCachedHistoryAfterLargeTurn: a turn too large for one transaction
+// (staged) leaves no cached history; the next fetch reads it.
+func TestCachedHistoryAfterLargeTurn(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	p, _ := dynamotest.New(t, dynamotest.Config{ShortPoll: true})
+	const inst = "large-then-cached"
+	first := startAndFetch(ctx, t, p, inst)
+	must(t, p.AckOrchestrationItem(ctx, first.LockToken, activities(inst, 120)), "large turn")
+	next := raiseAndFetch(ctx, t, p, inst, "a")
+	checkHistory(ctx, t, p, next, 121)
+}
