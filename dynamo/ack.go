@@ -57,6 +57,10 @@ type turnPlan struct {
 	size    int
 	// history holds the history rows the turn writes, in event order.
 	history []item
+	// meta is the instance record when the turn does not write it (it
+	// holds nothing new): a large turn writes it all the same, since its
+	// release does not record the ack's time.
+	meta planAction
 }
 
 // AckOrchestrationItem commits a turn atomically and releases the lock.
@@ -127,6 +131,9 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 	}
 	large := len(plan.actions)+1 > maxTransactActions || plan.size > maxTransactBytes
 	if large {
+		if plan.meta.put != nil {
+			plan.actions = append(plan.actions, plan.meta)
+		}
 		err = p.commitLargeTurn(ctx, turn, plan)
 	} else {
 		err = p.commitTurn(ctx, turn, plan, digest, now)
@@ -184,7 +191,7 @@ func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPla
 	}
 	_, err := p.sendPending(ctx, provider.OpAckOrchestrationItem, turn.tx, func() *dynamodb.TransactWriteItemsInput {
 		actions := make([]types.TransactWriteItem, 0, len(plan.actions)+1)
-		actions = append(actions, types.TransactWriteItem{Update: newLockRelease(plan.release, "", smallTurnID(turn.token, digest)).update(p.table, turn.st.id,
+		actions = append(actions, types.TransactWriteItem{Update: newLockRelease(plan.release, "", smallTurnID(turn.token, digest)).acked(now).update(p.table, turn.st.id,
 			"#tok = :tok AND #until > :now AND attribute_not_exists(#turn)",
 			map[string]string{"#tok": attrToken, "#until": attrLockUntil, "#turn": attrTurn},
 			map[string]types.AttributeValue{":tok": s(turn.token), ":now": n(now)})})
@@ -317,7 +324,17 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 		if newMeta.current == commit.ExecutionID {
 			current = exec
 		}
-		add(planAction{put: metaItem(id, newMeta, current, p.o.Shards)})
+		// Written only when what it holds changes (the time of each ack
+		// goes on the lock row): the record, which holds the custom
+		// status (up to 256 KB), was rewritten by every turn.
+		plan.meta = planAction{put: metaItem(id, newMeta, current, p.o.Shards)}
+		cstatChanged := newMeta.cstatVersion != 0 && (st.meta == nil || newMeta.cstatVersion != st.meta.cstatVersion)
+		if st.meta == nil || created || cstatChanged || newMeta.current != st.meta.current ||
+			newMeta.name != st.meta.name || newMeta.version != st.meta.version ||
+			(execChanged && newMeta.current == commit.ExecutionID) {
+			add(plan.meta)
+			plan.meta = planAction{}
+		}
 		if created && newMeta.parent != "" {
 			// A put of its own item: children created at once do not
 			// contend for one row of their parent.

@@ -155,7 +155,7 @@ func (p *Provider) InstanceInfo(ctx context.Context, instance string) (*provider
 		CurrentExecutionID:   m.current,
 		Status:               provider.StatusUnknown,
 		CreatedAt:            uint64(max(m.createdAt, 0)),
-		UpdatedAt:            uint64(max(m.updatedAt, 0)),
+		UpdatedAt:            uint64(max(m.updatedAt, st.lock.updatedAt, 0)),
 		ParentInstanceID:     m.parent,
 	}
 	if e := st.currentExec(); e != nil && !e.pruning {

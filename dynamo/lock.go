@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -91,6 +92,9 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 	if st.lock.histMark != "" {
 		// Kept, so that histories cached before an append are not used.
 		row[attrHistMark] = s(st.lock.histMark)
+	}
+	if st.lock.updatedAt != 0 {
+		row[attrUpdatedAt] = n(st.lock.updatedAt) // kept: the last ack's time
 	}
 	in := &dynamodb.PutItemInput{TableName: p.table, Item: row}
 	in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = st.stealCondition(start)
@@ -195,6 +199,14 @@ func newLockRelease(attempts map[string]uint32, largeDone, smallDone string) loc
 		r.names["#sdone"], r.values[":sdone"] = attrSmallDone, s(smallDone)
 	}
 	r.expr = set + " ADD #ver :one REMOVE #tok, #until, #batch, #turn, #texec"
+	return r
+}
+
+// acked is the release with the time of the turn's ack recorded
+// (lockRow.updatedAt).
+func (r lockRelease) acked(nowMs int64) lockRelease {
+	r.expr = strings.Replace(r.expr, "SET ", "SET #upd = :upd, ", 1)
+	r.names["#upd"], r.values[":upd"] = attrUpdatedAt, n(nowMs)
 	return r
 }
 

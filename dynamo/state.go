@@ -64,6 +64,10 @@ type lockRow struct {
 	// (AppendWithExecution), so that cached histories are not used
 	// (historycache.go).
 	histMark string
+	// updatedAt is when the last turn was acked (epoch ms): kept on the
+	// lock row, which every ack writes, so that #META is written only
+	// when what it holds changes.
+	updatedAt int64
 }
 
 // live reports whether the lock is held at nowMs.
@@ -129,6 +133,7 @@ func parseState(instance string, rows []item) (*instanceState, error) {
 			st.lock.turnDone = d.str(row, attrTurnDone)
 			st.lock.smallDone = d.str(row, attrSmallDone)
 			st.lock.histMark = d.str(row, attrHistMark)
+			st.lock.updatedAt = d.int(row, attrUpdatedAt)
 			st.lock.attempts, st.lock.batch = decodeLockLists(&d, row)
 		case strings.HasPrefix(sk, keys.ExecPrefix):
 			id, err := keys.ParseNum20(sk[len(keys.ExecPrefix):])
