@@ -942,16 +942,26 @@ func (p *recordingProvider) FetchOrchestrationItem(ctx context.Context, lockTime
 	return item, nil
 }
 
+// The recorder records what was committed: a message is recorded once the
+// call that enqueues it has succeeded, so that a test waiting for it to be
+// recorded does not run ahead of its write.
+
 func (p *recordingProvider) AckOrchestrationItem(ctx context.Context, lockToken string, commit provider.TurnCommit) error {
+	if err := p.Provider.AckOrchestrationItem(ctx, lockToken, commit); err != nil {
+		return err
+	}
 	for _, item := range commit.OrchestratorItems {
 		p.record(item, true)
 	}
-	return p.Provider.AckOrchestrationItem(ctx, lockToken, commit)
+	return nil
 }
 
 func (p *recordingProvider) EnqueueForOrchestrator(ctx context.Context, item provider.WorkItem, delay time.Duration) error {
+	if err := p.Provider.EnqueueForOrchestrator(ctx, item, delay); err != nil {
+		return err
+	}
 	p.record(item, false)
-	return p.Provider.EnqueueForOrchestrator(ctx, item, delay)
+	return nil
 }
 
 func userCancelAndDroppedFutureBothCancelChild(h *H) {

@@ -9,6 +9,8 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -175,6 +177,21 @@ func CorruptHistory(t *testing.T, p provider.Provider, instance string) {
 		if _, err := env.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(env.Table), Item: row}); err != nil {
 			t.Fatalf("dynamotest: corrupt history of %q: %v", instance, err)
 		}
+	}
+	// History written outside turns: as the provider's AppendWithExecution
+	// does, give the lock row (if any) a new history mark and move its
+	// version on, so that no process uses a history it cached before
+	// (dynamo/historycache.go).
+	_, err = env.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(env.Table),
+		Key:                       map[string]types.AttributeValue{"pk": str(keys.InstancePK(instance)), "sk": str(keys.Lock)},
+		UpdateExpression:          aws.String("SET hmark = :mark ADD ver :one"),
+		ConditionExpression:       aws.String("attribute_exists(pk)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":mark": str(fmt.Sprintf("corrupted-%d", time.Now().UnixNano())), ":one": &types.AttributeValueMemberN{Value: "1"}},
+	})
+	var cond *types.ConditionalCheckFailedException
+	if err != nil && !errors.As(err, &cond) {
+		t.Fatalf("dynamotest: mark the history of %q as written: %v", instance, err)
 	}
 }
 
