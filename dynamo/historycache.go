@@ -19,7 +19,7 @@ const attrHistMark = "hmark"
 // historyCache keeps, per instance, the history rows of its current
 // execution as this process last knew them, so that a fetch that follows
 // this process's own ack of the instance's previous turn reads no history
-// (review #7 of docs/design.md §5: every fetch re-read the whole execution).
+// (docs/design.md §5: every fetch re-read the whole execution before).
 //
 // An entry is valid for exactly one state of the lock row: the one this
 // process's ack left. A turn that fits one transaction records its id
