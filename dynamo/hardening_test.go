@@ -1276,6 +1276,50 @@ func TestCleanupCountsSessionWhoseDeleteLostItsResponse(t *testing.T) {
 	}
 }
 
+// TestCleanupPassesOverLiveSessions: a cleanup reads each session's lease
+// before looking for activities that reference it, so a live session costs
+// one GetItem, not a Query of its ready shard (which pages through the
+// shard's whole backlog when nothing references the session). Once the
+// lease is over, the same cleanup removes the session.
+func TestCleanupPassesOverLiveSessions(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	meter := &dynamotest.Meter{}
+	clock := faults.NewFakeClock(time.Now())
+	p, env := dynamotest.New(t, dynamotest.Config{ShortPoll: true, Shards: 1, Meter: meter, Options: func(o *dynamo.Options) { o.Now = clock.Now }})
+	const inst, sid = "cleanup-live", "s-live"
+	item := startAndFetch(ctx, t, p, inst)
+	commit := activities(inst, 1)
+	commit.WorkerItems[0].SessionID = ptr(sid)
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, commit), "ack scheduling")
+	const lease = time.Minute
+	w, err := p.FetchWorkItem(ctx, longLock, 0, &provider.SessionFetchConfig{OwnerID: "w1", LockTimeout: lease}, provider.AnyTag())
+	if err != nil || w == nil {
+		t.Fatalf("FetchWorkItem: %+v, %v", w, err)
+	}
+	must(t, p.AckWorkItem(ctx, w.LockToken, provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: w.Item.ID, Result: "r"}), "ack")
+
+	meter.Reset()
+	if n, err := p.CleanupOrphanedSessions(ctx, 0); err != nil || n != 0 {
+		t.Fatalf("cleanup with the session's lease live: %d, %v; want 0 removed", n, err)
+	}
+	used := meter.Usage().Requests
+	if used["Query"] != 1 || used["GetItem"] != 1 || used["DeleteItem"] != 0 {
+		t.Errorf("cleanup of one live session made %v; want the listing's Query and one GetItem of the lease", used)
+	}
+	if sessionRow(ctx, t, env, sid) == nil {
+		t.Fatal("live session removed")
+	}
+
+	clock.Advance(2 * lease)
+	if n, err := p.CleanupOrphanedSessions(ctx, 0); err != nil || n != 1 {
+		t.Fatalf("cleanup after the lease: %d, %v; want 1 removed", n, err)
+	}
+	if row := sessionRow(ctx, t, env, sid); row != nil {
+		t.Fatalf("expired orphan still there: %v", row)
+	}
+}
+
 // TestCommittedAckRetriedByAnotherProcess: an ack commits but its response
 // is lost, and the retry comes from a provider that did not fetch the item
 // (another process, or this one after a restart: nothing of the first try

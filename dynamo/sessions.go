@@ -99,9 +99,11 @@ func (p *Provider) RenewSessionLock(ctx context.Context, ownerIDs []string, exte
 // idleTimeout is not used (expiry already implies idleness).
 //
 // Requests: one Query of the instances index per shard; per session found,
-// one Query of its ready-index shard and, for an orphan, one conditional
-// DeleteItem (and a consistent GetItem when the delete's outcome is
-// unknown). Run it periodically, not on a hot path.
+// one eventually consistent GetItem of its lease; per expired session, one
+// Query of its ready-index shard (paged until an activity of the session
+// turns up, so its cost grows with that shard's backlog) and, for an
+// orphan, one conditional DeleteItem (and a consistent GetItem when the
+// delete's outcome is unknown). Run it periodically, not on a hot path.
 func (p *Provider) CleanupOrphanedSessions(ctx context.Context, idleTimeout time.Duration) (int, error) {
 	deleted := 0
 	for shard := range p.o.Shards {
@@ -110,6 +112,13 @@ func (p *Provider) CleanupOrphanedSessions(ctx context.Context, idleTimeout time
 			return deleted, translate(provider.OpCleanupOrphanedSessions, err)
 		}
 		for _, sess := range sessions {
+			expired, err := p.sessionExpired(ctx, sess.id)
+			if err != nil {
+				return deleted, translate(provider.OpCleanupOrphanedSessions, err)
+			}
+			if !expired {
+				continue
+			}
 			referenced, err := p.sessionReferenced(ctx, sess.id)
 			if err != nil {
 				return deleted, translate(provider.OpCleanupOrphanedSessions, err)
@@ -139,6 +148,25 @@ func (p *Provider) CleanupOrphanedSessions(ctx context.Context, idleTimeout time
 		}
 	}
 	return deleted, nil
+}
+
+// sessionExpired reports whether the session's record exists with a lease
+// that is over, with an eventually consistent GetItem of its lease (half a
+// read unit): live sessions, most of them, are passed over without the
+// Query of their ready shard that sessionReferenced pages through. A
+// renewal the read missed costs only that Query (the delete is
+// conditioned on the lease); a lease that ended after the read waits for
+// the next cleanup.
+func (p *Provider) sessionExpired(ctx context.Context, session string) (bool, error) {
+	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: p.table, Key: key(keys.SessionPK(session), keys.Session),
+		ProjectionExpression: aws.String("#pk, #until"), ExpressionAttributeNames: map[string]string{"#pk": attrPK, "#until": attrLockUntil},
+	})
+	if err != nil || len(out.Item) == 0 {
+		return false, err
+	}
+	until, err := intAttr(out.Item, attrLockUntil)
+	return err == nil && until < p.nowMs(), err
 }
 
 // sessionGone reports, with a consistent read that outlives ctx's
