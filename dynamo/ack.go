@@ -102,6 +102,13 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 			return invalidToken(provider.OpAckOrchestrationItem)
 		}
 	} else {
+		if p.turns.wasAcked(lockToken) {
+			// This process returned this turn's ack already: another call
+			// is a second ack, even of the same commit. (A retry of an ack
+			// whose outcome was unknown finds the turn still cached, or,
+			// from another process, learns below that its commit is in.)
+			return invalidToken(provider.OpAckOrchestrationItem)
+		}
 		st, err := p.loadState(ctx, tok.instance)
 		if err != nil {
 			return translate(provider.OpAckOrchestrationItem, err)
@@ -124,6 +131,9 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 		}
 		turn = &turnState{token: lockToken, st: st, ver: st.lock.ver, batch: st.lock.batch, attempts: st.lock.attempts}
 	}
+	if err := p.readExecIfNeeded(ctx, turn.st, commit.ExecutionID, commit.Metadata); err != nil {
+		return translate(provider.OpAckOrchestrationItem, err)
+	}
 	now := p.nowMs()
 	plan, digest, err := p.planTurn(turn, commit, now)
 	if err != nil {
@@ -142,7 +152,7 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 		return err
 	}
 	turn.done = true
-	p.turns.drop(lockToken)
+	p.turns.ackedTurn(lockToken)
 	p.hints.unlocked(turn.st.id)
 	if large {
 		p.history.drop(turn.st.id) // its lock row records the large turn
@@ -548,6 +558,10 @@ func metaItem(instance string, m *metaRow, current *execRow, shards int) item {
 		row[attrStatus] = s(current.status)
 		if current.completedAt != nil {
 			row[attrCompletedAt] = n(*current.completedAt)
+		}
+		row[attrExecStartedAt] = n(current.startedAt)
+		if current.pinned != nil {
+			row[attrExecPinned] = s(current.pinned.String())
 		}
 	}
 	row[attrListPK] = s(keys.ListInstancesPK(keys.ShardOf(instance, shards)))

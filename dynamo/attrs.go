@@ -34,6 +34,10 @@ const (
 	attrCompletedAt = "completed_at"
 	attrCreatedAt   = "created_at"
 	attrUpdatedAt   = "updated_at"
+	// The current execution's start and pinned version, copied from its
+	// record so that a fetch need not read the execution records.
+	attrExecStartedAt = "xsa"
+	attrExecPinned    = "xpin"
 
 	// #EXEC#
 	attrOutput    = "output"

@@ -65,10 +65,37 @@ type turnCache struct {
 	// sum.
 	sizes map[string]int
 	bytes int
+	// acked holds the tokens of the last maxCachedTurns turns this process
+	// acked, in ackedOrder: a later ack of one of them through this
+	// process is a second ack (see AckOrchestrationItem).
+	acked      map[string]struct{}
+	ackedOrder []string
 }
 
 func newTurnCache() turnCache {
-	return turnCache{m: map[string]*turnState{}, sizes: map[string]int{}}
+	return turnCache{m: map[string]*turnState{}, sizes: map[string]int{}, acked: map[string]struct{}{}}
+}
+
+// ackedTurn drops token's turn, whose ack this process returned, and
+// remembers that it did.
+func (c *turnCache) ackedTurn(token string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.removeLocked(token)
+	if len(c.ackedOrder) >= maxCachedTurns {
+		delete(c.acked, c.ackedOrder[0])
+		c.ackedOrder = c.ackedOrder[1:]
+	}
+	c.acked[token] = struct{}{}
+	c.ackedOrder = append(c.ackedOrder, token)
+}
+
+// wasAcked reports whether this process returned the ack of token's turn.
+func (c *turnCache) wasAcked(token string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.acked[token]
+	return ok
 }
 
 func (c *turnCache) put(t *turnState) {
@@ -183,6 +210,10 @@ type hints struct {
 	// them instead of racing it (their writes would fail, and on AWS
 	// conflict with the winner's ack).
 	trying map[string]bool
+	// held maps the worker rows this process claimed to when a signal
+	// naming them stops being stale (ms): the end of the lease, or a
+	// while after the ack deleted the row. See heldWork.
+	held map[string]int64
 }
 
 type sessionHint struct {
@@ -191,7 +222,7 @@ type sessionHint struct {
 }
 
 func newHints() hints {
-	return hints{locked: map[string]int64{}, sessions: map[string]sessionHint{}, parked: map[string]parkHint{}, trying: map[string]bool{}}
+	return hints{locked: map[string]int64{}, sessions: map[string]sessionHint{}, parked: map[string]parkHint{}, trying: map[string]bool{}, held: map[string]int64{}}
 }
 
 // maxLockHintMs caps how long a lock seen in another process is trusted:
@@ -239,6 +270,48 @@ func (h *hints) isLocked(instance string, nowMs int64) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.locked[instance] > nowMs
+}
+
+// ackedWorkMs is how long after this process acked an activity a signal
+// naming its row is known to be stale: the row is gone, and a signal sent
+// before the ack (to every waiter of the process, and on SQS) can still be
+// on its way. A row enqueued again under the same identity within it is
+// found by the next sweep.
+const ackedWorkMs = 10_000
+
+// heldWork records that this process holds worker row k until untilMs (a
+// claim or a renewal), or, after its ack, that the row is gone. A signal
+// naming the row announces work this process already has: waiters drop it
+// instead of querying the row's shard and reading the row (a signal goes
+// to every waiter of the process, and to one process over SQS). An
+// abandon forgets the row (releasedWork) before it signals the row again.
+func (h *hints) heldWork(k string, untilMs int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.held) >= maxCachedTurns {
+		clear(h.held)
+	}
+	h.held[k] = untilMs
+}
+
+// releasedWork forgets worker row k: it is eligible again.
+func (h *hints) releasedWork(k string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.held, k)
+}
+
+// holdsWork reports whether a signal naming worker row k is stale at nowMs:
+// this process holds the row's lease, or acked it a moment ago.
+func (h *hints) holdsWork(k string, nowMs int64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	until, ok := h.held[k]
+	if ok && until <= nowMs {
+		delete(h.held, k)
+		return false
+	}
+	return ok
 }
 
 // sessionOwned records that owner holds session until untilMs.

@@ -161,6 +161,28 @@ func TestAckFromAnotherProcess(t *testing.T) {
 	}
 }
 
+// TestSecondAckOfOneCommitFails: once an ack has returned success, another
+// ack of the turn through the same process fails with ErrInvalidLockToken,
+// even with the same commit. The suite's ConcurrentAckPrevention failed
+// under fault injection: the first ack's response was lost, a concurrent
+// duplicate committed and returned, and the first ack's retry, finding no
+// turn cached, read that the commit was in and returned success too.
+func TestSecondAckOfOneCommitFails(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	p, env := dynamotest.New(t, dynamotest.Config{})
+	item := startAndFetch(ctx, t, p, "twice")
+	commit := activities("twice", 1)
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, commit), "ack")
+	if err := p.AckOrchestrationItem(ctx, item.LockToken, commit); !errors.Is(err, provider.ErrInvalidLockToken) {
+		t.Errorf("second ack of the same commit through the same provider: got %v, want ErrInvalidLockToken", err)
+	}
+	// Another process cannot tell a retry from a duplicate: its ack of a
+	// commit that is in succeeds (provider/doc.go).
+	other := env.NewProvider(t, dynamotest.Config{})
+	must(t, other.AckOrchestrationItem(ctx, item.LockToken, commit), "the same ack through another provider")
+}
+
 // faultyAPI passes requests to a real client and fails the ones its rule
 // picks: before sending them (the request never happened) or after (the
 // response was lost).
@@ -493,10 +515,12 @@ func TestRetriedAckAfterLostResponse(t *testing.T) {
 	if d.OrchestratorQueue != 1 {
 		t.Fatalf("after the retry: %d orchestrator messages, want 1", d.OrchestratorQueue)
 	}
-	// Once more: a repeat of the committed ack is answered as a retry
-	// (the caller cannot tell it from one whose answer was lost) and
-	// applies nothing; another commit for the spent token fails.
-	must(t, p.AckOrchestrationItem(ctx, item.LockToken, commit), "third ack of the same commit")
+	// Once more, after the retry returned success: a second ack of the
+	// turn, which fails (TestSecondAckOfOneCommitFails) and applies
+	// nothing; another commit for the spent token fails too.
+	if err := p.AckOrchestrationItem(ctx, item.LockToken, commit); !errors.Is(err, provider.ErrInvalidLockToken) {
+		t.Fatalf("third ack of the same commit, after the retry succeeded: got %v, want ErrInvalidLockToken", err)
+	}
 	if h, err := observer.Read(ctx, inst); err != nil || len(h) != 4 {
 		t.Fatalf("history after the third ack: %d events (%v), want 4", len(h), err)
 	}

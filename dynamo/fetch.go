@@ -376,7 +376,7 @@ func (p *Provider) queryReadyShard(ctx context.Context, readyPK, bound string, k
 // instance found locked is tried again when the lease ends
 // (lockwait.go).
 func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout time.Duration, filter *provider.CapabilityFilter, signalled bool) (*provider.OrchestrationItem, error) {
-	st, err := p.loadState(ctx, instance)
+	st, err := p.loadFetchState(ctx, instance)
 	if err != nil {
 		return nil, err
 	}
@@ -390,7 +390,7 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 		if err := p.rollForward(ctx, instance, st.lock.turn); err != nil {
 			return nil, err
 		}
-		if st, err = p.loadState(ctx, instance); err != nil {
+		if st, err = p.loadFetchState(ctx, instance); err != nil {
 			return nil, err
 		}
 		now = p.nowMs()

@@ -270,13 +270,18 @@ func TestLargeTurnStealInterleavings(t *testing.T) {
 // TestFloodOfMessagesToOneInstance: 6,000 events raised to one instance
 // while it is locked (enough to push a lock row listing them all past
 // DynamoDB's 400 KB item limit). Every later fetch succeeds and takes a
-// bounded batch, oldest first, the lock row stays small, and the turns
-// consume the events in order, each once; the rest stay queued.
+// bounded batch, oldest first, reading a bounded number of rows (not the
+// whole queue), the lock row stays small, and the turns consume the
+// events in order, each once; the rest stay queued.
 func TestFloodOfMessagesToOneInstance(t *testing.T) {
 	t.Parallel()
 	const total, senders = 6000, 8
 	ctx := t.Context()
-	p, env := dynamotest.New(t, dynamotest.Config{ShortPoll: true})
+	scans := &scanCounter{}
+	p, env := dynamotest.New(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
+		scans.API = o.Client
+		o.Client = scans
+	}})
 	const inst = "flood"
 	// The lock outlives the flood, however slow the emulator is.
 	must(t, p.EnqueueForOrchestrator(ctx, startItem(inst), 0), "enqueue start")
@@ -310,10 +315,15 @@ func TestFloodOfMessagesToOneInstance(t *testing.T) {
 	nextID := uint64(2)
 	const turns = 3
 	for turn := range turns {
+		scans.scanned.Store(0)
 		got, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
 		must(t, err, fmt.Sprintf("fetch of turn %d", turn))
 		if got == nil || len(got.Messages) == 0 || len(got.Messages) > 100 {
 			t.Fatalf("turn %d: got %v, want a bounded batch of events", turn, got)
+		}
+		// One page of control rows (the history is cached).
+		if n := scans.scanned.Load(); n > 600 {
+			t.Fatalf("turn %d: the fetch read %d rows for a batch of %d", turn, n, len(got.Messages))
 		}
 		if size := itemBytes(lockRow(ctx, t, env, inst)); size > 16*1024 {
 			t.Fatalf("turn %d: lock row holds %d bytes for a batch of %d", turn, size, len(got.Messages))
@@ -342,6 +352,82 @@ func TestFloodOfMessagesToOneInstance(t *testing.T) {
 	if want := total - len(seen); depths.OrchestratorQueue != want {
 		t.Fatalf("after %d turns that consumed %d events: %d queued, want %d", turns, len(seen), depths.OrchestratorQueue, want)
 	}
+}
+
+// TestAttemptsOfUnreadMessagesKept: a fetch of a long queue reads only
+// the rows its turn needs (its oldest visible messages), and the lock it
+// writes keeps the attempt counts of the messages after them, which it did
+// not read: counts that a fetch which read the whole queue would have
+// kept. Four turns are abandoned with a delay, each taking the next 45
+// visible messages, so that the fourth batch lies past the first page of
+// control rows; once the delays are over, the next fetch reads only that
+// page.
+func TestAttemptsOfUnreadMessagesKept(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, false)
+	clock := faults.NewFakeClock(time.Now())
+	p := faultyOn(t, env, faults.New(12), clock, dynamotest.Config{ShortPoll: true, Shards: 1})
+	const inst, total = "unread-attempts", 600
+	item := startAndFetch(ctx, t, p, inst)
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, activities(inst, 0)), "first ack")
+	var wg sync.WaitGroup
+	errs := make(chan error, total)
+	for s := range 8 {
+		wg.Go(func() {
+			for i := s; i < total; i += 8 {
+				errs <- p.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: inst, Name: "e", Data: fmt.Sprint(i)}, 0)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		must(t, err, "raise")
+	}
+
+	const delay = time.Hour
+	for turn := range 4 {
+		got, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+		if err != nil || got == nil || len(got.Messages) != 45 {
+			t.Fatalf("fetch %d: %+v, %v; want a batch of 45", turn, got, err)
+		}
+		must(t, p.AbandonOrchestrationItem(ctx, got.LockToken, delay, false), "abandon with a delay")
+	}
+	attempts := func() map[string]types.AttributeValue {
+		m, _ := lockRow(ctx, t, env, inst)["att"].(*types.AttributeValueMemberM)
+		if m == nil {
+			t.Fatal("lock row without attempt counts")
+		}
+		return m.Value
+	}
+	if n := len(attempts()); n != 4*45 {
+		t.Fatalf("after four abandoned turns the lock row counts attempts of %d messages, want %d", n, 4*45)
+	}
+	clock.Advance(2 * delay)
+	got, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	if err != nil || got == nil || len(got.Messages) != 45 {
+		t.Fatalf("fetch after the delays: %+v, %v; want a batch of 45", got, err)
+	}
+	if n := len(attempts()); n != 4*45 {
+		t.Fatalf("a fetch that read part of the queue left attempt counts of %d messages, want %d (those it did not read dropped)", n, 4*45)
+	}
+}
+
+// scanCounter passes requests to a real client and counts the rows its
+// Queries of the table (not of an index) read: ScannedCount, what DynamoDB
+// bills a Query for.
+type scanCounter struct {
+	dynamo.API
+	scanned atomic.Int64
+}
+
+func (c *scanCounter) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	out, err := c.API.Query(ctx, in, optFns...)
+	if err == nil && in.IndexName == nil {
+		c.scanned.Add(int64(out.ScannedCount))
+	}
+	return out, err
 }
 
 // itemBytes approximates a row's stored size (names and string values).

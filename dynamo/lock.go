@@ -68,6 +68,15 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 			before[m.sk] = a
 		}
 	}
+	if st.msgsReadTo != "" {
+		// Messages after the rows read were not seen, so not known gone:
+		// their counts stay.
+		for sk, a := range st.lock.attempts {
+			if sk > st.msgsReadTo {
+				before[sk] = a
+			}
+		}
+	}
 	attempts := maps.Clone(before)
 	sks := make([]string, len(batch))
 	for i, m := range batch {

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
@@ -25,6 +27,10 @@ type instanceState struct {
 	kvDelta provider.KVDelta
 	// deltaKeys are the keys that have a delta row (tombstones included).
 	deltaKeys []string
+	// msgsReadTo is, when the read stopped before the last message
+	// (loadFetchState), the sort key of the last row read: messages after
+	// it were not read. Empty when msgs holds every queued message.
+	msgsReadTo string
 }
 
 // metaRow is the #META row.
@@ -36,6 +42,10 @@ type metaRow struct {
 	cstatVersion  uint64
 	createdAt     int64
 	updatedAt     int64
+	// current is the copy of the current execution's record the instance
+	// record holds (all but its output); nil when the record was written
+	// without it.
+	currentCopy *execRow
 }
 
 // lockRow is the #LOCK row; exists is false when there is none.
@@ -84,6 +94,9 @@ type execRow struct {
 	// pruning is set while a prune removes the execution: readers treat
 	// it as gone, and the next prune finishes removing it.
 	pruning bool
+	// partial marks a record rebuilt from the instance record's copy of a
+	// finished execution: its output is not known.
+	partial bool
 }
 
 // queueRow is one orchestrator message row.
@@ -100,6 +113,120 @@ func (p *Provider) loadState(ctx context.Context, instance string) (*instanceSta
 		return nil, err
 	}
 	return parseState(instance, rows)
+}
+
+// fetchPageItems is the Limit of a fetch's first read of control rows.
+// Every control row but the messages sorts before the first message, so
+// an ordinary instance's rows fit one page; an instance with a long queue
+// fills it with its oldest messages, which are the ones a turn takes.
+const fetchPageItems = 256
+
+// loadFetchState reads what a fetch needs of instance's control rows: as
+// loadState, but it stops once the rows read hold more visible messages
+// than one turn takes (maxTurnMessages), so that a long queue (a fan-in of
+// thousands of completions, a flood of events) costs each turn one small
+// page, not a read of the whole queue. Pages after the first are read
+// without a Limit (1 MB each): an instance whose first page held fewer
+// visible messages has more rows than usual (KV entries, executions,
+// future timers) and is read as loadState reads it.
+//
+// The execution records, which sort before every other control row and
+// grow by one per continue-as-new, are not read: the instance record
+// holds a copy of the current execution's (metaItem), which is all a
+// fetch and its ack use. An eternal orchestration's turns cost the same
+// after ten thousand executions as after one.
+func (p *Provider) loadFetchState(ctx context.Context, instance string) (*instanceState, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                 p.table,
+		KeyConditionExpression:    aws.String("#pk = :pk AND #sk BETWEEN :from AND :to"),
+		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": s(keys.InstancePK(instance)), ":from": s(prefixEnd(keys.ExecPrefix)), ":to": s(keys.ControlEnd)},
+		ConsistentRead:            aws.Bool(true),
+		Limit:                     aws.Int32(fetchPageItems),
+	}
+	var rows []item
+	visible := 0
+	readTo := ""
+	for {
+		page, err := p.db.Query(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		now := p.nowMs()
+		for _, row := range page.Items {
+			if sk, _, _ := strAttr(row, attrSK); sk >= keys.ControlEnd {
+				continue // BETWEEN is inclusive
+			} else if strings.HasPrefix(sk, keys.QueuePrefix) {
+				if vis, err := intAttr(row, attrVisible); err == nil && vis <= now {
+					visible++
+				}
+			}
+			rows = append(rows, row)
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			break
+		}
+		if visible > maxTurnMessages {
+			readTo, _, _ = strAttr(page.Items[len(page.Items)-1], attrSK)
+			break
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+		in.Limit = nil
+	}
+	st, err := parseState(instance, rows)
+	if err != nil {
+		return nil, err
+	}
+	st.msgsReadTo = readTo
+	switch {
+	case st.meta != nil && st.meta.currentCopy != nil:
+		// The instance record's copy is the current execution's record
+		// (partial when finished: see Provider.readExecIfNeeded).
+		st.execs[st.meta.current] = cloneExec(st.meta.currentCopy)
+	case st.meta != nil || st.lock.exists:
+		// An instance record written without the copy, or none yet where
+		// turns have run: the records themselves.
+		execRows, err := p.queryPartition(ctx, keys.InstancePK(instance), keys.ExecPrefix, prefixEnd(keys.ExecPrefix))
+		if err != nil {
+			return nil, err
+		}
+		execs, err := parseState(instance, execRows)
+		if err != nil {
+			return nil, err
+		}
+		st.execs = execs.execs
+	}
+	return st, nil
+}
+
+// readExecIfNeeded makes sure st holds the whole record of execution id
+// when a turn of it is about to be planned and the fetch's read may not
+// have had it: the fetch rebuilt the current execution's record from the
+// instance record's copy (a finished one without its output, which a turn
+// that rewrites the record without a new status must keep), and read no
+// older record (which an ack for an older execution would update). No
+// runtime sends either turn, so this costs nothing in practice.
+func (p *Provider) readExecIfNeeded(ctx context.Context, st *instanceState, id uint64, meta provider.ExecutionMetadata) error {
+	if st.meta == nil || st.meta.currentCopy == nil {
+		return nil // the records were read
+	}
+	e := st.execs[id]
+	switch {
+	case e == nil && id < st.meta.current:
+	case e != nil && e.partial && meta.Status == "" && meta.PinnedDuroxideVersion != nil:
+	default:
+		return nil
+	}
+	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: p.table, Key: key(keys.InstancePK(st.id), keys.ExecSK(id)), ConsistentRead: aws.Bool(true)})
+	if err != nil || out.Item == nil {
+		return err
+	}
+	full, err := parseState(st.id, []item{out.Item})
+	if err != nil {
+		return err
+	}
+	st.execs[id] = full.execs[id]
+	return nil
 }
 
 // parseState decodes control rows.
@@ -119,6 +246,21 @@ func parseState(instance string, rows []item) (*instanceState, error) {
 				cstatVersion: d.uint(row, attrCStatusVer),
 				createdAt:    d.int(row, attrCreatedAt),
 				updatedAt:    d.int(row, attrUpdatedAt),
+			}
+			if _, ok := row[attrExecStartedAt]; ok {
+				e := &execRow{id: m.current, status: d.str(row, attrStatus), startedAt: d.int(row, attrExecStartedAt)}
+				if _, ok := row[attrCompletedAt]; ok {
+					c := d.int(row, attrCompletedAt)
+					e.completedAt, e.partial = &c, true
+				}
+				if pin := d.optStr(row, attrExecPinned); pin != nil {
+					v, err := provider.ParseSemVer(*pin)
+					if err != nil {
+						d.keep(fmt.Errorf("%w: pinned version of execution %d in the instance record: %v", provider.ErrCorruptData, m.current, err))
+					}
+					e.pinned = &v
+				}
+				m.currentCopy = e
 			}
 			st.meta = m
 		case sk == keys.Lock:

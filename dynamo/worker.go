@@ -115,6 +115,11 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 		}
 		return false, nil
 	}
+	// stale reports whether sig names a row this process holds or has just
+	// acked (hints.heldWork).
+	stale := func(sig queues.Signal) bool {
+		return sig.Work != "" && sig.Instance != "" && p.hints.holdsWork(workRowKeyOf(sig.Instance, sig.Work), p.nowMs())
+	}
 	filterKey := tags.String()
 	if session != nil {
 		filterKey += "\x00" + session.OwnerID
@@ -131,6 +136,9 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 			for _, sig := range sigs {
 				if sig.Shard >= p.o.Shards {
 					continue
+				}
+				if stale(sig) {
+					continue // announces work this process already has
 				}
 				if !slices.Contains(shards, sig.Shard) {
 					shards = append(shards, sig.Shard)
@@ -180,6 +188,9 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 					var direct []readyRow
 					var declined []queues.Signal
 					for _, sig := range sigs {
+						if stale(sig) {
+							continue // another fetch of this process took it meanwhile
+						}
 						found, notForUs, err := p.readyWorkRow(ctx, sig.Instance, sig.Work, keep)
 						if err != nil {
 							return false, err
@@ -266,6 +277,9 @@ func workRowKey(row item) string {
 	sk, _, _ := strAttr(row, attrSK)
 	return pk + "\x00" + sk
 }
+
+// workRowKeyOf is workRowKey of the activity row work of instance.
+func workRowKeyOf(instance, work string) string { return keys.WorkerPK(instance) + "\x00" + work }
 
 // readyWorkRow reads the activity row work of instance consistently and
 // returns it as a candidate when it is eligible now and keep accepts it.
@@ -411,6 +425,7 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 		return nil, nil
 	}
 	p.leases.set(token, until)
+	p.hints.heldWork(workRowKeyOf(instance, r.sk), until)
 	return &provider.LockedWorkItem{Item: act, LockToken: token, AttemptCount: uint32(attempts + 1)}, nil
 }
 
@@ -560,6 +575,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 		}
 	}
 	p.leases.drop(lockToken)
+	p.hints.heldWork(workRowKeyOf(tok.instance, keys.WorkerSK(tok.executionID, tok.activityID)), p.nowMs()+ackedWorkMs)
 	p.notify(ctx, signals)
 	return nil
 }
@@ -622,6 +638,7 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 		return translate(provider.OpRenewWorkItemLock, err)
 	}
 	p.leases.set(lockToken, until)
+	p.hints.heldWork(workRowKeyOf(tok.instance, keys.WorkerSK(tok.executionID, tok.activityID)), until)
 	return nil
 }
 
@@ -667,6 +684,7 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, delay 
 		return translate(provider.OpAbandonWorkItem, err)
 	}
 	p.leases.drop(lockToken)
+	p.hints.releasedWork(workRowKeyOf(tok.instance, keys.WorkerSK(tok.executionID, tok.activityID)))
 	shard := keys.ShardOf(keys.WorkerRoutingKey(tok.instance, tok.session), p.o.Shards)
 	p.notify(ctx, []queues.Signal{{
 		Kind: queues.Worker, Shard: shard, Instance: tok.instance, VisibleAt: timeMs(visible),

@@ -92,7 +92,12 @@
 // the same call may be made again, not that the first one had no effect.
 // An ack retried with a different commit for the same token is a
 // different turn and may fail with [ErrInvalidLockToken] or
-// [ErrDuplicateEvent].
+// [ErrDuplicateEvent]. An ack made after one for the same token has
+// returned success is a second ack, not a retry, and may fail with
+// [ErrInvalidLockToken] even with the same commit (the DynamoDB provider
+// fails it when both go through one process: two concurrent acks of one
+// turn then have one winner, as the suite's ConcurrentAckPrevention
+// asks, even when the first one's response was lost).
 //
 // # Optional interfaces
 //

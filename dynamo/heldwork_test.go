@@ -1,0 +1,63 @@
+package dynamo_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/dynoxide/dynoxide/dynamo"
+	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
+	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/provider"
+	"github.com/dynoxide/dynoxide/queues"
+)
+
+// TestSignalForHeldWorkMakesNoRequest: a signal reaches every waiting
+// fetch of a process. One that names an activity this process holds, or
+// has just acked, announces nothing new: the fetch that receives it after
+// another took the activity makes no request for it (before, a Query of
+// the shard and a read of the row). An abandoned activity's signal is not
+// stale: the next fetch takes the activity again.
+func TestSignalForHeldWorkMakesNoRequest(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	meter := &dynamotest.Meter{}
+	p, _ := dynamotest.New(t, dynamotest.Config{Queues: true, Shards: 1, Meter: meter, Options: func(o *dynamo.Options) {
+		// One sweep an hour: every request counted below is one a
+		// signal caused.
+		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
+	}})
+	// The first fetch sweeps; none after it does.
+	if got, err := p.FetchWorkItem(ctx, longLock, 10*time.Millisecond, nil, provider.AnyTag()); err != nil || got != nil {
+		t.Fatalf("fetch of an empty queue: %+v, %v", got, err)
+	}
+	const inst = "held-work"
+	item := startAndFetch(ctx, t, p, inst)
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, activities(inst, 1)), "ack scheduling")
+	w, err := p.FetchWorkItem(ctx, longLock, 5*time.Second, nil, provider.AnyTag())
+	if err != nil || w == nil {
+		t.Fatalf("FetchWorkItem: %+v, %v", w, err)
+	}
+	sig := queues.Signal{Kind: queues.Worker, Shard: 0, Instance: inst, Work: keys.WorkerSK(w.Item.ExecutionID, w.Item.ID)}
+
+	noRequestFor := func(when string) {
+		t.Helper()
+		meter.Reset()
+		dynamo.RequeueSignals(p, sig)
+		if got, err := p.FetchWorkItem(ctx, longLock, 200*time.Millisecond, nil, provider.AnyTag()); err != nil || got != nil {
+			t.Fatalf("fetch with a signal for an activity %s: %+v, %v; want nothing", when, got, err)
+		}
+		if used := meter.Usage(); used.Total() != 0 {
+			t.Errorf("a signal for an activity %s cost %v; want no request", when, used.Requests)
+		}
+	}
+	noRequestFor("this process holds")
+
+	must(t, p.AbandonWorkItem(ctx, w.LockToken, 0, false), "abandon")
+	dynamo.RequeueSignals(p, sig)
+	again, err := p.FetchWorkItem(ctx, longLock, 5*time.Second, nil, provider.AnyTag())
+	if err != nil || again == nil || again.Item.ID != w.Item.ID || again.AttemptCount != 2 {
+		t.Fatalf("fetch after the abandon: %+v, %v; want activity %d again, attempt 2", again, err, w.Item.ID)
+	}
+	must(t, p.AckWorkItem(ctx, again.LockToken, provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: again.Item.ID, Result: "r"}), "ack")
+	noRequestFor("this process acked")
+}
