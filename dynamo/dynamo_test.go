@@ -125,8 +125,9 @@ func TestRequestBudget(t *testing.T) {
 	must(t, p.AckWorkItem(ctx, work.LockToken, provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: 2, Result: "ok"}), "AckWorkItem")
 	check("AckWorkItem", 1)
 
-	// A session activity: the claim and the activity time ride in the same
-	// single request.
+	// A session activity: the claim of the activity and of its session in
+	// one transaction, which returns nothing, then a read of the activity
+	// (the ready index does not project it).
 	sess := provider.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: 9, Name: "S", SessionID: ptr("s-1")}
 	must(t, p.EnqueueForWorker(ctx, sess), "EnqueueForWorker")
 	meter.Reset()
@@ -136,7 +137,7 @@ func TestRequestBudget(t *testing.T) {
 	if work == nil {
 		t.Fatal("FetchWorkItem (session): no item")
 	}
-	check("FetchWorkItem (signalled, claiming a session)", 2)
+	check("FetchWorkItem (signalled, claiming a session)", 3)
 	must(t, p.RenewWorkItemLock(ctx, work.LockToken, longLock), "RenewWorkItemLock (session)")
 	check("RenewWorkItemLock (session)", 1)
 	must(t, p.AckWorkItem(ctx, work.LockToken, nil), "AckWorkItem (session)")

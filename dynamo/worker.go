@@ -323,19 +323,14 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 		return nil, err
 	}
 	var d decoder
-	data := d.str(r.row, attrItem)
+	// The activity's JSON: the ready index does not project it (tables
+	// made before it stopped doing so do), so it usually comes with the
+	// claim (below).
+	data := d.optStr(r.row, attrItem)
 	attempts := d.uint(r.row, attrAttempts)
 	sid := d.optStr(r.row, attrSession)
 	if d.err != nil {
 		return nil, d.err
-	}
-	w, err := provider.UnmarshalWorkItem([]byte(data))
-	if err != nil {
-		return nil, provider.Corrupt(provider.OpFetchWorkItem, err, "failed to decode queued activity of instance %q: %v", instance, err)
-	}
-	act, ok := w.(provider.ActivityExecuteItem)
-	if !ok {
-		return nil, provider.Permanent(provider.OpFetchWorkItem, provider.ErrCorruptData, "worker queue holds a %s work item", w.Kind())
 	}
 	seq := r.readySK[len(keys.Num20(0))+1:]
 	tok := workToken{instance: instance, executionID: execID, activityID: actID, session: sid, seq: seq}
@@ -358,11 +353,19 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 		},
 	}
 	if sid == nil {
-		_, err = p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		var out *dynamodb.UpdateItemOutput
+		out, err = p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: rowUpdate.TableName, Key: rowUpdate.Key, UpdateExpression: rowUpdate.UpdateExpression,
 			ConditionExpression: rowUpdate.ConditionExpression, ExpressionAttributeNames: rowUpdate.ExpressionAttributeNames,
 			ExpressionAttributeValues: rowUpdate.ExpressionAttributeValues,
+			// The row as the claim left it: the activity comes with it, at
+			// no cost in read units.
+			ReturnValues: types.ReturnValueAllNew,
 		})
+		if err == nil && data == nil {
+			var od decoder
+			data = od.optStr(out.Attributes, attrItem)
+		}
 		if err != nil {
 			if conditionFailed(err) {
 				return nil, nil
@@ -418,6 +421,17 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 		_ = p.AbandonWorkItem(context.WithoutCancel(ctx), token, 0, true)
 		return nil, ctx.Err()
 	}
+	act, found, err := p.claimedActivity(ctx, workKey(tok), data)
+	if err == nil && !found {
+		return nil, nil // deleted since the claim (its instance was)
+	}
+	if err != nil {
+		// Not delivered, so not an attempt. A row this process cannot
+		// decode (a newer version's) is left to others (the caller parks
+		// it here).
+		_ = p.AbandonWorkItem(context.WithoutCancel(ctx), token, 0, true)
+		return nil, err
+	}
 	if p.nowMs() >= until {
 		p.o.Logf("dynamo: lock on activity %d of instance %q expired before the fetch returned (lock timeout %v); released", actID, instance, lockTimeout)
 		// Never delivered, so not an attempt (as for an orchestration turn).
@@ -427,6 +441,39 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 	p.leases.set(token, until)
 	p.hints.heldWork(workRowKeyOf(instance, r.sk), until)
 	return &provider.LockedWorkItem{Item: act, LockToken: token, AttemptCount: uint32(attempts + 1)}, nil
+}
+
+// claimedActivity decodes the activity of the worker row at k, which the
+// caller has just claimed: from data, its JSON when the claim returned it
+// (or the index projected it), else from a consistent read of the row
+// (after a session claim, whose transaction returns nothing, or a claim
+// whose response was lost).
+// found is false when the row is gone.
+func (p *Provider) claimedActivity(ctx context.Context, k item, data *string) (act provider.ActivityExecuteItem, found bool, err error) {
+	if data == nil {
+		out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName: p.table, Key: k, ConsistentRead: aws.Bool(true),
+			ProjectionExpression: aws.String("#item"), ExpressionAttributeNames: map[string]string{"#item": attrItem},
+		})
+		if err != nil || out.Item == nil {
+			return act, false, err
+		}
+		var d decoder
+		v := d.str(out.Item, attrItem)
+		if d.err != nil {
+			return act, true, provider.Corrupt(provider.OpFetchWorkItem, d.err, "queued activity %s: %v", describeKey(k), d.err)
+		}
+		data = &v
+	}
+	w, err := provider.UnmarshalWorkItem([]byte(*data))
+	if err != nil {
+		return act, true, provider.Corrupt(provider.OpFetchWorkItem, err, "failed to decode queued activity %s: %v", describeKey(k), err)
+	}
+	act, ok := w.(provider.ActivityExecuteItem)
+	if !ok {
+		return act, true, provider.Permanent(provider.OpFetchWorkItem, provider.ErrCorruptData, "worker queue holds a %s work item", w.Kind())
+	}
+	return act, true, nil
 }
 
 // workKey returns the key of the worker row token locks.

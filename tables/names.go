@@ -34,9 +34,12 @@ const (
 	// AttrSession is a queue-row attribute projected into [IndexReady]: the
 	// session a dispatcher filters on.
 	AttrSession = "session"
-	// AttrItem is a queue-row attribute projected into [IndexReady]: the
-	// queued work item's JSON, so that a worker locks and returns an
-	// activity without reading the base table first.
+	// AttrItem is the queue-row attribute that holds the queued work item's
+	// JSON. It is not projected into [IndexReady] (tables made by earlier
+	// versions of this package project it, which costs more and is
+	// otherwise harmless): every write of a queue row would pay for it
+	// again in the index, and a worker takes the activity from its claim's
+	// returned values instead.
 	AttrItem = "item"
 	// AttrAttempts is a queue-row attribute projected into [IndexReady]:
 	// the worker row's attempt count before the lock a worker is taking.

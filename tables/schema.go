@@ -92,7 +92,7 @@ func Default() Schema {
 				PartitionKey:     Attribute{Name: AttrReadyPK, Type: types.ScalarAttributeTypeS},
 				SortKey:          Attribute{Name: AttrReadySK, Type: types.ScalarAttributeTypeS},
 				Projection:       types.ProjectionTypeInclude,
-				NonKeyAttributes: []string{AttrAttempts, AttrItem, AttrLockUntil, AttrSession, AttrTag, AttrVis},
+				NonKeyAttributes: []string{AttrAttempts, AttrLockUntil, AttrSession, AttrTag, AttrVis},
 			},
 		},
 		TTLAttribute: AttrExpiresAt,

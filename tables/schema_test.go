@@ -129,7 +129,7 @@ func TestSchema_Diff(t *testing.T) {
 			want: []string{
 				`index "ready": partition key: want rq_pk (S), got x (S)`,
 				`index "ready": sort key: want rq_sk (S), got none`,
-				`index "ready": non-key attributes missing: att, item, lock_until, session, tag`,
+				`index "ready": non-key attributes missing: att, lock_until, session, tag`,
 				`index "ready": non-key attributes not in the schema: extra`,
 			},
 		},

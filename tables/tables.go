@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -160,7 +161,7 @@ func check(ctx context.Context, api API, s Schema, name string, desc *types.Tabl
 		return err
 	}
 	ttl := ttlOut.TimeToLiveDescription
-	live := FromDescription(desc, ttl)
+	live := withoutLegacyProjection(FromDescription(desc, ttl), s)
 	diffs := s.Diff(live)
 	// A Schema has no local secondary indexes, and neither may the table:
 	// they cap each partition key's items at 10 GB.
@@ -178,6 +179,28 @@ func check(ctx context.Context, api API, s Schema, name string, desc *types.Tabl
 		}
 	}
 	return &MismatchError{Table: name, Differences: diffs}
+}
+
+// withoutLegacyProjection returns live without the activity JSON
+// (AttrItem) in its ready index's projection when s does not project it:
+// tables made by earlier versions of this package project it, which costs
+// more write units and is otherwise harmless, so such a table is accepted
+// as it is (recreating the index, as the Terraform module's plan does,
+// removes the cost).
+func withoutLegacyProjection(live, s Schema) Schema {
+	for _, want := range s.Indexes {
+		if want.Name != IndexReady || slices.Contains(want.NonKeyAttributes, AttrItem) {
+			continue
+		}
+		live.Indexes = slices.Clone(live.Indexes)
+		for i, ix := range live.Indexes {
+			if ix.Name == IndexReady {
+				ix.NonKeyAttributes = slices.DeleteFunc(slices.Clone(ix.NonKeyAttributes), func(a string) bool { return a == AttrItem })
+				live.Indexes[i] = ix
+			}
+		}
+	}
+	return live
 }
 
 func ttlDisabled(ttl *types.TimeToLiveDescription) bool {

@@ -3,6 +3,7 @@ package tables_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -214,6 +215,34 @@ func TestEnsure_DifferentIndexFails(t *testing.T) {
 	var me *tables.MismatchError
 	if !errors.As(err, &me) || len(me.Differences) != 1 || me.Differences[0] != `index "ready": sort key: want rq_sk (S), got none` {
 		t.Errorf("differences %+v", me)
+	}
+}
+
+// TestEnsure_AcceptsLegacyReadyProjection: a table made by an earlier
+// version, whose ready index also projects the activity JSON (item), is
+// accepted as it is; any other extra projected attribute is a mismatch.
+func TestEnsure_AcceptsLegacyReadyProjection(t *testing.T) {
+	t.Parallel()
+	withExtra := func(extra string) tables.Schema {
+		s := tables.Default()
+		for i := range s.Indexes {
+			if s.Indexes[i].Name == tables.IndexReady {
+				s.Indexes[i].NonKeyAttributes = append(slices.Clone(s.Indexes[i].NonKeyAttributes), extra)
+			}
+		}
+		return s
+	}
+	client, name := newTable(t)
+	createRaw(t, client, withExtra(tables.AttrItem), name, true)
+	if err := tables.Ensure(t.Context(), client, name); err != nil {
+		t.Fatalf("Ensure of a table whose ready index projects %q: %v", tables.AttrItem, err)
+	}
+	other, otherName := newTable(t)
+	createRaw(t, other, withExtra("payload"), otherName, true)
+	var me *tables.MismatchError
+	if err := tables.Ensure(t.Context(), other, otherName); !errors.As(err, &me) || len(me.Differences) != 1 ||
+		me.Differences[0] != `index "ready": non-key attributes not in the schema: payload` {
+		t.Fatalf("Ensure of a table whose ready index projects another attribute: %v, want one difference", err)
 	}
 }
 
