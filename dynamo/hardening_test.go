@@ -1340,17 +1340,8 @@ func TestCleanupCountsSessionWhoseDeleteLostItsResponse(t *testing.T) {
 	clock := faults.NewFakeClock(time.Now())
 	in := faults.New(11)
 	p := faultyOn(t, env, in, clock, dynamotest.Config{ShortPoll: true, Shards: 1})
-	const inst, sid = "cleanup-lost", "s-cleanup"
-	item := startAndFetch(ctx, t, p, inst)
-	commit := activities(inst, 1)
-	commit.WorkerItems[0].SessionID = ptr(sid)
-	must(t, p.AckOrchestrationItem(ctx, item.LockToken, commit), "ack scheduling")
-	const lease = time.Second
-	w, err := p.FetchWorkItem(ctx, longLock, 0, &provider.SessionFetchConfig{OwnerID: "w1", LockTimeout: lease}, provider.AnyTag())
-	if err != nil || w == nil {
-		t.Fatalf("FetchWorkItem: %+v, %v", w, err)
-	}
-	must(t, p.AckWorkItem(ctx, w.LockToken, provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: w.Item.ID, Result: "r"}), "ack")
+	const sid, lease = "s-cleanup", time.Second
+	runSessionActivity(ctx, t, p, "cleanup-lost", sid, lease)
 	clock.Advance(2 * lease)
 	in.Add(faults.Rule{Ops: []string{faults.OpDeleteItem}, Rate: 1, Count: 1, Fault: faults.LostResponse()})
 	n, err := p.CleanupOrphanedSessions(ctx, 0)
@@ -1360,6 +1351,22 @@ func TestCleanupCountsSessionWhoseDeleteLostItsResponse(t *testing.T) {
 	if row := sessionRow(ctx, t, env, sid); row != nil {
 		t.Fatalf("session record still there: %v", row)
 	}
+}
+
+// runSessionActivity starts instance, schedules one activity of session
+// sid, and runs it as owner "w1", whose session lease is lease: the session
+// record stays, referenced by no activity.
+func runSessionActivity(ctx context.Context, t *testing.T, p provider.Provider, instance, sid string, lease time.Duration) {
+	t.Helper()
+	item := startAndFetch(ctx, t, p, instance)
+	commit := activities(instance, 1)
+	commit.WorkerItems[0].SessionID = ptr(sid)
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, commit), "ack scheduling")
+	w, err := p.FetchWorkItem(ctx, longLock, 0, &provider.SessionFetchConfig{OwnerID: "w1", LockTimeout: lease}, provider.AnyTag())
+	if err != nil || w == nil {
+		t.Fatalf("FetchWorkItem: %+v, %v", w, err)
+	}
+	must(t, p.AckWorkItem(ctx, w.LockToken, provider.ActivityCompletedItem{Instance: instance, ExecutionID: 1, ID: w.Item.ID, Result: "r"}), "ack")
 }
 
 // TestCleanupPassesOverLiveSessions: a cleanup reads each session's lease
@@ -1373,17 +1380,8 @@ func TestCleanupPassesOverLiveSessions(t *testing.T) {
 	meter := &dynamotest.Meter{}
 	clock := faults.NewFakeClock(time.Now())
 	p, env := dynamotest.New(t, dynamotest.Config{ShortPoll: true, Shards: 1, Meter: meter, Options: func(o *dynamo.Options) { o.Now = clock.Now }})
-	const inst, sid = "cleanup-live", "s-live"
-	item := startAndFetch(ctx, t, p, inst)
-	commit := activities(inst, 1)
-	commit.WorkerItems[0].SessionID = ptr(sid)
-	must(t, p.AckOrchestrationItem(ctx, item.LockToken, commit), "ack scheduling")
-	const lease = time.Minute
-	w, err := p.FetchWorkItem(ctx, longLock, 0, &provider.SessionFetchConfig{OwnerID: "w1", LockTimeout: lease}, provider.AnyTag())
-	if err != nil || w == nil {
-		t.Fatalf("FetchWorkItem: %+v, %v", w, err)
-	}
-	must(t, p.AckWorkItem(ctx, w.LockToken, provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: w.Item.ID, Result: "r"}), "ack")
+	const sid, lease = "s-live", time.Minute
+	runSessionActivity(ctx, t, p, "cleanup-live", sid, lease)
 
 	meter.Reset()
 	if n, err := p.CleanupOrphanedSessions(ctx, 0); err != nil || n != 0 {
