@@ -156,8 +156,11 @@ func NewQueue(t testing.TB, e Endpoints, name string) string {
 	}
 	queueURL := aws.ToString(out.QueueUrl)
 	t.Cleanup(func() {
-		// t.Context is cancelled before cleanups run.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		// t.Context is cancelled before cleanups run. An emulator on a
+		// machine that other work loads can take well over 30 s to answer
+		// (seen after TestCrashRecovery, whose killed processes leave long
+		// polls open).
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		defer cancel()
 		_, err := client.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(queueURL)})
 		var missing *sqstypes.QueueDoesNotExist
