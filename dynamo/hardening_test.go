@@ -1353,6 +1353,41 @@ func TestCleanupCountsSessionWhoseDeleteLostItsResponse(t *testing.T) {
 	}
 }
 
+// TestAppendRetriedAfterUnknownOutcome: an append whose events were
+// stored but whose call failed afterwards (here the lock row's history
+// mark met a server error) is retried by its caller, as the contract's
+// ambiguous outcomes ask; the retry succeeds and stores nothing twice. An
+// append of other content under a stored id still fails with
+// ErrDuplicateEvent. The conformance suite's AppendRejectsDuplicateEventID
+// failed under fault injection on the first append's retry.
+func TestAppendRetriedAfterUnknownOutcome(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, false)
+	in := faults.New(13)
+	p := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true, Shards: 1})
+	const inst = "append-retry"
+	item := startAndFetch(ctx, t, p, inst) // a lock row, which the append marks
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, activities(inst, 0)), "first ack")
+	events := []provider.Event{ev(2, inst, provider.TimerCreated{FireAtMs: 2}), ev(3, inst, provider.TimerCreated{FireAtMs: 3})}
+	heal := in.Add(faults.Rule{Ops: []string{faults.OpUpdateItem}, Rate: 1, Fault: faults.ServerError("InternalServerError")})
+	err := p.AppendWithExecution(ctx, inst, 1, events)
+	heal()
+	if !provider.IsRetryable(err) {
+		t.Fatalf("append whose history mark failed: %v, want a retryable error", err)
+	}
+	must(t, p.AppendWithExecution(ctx, inst, 1, events), "retried append")
+	history, err := p.ReadWithExecution(ctx, inst, 1)
+	must(t, err, "ReadWithExecution")
+	if len(history) != 3 || history[1].EventID != 2 || history[2].EventID != 3 {
+		t.Fatalf("history after the retried append: %+v, want events 1, 2, 3", history)
+	}
+	imposter := []provider.Event{ev(3, inst, provider.TimerCreated{FireAtMs: 99})}
+	if err := p.AppendWithExecution(ctx, inst, 1, imposter); !errors.Is(err, provider.ErrDuplicateEvent) {
+		t.Fatalf("append of other content under a stored id: %v, want ErrDuplicateEvent", err)
+	}
+}
+
 // runSessionActivity starts instance, schedules one activity of session
 // sid, and runs it as owner "w1", whose session lease is lease: the session
 // record stays, referenced by no activity.

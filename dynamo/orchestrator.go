@@ -302,8 +302,10 @@ func (p *Provider) latestExecution(ctx context.Context, instance string) (uint64
 // it cached before. Requests: a Query for the ids, TransactWriteItems of
 // up to 100 events, and one UpdateItem of the lock row.
 // Execution id 0, event id 0, an id twice in events (all
-// [provider.ErrInvalidInput]) and an id already stored
-// ([provider.ErrDuplicateEvent]) are rejected, and then nothing is stored.
+// [provider.ErrInvalidInput]) and an id already stored with other content
+// ([provider.ErrDuplicateEvent]) are rejected, and then nothing is stored;
+// events already stored as given are passed over, so that a retry of an
+// append whose outcome was unknown succeeds.
 func (p *Provider) AppendWithExecution(ctx context.Context, instance string, executionID uint64, events []provider.Event) error {
 	if executionID == 0 {
 		return provider.Permanent(provider.OpAppendWithExecution, provider.ErrInvalidInput, "execution_id must be greater than 0")
@@ -329,7 +331,8 @@ func (p *Provider) AppendWithExecution(ctx context.Context, instance string, exe
 	if len(actions) == 0 {
 		return nil
 	}
-	if err := p.checkNewEvents(ctx, provider.OpAppendWithExecution, instance, executionID, actions); err != nil {
+	actions, err := p.unstoredEvents(ctx, instance, executionID, actions)
+	if err != nil {
 		return err
 	}
 	for start := 0; start < len(actions); start += maxTransactActions {
@@ -354,4 +357,42 @@ func (p *Provider) AppendWithExecution(ctx context.Context, instance string, exe
 		return translate(provider.OpAppendWithExecution, err)
 	}
 	return nil
+}
+
+// unstoredEvents returns the history puts among actions whose events are
+// not stored yet. An event stored with the same JSON was stored by an
+// earlier attempt of this append, whose outcome its caller could not know
+// (a lost response, or a failure after the write such as the lock row's
+// mark): a retry succeeds instead of failing on it. An event stored with
+// other content fails the append with [provider.ErrDuplicateEvent].
+func (p *Provider) unstoredEvents(ctx context.Context, instance string, executionID uint64, actions []planAction) ([]planAction, error) {
+	lo, hi := ^uint64(0), uint64(0)
+	for _, a := range actions {
+		lo, hi = min(lo, a.eventID), max(hi, a.eventID)
+	}
+	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), keys.HistorySK(executionID, lo),
+		keys.HistorySK(executionID, hi)+"\x00", attrSK, attrEvent)
+	if err != nil {
+		return nil, translate(provider.OpAppendWithExecution, err)
+	}
+	stored := make(map[uint64]string, len(rows))
+	for _, row := range rows {
+		sk, _, _ := strAttr(row, attrSK)
+		if _, eventID, err := keys.ParseHistorySK(sk); err == nil {
+			stored[eventID], _, _ = strAttr(row, attrEvent)
+		}
+	}
+	var unstored []planAction
+	for _, a := range actions {
+		data, ok := stored[a.eventID]
+		if !ok {
+			unstored = append(unstored, a)
+			continue
+		}
+		if want, _, _ := strAttr(a.put, attrEvent); data != want {
+			return nil, provider.Permanent(provider.OpAppendWithExecution, provider.ErrDuplicateEvent,
+				"event_id %d already exists in execution %d of instance %s", a.eventID, executionID, instance)
+		}
+	}
+	return unstored, nil
 }
