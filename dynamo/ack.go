@@ -75,7 +75,8 @@ type turnPlan struct {
 // rows when another process did. Larger turns use the staged protocol of
 // docs/design.md §5. A retry of an ack whose response was lost resends the
 // same transaction with the same ClientRequestToken and succeeds without
-// applying twice.
+// applying twice. An ack after this process has returned success for the
+// token is a second ack and fails with [provider.ErrInvalidLockToken].
 func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, commit provider.TurnCommit) error {
 	if err := provider.ValidateTurn(provider.OpAckOrchestrationItem, commit); err != nil {
 		return err
