@@ -213,22 +213,18 @@ func settle(ctx context.Context, t *testing.T) {
 // the promise that it converges, so the check fails when a read begun after
 // it still disagrees (see eventually). One read that agrees does not make
 // the next one agree (a lagging source may answer each read from a view of
-// its own), so it then waits until the bound has passed since it started,
-// after the writes returned: the operation's own reads then begin after
-// the bound and reflect them. Without a bound it does nothing: the listing
-// is current and the operation is checked as it comes.
+// its own), so it then waits until the bound has passed since the read
+// that agreed returned: the operation's own reads then begin a bound after
+// a view that held the writes. (Counting from the writes instead would
+// trust the bound to cover the time to that first read too, which retries
+// of the read itself can stretch.) Without a bound it does nothing: the
+// listing is current and the operation is checked as it comes.
 func awaitListed(ctx context.Context, t *testing.T, admin provider.Admin, ids ...string) {
 	t.Helper()
 	bound := convergenceOf(ctx).bound
 	if bound == 0 {
 		return
 	}
-	converged := time.Now().Add(bound)
-	defer func() {
-		if d := time.Until(converged); d > 0 && !t.Failed() {
-			pause(ctx, t, d)
-		}
-	}()
 	status := make(map[string]string, len(ids))
 	for _, id := range ids {
 		info, err := admin.InstanceInfo(ctx, id)
@@ -262,4 +258,5 @@ func awaitListed(ctx context.Context, t *testing.T, admin provider.Admin, ids ..
 		}
 		return true, ""
 	})
+	pause(ctx, t, bound)
 }
