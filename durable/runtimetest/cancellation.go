@@ -129,8 +129,15 @@ func cxAwaitOrchestratorQueueEmpty(h *H) {
 		return
 	}
 	// A lagging depth can read zero before it shows the message just
-	// written: only a zero read once the lag bound has passed counts.
+	// written: only a zero read once the lag bound has passed counts,
+	// counted from a read begun after the write (a source may serve a
+	// view as old as its previous read, as the fault injector's index-lag
+	// model does, until a read after the write has dated a newer one).
 	if d := h.f.Convergence; d > 0 {
+		h.WaitFor("a queue-depth read after the write", func() bool {
+			_, err := h.Client.QueueDepths(context.Background())
+			return err == nil
+		})
 		select {
 		case <-time.After(d):
 		case <-h.Ctx().Done():

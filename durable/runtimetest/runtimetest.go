@@ -126,7 +126,7 @@ func Run(t *testing.T, f Factory) {
 			for _, test := range cat.Tests {
 				tf := f
 				if (ExactDelivery[cat.Name] || ExactDelivery[cat.Name+"/"+test.Name]) && f.Exact != nil {
-					tf.New, tf.ClientProvider = f.Exact, nil
+					tf.New, tf.ClientProvider, tf.Exact = f.Exact, nil, nil
 				}
 				t.Run(test.Name, func(t *testing.T) {
 					if f.Parallel {
@@ -162,6 +162,13 @@ func newHarness(t *testing.T, f Factory) *H {
 	}
 	return &H{T: t, P: p, Client: durable.NewClient(cp), f: f}
 }
+
+// Redelivers reports whether the test's provider injects faults that force
+// correct redeliveries (Factory.Exact is set and the test is not one of
+// ExactDelivery): a test that counts runs then checks that every run beyond
+// the first of an activity is a later delivery of it, not a second run of
+// one delivery or of one schedule.
+func (h *H) Redelivers() bool { return h.f.Exact != nil }
 
 // Logger returns the suite's logger: quiet unless DYNOXIDE_TEST_LOG is set.
 func Logger() *slog.Logger {
