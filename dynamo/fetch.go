@@ -269,10 +269,7 @@ const handOutAge = 2 * time.Second
 func unannounced(rows []readyRow, nowMs int64) []readyRow {
 	var out []readyRow
 	for _, r := range rows {
-		if len(r.readySK) < 20 {
-			continue
-		}
-		if at, err := keys.ParseNum20(r.readySK[:20]); err == nil && int64(at) <= nowMs-handOutAge.Milliseconds() {
+		if at, ok := readyAt(r.readySK); ok && at <= nowMs-handOutAge.Milliseconds() {
 			out = append(out, r)
 		}
 	}

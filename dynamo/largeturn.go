@@ -156,30 +156,49 @@ func translateNil(op string, err error) error {
 // checkNewEvents fails with [provider.ErrDuplicateEvent] when an event
 // that actions write is already stored.
 func (p *Provider) checkNewEvents(ctx context.Context, op, instance string, executionID uint64, actions []planAction) error {
-	ids := map[uint64]bool{}
-	lo, hi := ^uint64(0), uint64(0)
-	for _, a := range actions {
-		if a.eventID != 0 {
-			ids[a.eventID] = true
-			lo, hi = min(lo, a.eventID), max(hi, a.eventID)
-		}
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), keys.HistorySK(executionID, lo),
-		keys.HistorySK(executionID, hi)+"\x00", attrSK)
+	stored, err := p.storedEvents(ctx, op, instance, executionID, actions, false)
 	if err != nil {
-		return translate(op, err)
+		return err
 	}
-	for _, row := range rows {
-		sk, _, _ := strAttr(row, attrSK)
-		if _, eventID, err := keys.ParseHistorySK(sk); err == nil && ids[eventID] {
+	for _, a := range actions {
+		if _, ok := stored[a.eventID]; ok && a.eventID != 0 {
 			return provider.Permanent(op, provider.ErrDuplicateEvent,
-				"event_id %d already exists in execution %d of instance %s", eventID, executionID, instance)
+				"event_id %d already exists in execution %d of instance %s", a.eventID, executionID, instance)
 		}
 	}
 	return nil
+}
+
+// storedEvents reads which of the events that actions write execution
+// executionID of instance already stores (one Query of the event-id range
+// they span), with each one's JSON when withData is set.
+func (p *Provider) storedEvents(ctx context.Context, op, instance string, executionID uint64, actions []planAction, withData bool) (map[uint64]string, error) {
+	lo, hi := ^uint64(0), uint64(0)
+	for _, a := range actions {
+		if a.eventID != 0 {
+			lo, hi = min(lo, a.eventID), max(hi, a.eventID)
+		}
+	}
+	if lo > hi {
+		return nil, nil
+	}
+	projection := []string{attrSK}
+	if withData {
+		projection = append(projection, attrEvent)
+	}
+	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), keys.HistorySK(executionID, lo),
+		keys.HistorySK(executionID, hi)+"\x00", projection...)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	stored := make(map[uint64]string, len(rows))
+	for _, row := range rows {
+		sk, _, _ := strAttr(row, attrSK)
+		if _, eventID, err := keys.ParseHistorySK(sk); err == nil {
+			stored[eventID], _, _ = strAttr(row, attrEvent)
+		}
+	}
+	return stored, nil
 }
 
 // chunkActions splits actions into staging rows. The first row takes one

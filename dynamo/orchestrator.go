@@ -366,21 +366,9 @@ func (p *Provider) AppendWithExecution(ctx context.Context, instance string, exe
 // mark): a retry succeeds instead of failing on it. An event stored with
 // other content fails the append with [provider.ErrDuplicateEvent].
 func (p *Provider) unstoredEvents(ctx context.Context, instance string, executionID uint64, actions []planAction) ([]planAction, error) {
-	lo, hi := ^uint64(0), uint64(0)
-	for _, a := range actions {
-		lo, hi = min(lo, a.eventID), max(hi, a.eventID)
-	}
-	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), keys.HistorySK(executionID, lo),
-		keys.HistorySK(executionID, hi)+"\x00", attrSK, attrEvent)
+	stored, err := p.storedEvents(ctx, provider.OpAppendWithExecution, instance, executionID, actions, true)
 	if err != nil {
-		return nil, translate(provider.OpAppendWithExecution, err)
-	}
-	stored := make(map[uint64]string, len(rows))
-	for _, row := range rows {
-		sk, _, _ := strAttr(row, attrSK)
-		if _, eventID, err := keys.ParseHistorySK(sk); err == nil {
-			stored[eventID], _, _ = strAttr(row, attrEvent)
-		}
+		return nil, err
 	}
 	var unstored []planAction
 	for _, a := range actions {

@@ -137,6 +137,16 @@ func readySK(atMs int64, seq string) string {
 	return keys.Num20(uint64(max(atMs, 0))) + "#" + seq
 }
 
+// readyAt is the time in ms a ready-index sort key (readySK) says its row
+// became eligible; ok is false for a key that is not one.
+func readyAt(rqSK string) (atMs int64, ok bool) {
+	if len(rqSK) < 20 {
+		return 0, false
+	}
+	at, err := keys.ParseNum20(rqSK[:20])
+	return int64(at), err == nil
+}
+
 // readyBound is the exclusive upper bound of rq_sk for rows eligible at
 // nowMs.
 func readyBound(nowMs int64) string { return keys.Num20(uint64(nowMs + 1)) }
@@ -278,15 +288,40 @@ func (p *Provider) queryAll(ctx context.Context, in *dynamodb.QueryInput) ([]ite
 // [from, to), consistently, in sort-key order. projection, when not empty,
 // limits the attributes read.
 func (p *Provider) queryPartition(ctx context.Context, pk, from, to string, projection ...string) ([]item, error) {
+	rows, _, err := p.queryRange(ctx, partitionRange{pk: pk, from: from, to: to, projection: projection})
+	return rows, err
+}
+
+// partitionRange is a consistent read of the rows of partition pk whose
+// sort key lies in [from, to), in sort-key order.
+type partitionRange struct {
+	pk, from, to string
+	// projection, when not empty, limits the attributes read.
+	projection []string
+	// firstPage, when not zero, is the Limit of the first page; later
+	// pages have none.
+	firstPage int32
+	// enough, when set, sees each page's rows in the range, in order, and
+	// stops the read after that page by returning true.
+	enough func(page []item) bool
+}
+
+// queryRange reads r page by page. complete is false when r.enough stopped
+// the read before the end of the range.
+func (p *Provider) queryRange(ctx context.Context, r partitionRange) (rows []item, complete bool, err error) {
 	in := &dynamodb.QueryInput{
+		TableName:                 p.table,
 		KeyConditionExpression:    aws.String("#pk = :pk AND #sk BETWEEN :from AND :to"),
 		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": s(pk), ":from": s(from), ":to": s(to)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": s(r.pk), ":from": s(r.from), ":to": s(r.to)},
 		ConsistentRead:            aws.Bool(true),
 	}
-	if len(projection) > 0 {
+	if r.firstPage > 0 {
+		in.Limit = aws.Int32(r.firstPage)
+	}
+	if len(r.projection) > 0 {
 		expr := ""
-		for i, name := range projection {
+		for i, name := range r.projection {
 			alias := fmt.Sprintf("#p%d", i)
 			in.ExpressionAttributeNames[alias] = name
 			if i > 0 {
@@ -296,19 +331,29 @@ func (p *Provider) queryPartition(ctx context.Context, pk, from, to string, proj
 		}
 		in.ProjectionExpression = aws.String(expr)
 	}
-	rows, err := p.queryAll(ctx, in)
-	if err != nil {
-		return nil, err
-	}
-	// BETWEEN is inclusive; callers pass an exclusive end.
-	for len(rows) > 0 {
-		last, _, _ := strAttr(rows[len(rows)-1], attrSK)
-		if last < to {
-			break
+	for {
+		page, err := p.db.Query(ctx, in)
+		if err != nil {
+			return nil, false, err
 		}
-		rows = rows[:len(rows)-1]
+		items := page.Items
+		// BETWEEN is inclusive; the range's end is not.
+		for len(items) > 0 {
+			if last, _, _ := strAttr(items[len(items)-1], attrSK); last < r.to {
+				break
+			}
+			items = items[:len(items)-1]
+		}
+		rows = append(rows, items...)
+		if len(page.LastEvaluatedKey) == 0 {
+			return rows, true, nil
+		}
+		if r.enough != nil && r.enough(items) {
+			return rows, false, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+		in.Limit = nil
 	}
-	return rows, nil
 }
 
 // prefixEnd is the smallest string greater than every string starting with

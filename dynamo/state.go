@@ -136,42 +136,28 @@ const fetchPageItems = 256
 // fetch and its ack use. An eternal orchestration's turns cost the same
 // after ten thousand executions as after one.
 func (p *Provider) loadFetchState(ctx context.Context, instance string) (*instanceState, error) {
-	in := &dynamodb.QueryInput{
-		TableName:                 p.table,
-		KeyConditionExpression:    aws.String("#pk = :pk AND #sk BETWEEN :from AND :to"),
-		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": s(keys.InstancePK(instance)), ":from": s(prefixEnd(keys.ExecPrefix)), ":to": s(keys.ControlEnd)},
-		ConsistentRead:            aws.Bool(true),
-		Limit:                     aws.Int32(fetchPageItems),
-	}
-	var rows []item
 	visible := 0
-	readTo := ""
-	for {
-		page, err := p.db.Query(ctx, in)
-		if err != nil {
-			return nil, err
-		}
-		now := p.nowMs()
-		for _, row := range page.Items {
-			if sk, _, _ := strAttr(row, attrSK); sk >= keys.ControlEnd {
-				continue // BETWEEN is inclusive
-			} else if strings.HasPrefix(sk, keys.QueuePrefix) {
-				if vis, err := intAttr(row, attrVisible); err == nil && vis <= now {
-					visible++
+	rows, complete, err := p.queryRange(ctx, partitionRange{
+		pk: keys.InstancePK(instance), from: prefixEnd(keys.ExecPrefix), to: keys.ControlEnd,
+		firstPage: fetchPageItems,
+		enough: func(page []item) bool {
+			now := p.nowMs()
+			for _, row := range page {
+				if sk, _, _ := strAttr(row, attrSK); strings.HasPrefix(sk, keys.QueuePrefix) {
+					if vis, err := intAttr(row, attrVisible); err == nil && vis <= now {
+						visible++
+					}
 				}
 			}
-			rows = append(rows, row)
-		}
-		if len(page.LastEvaluatedKey) == 0 {
-			break
-		}
-		if visible > maxTurnMessages {
-			readTo, _, _ = strAttr(page.Items[len(page.Items)-1], attrSK)
-			break
-		}
-		in.ExclusiveStartKey = page.LastEvaluatedKey
-		in.Limit = nil
+			return visible > maxTurnMessages
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	readTo := ""
+	if !complete && len(rows) > 0 {
+		readTo, _, _ = strAttr(rows[len(rows)-1], attrSK)
 	}
 	st, err := parseState(instance, rows)
 	if err != nil {
