@@ -15,6 +15,10 @@ import (
 	"github.com/dynoxide/dynoxide/tables"
 )
 
+// suiteTimeout bounds each wait of the runtime's suite on DynamoDB Local
+// (see runtimeFactory).
+const suiteTimeout = 5 * time.Minute
+
 // runtimeFactory runs the runtime's suite on DynamoDB providers configured
 // by c, each test on a fresh table (and queues).
 func runtimeFactory(c dynamotest.Config) runtimetest.Factory {
@@ -36,11 +40,12 @@ func runtimeFactory(c dynamotest.Config) runtimetest.Factory {
 		// Leases tests ask for (down to a second) are tripled: a request
 		// to the shared emulator can take hundreds of milliseconds.
 		LeaseScale: 3,
-		// Waits detect a hang, they do not time the provider: the heaviest
-		// tests (600 timers in one fan-in, 1,200 history events re-read per
-		// turn) take about 25 s alone on a loaded machine and more beside
-		// the package's other parallel tests.
-		Timeout:  2 * time.Minute,
+		// Waits detect a hang, they do not time the provider. The heaviest
+		// test (600 timers in one fan-in: about 220 requests, 40 of them
+		// transactions of up to 100 actions, which DynamoDB Local runs
+		// slowly) takes 25-45 s alone; beside two other make test runs on
+		// two cores (load average about 13) it took over 2 minutes.
+		Timeout:  suiteTimeout,
 		Parallel: true,
 	}
 }
@@ -89,7 +94,7 @@ func TestRuntimeValidationWithFaults(t *testing.T) {
 		f.ClientProvider = func(p provider.Provider) provider.Provider {
 			return providertest.Retrying(p, providertest.RetryPolicy{})
 		}
-		f.Timeout = 2 * time.Minute
+		f.Timeout = suiteTimeout
 		f.Convergence = indexLag + 500*time.Millisecond
 		return f
 	}
