@@ -214,6 +214,10 @@ type Runtime struct {
 	stopWork context.CancelCauseFunc // cancels activities and turns
 	wg       sync.WaitGroup
 	sessions *sessionTracker
+	// stableOwners: the worker slots' session owner ids were given
+	// (WorkerNodeID or RuntimeID), so a runtime that follows a stopped
+	// one may own its sessions; random ids own none at the start.
+	stableOwners bool
 }
 
 // NewRuntime returns a runtime for reg on p. It makes no request.
@@ -225,6 +229,7 @@ func NewRuntime(p provider.Provider, reg *Registry, optFns ...func(*Options)) (*
 	for _, fn := range optFns {
 		fn(&o)
 	}
+	stableOwners := o.WorkerNodeID != "" || o.RuntimeID != ""
 	o.setDefaults()
 	if err := o.validate(); err != nil {
 		return nil, err
@@ -241,6 +246,8 @@ func NewRuntime(p provider.Provider, reg *Registry, optFns ...func(*Options)) (*
 		client:   NewClient(p),
 		tel:      tel,
 		sessions: newSessionTracker(),
+
+		stableOwners: stableOwners,
 	}
 	if tel.tracing {
 		r.p = traceProvider(p, tel.tracer)

@@ -35,15 +35,17 @@ func TestCleanupSchedule(t *testing.T) {
 }
 
 // TestSessionTrackerRenewable: owners are renewable for horizon after their
-// last session work or their start.
+// last session work or, for owners that may hold sessions from before, their
+// start; a new owner only after it works.
 func TestSessionTrackerRenewable(t *testing.T) {
 	s := newSessionTracker()
 	t0 := time.Unix(1000, 0)
-	s.addOwner("a", t0)
-	s.addOwner("b", t0)
+	s.addOwner("a", t0, true)
+	s.addOwner("b", t0, true)
+	s.addOwner("new", t0, false)
 	s.worked("b", t0.Add(time.Minute))
 	if got := s.renewable(t0.Add(30*time.Second), time.Minute); len(got) != 2 {
-		t.Fatalf("30 s after the start: renewable %v, want both", got)
+		t.Fatalf("30 s after the start: renewable %v, want a and b (new has not worked)", got)
 	}
 	if got := s.renewable(t0.Add(90*time.Second), time.Minute); len(got) != 1 || got[0] != "b" {
 		t.Fatalf("90 s after the start, b having worked at 60 s: renewable %v, want [b]", got)
@@ -53,5 +55,9 @@ func TestSessionTrackerRenewable(t *testing.T) {
 	}
 	if !s.workedSince(t0.Add(30*time.Second)) || s.workedSince(t0.Add(time.Minute)) {
 		t.Fatal("workedSince disagrees with the work recorded")
+	}
+	s.worked("new", t0.Add(3*time.Minute))
+	if got := s.renewable(t0.Add(3*time.Minute+time.Second), time.Minute); len(got) != 1 || got[0] != "new" {
+		t.Fatalf("just after the new owner's first session work: renewable %v, want [new]", got)
 	}
 }

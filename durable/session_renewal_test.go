@@ -61,38 +61,15 @@ func TestSessionRenewalsSkipIdleOwners(t *testing.T) {
 	ctx := t.Context()
 	rec := &renewalRecorder{Provider: memprovider.New(), call: make(chan struct{}, 1)}
 	clock := faults.NewClock(time.Now, 0)
-	onSession := durable.NewOrchestration("OnSession", func(ctx *durable.OrchestrationContext, name string) (string, error) {
-		return greet.Call(ctx, name, durable.OnSession("s1")).Get(ctx)
-	})
-	reg, err := durable.NewRegistry(greet, onSession)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const (
 		lease = 300 * time.Millisecond
 		idle  = 2 * time.Second
 	)
-	rt, err := durable.NewRuntime(rec, reg, func(o *durable.Options) {
+	rt := startSessionRuntime(t, rec, func(o *durable.Options) {
 		o.Now = clock.Now
-		o.Logger = quietLogger()
-		o.LongPollTimeout = 200 * time.Millisecond
-		o.WorkerConcurrency = 1
-		o.WorkerLockTimeout, o.WorkerLockRenewalBuffer = time.Second, 500*time.Millisecond
 		o.SessionLockTimeout = lease // a renewal every second, the shortest interval
 		o.SessionIdleTimeout = idle
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := rt.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := rt.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
+		o.WorkerNodeID = "node-1" // a stable id: it may own a stopped runtime's sessions
 	})
 
 	// Just started: the owner may hold sessions of a process it follows.
@@ -109,6 +86,37 @@ func TestSessionRenewalsSkipIdleOwners(t *testing.T) {
 	}
 
 	// Session work makes the owner renewable again.
+	runOnSession(ctx, t, rt)
+	rec.awaitCall(t, rec.count())
+}
+
+// TestSessionRenewalsWaitForANewOwnersWork: a worker slot whose owner id
+// is new (no WorkerNodeID or RuntimeID given: random ids) holds no session
+// when it starts, so the runtime renews nothing for it until it has done
+// session work.
+func TestSessionRenewalsWaitForANewOwnersWork(t *testing.T) {
+	ctx := t.Context()
+	rec := &renewalRecorder{Provider: memprovider.New(), call: make(chan struct{}, 1)}
+	rt := startSessionRuntime(t, rec, func(o *durable.Options) {
+		o.SessionLockTimeout = 300 * time.Millisecond // a renewal every second
+	})
+	window := time.NewTimer(4 * time.Second) // four renewal intervals
+	<-window.C
+	if n := rec.count(); n != 0 {
+		t.Fatalf("%d session renewals in four intervals after the start, before any session work; want none", n)
+	}
+	runOnSession(ctx, t, rt)
+	rec.awaitCall(t, 0)
+}
+
+// onSession runs greet on session s1.
+var onSession = durable.NewOrchestration("OnSession", func(ctx *durable.OrchestrationContext, name string) (string, error) {
+	return greet.Call(ctx, name, durable.OnSession("s1")).Get(ctx)
+})
+
+// runOnSession runs one OnSession orchestration to its end on rt.
+func runOnSession(ctx context.Context, t *testing.T, rt *durable.Runtime) {
+	t.Helper()
 	c := rt.Client()
 	if err := c.StartOrchestration(ctx, "s", "OnSession", "Rust"); err != nil {
 		t.Fatal(err)
@@ -116,7 +124,38 @@ func TestSessionRenewalsSkipIdleOwners(t *testing.T) {
 	if _, err := c.WaitForCompletion(ctx, "s"); err != nil {
 		t.Fatal(err)
 	}
-	rec.awaitCall(t, rec.count())
+}
+
+// startSessionRuntime starts a runtime of one worker slot on p that runs
+// OnSession, with renewal-friendly timeouts and then configure's options,
+// and shuts it down when the test ends.
+func startSessionRuntime(t *testing.T, p provider.Provider, configure func(*durable.Options)) *durable.Runtime {
+	t.Helper()
+	reg, err := durable.NewRegistry(greet, onSession)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := durable.NewRuntime(p, reg, func(o *durable.Options) {
+		o.Logger = quietLogger()
+		o.LongPollTimeout = 200 * time.Millisecond
+		o.WorkerConcurrency = 1
+		o.WorkerLockTimeout, o.WorkerLockRenewalBuffer = time.Second, 500*time.Millisecond
+		configure(o)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := rt.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
+	return rt
 }
 
 // cleanupCounter counts CleanupOrphanedSessions calls.

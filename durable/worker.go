@@ -90,7 +90,7 @@ func (r *Runtime) workerSlot(fetchCtx, workCtx context.Context, slot int) {
 	if owner == "" {
 		owner = "work-" + strconv.Itoa(slot) + "-" + r.opts.RuntimeID
 	}
-	r.sessions.addOwner(owner, r.opts.Now())
+	r.sessions.addOwner(owner, r.opts.Now(), r.stableOwners)
 	r.pollLoop(fetchCtx, slot, queueWorker, func() (func(), error) {
 		var session *provider.SessionFetchConfig
 		if r.sessions.count() < r.opts.MaxSessionsPerRuntime {
@@ -328,8 +328,8 @@ type sessionTracker struct {
 	inFlight map[string]int
 	owners   []string
 	// lastWork is, per owner, when it last fetched or acked an activity
-	// of a session, or when it was added (a stable WorkerNodeID may hold
-	// sessions from before a restart).
+	// of a session, or when it was added if it may hold sessions from
+	// before a restart (a stable id).
 	lastWork map[string]time.Time
 }
 
@@ -337,10 +337,15 @@ func newSessionTracker() *sessionTracker {
 	return &sessionTracker{inFlight: map[string]int{}, lastWork: map[string]time.Time{}}
 }
 
-func (s *sessionTracker) addOwner(owner string, now time.Time) {
+// addOwner adds owner, which may already hold sessions (a stable id a
+// stopped runtime used) when held is true: it is then renewable as if it
+// had just worked. A new random id holds none until it works.
+func (s *sessionTracker) addOwner(owner string, now time.Time, held bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.lastWork[owner] = now
+	if held {
+		s.lastWork[owner] = now
+	}
 	for _, o := range s.owners {
 		if o == owner {
 			return

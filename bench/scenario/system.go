@@ -194,9 +194,10 @@ func (d *Deployment) StartRuntime(ctx context.Context, optFns ...func(*durable.O
 	d.mu.Lock()
 	id := fmt.Sprintf("%s-%d", sanitize(d.System.Name), len(d.runtimes)+1)
 	d.mu.Unlock()
+	// The id names the runtime in the logs only: a RuntimeID given makes
+	// the worker slots' session owners stable, which is not the default.
 	opts := append([]func(*durable.Options){func(o *durable.Options) {
-		o.Logger = d.logger
-		o.RuntimeID = id
+		o.Logger = d.logger.With("runtime", id)
 	}}, optFns...)
 	rt, err := durable.NewRuntime(watch(p, d.completions), reg, opts...)
 	if err == nil {
