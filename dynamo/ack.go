@@ -376,6 +376,7 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 		last[provider.ScheduledActivityIdentifier{Instance: w.Instance, ExecutionID: w.ExecutionID, ActivityID: w.ID}] = i
 	}
 	scheduled := map[provider.ScheduledActivityIdentifier]bool{}
+	claimable := turn.noEarlierActivities(commit)
 	for i, w := range commit.WorkerItems {
 		ident := provider.ScheduledActivityIdentifier{Instance: w.Instance, ExecutionID: w.ExecutionID, ActivityID: w.ID}
 		if last[ident] != i {
@@ -391,6 +392,12 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 			continue
 		}
 		row, sig := p.workerItem(w, data, now)
+		if claimable && w.Instance == id && w.SessionID == nil && w.Tag == nil {
+			// No older activity of the instance can be queued: its
+			// fetcher may claim the row at once (directclaim.go).
+			sig.Claim, _, _ = strAttr(row, attrReadySK)
+		}
+		claimable = false // only the turn's first activity
 		add(planAction{put: row})
 		plan.signals = append(plan.signals, sig)
 	}
@@ -409,7 +416,7 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 	named := map[queues.Signal]bool{}
 	for i, sig := range plan.signals {
 		plain := sig
-		plain.Work = ""
+		plain.Work, plain.Claim = "", ""
 		if named[plain] {
 			plan.signals[i] = plain
 		}

@@ -40,6 +40,13 @@ type turnState struct {
 	// tx is the ack transaction of this turn (resend.go): a retried ack
 	// of the same commit resends what the last one sent.
 	tx *pendingTx
+
+	// outstanding holds the ids of the activities of execution
+	// outstandingExec that the history this process fetched shows
+	// scheduled and not yet answered (directclaim.go); nil when the fetch
+	// did not decode a history.
+	outstanding     map[uint64]bool
+	outstandingExec uint64
 }
 
 // leaseEnd is the lease's end as this process last set it (epoch ms).

@@ -125,7 +125,8 @@ func TestOrchestratorSignalForAnotherVersionIsSentOn(t *testing.T) {
 
 // TestIdleFetchesShareOneSweep: concurrent fetches of a kind with a
 // wake-up queue share one sweep of the ready index per interval instead of
-// making one each.
+// making one each; with the index empty, a sweep is one Scan, not a Query
+// per shard.
 func TestIdleFetchesShareOneSweep(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -154,8 +155,82 @@ func TestIdleFetchesShareOneSweep(t *testing.T) {
 	for range 2 * slots {
 		must(t, <-done, "fetch")
 	}
-	if got := meter.Usage().Requests["Query"]; got != 2*shards {
-		t.Fatalf("%d fetches of each kind made %d Queries; want one sweep of %d shards per kind (%d)", slots, got, shards, 2*shards)
+	if u := meter.Usage(); u.Requests["Scan"] != 2 || u.Total() != 2 {
+		t.Fatalf("%d fetches of each kind made %v; want one sweep per kind, each one Scan of the empty index (2 Scans)", slots, u.Requests)
+	}
+}
+
+// TestSweepGoesByShardPastTheScanLimit: a sweep reads a small ready index
+// with one Scan and takes its oldest eligible row, whatever its shard; an
+// index with more rows than the Scan evaluates is swept by shard, oldest
+// row first again, and the sweeps of the next minute go by shard without
+// trying a Scan first.
+func TestSweepGoesByShardPastTheScanLimit(t *testing.T) {
+	t.Parallel()
+	const shards, rows = 4, 6
+	for _, kind := range []string{"orchestrator", "worker"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			env := dynamotest.NewEnv(t, false)
+			meter := &dynamotest.Meter{}
+			p := env.NewProvider(t, dynamotest.Config{Shards: shards, Meter: meter, ShortPoll: true})
+			// Another process writes the rows, so that no signal of p's
+			// announces them: p finds them by sweeps alone. Oldest first
+			// (the sequence orders rows of one millisecond).
+			src := env.NewProvider(t, dynamotest.Config{Shards: shards})
+			var want []string
+			for i := range rows {
+				inst := fmt.Sprintf("by-shard-%d", i)
+				want = append(want, inst)
+				if kind == "orchestrator" {
+					must(t, src.EnqueueForOrchestrator(ctx, startItem(inst), 0), "enqueue start")
+				} else {
+					must(t, src.EnqueueForWorker(ctx, provider.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: 1, Name: "A", Input: "{}"}), "enqueue activity")
+				}
+			}
+			fetch := func() string {
+				t.Helper()
+				if kind == "orchestrator" {
+					item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+					if err != nil || item == nil {
+						t.Fatalf("FetchOrchestrationItem: %+v, %v", item, err)
+					}
+					return item.Instance
+				}
+				w, err := p.FetchWorkItem(ctx, longLock, 0, nil, provider.AnyTag())
+				if err != nil || w == nil {
+					t.Fatalf("FetchWorkItem: %+v, %v", w, err)
+				}
+				return w.Item.Instance
+			}
+			sweep := func(step string, wantInst string, wantReads map[string]int) {
+				t.Helper()
+				meter.Reset()
+				got := fetch()
+				if got != wantInst {
+					t.Errorf("%s: fetched %s, want the oldest row's %s", step, got, wantInst)
+				}
+				u := meter.Usage()
+				for op, n := range wantReads {
+					if u.Requests[op] != n {
+						t.Errorf("%s: %d %s requests (%v), want %d", step, u.Requests[op], op, u.Requests, n)
+					}
+				}
+			}
+			// ShortPoll: every fetch sweeps. The index holds 6 rows.
+			dynamo.SetSweepScanLimit(p, rows+1)
+			sweep("scan of a small index", want[0], map[string]int{"Scan": 1})
+			dynamo.SetSweepScanLimit(p, 2)
+			sweep("index past the scan limit", want[1], map[string]int{"Scan": 1})
+			if u := meter.Usage(); u.Requests["Query"] < shards {
+				t.Errorf("index past the scan limit: %v, want a Query of each of %d shards", u.Requests, shards)
+			}
+			sweep("sweep within a minute of the large index", want[2], map[string]int{"Scan": 0})
+			if u := meter.Usage(); u.Requests["Query"] < shards {
+				t.Errorf("sweep within a minute of the large index: %v, want a Query of each of %d shards", u.Requests, shards)
+			}
+		})
 	}
 }
 

@@ -17,8 +17,9 @@
 // SQS standard queues carry wake-up signals only (package queues): after a
 // commit the provider signals the dispatchers of every process; dispatchers
 // in the same process are woken in memory. A fetch first tries the signals
-// already pending, then sweeps the ready index once (one Query per shard,
-// in parallel), then waits for signals until its pollTimeout and looks at
+// already pending, then sweeps the ready index once (one Scan while the
+// index holds at most a few hundred rows, else one Query per shard, in
+// parallel), then waits for signals until its pollTimeout and looks at
 // the table again for each one. While it waits it makes no DynamoDB
 // request. A lost signal therefore delays work by at most one pollTimeout:
 // the next fetch's sweep finds it. With [Options.ShortPoll] a fetch returns

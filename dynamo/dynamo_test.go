@@ -112,18 +112,35 @@ func TestRequestBudget(t *testing.T) {
 	must(t, p.AckOrchestrationItem(ctx, item.LockToken, activities(inst, 1)), "AckOrchestrationItem")
 	check("AckOrchestrationItem", 1)
 
+	// The turn's only activity, no older one queued: the signal addresses
+	// the row, and the fetch claims it without reading the index.
 	work, err := p.FetchWorkItem(ctx, longLock, 0, nil, provider.DefaultOnlyTags())
 	must(t, err, "FetchWorkItem")
 	if work == nil {
 		t.Fatal("FetchWorkItem: no item")
 	}
-	check("FetchWorkItem (signalled)", 2)
+	if u := meter.Usage(); u.Requests["UpdateItem"] != 1 || u.Total() != 1 {
+		t.Errorf("FetchWorkItem (addressed by its signal): %v, want one UpdateItem", u.Requests)
+	}
+	check("FetchWorkItem (addressed by its signal)", 1)
 
 	must(t, p.RenewWorkItemLock(ctx, work.LockToken, longLock), "RenewWorkItemLock")
 	check("RenewWorkItemLock", 1)
 
 	must(t, p.AckWorkItem(ctx, work.LockToken, provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: 2, Result: "ok"}), "AckWorkItem")
 	check("AckWorkItem", 1)
+
+	// An activity enqueued on its own: the index first, then the claim.
+	must(t, p.EnqueueForWorker(ctx, provider.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: 8, Name: "A"}), "EnqueueForWorker")
+	meter.Reset()
+	work, err = p.FetchWorkItem(ctx, longLock, 0, nil, provider.DefaultOnlyTags())
+	must(t, err, "FetchWorkItem (enqueued alone)")
+	if work == nil || work.Item.ID != 8 {
+		t.Fatalf("FetchWorkItem (enqueued alone): %+v, want activity 8", work)
+	}
+	check("FetchWorkItem (signalled, found in the shard's index)", 2)
+	must(t, p.AckWorkItem(ctx, work.LockToken, provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: 8, Result: "ok"}), "AckWorkItem 8")
+	meter.Reset()
 
 	// A session activity: the claim of the activity and of its session in
 	// one transaction, which returns nothing, then a read of the activity

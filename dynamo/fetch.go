@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -216,7 +217,7 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 			// so that one busy instance's messages do not hide a shard's
 			// other work.
 			now := p.nowMs()
-			candidates, err := p.sweepReady(ctx, keys.ReadyOrchestratorPK, func(row item) bool {
+			candidates, err := p.sweepReady(ctx, keys.ReadyOrchestratorPrefix, func(row item) bool {
 				pk, _, _ := strAttr(row, attrPK)
 				id, err := keys.InstanceFromPK(pk)
 				return err == nil && !p.hints.isLocked(id, now) && !p.waits.ownLocked(id, now) && !p.hints.isParked(id, now) &&
@@ -283,24 +284,120 @@ type readyRow struct {
 	row             item
 }
 
-// sweepReady queries every shard of one queue's ready index in parallel for
-// rows eligible now and returns them oldest first. keep, when set, filters
-// rows by their projected attributes; each shard is paged until it yields a
-// kept row or ends.
-func (p *Provider) sweepReady(ctx context.Context, shardPK func(int) string, keep func(item) bool) ([]readyRow, error) {
+// sweepReady returns the rows of one queue's ready index (prefix
+// keys.ReadyOrchestratorPrefix or keys.ReadyWorkerPrefix) eligible now,
+// oldest first. keep, when set, filters rows by their projected
+// attributes.
+//
+// While the whole index (both queues) holds at most sweepScanLimit rows,
+// which is the case in an idle deployment and in a modest busy one, one
+// Scan of it does: every eligible row of the queue. Otherwise every shard
+// is queried in parallel, each paged until it yields a kept row or ends;
+// a Scan that met a larger index makes the sweeps go by shard for
+// sweepScanRetry before one tries a Scan again.
+func (p *Provider) sweepReady(ctx context.Context, prefix string, keep func(item) bool) ([]readyRow, error) {
 	bound := readyBound(p.nowMs())
-	found, err := eachShard(p.o.Shards, func(shard int) ([]readyRow, error) {
-		rows, err := p.queryReadyShard(ctx, shardPK(shard), bound, keep)
-		for i := range rows {
-			rows[i].shard = shard
-		}
-		return rows, err
-	})
+	found, whole, err := p.scanReady(ctx, prefix, bound, keep)
 	if err != nil {
 		return nil, err
 	}
+	if !whole {
+		found, err = eachShard(p.o.Shards, func(shard int) ([]readyRow, error) {
+			rows, err := p.queryReadyShard(ctx, keys.ReadyPK(prefix, shard), bound, keep)
+			for i := range rows {
+				rows[i].shard = shard
+			}
+			return rows, err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
 	slices.SortFunc(found, func(a, b readyRow) int { return cmp.Compare(a.readySK, b.readySK) })
 	return found, nil
+}
+
+// Sweeps by Scan (docs/design.md §8).
+const (
+	// sweepScanLimit is how many ready-index rows a sweep's Scan evaluates
+	// (both queues' rows, eligible or not): about 200 bytes each, so a
+	// Scan that reads them all costs at most about 6 RRU, less than the
+	// 8 of one Query per shard.
+	sweepScanLimit = 200
+	// sweepScanRetry is how long the sweeps go by shard after a Scan found
+	// the index larger than sweepScanLimit rows.
+	sweepScanRetry = time.Minute
+)
+
+// scanReady reads the eligible rows of the queue with prefix that keep
+// accepts with one Scan page of the ready index, when it is due (see
+// sweepReady). whole is false when the sweep must query the shards: the
+// index holds more rows than one page evaluates, or a Scan found that
+// recently.
+func (p *Provider) scanReady(ctx context.Context, prefix, bound string, keep func(item) bool) (rows []readyRow, whole bool, err error) {
+	if !p.scanSweeps.due(time.Now()) {
+		return nil, false, nil
+	}
+	page, err := p.db.Scan(ctx, &dynamodb.ScanInput{
+		TableName:                 p.table,
+		IndexName:                 aws.String(tables.IndexReady),
+		FilterExpression:          aws.String("begins_with(#rp, :prefix) AND #rs < :bound"),
+		ExpressionAttributeNames:  map[string]string{"#rp": attrReadyPK, "#rs": attrReadySK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":prefix": s(prefix), ":bound": s(bound)},
+		Limit:                     aws.Int32(int32(p.scanLimit())),
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	if len(page.LastEvaluatedKey) > 0 {
+		p.scanSweeps.tooLarge(time.Now())
+		return nil, false, nil
+	}
+	for _, row := range page.Items {
+		rpk, _, _ := strAttr(row, attrReadyPK)
+		shard, ok := keys.ReadyShard(rpk, prefix)
+		if !ok || shard >= p.o.Shards || keep != nil && !keep(row) {
+			continue
+		}
+		pk, _, _ := strAttr(row, attrPK)
+		sk, _, _ := strAttr(row, attrSK)
+		rsk, _, _ := strAttr(row, attrReadySK)
+		rows = append(rows, readyRow{pk: pk, sk: sk, readySK: rsk, shard: shard, row: row})
+	}
+	return rows, true, nil
+}
+
+// scanLimit is the Limit of a sweep's Scan: sweepScanLimit unless a test
+// set another.
+func (p *Provider) scanLimit() int {
+	if n := p.scanSweeps.limit.Load(); n > 0 {
+		return int(n)
+	}
+	return sweepScanLimit
+}
+
+// scanGate decides whether a sweep tries a Scan: not for sweepScanRetry
+// after a Scan found the ready index too large for one page. It uses the
+// real clock: it decides what requests cost, not what is correct.
+type scanGate struct {
+	limit atomic.Int32 // a test's Limit for the Scan; 0: sweepScanLimit
+
+	mu       sync.Mutex
+	notUntil time.Time
+}
+
+// due reports whether a sweep at now tries a Scan.
+func (g *scanGate) due(now time.Time) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return !now.Before(g.notUntil)
+}
+
+// tooLarge records that a Scan at now found the index larger than a page.
+func (g *scanGate) tooLarge(now time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.notUntil = now.Add(sweepScanRetry)
 }
 
 // eachShard runs query for every shard at once and returns all they found,
@@ -487,6 +584,7 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 	} else {
 		out.History = events
 		out.KVSnapshot = st.kvStore
+		turn.outstanding, turn.outstandingExec = outstandingActivities(events), out.ExecutionID
 	}
 	p.turns.put(turn)
 	p.waits.locked(instance, turn.token, now, turn.leaseEnd(), capped)

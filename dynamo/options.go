@@ -31,6 +31,9 @@ type API interface {
 	DeleteItem(ctx context.Context, params *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	// Query is [dynamodb.Client.Query].
 	Query(ctx context.Context, params *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	// Scan is [dynamodb.Client.Scan]. The provider scans only the ready
+	// index, one page, while it is small (docs/design.md §8).
+	Scan(ctx context.Context, params *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
 	// TransactWriteItems is [dynamodb.Client.TransactWriteItems].
 	TransactWriteItems(ctx context.Context, params *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
 	// BatchWriteItem is [dynamodb.Client.BatchWriteItem].
@@ -65,7 +68,8 @@ type Options struct {
 	ShortPoll bool
 
 	// SweepInterval and IdleSweepInterval schedule the sweeps of the ready
-	// index (one Query per shard) of a kind that has a wake-up queue: the
+	// index (one Scan of a small index, else one Query per shard) of a kind
+	// that has a wake-up queue: the
 	// process's fetches of that kind share one sweep per interval, which
 	// doubles after each sweep up to IdleSweepInterval and falls back to
 	// SweepInterval whenever a fetch gets work. Work that no signal

@@ -56,6 +56,9 @@ type Provider struct {
 	// sweeps schedules the ready-index sweeps of each queue kind and
 	// fetch filter.
 	sweeps *sweepSchedules
+	// scanSweeps decides whether sweeps scan the ready index or query its
+	// shards.
+	scanSweeps scanGate
 	// leases remembers the ends of activity leases this process holds.
 	leases workLeases
 	// txs keeps transactions whose outcome may be unknown (resend.go).

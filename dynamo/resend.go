@@ -234,6 +234,15 @@ func (r resendSafe) Query(ctx context.Context, in *dynamodb.QueryInput, optFns .
 	return out, err
 }
 
+// Scan is [API.Scan], resent on transient failures.
+func (r resendSafe) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (out *dynamodb.ScanOutput, err error) {
+	_, err = r.p.resend(ctx, "scan", func() error {
+		out, err = r.API.Scan(ctx, in, optFns...)
+		return err
+	})
+	return out, err
+}
+
 // GetItem is [API.GetItem], resent on transient failures.
 func (r resendSafe) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (out *dynamodb.GetItemOutput, err error) {
 	_, err = r.p.resend(ctx, "get_item", func() error {

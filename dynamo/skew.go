@@ -103,6 +103,15 @@ func (c *clockWatch) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInpu
 	return out, err
 }
 
+func (c *clockWatch) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	sent := c.now()
+	out, err := c.API.Scan(ctx, in, optFns...)
+	if err == nil {
+		c.observe(sent, c.now(), out.ResultMetadata)
+	}
+	return out, err
+}
+
 func (c *clockWatch) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	sent := c.now()
 	out, err := c.API.Query(ctx, in, optFns...)

@@ -243,6 +243,10 @@ func (c instrumentedDynamoDB) Query(ctx context.Context, in *dynamodb.QueryInput
 	return c.api.Query(ctx, in, withOpt(optFns, c.opt)...)
 }
 
+func (c instrumentedDynamoDB) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	return c.api.Scan(ctx, in, withOpt(optFns, c.opt)...)
+}
+
 func (c instrumentedDynamoDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	return c.api.TransactWriteItems(ctx, in, withOpt(optFns, c.opt)...)
 }

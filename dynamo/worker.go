@@ -65,9 +65,13 @@ func (p *Provider) EnqueueForWorker(ctx context.Context, item provider.ActivityE
 // session.LockTimeout). A [provider.TagNone] filter returns nil at once.
 // See the package documentation for how it waits; nil, nil means no work.
 //
-// Requests: for a signalled shard, one Query of the ready index and one
-// conditional UpdateItem of the row (a two-action TransactWriteItems when
-// it claims a session): 2. A sweep queries every shard, in parallel.
+// Requests: for a signal that addresses its row (an orchestration's only
+// new activity with no older one queued, untagged and without a session:
+// directclaim.go), one conditional UpdateItem. For another signalled
+// shard, one Query of the ready index and one conditional UpdateItem of
+// the row (a two-action TransactWriteItems when it claims a session): 2.
+// A sweep is one Scan of a small ready index, else a Query per shard, in
+// parallel.
 func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, session *provider.SessionFetchConfig, tags provider.TagFilter) (*provider.LockedWorkItem, error) {
 	if tags.Mode() == provider.TagNone {
 		return nil, nil
@@ -94,23 +98,28 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 	// parked and passed over; any other failure ends the fetch, so that a
 	// retry tries the same oldest candidate again (a session's activities
 	// are handed out in order).
+	// tryRow tries one candidate; tried is false when another fetch of
+	// this process is trying it.
+	tryRow := func(r readyRow) (tried, done bool, err error) {
+		k := workRowKey(r.row)
+		if !p.hints.beginTry(k) {
+			return false, false, nil
+		}
+		got, err := p.lockWork(ctx, r, lockTimeout, session)
+		p.hints.endTry(k)
+		if err != nil {
+			return true, false, p.candidateFailed(k, err)
+		}
+		if got != nil {
+			result = got
+			return true, true, nil
+		}
+		return true, false, nil
+	}
 	tryRows := func(rows []readyRow) (bool, error) {
 		for _, r := range rows {
-			k := workRowKey(r.row)
-			if !p.hints.beginTry(k) {
-				continue
-			}
-			got, err := p.lockWork(ctx, r, lockTimeout, session)
-			p.hints.endTry(k)
-			if err != nil {
-				if err = p.candidateFailed(k, err); err != nil {
-					return false, err
-				}
-				continue
-			}
-			if got != nil {
-				result = got
-				return true, nil
+			if _, done, err := tryRow(r); done || err != nil {
+				return done, err
 			}
 		}
 		return false, nil
@@ -127,6 +136,21 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 	schedule := p.sweeps.of(queues.Worker, filterKey)
 	err := p.poll(ctx, provider.OpFetchWorkItem, queues.Worker, schedule, pollTimeout,
 		func(sigs []queues.Signal) (bool, []queues.Signal, error) {
+			// Rows their signals address first, oldest first (directclaim.go).
+			// What they do not win is not looked for again below.
+			done, claimed, handled, err := p.claimAddressed(sigs, tags, stale, tryRow)
+			if done || err != nil {
+				var rest []queues.Signal
+				for _, sig := range sigs {
+					if sig != claimed {
+						rest = append(rest, sig)
+					}
+				}
+				return done, rest, err
+			}
+			if len(handled) > 0 {
+				sigs = slices.DeleteFunc(slices.Clone(sigs), func(sig queues.Signal) bool { return slices.Contains(handled, sig) })
+			}
 			// The shard's index first, so that the oldest eligible activity
 			// goes first; when it yields nothing, the rows the signals name,
 			// read from the table; for signals that name no row, the index
@@ -243,7 +267,7 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 			return false, nil, nil
 		},
 		func() (bool, []queues.Signal, error) {
-			rows, err := p.sweepReady(ctx, keys.ReadyWorkerPK, keep)
+			rows, err := p.sweepReady(ctx, keys.ReadyWorkerPrefix, keep)
 			if err != nil {
 				return false, nil, err
 			}

@@ -26,6 +26,8 @@ const (
 	OpDeleteItem = "DeleteItem"
 	// OpQuery is DynamoDB's Query.
 	OpQuery = "Query"
+	// OpScan is DynamoDB's Scan.
+	OpScan = "Scan"
 	// OpTransactWriteItems is DynamoDB's TransactWriteItems.
 	OpTransactWriteItems = "TransactWriteItems"
 	// OpBatchWriteItem is DynamoDB's BatchWriteItem.
@@ -51,6 +53,7 @@ var serviceOf = map[string]string{
 	OpUpdateItem:         serviceDynamoDB,
 	OpDeleteItem:         serviceDynamoDB,
 	OpQuery:              serviceDynamoDB,
+	OpScan:               serviceDynamoDB,
 	OpTransactWriteItems: serviceDynamoDB,
 	OpBatchWriteItem:     serviceDynamoDB,
 	OpSendMessageBatch:   serviceSQS,

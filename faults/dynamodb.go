@@ -71,11 +71,25 @@ func (d *dynamoClient) Query(ctx context.Context, params *dynamodb.QueryInput, o
 		op: OpQuery, input: params,
 		send: func(ctx context.Context, active bool, _ Fault) (*dynamodb.QueryOutput, error) {
 			if active {
-				if lag, ok := d.in.lagOf(params); ok {
+				if lag, ok := d.in.lagOf(params.IndexName); ok {
 					return d.in.laggedQuery(ctx, d.api, params, lag, optFns)
 				}
 			}
 			return d.api.Query(ctx, params, optFns...)
+		},
+	})
+}
+
+func (d *dynamoClient) Scan(ctx context.Context, params *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	return run(ctx, d.in, call[*dynamodb.ScanOutput]{
+		op: OpScan, input: params,
+		send: func(ctx context.Context, active bool, _ Fault) (*dynamodb.ScanOutput, error) {
+			if active {
+				if lag, ok := d.in.lagOf(params.IndexName); ok {
+					return d.in.laggedScan(ctx, d.api, params, lag, optFns)
+				}
+			}
+			return d.api.Scan(ctx, params, optFns...)
 		},
 	})
 }

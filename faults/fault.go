@@ -36,8 +36,8 @@ const (
 	// KindRealConflict counts writes failed because another write touching
 	// one of their items was in flight (see [Injector.SetRealConflicts]).
 	KindRealConflict
-	// KindLaggedQuery counts queries served from a lagging view of an index
-	// (see [Injector.SetIndexLag]).
+	// KindLaggedQuery counts queries and scans served from a lagging view of
+	// an index (see [Injector.SetIndexLag]).
 	KindLaggedQuery
 )
 

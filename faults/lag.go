@@ -3,7 +3,9 @@ package faults
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,8 +15,8 @@ import (
 	"github.com/dynoxide/dynoxide/tables"
 )
 
-// SetIndexLag makes queries of the named global secondary indexes (every
-// index of the schema when none is named) see the index as it was between
+// SetIndexLag makes queries and scans of the named global secondary indexes
+// (every index of the schema when none is named) see the index as it was between
 // minLag and maxLag ago, the lag drawn uniformly per query: rows written
 // within the lag are missing, rows changed within it show their old
 // projected values, rows deleted within it are still there. minLag ==
@@ -36,6 +38,14 @@ import (
 // more; DynamoDB bounds no index's lag either, so code that is correct
 // against it tolerates this). A test that wants a row to be missing
 // queries the partition once before writing it.
+//
+// A scan reads the whole index (a real Scan, all pages) and records a
+// snapshot of each partition it holds, and an empty one of each partition
+// seen before that it no longer holds; it then sees every partition as a
+// query of it would, each with a lag of its own. A partition first seen by
+// a scan, like one first seen by a query, shows the present. Its rows come
+// in the order of the index's partition key, then as a query orders them;
+// its filter may name the index's keys.
 //
 // The local evaluation implements the sort-key part of
 // KeyConditionExpression (=, <, <=, >, >=, BETWEEN, begins_with),
@@ -107,14 +117,14 @@ func (in *Injector) index(name string) (tables.Index, bool) {
 	return tables.Index{}, false
 }
 
-// lagOf returns the lag of the index q queries, if it lags.
-func (in *Injector) lagOf(q *dynamodb.QueryInput) (lagRange, bool) {
-	if q.IndexName == nil {
+// lagOf returns the lag of the index a query or scan names, if it lags.
+func (in *Injector) lagOf(indexName *string) (lagRange, bool) {
+	if indexName == nil {
 		return lagRange{}, false
 	}
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	lr, ok := in.lag[*q.IndexName]
+	lr, ok := in.lag[*indexName]
 	return lr, ok
 }
 
@@ -130,7 +140,7 @@ func (in *Injector) laggedQuery(ctx context.Context, api DynamoDB, q *dynamodb.Q
 	if err != nil {
 		return nil, err
 	}
-	view := in.remember(snapshot{index: ix.Name, at: now, rows: rows}, aws.ToString(q.TableName), plan.partition, lr)
+	view := in.remember(snapshot{index: ix.Name, at: now, rows: rows}, partitionKey(aws.ToString(q.TableName), ix.Name, plan.partition), lr)
 	out, err := plan.run(view, in.o.Schema, ix)
 	if err != nil {
 		return nil, err
@@ -170,11 +180,78 @@ func readPartition(ctx context.Context, api DynamoDB, q *dynamodb.QueryInput, ix
 	}
 }
 
-// remember records s, the newest state of one partition of table, and
-// returns the rows of the snapshot a query with a lag drawn from lr sees.
-// Snapshots no later query can see are dropped.
-func (in *Injector) remember(s snapshot, table string, partition types.AttributeValue, lr lagRange) []item {
-	key := table + "\x00" + s.index + "\x00" + valueKey(partition)
+// laggedScan serves s, a scan of a lagging index, from a lagging view of
+// each of its partitions: the whole index is read (a real Scan, all
+// pages), each partition's rows become that partition's snapshot, dated
+// now, as a query of it would record (a partition that a query or scan saw
+// before and that is now empty records an empty one), and the scan is
+// evaluated against the union of the partitions' views, each lag drawn
+// apart.
+func (in *Injector) laggedScan(ctx context.Context, api DynamoDB, s *dynamodb.ScanInput, lr lagRange, optFns []func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	ix, _ := in.index(*s.IndexName)
+	plan, err := planScan(s, ix)
+	if err != nil {
+		return nil, err
+	}
+	now := in.o.Now()
+	all := &dynamodb.ScanInput{TableName: s.TableName, IndexName: s.IndexName, ReturnConsumedCapacity: s.ReturnConsumedCapacity}
+	byPartition := map[string][]item{}
+	var capacity float64
+	for {
+		page, err := api.Scan(ctx, all, optFns...)
+		if err != nil {
+			return nil, err
+		}
+		for _, row := range page.Items {
+			key := partitionKey(aws.ToString(s.TableName), ix.Name, row[ix.PartitionKey.Name])
+			byPartition[key] = append(byPartition[key], row)
+		}
+		if page.ConsumedCapacity != nil {
+			capacity += aws.ToFloat64(page.ConsumedCapacity.CapacityUnits)
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			break
+		}
+		all.ExclusiveStartKey = page.LastEvaluatedKey
+	}
+	in.mu.Lock()
+	prefix := partitionKey(aws.ToString(s.TableName), ix.Name, nil)
+	for key := range in.snapshots {
+		if _, ok := byPartition[key]; !ok && strings.HasPrefix(key, prefix) {
+			byPartition[key] = nil
+		}
+	}
+	in.mu.Unlock()
+	var view []item
+	for _, key := range slices.Sorted(maps.Keys(byPartition)) {
+		view = append(view, in.remember(snapshot{index: ix.Name, at: now, rows: byPartition[key]}, key, lr)...)
+	}
+	q, err := plan.run(view, in.o.Schema, ix)
+	if err != nil {
+		return nil, err
+	}
+	out := &dynamodb.ScanOutput{Items: q.Items, Count: q.Count, ScannedCount: q.ScannedCount, LastEvaluatedKey: q.LastEvaluatedKey}
+	if s.ReturnConsumedCapacity != "" && s.ReturnConsumedCapacity != types.ReturnConsumedCapacityNone {
+		out.ConsumedCapacity = &types.ConsumedCapacity{TableName: s.TableName, CapacityUnits: aws.Float64(capacity)}
+	}
+	in.countFault(OpScan, KindLaggedQuery, 1)
+	return out, nil
+}
+
+// partitionKey names one partition of a table's index in the injector's
+// snapshots; a nil partition gives the prefix of the index's names.
+func partitionKey(table, index string, partition types.AttributeValue) string {
+	key := table + "\x00" + index + "\x00"
+	if partition != nil {
+		key += valueKey(partition)
+	}
+	return key
+}
+
+// remember records s, the newest state of the index partition key names
+// (partitionKey), and returns the rows of the snapshot a query with a lag
+// drawn from lr sees. Snapshots no later query can see are dropped.
+func (in *Injector) remember(s snapshot, key string, lr lagRange) []item {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if in.snapshots == nil {

@@ -35,7 +35,7 @@ func TestRemember(t *testing.T) {
 		{30, "h", "e", 2}, // h replaces g
 		{50, "i", "h", 2},
 	} {
-		got := served(in.remember(snap(step.sec, step.tag), "t", s("R"), lr))
+		got := served(in.remember(snap(step.sec, step.tag), partitionKey("t", "ready", s("R")), lr))
 		if got != step.want {
 			t.Errorf("at %d s: served %s, want %s", step.sec, got, step.want)
 		}
@@ -52,7 +52,7 @@ func TestRemember_StandingClock(t *testing.T) {
 	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	in := New(1)
 	for i, tag := range []string{"a", "b", "c", "d", "e"} {
-		rows := in.remember(snapshot{index: "ready", at: at, rows: []item{{"tag": s(tag)}}}, "t", s("R"), lagRange{time.Second, time.Second})
+		rows := in.remember(snapshot{index: "ready", at: at, rows: []item{{"tag": s(tag)}}}, partitionKey("t", "ready", s("R")), lagRange{time.Second, time.Second})
 		if got := rows[0]["tag"].(*types.AttributeValueMemberS).Value; got != "a" {
 			t.Errorf("query %d served %s, want a", i, got)
 		}

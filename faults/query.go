@@ -14,7 +14,8 @@ import (
 
 // queryPlan is a query of an index, parsed for local evaluation.
 type queryPlan struct {
-	partition  types.AttributeValue // the index partition key's value
+	op         string               // OpQuery or OpScan
+	partition  types.AttributeValue // the index partition key's value; nil for a scan
 	sortKey    *cond                // nil: the whole partition
 	filter     *cond                // nil: no filter
 	projection []string             // nil: every projected attribute
@@ -28,12 +29,7 @@ type queryPlan struct {
 // ValidationExceptions, with [ErrUnsupported] for what the evaluator does
 // not implement.
 func planQuery(q *dynamodb.QueryInput, ix tables.Index) (*queryPlan, error) {
-	invalid := func(format string, args ...any) error {
-		return validationError(OpQuery, fmt.Sprintf(format, args...), false)
-	}
-	unsupported := func(format string, args ...any) error {
-		return validationError(OpQuery, "faults: index lag: "+fmt.Sprintf(format, args...), true)
-	}
+	invalid, unsupported := planErrors(OpQuery)
 	switch {
 	case len(q.KeyConditions) > 0 || len(q.QueryFilter) > 0 || len(q.AttributesToGet) > 0 || q.ConditionalOperator != "":
 		return nil, unsupported("legacy parameters (KeyConditions, QueryFilter, AttributesToGet, ConditionalOperator) are not supported")
@@ -44,64 +40,110 @@ func planQuery(q *dynamodb.QueryInput, ix tables.Index) (*queryPlan, error) {
 	}
 
 	set := newExprSet(q.ExpressionAttributeNames, q.ExpressionAttributeValues)
-	fail := func(err error) error {
-		var e *exprError
-		if errors.As(err, &e) && e.unsupported {
-			return unsupported("%v", e)
-		}
-		return invalid("%v", err)
-	}
-	p := &queryPlan{forward: q.ScanIndexForward == nil || *q.ScanIndexForward, limit: int(aws.ToInt32(q.Limit)), startKey: q.ExclusiveStartKey}
+	p := &queryPlan{op: OpQuery, forward: q.ScanIndexForward == nil || *q.ScanIndexForward, limit: int(aws.ToInt32(q.Limit)), startKey: q.ExclusiveStartKey}
 	key, err := set.condition("KeyConditionExpression", *q.KeyConditionExpression)
 	if err != nil {
-		return nil, fail(err)
+		return nil, p.fail(err)
 	}
 	if p.partition, p.sortKey, err = splitKeyCondition(key, ix); err != nil {
 		return nil, invalid("invalid KeyConditionExpression %q: %v", *q.KeyConditionExpression, err)
 	}
-	if q.FilterExpression != nil {
-		if p.filter, err = set.condition("FilterExpression", *q.FilterExpression); err != nil {
-			return nil, fail(err)
+	if err := p.finish(set, ix, q.FilterExpression, q.ProjectionExpression, q.Select, q.Limit); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// planScan parses s, a scan of index ix, as planQuery parses a query. A
+// scan has no key condition, and its filter may name key attributes.
+func planScan(s *dynamodb.ScanInput, ix tables.Index) (*queryPlan, error) {
+	invalid, unsupported := planErrors(OpScan)
+	switch {
+	case len(s.ScanFilter) > 0 || len(s.AttributesToGet) > 0 || s.ConditionalOperator != "":
+		return nil, unsupported("legacy parameters (ScanFilter, AttributesToGet, ConditionalOperator) are not supported")
+	case s.Segment != nil || s.TotalSegments != nil:
+		return nil, unsupported("parallel scans (Segment, TotalSegments) are not supported")
+	case aws.ToBool(s.ConsistentRead):
+		return nil, invalid("Consistent reads are not supported on global secondary indexes")
+	}
+	set := newExprSet(s.ExpressionAttributeNames, s.ExpressionAttributeValues)
+	p := &queryPlan{op: OpScan, forward: true, limit: int(aws.ToInt32(s.Limit)), startKey: s.ExclusiveStartKey}
+	if err := p.finish(set, ix, s.FilterExpression, s.ProjectionExpression, s.Select, s.Limit); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// planErrors returns the makers of op's planning errors: ValidationExceptions,
+// the second with [ErrUnsupported] for what the evaluator does not implement.
+func planErrors(op string) (invalid, unsupported func(format string, args ...any) error) {
+	invalid = func(format string, args ...any) error {
+		return validationError(op, fmt.Sprintf(format, args...), false)
+	}
+	unsupported = func(format string, args ...any) error {
+		return validationError(op, "faults: index lag: "+fmt.Sprintf(format, args...), true)
+	}
+	return invalid, unsupported
+}
+
+// fail turns an expression error into the caller's error.
+func (p *queryPlan) fail(err error) error {
+	invalid, unsupported := planErrors(p.op)
+	var e *exprError
+	if errors.As(err, &e) && e.unsupported {
+		return unsupported("%v", e)
+	}
+	return invalid("%v", err)
+}
+
+// finish parses what queries and scans share: the filter, the projection,
+// Select and Limit.
+func (p *queryPlan) finish(set *exprSet, ix tables.Index, filter, projection *string, sel types.Select, limit *int32) error {
+	invalid, unsupported := planErrors(p.op)
+	var err error
+	if filter != nil {
+		if p.filter, err = set.condition("FilterExpression", *filter); err != nil {
+			return p.fail(err)
 		}
 		for _, name := range p.filter.paths() {
-			if name == ix.PartitionKey.Name || name == ix.SortKey.Name {
-				return nil, invalid("Filter Expression can only contain non-primary key attributes: Primary key attribute: %s", name)
+			if p.op == OpQuery && (name == ix.PartitionKey.Name || name == ix.SortKey.Name) {
+				return invalid("Filter Expression can only contain non-primary key attributes: Primary key attribute: %s", name)
 			}
 		}
 	}
-	if q.ProjectionExpression != nil {
-		if p.projection, err = set.projection(*q.ProjectionExpression); err != nil {
-			return nil, fail(err)
+	if projection != nil {
+		if p.projection, err = set.projection(*projection); err != nil {
+			return p.fail(err)
 		}
 	}
 	if err := set.checkUnused(); err != nil {
-		return nil, fail(err)
+		return p.fail(err)
 	}
 
-	switch q.Select {
+	switch sel {
 	case "", types.SelectAllProjectedAttributes, types.SelectSpecificAttributes:
-		if q.Select == types.SelectSpecificAttributes && p.projection == nil {
-			return nil, invalid("Select SPECIFIC_ATTRIBUTES needs a ProjectionExpression")
+		if sel == types.SelectSpecificAttributes && p.projection == nil {
+			return invalid("Select SPECIFIC_ATTRIBUTES needs a ProjectionExpression")
 		}
-		if q.Select == types.SelectAllProjectedAttributes && p.projection != nil {
-			return nil, invalid("Cannot specify the ProjectionExpression when choosing to get ALL_PROJECTED_ATTRIBUTES")
+		if sel == types.SelectAllProjectedAttributes && p.projection != nil {
+			return invalid("Cannot specify the ProjectionExpression when choosing to get ALL_PROJECTED_ATTRIBUTES")
 		}
 	case types.SelectCount:
 		if p.projection != nil {
-			return nil, invalid("Cannot specify the ProjectionExpression when choosing to get COUNT")
+			return invalid("Cannot specify the ProjectionExpression when choosing to get COUNT")
 		}
 		p.count = true
 	case types.SelectAllAttributes:
 		if ix.Projection != types.ProjectionTypeAll {
-			return nil, invalid("One or more parameter values were invalid: Select type ALL_ATTRIBUTES is inconsistent with GlobalSecondaryIndex %s and its projection type %s", ix.Name, ix.Projection)
+			return invalid("One or more parameter values were invalid: Select type ALL_ATTRIBUTES is inconsistent with GlobalSecondaryIndex %s and its projection type %s", ix.Name, ix.Projection)
 		}
 	default:
-		return nil, unsupported("Select %s is not supported", q.Select)
+		return unsupported("Select %s is not supported", sel)
 	}
-	if p.limit < 0 || q.Limit != nil && p.limit == 0 {
-		return nil, invalid("Limit must be at least 1")
+	if p.limit < 0 || limit != nil && p.limit == 0 {
+		return invalid("Limit must be at least 1")
 	}
-	return p, nil
+	return nil
 }
 
 // splitKeyCondition separates a key condition into the partition key's
@@ -180,9 +222,15 @@ func (c *cond) paths() []string {
 	return out
 }
 
-// run evaluates the plan on the rows of one index partition.
+// run evaluates the plan on the rows of one index partition (of the whole
+// index for a scan, which takes them in the order of the index's partition
+// key, then its sort key, then the table's keys: DynamoDB's scan order is
+// its own, and callers may not rely on it).
 func (p *queryPlan) run(rows []item, schema tables.Schema, ix tables.Index) (*dynamodb.QueryOutput, error) {
 	keyNames := []string{ix.SortKey.Name, schema.PartitionKey.Name, schema.SortKey.Name}
+	if p.op == OpScan {
+		keyNames = append([]string{ix.PartitionKey.Name}, keyNames...)
+	}
 	var inRange []item
 	for _, r := range rows {
 		if p.sortKey != nil {
@@ -259,9 +307,9 @@ func (p *queryPlan) run(rows []item, schema tables.Schema, ix tables.Index) (*dy
 func (p *queryPlan) evalError(which string, err error) error {
 	var e *exprError
 	if errors.As(err, &e) {
-		return validationError(OpQuery, fmt.Sprintf("faults: index lag: %s: %s", which, e.msg), e.unsupported)
+		return validationError(p.op, fmt.Sprintf("faults: index lag: %s: %s", which, e.msg), e.unsupported)
 	}
-	return validationError(OpQuery, fmt.Sprintf("faults: index lag: %s: %v", which, err), true)
+	return validationError(p.op, fmt.Sprintf("faults: index lag: %s: %v", which, err), true)
 }
 
 // project copies the attributes names of r (all of them when names is

@@ -162,7 +162,7 @@ func TestRule_OrderAndRemove(t *testing.T) {
 func TestInjector_AddPanics(t *testing.T) {
 	t.Parallel()
 	for name, r := range map[string]faults.Rule{
-		"unknown op":            {Ops: []string{"Scan"}, Rate: 1, Fault: faults.Throttle("")},
+		"unknown op":            {Ops: []string{"DescribeTable"}, Rate: 1, Fault: faults.Throttle("")},
 		"zero rate":             {Fault: faults.Throttle("")},
 		"rate above one":        {Rate: 1.5, Fault: faults.Throttle("")},
 		"negative count":        {Rate: 1, Count: -1, Fault: faults.Throttle("")},

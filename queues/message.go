@@ -26,6 +26,7 @@ type message struct {
 	Shard       int    `json:"shard"`
 	InstanceB64 string `json:"instance_b64,omitempty"`
 	WorkB64     string `json:"work_b64,omitempty"`
+	ClaimB64    string `json:"claim_b64,omitempty"`
 	VisibleAtMs int64  `json:"visible_at_ms,omitempty"`
 	From        string `json:"from,omitempty"`
 	Hops        int    `json:"hops,omitempty"`
@@ -44,6 +45,9 @@ func encodeSignal(sig Signal, from string) string {
 	if sig.Work != "" {
 		m.WorkB64 = base64.StdEncoding.EncodeToString([]byte(sig.Work))
 	}
+	if sig.Claim != "" {
+		m.ClaimB64 = base64.StdEncoding.EncodeToString([]byte(sig.Claim))
+	}
 	if !sig.VisibleAt.IsZero() {
 		m.VisibleAtMs = visibleAtMs(sig.VisibleAt)
 	}
@@ -53,7 +57,7 @@ func encodeSignal(sig Signal, from string) string {
 		return fmt.Sprintf(`{"v":%d,"kind":%q,"shard":%d}`, messageVersion, sig.Kind.String(), sig.Shard)
 	}
 	if len(b) > maxBodyBytes {
-		m.InstanceB64, m.WorkB64 = "", ""
+		m.InstanceB64, m.WorkB64, m.ClaimB64 = "", "", ""
 		b, _ = json.Marshal(m)
 	}
 	return string(b)
@@ -90,6 +94,13 @@ func decodeSignal(body string) (sig Signal, from string, err error) {
 			return Signal{}, "", fmt.Errorf("signal body work: %w", err)
 		}
 		sig.Work = string(work)
+	}
+	if m.ClaimB64 != "" {
+		claim, err := base64.StdEncoding.DecodeString(m.ClaimB64)
+		if err != nil {
+			return Signal{}, "", fmt.Errorf("signal body claim: %w", err)
+		}
+		sig.Claim = string(claim)
 	}
 	if m.VisibleAtMs != 0 {
 		sig.VisibleAt = time.UnixMilli(m.VisibleAtMs)

@@ -16,6 +16,7 @@ func TestEncodeSignal_RoundTrip(t *testing.T) {
 		{Kind: Orchestrator, Shard: 3, Instance: "order-1", VisibleAt: vis},
 		{Kind: Orchestrator, Instance: "a#b\x00c ✓ 🎉 \xff"},
 		{Kind: Orchestrator, Instance: strings.Repeat("x", 1000)},
+		{Kind: Worker, Shard: 2, Instance: "order-2", Work: "row#1", Claim: "00000001767225600123#0007"},
 	} {
 		body := encodeSignal(sig, "me")
 		for i := 0; i < len(body); i++ {
@@ -24,7 +25,7 @@ func TestEncodeSignal_RoundTrip(t *testing.T) {
 			}
 		}
 		got, from, err := decodeSignal(body)
-		if err != nil || from != "me" || got.key() != sig.key() || got.Kind != sig.Kind {
+		if err != nil || from != "me" || got.key() != sig.key() || got.Kind != sig.Kind || got.Claim != sig.Claim {
 			t.Errorf("decode(encode(%+v)) = %+v, %q, %v", sig, got, from, err)
 		}
 	}
@@ -71,6 +72,7 @@ func TestDecodeSignal_Rejects(t *testing.T) {
 	for _, body := range []string{
 		"", "not json", `{"v":2,"kind":"worker","shard":1}`, `{"kind":"worker"}`,
 		`{"v":1,"kind":"worker","shard":-1}`, `{"v":1,"kind":"worker","instance_b64":"%%%"}`,
+		`{"v":1,"kind":"worker","claim_b64":"%%%"}`,
 	} {
 		if sig, _, err := decodeSignal(body); err == nil {
 			t.Errorf("decodeSignal(%q) = %+v, want an error", body, sig)

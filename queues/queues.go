@@ -91,6 +91,12 @@ type Signal struct {
 	// looking for it in an index that may lag. Empty when unknown. Like
 	// Instance, any string is allowed.
 	Work string
+	// Claim, when set, is the state of the row Work names as the sender
+	// wrote it, in the sender's terms (opaque here): a receiver may claim
+	// the row directly, conditioned on that state, instead of first
+	// looking for older work. Empty when the sender knows of no reason
+	// to.
+	Claim string
 
 	// hops counts how often the signal was declined and sent on
 	// ([Signals.Decline]); declinedBy is the id of the [Signals] that

@@ -28,6 +28,8 @@ func Ask(params any) {
 		set(&in.ReturnConsumedCapacity)
 	case *dynamodb.QueryInput:
 		set(&in.ReturnConsumedCapacity)
+	case *dynamodb.ScanInput:
+		set(&in.ReturnConsumedCapacity)
 	case *dynamodb.TransactWriteItemsInput:
 		set(&in.ReturnConsumedCapacity)
 	case *dynamodb.BatchWriteItemInput:
@@ -60,6 +62,8 @@ func Consumed(result any) float64 {
 	case *dynamodb.DeleteItemOutput:
 		return one(out.ConsumedCapacity)
 	case *dynamodb.QueryOutput:
+		return one(out.ConsumedCapacity)
+	case *dynamodb.ScanOutput:
 		return one(out.ConsumedCapacity)
 	case *dynamodb.TransactWriteItemsOutput:
 		return many(out.ConsumedCapacity)

@@ -170,14 +170,27 @@ func SessionPK(session string) string { return SessionPrefix + session }
 // [0, shards): [tablekeys.Shard].
 func ShardOf(key string, shards int) int { return tablekeys.Shard(key, shards) }
 
-// ReadyOrchestratorPK is the ready-index partition of an instance's
-// messages.
-func ReadyOrchestratorPK(shard int) string {
-	return ReadyOrchestratorPrefix + strconv.Itoa(shard)
+// ReadyPK is the ready-index partition of one queue's shard: the queue's
+// prefix ([ReadyOrchestratorPrefix] or [ReadyWorkerPrefix]) and the shard.
+func ReadyPK(prefix string, shard int) string { return prefix + strconv.Itoa(shard) }
+
+// ReadyShard returns the shard of readyPK, a ready-index partition of the
+// queue with prefix; false when it is another queue's or malformed.
+func ReadyShard(readyPK, prefix string) (int, bool) {
+	digits, ok := strings.CutPrefix(readyPK, prefix)
+	if !ok || digits == "" || strings.TrimLeft(digits, "0123456789") != "" || len(digits) > 1 && digits[0] == '0' {
+		return 0, false
+	}
+	shard, err := strconv.Atoi(digits)
+	return shard, err == nil
 }
 
+// ReadyOrchestratorPK is the ready-index partition of an instance's
+// messages.
+func ReadyOrchestratorPK(shard int) string { return ReadyPK(ReadyOrchestratorPrefix, shard) }
+
 // ReadyWorkerPK is the ready-index partition of a worker row.
-func ReadyWorkerPK(shard int) string { return ReadyWorkerPrefix + strconv.Itoa(shard) }
+func ReadyWorkerPK(shard int) string { return ReadyPK(ReadyWorkerPrefix, shard) }
 
 // WorkerRoutingKey is what a worker row's shard is computed from: its
 // session when it has one (so a session's activities stay in order), else

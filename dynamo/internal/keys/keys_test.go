@@ -129,3 +129,22 @@ func TestIndexKeys(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestReadyShardParsesReadyPK(t *testing.T) {
+	for _, shard := range []int{0, 1, 9, 10, 15, 255} {
+		for _, prefix := range []string{ReadyOrchestratorPrefix, ReadyWorkerPrefix} {
+			got, ok := ReadyShard(ReadyPK(prefix, shard), prefix)
+			if !ok || got != shard {
+				t.Errorf("ReadyShard(ReadyPK(%q, %d)) = %d, %v", prefix, shard, got, ok)
+			}
+		}
+	}
+	if ReadyOrchestratorPK(3) != ReadyPK(ReadyOrchestratorPrefix, 3) || ReadyWorkerPK(3) != ReadyPK(ReadyWorkerPrefix, 3) {
+		t.Errorf("ReadyOrchestratorPK, ReadyWorkerPK and ReadyPK disagree")
+	}
+	for _, bad := range []string{"", "O#", "O#x", "O#-1", "O#01", "O#1x", "W#1", "O1", "O#99999999999999999999999"} {
+		if shard, ok := ReadyShard(bad, ReadyOrchestratorPrefix); ok {
+			t.Errorf("ReadyShard(%q, O#) = %d, true; want false", bad, shard)
+		}
+	}
+}
