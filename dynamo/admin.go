@@ -246,11 +246,12 @@ func (p *Provider) SystemMetrics(ctx context.Context) (provider.SystemMetrics, e
 // QueueDepths counts the messages of each queue that no live lock holds.
 // TimerQueue is always 0: timers are delayed orchestrator messages.
 //
-// Requests: one Query of the ready index per shard and queue, and one
-// GetItem per instance with queued messages.
+// Requests: a Scan of the ready index (one page per megabyte of it), and
+// one GetItem per instance with queued messages. Terminal instances have
+// no rows there: the cost does not grow with them.
 func (p *Provider) QueueDepths(ctx context.Context) (provider.QueueDepths, error) {
 	var d provider.QueueDepths
-	orch, err := p.sweepAll(ctx, keys.ReadyOrchestratorPK)
+	orch, work, err := p.readyIndex(ctx)
 	if err != nil {
 		return d, translate(provider.OpQueueDepths, err)
 	}
@@ -281,10 +282,6 @@ func (p *Provider) QueueDepths(ctx context.Context) (provider.QueueDepths, error
 			}
 		}
 	}
-	work, err := p.sweepAll(ctx, keys.ReadyWorkerPK)
-	if err != nil {
-		return d, translate(provider.OpQueueDepths, err)
-	}
 	now := p.nowMs()
 	for _, r := range work {
 		// An unlocked row has no lock_until (the index does not hold tok).
@@ -296,26 +293,33 @@ func (p *Provider) QueueDepths(ctx context.Context) (provider.QueueDepths, error
 	return d, nil
 }
 
-// sweepAll returns every row of one queue's ready index.
-func (p *Provider) sweepAll(ctx context.Context, shardPK func(int) string) ([]readyRow, error) {
-	var out []readyRow
-	for shard := range p.o.Shards {
-		rows, err := p.queryAll(ctx, &dynamodb.QueryInput{
-			IndexName:                 aws.String(tables.IndexReady),
-			KeyConditionExpression:    aws.String("#rp = :rp"),
-			ExpressionAttributeNames:  map[string]string{"#rp": attrReadyPK},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":rp": s(shardPK(shard))},
-		})
+// readyIndex returns every row of the ready index, by queue: one Scan,
+// paged to the index's end (about one request per megabyte of index).
+func (p *Provider) readyIndex(ctx context.Context) (orch, work []readyRow, err error) {
+	in := &dynamodb.ScanInput{TableName: p.table, IndexName: aws.String(tables.IndexReady)}
+	for {
+		page, err := p.db.Scan(ctx, in)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		for _, row := range rows {
+		for _, row := range page.Items {
+			rpk, _, _ := strAttr(row, attrReadyPK)
 			pk, _, _ := strAttr(row, attrPK)
 			sk, _, _ := strAttr(row, attrSK)
-			out = append(out, readyRow{pk: pk, sk: sk, row: row})
+			r := readyRow{pk: pk, sk: sk, row: row}
+			if shard, ok := keys.ReadyShard(rpk, keys.ReadyOrchestratorPrefix); ok && shard < p.o.Shards {
+				r.shard = shard
+				orch = append(orch, r)
+			} else if shard, ok := keys.ReadyShard(rpk, keys.ReadyWorkerPrefix); ok && shard < p.o.Shards {
+				r.shard = shard
+				work = append(work, r)
+			}
 		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return orch, work, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
 	}
-	return out, nil
 }
 
 // ListChildren returns the direct children of an instance; empty for

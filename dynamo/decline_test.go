@@ -303,3 +303,34 @@ func TestSweptWorkReachesEveryWaitingFetch(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueDepthsScansTheReadyIndexOnce: QueueDepths reads the ready index
+// with one Scan (not a Query per shard and queue) and the lock of each
+// instance with messages, and counts what no live lock holds.
+func TestQueueDepthsScansTheReadyIndexOnce(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	meter := &dynamotest.Meter{}
+	p, _ := dynamotest.New(t, dynamotest.Config{Meter: meter, ShortPoll: true})
+	for _, inst := range []string{"depth-a", "depth-b"} {
+		must(t, p.EnqueueForOrchestrator(ctx, startItem(inst), 0), "enqueue start")
+		must(t, p.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: inst, Name: "e", Data: "1"}, 0), "raise")
+	}
+	for id := range uint64(3) {
+		must(t, p.EnqueueForWorker(ctx, provider.ActivityExecuteItem{Instance: "depth-a", ExecutionID: 1, ID: id + 2, Name: "A"}), "enqueue activity")
+	}
+	// One activity locked: not counted.
+	if w, err := p.FetchWorkItem(ctx, longLock, 0, nil, provider.AnyTag()); err != nil || w == nil {
+		t.Fatalf("FetchWorkItem: %+v, %v", w, err)
+	}
+	admin, _ := provider.AdminOf(p)
+	meter.Reset()
+	d, err := admin.QueueDepths(ctx)
+	must(t, err, "QueueDepths")
+	if d.OrchestratorQueue != 4 || d.WorkerQueue != 2 {
+		t.Errorf("QueueDepths = %+v, want 4 orchestrator and 2 worker messages", d)
+	}
+	if u := meter.Usage(); u.Requests["Scan"] != 1 || u.Requests["GetItem"] != 2 || u.Total() != 3 {
+		t.Errorf("QueueDepths made %v, want one Scan and a GetItem of each instance's lock", u.Requests)
+	}
+}
