@@ -174,11 +174,18 @@ func TestSweepGoesByShardPastTheScanLimit(t *testing.T) {
 			ctx := t.Context()
 			env := dynamotest.NewEnv(t, false)
 			meter := &dynamotest.Meter{}
-			p := env.NewProvider(t, dynamotest.Config{Shards: shards, Meter: meter, ShortPoll: true})
+			// Both clocks stand still, p's a millisecond after the writer's:
+			// every row is eligible and has been for less than handOutAge,
+			// so a sweep hands no row to p's next fetch as a signal, however
+			// slowly this runs, and each fetch below sweeps.
+			written := time.Now()
+			p := env.NewProvider(t, dynamotest.Config{Shards: shards, Meter: meter, ShortPoll: true,
+				Options: func(o *dynamo.Options) { o.Now = func() time.Time { return written.Add(time.Millisecond) } }})
 			// Another process writes the rows, so that no signal of p's
 			// announces them: p finds them by sweeps alone. Oldest first
 			// (the sequence orders rows of one millisecond).
-			src := env.NewProvider(t, dynamotest.Config{Shards: shards})
+			src := env.NewProvider(t, dynamotest.Config{Shards: shards,
+				Options: func(o *dynamo.Options) { o.Now = func() time.Time { return written } }})
 			var want []string
 			for i := range rows {
 				inst := fmt.Sprintf("by-shard-%d", i)
