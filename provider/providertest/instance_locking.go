@@ -363,7 +363,7 @@ func instanceLockingMultiThreadedLockContention(t *testing.T, s *suite) {
 		winner := won[0]
 		instanceLockingWantInstance(t, winner, instance, fmt.Sprintf("round %d winner", round))
 		if len(winner.Messages) != 1 {
-			t.Fatalf("round %d: winner got %d messages, want 1", round, len(winner.Messages))
+			t.Fatalf("round %d: winner got %d messages, want 1: %+v", round, len(winner.Messages), winner.Messages)
 		}
 		wantNoOrch(ctx, t, p, fmt.Sprintf("round %d: fetch while the winner holds the lock", round))
 
