@@ -324,3 +324,19 @@ func TestParseCommandStatsSumsCallsWithoutInfo(t *testing.T) {
 		t.Errorf("total after sub = %d, want 13", got)
 	}
 }
+
+// TestWaitStoppedGivesUpOnAStuckWorker: a worker whose tasks never finish
+// costs the run workerStopTimeout, not the rest of the benchmark.
+func TestWaitStoppedGivesUpOnAStuckWorker(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	defer close(release)
+	stuck := func() error { <-release; return nil }
+	if err := waitStopped(stuck, 50*time.Millisecond); !errors.Is(err, errWorkerStuck) {
+		t.Fatalf("waitStopped of a stuck worker = %v, want errWorkerStuck", err)
+	}
+	boom := errors.New("boom")
+	if err := waitStopped(func() error { return boom }, time.Minute); !errors.Is(err, boom) {
+		t.Fatalf("waitStopped of a stopped worker = %v, want its error", err)
+	}
+}

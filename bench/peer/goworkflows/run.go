@@ -137,11 +137,11 @@ func runScenario(ctx context.Context, c Config, r report.Result, starts []start,
 		stopWorker()
 		return r, nil, errors.Join(fmt.Errorf("start worker: %w", err), p.close())
 	}
-	// Stop the worker, wait for its tasks and pollers, then close the
-	// backend, on every path out.
+	// Stop the worker, wait for its tasks and pollers (at most
+	// workerStopTimeout), then close the backend, on every path out.
 	shutdown := func() error {
 		stopWorker()
-		return errors.Join(w.WaitForCompletion(), p.close())
+		return errors.Join(waitStopped(w.WaitForCompletion, workerStopTimeout), p.close())
 	}
 
 	cl := client.New(rec)
@@ -164,6 +164,32 @@ func runScenario(ctx context.Context, c Config, r report.Result, starts []start,
 		}
 	}
 	return r, outputs, errors.Join(err, shutdown())
+}
+
+// workerStopTimeout bounds the wait for a stopped worker's tasks. After a
+// FanOut10000 on Redis that ended with the workflow's result unreadable,
+// go-workflows' WaitForCompletion waited on a task for over 25 minutes
+// and held the whole benchmark run.
+const workerStopTimeout = time.Minute
+
+// errWorkerStuck reports a worker whose tasks did not finish within
+// workerStopTimeout of its stop.
+var errWorkerStuck = errors.New("goworkflows: the stopped worker's tasks did not finish")
+
+// waitStopped runs wait (a worker's WaitForCompletion) and returns its
+// error, or errWorkerStuck when it has not returned within timeout; it is
+// then left running (with whatever goroutines it waits for).
+func waitStopped(wait func() error, timeout time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- wait() }()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return fmt.Errorf("%w within %v; its goroutines are left behind", errWorkerStuck, timeout)
+	}
 }
 
 // runTimeout bounds one run: generous for a loaded 2-core machine.
