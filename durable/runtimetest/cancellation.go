@@ -943,11 +943,15 @@ func (p *recordingProvider) has(instance, reason string, fromAck bool) bool {
 }
 
 func (p *recordingProvider) FetchOrchestrationItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, filter *provider.CapabilityFilter) (*provider.OrchestrationItem, error) {
+	// Whether the child may run is decided before the fetch reads: a fetch
+	// already under way when the test allows the child may have read its
+	// messages before the client's cancel was committed.
+	allowed := p.allowChild.Load()
 	item, err := p.Provider.FetchOrchestrationItem(ctx, lockTimeout, pollTimeout, filter)
 	if err != nil || item == nil || item.Instance != "combo-child" {
 		return item, err
 	}
-	if !p.allowChild.Load() {
+	if !allowed {
 		if err := p.Provider.AbandonOrchestrationItem(ctx, item.LockToken, 25*time.Millisecond, true); err != nil {
 			return nil, err
 		}
