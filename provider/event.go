@@ -247,15 +247,17 @@ type KeyValueCleared struct {
 // KeyValuesCleared removes every key of the instance's KV store.
 type KeyValuesCleared struct{}
 
-type kindDecoder func(data []byte) (EventKind, error)
+// kindDecoder decodes an event's kind from its JSON object data, already
+// split into fields.
+type kindDecoder func(data []byte, fields map[string]json.RawMessage) (EventKind, error)
 
 // eventKinds maps each wire tag to a decoder of that kind's fields.
 var eventKinds = eventKindDecoders()
 
 func kindOf[K EventKind](tag string) kindDecoder {
-	return func(data []byte) (EventKind, error) {
+	return func(data []byte, fields map[string]json.RawMessage) (EventKind, error) {
 		var k K
-		if err := decodeStruct(data, &k, "event "+tag); err != nil {
+		if err := decodeFields(data, fields, &k, "event "+tag); err != nil {
 			return nil, err
 		}
 		return k, nil
@@ -264,11 +266,11 @@ func kindOf[K EventKind](tag string) kindDecoder {
 
 // detailsKindOf decodes a kind whose only field is error details.
 func detailsKindOf(tag string, build func(ErrorDetails) EventKind) kindDecoder {
-	return func(data []byte) (EventKind, error) {
+	return func(data []byte, fields map[string]json.RawMessage) (EventKind, error) {
 		var w struct {
 			Details details `json:"details"`
 		}
-		if err := decodeStruct(data, &w, "event "+tag); err != nil {
+		if err := decodeFields(data, fields, &w, "event "+tag); err != nil {
 			return nil, err
 		}
 		return build(w.Details.ErrorDetails), nil
@@ -462,19 +464,27 @@ func (e Event) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON decodes a flat event object. An unknown "type" is an error
 // wrapping [ErrUnknownKind]; missing or null required fields are errors.
+//
+// The object is parsed once, and the header and the kind are filled from
+// its fields (histories are decoded on every read, so this is the
+// provider's hottest decoding).
 func (e *Event) UnmarshalJSON(data []byte) error {
 	if bytes.Equal(bytes.TrimSpace(data), []byte("null")) {
 		return fmt.Errorf("event: null is not an event")
 	}
+	fields, err := objectFields(data, "event")
+	if err != nil {
+		return err
+	}
 	var head eventHeader
-	if err := decodeStruct(data, &head, "event"); err != nil {
+	if err := decodeFields(data, fields, &head, "event"); err != nil {
 		return err
 	}
 	decode, ok := eventKinds[head.Type]
 	if !ok {
 		return unknownKind("event", head.Type)
 	}
-	kind, err := decode(data)
+	kind, err := decode(data, fields)
 	if err != nil {
 		return err
 	}

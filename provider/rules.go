@@ -276,7 +276,7 @@ func ExecutionsToPrune(execs []ExecutionSummary, current uint64, options PruneOp
 // failure is a [Corrupt] error of op.
 func DecodeStoredEvent(op, instance string, executionID uint64, position int, data []byte) (Event, error) {
 	var e Event
-	if err := json.Unmarshal(data, &e); err != nil {
+	if err := e.UnmarshalJSON(data); err != nil {
 		return Event{}, Corrupt(op, err, "failed to deserialize history event at position %d for instance %q execution %d: %v",
 			position, instance, executionID, err)
 	}

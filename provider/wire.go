@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // This file holds the JSON mechanics shared by work items, events and error
@@ -69,14 +71,126 @@ func unknownKind(what, tag string) error {
 // is required unless it is a pointer, is tagged omitempty or omitzero, or
 // carries the struct tag `wire:"default"` (serde's #[serde(default)]).
 func decodeStruct(body []byte, v any, what string) error {
+	fields, err := objectFields(body, what)
+	if err != nil {
+		return err
+	}
+	return decodeFields(body, fields, v, what)
+}
+
+// objectFields splits the JSON object body into its fields; null and
+// anything but an object are errors.
+func objectFields(body []byte, what string) (map[string]json.RawMessage, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if fields == nil {
-		return fmt.Errorf("%s: null where an object is required", what)
+		return nil, fmt.Errorf("%s: null where an object is required", what)
 	}
-	for _, name := range requiredFields(reflect.TypeOf(v).Elem()) {
+	return fields, nil
+}
+
+// decodeFields is decodeStruct for a body already split into fields. A
+// struct of named fields alone is filled field by field from fields, as
+// encoding/json would fill it but with names matched exactly (as serde
+// matches them); any other is decoded from body.
+func decodeFields(body []byte, fields map[string]json.RawMessage, v any, what string) error {
+	t := reflect.TypeOf(v).Elem()
+	if err := checkRequired(fields, t, what); err != nil {
+		return err
+	}
+	plan, ok := fieldPlanOf(t)
+	if !ok {
+		if err := json.Unmarshal(body, v); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return nil
+	}
+	sv := reflect.ValueOf(v).Elem()
+	for _, f := range plan {
+		raw, ok := fields[f.name]
+		if !ok || string(bytes.TrimSpace(raw)) == "null" {
+			continue // as encoding/json: null leaves a value as it is
+		}
+		if err := decodeField(raw, sv.Field(f.index)); err != nil {
+			return fmt.Errorf("%s: field %q: %w", what, f.name, err)
+		}
+	}
+	return nil
+}
+
+// decodeField decodes raw into the struct field dst; strings, integers
+// and pointers to them take the short way.
+func decodeField(raw json.RawMessage, dst reflect.Value) error {
+	switch dst.Type() {
+	case reflect.TypeFor[string]():
+		return rawString(raw, dst.Addr().Interface().(*string))
+	case reflect.TypeFor[uint64]():
+		return rawUint(raw, dst.Addr().Interface().(*uint64))
+	case reflect.TypeFor[*string]():
+		var v string
+		if err := rawString(raw, &v); err != nil {
+			return err
+		}
+		dst.Set(reflect.ValueOf(&v))
+		return nil
+	case reflect.TypeFor[*uint64]():
+		var v uint64
+		if err := rawUint(raw, &v); err != nil {
+			return err
+		}
+		dst.Set(reflect.ValueOf(&v))
+		return nil
+	default:
+		return json.Unmarshal(raw, dst.Addr().Interface())
+	}
+}
+
+// plannedField is one field of a struct decoded field by field.
+type plannedField struct {
+	name  string
+	index int
+}
+
+// fieldPlan is how decodeFields fills a struct type: field by field, or
+// (ok false) by encoding/json.
+type fieldPlan struct {
+	fields []plannedField
+	ok     bool
+}
+
+var fieldPlans sync.Map // reflect.Type -> fieldPlan
+
+// fieldPlanOf returns the fields of t to decode one by one, or false when
+// t has an embedded field or one without a JSON name (encoding/json's
+// rules for those are left to encoding/json).
+func fieldPlanOf(t reflect.Type) ([]plannedField, bool) {
+	if cached, ok := fieldPlans.Load(t); ok {
+		plan := cached.(fieldPlan)
+		return plan.fields, plan.ok
+	}
+	plan := fieldPlan{ok: true}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || f.Tag.Get("json") == "-" {
+			continue
+		}
+		if f.Anonymous || name == "" {
+			plan = fieldPlan{}
+			break
+		}
+		plan.fields = append(plan.fields, plannedField{name: name, index: i})
+	}
+	fieldPlans.Store(t, plan)
+	return plan.fields, plan.ok
+}
+
+// checkRequired checks that fields holds every required field of the
+// struct type t, none of them null.
+func checkRequired(fields map[string]json.RawMessage, t reflect.Type, what string) error {
+	for _, name := range requiredFields(t) {
 		raw, ok := fields[name]
 		if !ok {
 			return fmt.Errorf("%s: missing field %q", what, name)
@@ -85,10 +199,28 @@ func decodeStruct(body []byte, v any, what string) error {
 			return fmt.Errorf("%s: field %q is null", what, name)
 		}
 	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
 	return nil
+}
+
+// rawUint decodes the JSON value raw, taken from a parsed object, into a
+// uint64 as encoding/json would; digits alone take the short way.
+func rawUint(raw json.RawMessage, dst *uint64) error {
+	if n, err := strconv.ParseUint(string(raw), 10, 64); err == nil {
+		*dst = n
+		return nil
+	}
+	return json.Unmarshal(raw, dst)
+}
+
+// rawString decodes the JSON value raw, taken from a parsed object, into a
+// string as encoding/json would; a valid UTF-8 string without escapes
+// takes the short way.
+func rawString(raw json.RawMessage, dst *string) error {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		*dst = string(raw[1 : n-1])
+		return nil
+	}
+	return json.Unmarshal(raw, dst)
 }
 
 // decodeAs decodes body into a T through P, a method-free struct type with

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/dynoxide/dynoxide/provider"
@@ -321,4 +322,89 @@ func TestErrorDetailsDisplayMessage(t *testing.T) {
 			t.Errorf("%#v: got %q, want %q", c.d, got, c.want)
 		}
 	}
+}
+
+// TestEventDecodeAgreesWithEncodingJSON checks the event decoder, which
+// takes fields from one parse of the object, against encoding/json's
+// decoding of the same object into a plain struct: escapes, surrogate
+// pairs, invalid UTF-8 and numbers that are not uint64s.
+func TestEventDecodeAgreesWithEncodingJSON(t *testing.T) {
+	type plain struct {
+		EventID         uint64  `json:"event_id"`
+		SourceEventID   *uint64 `json:"source_event_id"`
+		InstanceID      string  `json:"instance_id"`
+		ExecutionID     uint64  `json:"execution_id"`
+		TimestampMs     uint64  `json:"timestamp_ms"`
+		DuroxideVersion string  `json:"duroxide_version"`
+		Name            string  `json:"name"`
+		Input           string  `json:"input"`
+		SessionID       *string `json:"session_id"`
+	}
+	strs := []string{
+		`"plain"`, `""`, `"\"quoted\" \\ \/ \b\f\n\r\t"`, `"\u00e9\u4e2d\ud83d\ude00"`, `"\ud83d alone"`,
+		"\"caf\xc3\xa9\"", "\"bad \xff byte\"", "\"\xed\xa0\x80 surrogate bytes\"", `7`, `true`, `{"a":1}`,
+	}
+	nums := []string{`0`, `18446744073709551615`, `18446744073709551616`, `-1`, `1.5`, `1e3`, `-0`, `"7"`, `null`}
+	var cases []string
+	for _, s := range strs {
+		cases = append(cases,
+			`{"event_id":2,"instance_id":`+s+`,"execution_id":1,"timestamp_ms":7,"duroxide_version":"0.1.29","type":"ActivityScheduled","name":"n","input":"i"}`,
+			`{"event_id":2,"instance_id":"i","execution_id":1,"timestamp_ms":7,"duroxide_version":"0.1.29","type":"ActivityScheduled","name":"n","input":`+s+`,"session_id":`+s+`}`)
+	}
+	for _, n := range nums {
+		cases = append(cases,
+			`{"event_id":`+n+`,"instance_id":"i","execution_id":1,"timestamp_ms":7,"duroxide_version":"0.1.29","type":"ActivityScheduled","name":"n","input":"i"}`,
+			`{"event_id":2,"source_event_id":`+n+`,"instance_id":"i","execution_id":1,"timestamp_ms":7,"duroxide_version":"0.1.29","type":"ActivityScheduled","name":"n","input":"i"}`)
+	}
+	for _, data := range cases {
+		var want plain
+		wantErr := json.Unmarshal([]byte(data), &want)
+		if wantErr == nil && (strings.Contains(data, `"event_id":null`)) {
+			wantErr = errors.New("null required field")
+		}
+		got, err := provider.DecodeStoredEvent(provider.OpRead, "i", 1, 0, []byte(data))
+		if (err != nil) != (wantErr != nil) {
+			t.Errorf("%s:\n decoder error %v, encoding/json error %v", data, err, wantErr)
+			continue
+		}
+		if err != nil {
+			if !errors.Is(err, provider.ErrCorruptData) {
+				t.Errorf("%s: error %v does not wrap ErrCorruptData", data, err)
+			}
+			continue
+		}
+		k := got.Kind.(provider.ActivityScheduled)
+		back := plain{got.EventID, got.SourceEventID, got.InstanceID, got.ExecutionID, got.TimestampMs, got.DuroxideVersion, k.Name, k.Input, k.SessionID}
+		if !reflect.DeepEqual(back, want) {
+			t.Errorf("%s:\n decoded %#v\n   want %#v", data, back, want)
+		}
+	}
+}
+
+// BenchmarkDecodeStoredEvent decodes the two events of an activity as a
+// history stores them (every history read decodes each of its events).
+func BenchmarkDecodeStoredEvent(b *testing.B) {
+	scheduled := uint64(2)
+	events := []provider.Event{
+		{EventID: scheduled, InstanceID: "order-1", ExecutionID: 1, TimestampMs: 1790000000000, DuroxideVersion: "0.1.29",
+			Kind: provider.ActivityScheduled{Name: "Hello", Input: `"Tokyo"`}},
+		{EventID: scheduled + 1, SourceEventID: &scheduled, InstanceID: "order-1", ExecutionID: 1, TimestampMs: 1790000000000, DuroxideVersion: "0.1.29",
+			Kind: provider.ActivityCompleted{Result: `"Hello, Tokyo!"`}},
+	}
+	var stored [][]byte
+	for _, e := range events {
+		data, err := json.Marshal(e)
+		if err != nil {
+			b.Fatal(err)
+		}
+		stored = append(stored, data)
+	}
+	for b.Loop() {
+		for i, data := range stored {
+			if _, err := provider.DecodeStoredEvent(provider.OpRead, "order-1", 1, i, data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(stored)), "ns/event")
 }
