@@ -163,7 +163,7 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 	if p.waits.released(turn.st.id, lockToken) {
 		p.signals.Requeue(p.instanceSignal(turn.st.id))
 	}
-	p.notify(ctx, plan.signals)
+	p.post(plan.signals)
 	return nil
 }
 
@@ -631,8 +631,10 @@ func (p *Provider) orchestratorItem(w provider.WorkItem, data []byte, visibleMs 
 // notifyTimeout bounds the sending of the signals of one commit.
 const notifyTimeout = 2 * time.Second
 
-// notify sends signals after a commit; failures are logged, never
-// returned (the work is committed, and sweeps find it).
+// notify sends signals after a commit and returns when SQS has them;
+// failures are logged, never returned (the work is committed, and sweeps
+// find it). For the writes of clients (starts, events, enqueued
+// activities), whose process may end as soon as the call returns.
 func (p *Provider) notify(ctx context.Context, signals []queues.Signal) {
 	if len(signals) == 0 {
 		return
@@ -642,6 +644,20 @@ func (p *Provider) notify(ctx context.Context, signals []queues.Signal) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), notifyTimeout)
 	defer cancel()
 	if err := p.signals.Notify(ctx, signals...); err != nil {
+		p.o.Logf("dynamo: wake-up signals not sent (work is committed; sweeps find it): %v", err)
+	}
+}
+
+// post wakes this process's waiters of signals after a commit and leaves
+// their sending to SQS to the background (queues.Signals.Post): for the
+// commits of dispatchers (acks, abandons), which go on to their next fetch
+// instead of waiting for a request whose only use is to wake other
+// processes. Close sends what is left.
+func (p *Provider) post(signals []queues.Signal) {
+	if len(signals) == 0 {
+		return
+	}
+	if err := p.signals.Post(signals...); err != nil {
 		p.o.Logf("dynamo: wake-up signals not sent (work is committed; sweeps find it): %v", err)
 	}
 }

@@ -2,10 +2,12 @@ package dynamo_test
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -604,6 +606,58 @@ func TestDroppedSignal(t *testing.T) {
 	must(t, err, "next fetch")
 	if item == nil || item.Instance != inst {
 		t.Fatalf("next fetch: got %+v, want instance %q", item, inst)
+	}
+}
+
+// holdingSQS is an SQS client that, once hold is called, holds every
+// SendMessageBatch until release is closed (or its context ends).
+type holdingSQS struct {
+	*sqs.Client
+	held     atomic.Bool
+	entered  chan struct{} // receives once per held call
+	release  chan struct{}
+	returned atomic.Int32 // held calls that returned
+}
+
+func (h *holdingSQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, o ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	if h.held.Load() {
+		h.entered <- struct{}{}
+		defer h.returned.Add(1)
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return h.Client.SendMessageBatch(ctx, in, o...)
+}
+
+// TestAckDoesNotWaitForTheWakeUpSend checks that a turn's ack returns once
+// its transaction committed, while the SQS message that wakes other
+// processes for the activity it scheduled is still being sent, and that
+// the message then reaches another process.
+func TestAckDoesNotWaitForTheWakeUpSend(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, true)
+	holder := &holdingSQS{Client: env.Endpoints.SQS(env.AWS), entered: make(chan struct{}, 4), release: make(chan struct{})}
+	p := env.NewProvider(t, dynamotest.Config{Options: func(o *dynamo.Options) { o.SQSClient = holder }})
+	const inst = "ack-without-waiting"
+
+	item := startAndFetch(ctx, t, p, inst)
+	holder.held.Store(true)
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, activities(inst, 1)), "ack")
+	if n := holder.returned.Load(); n != 0 {
+		t.Fatalf("the ack returned after %d held sends had ended: it waited for SQS", n)
+	}
+	<-holder.entered // the wake-up's send began, and the ack did not wait for it
+	close(holder.release)
+	// The message then reaches the worker queue, for other processes.
+	out, err := holder.Client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &env.WorkerQueueURL, MaxNumberOfMessages: 10, WaitTimeSeconds: 10})
+	must(t, err, "ReceiveMessage")
+	want := base64.StdEncoding.EncodeToString([]byte(inst))
+	if len(out.Messages) != 1 || !strings.Contains(aws.ToString(out.Messages[0].Body), want) {
+		t.Fatalf("worker queue: %d messages (%v), want the activity's wake-up naming %q", len(out.Messages), out.Messages, want)
 	}
 }
 

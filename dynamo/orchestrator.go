@@ -157,7 +157,7 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 	p.turns.drop(lockToken)
 	p.hints.unlocked(st.id)
 	p.waits.released(st.id, lockToken) // the notice below announces the instance
-	p.notify(ctx, []queues.Signal{{
+	p.post([]queues.Signal{{
 		Kind: queues.Orchestrator, Shard: keys.ShardOf(st.id, p.o.Shards), Instance: st.id, VisibleAt: timeMs(visibleAt),
 	}})
 	return nil

@@ -647,7 +647,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 	}
 	p.leases.drop(lockToken)
 	p.hints.heldWork(workRowKeyOf(tok.instance, keys.WorkerSK(tok.executionID, tok.activityID)), p.nowMs()+ackedWorkMs)
-	p.notify(ctx, signals)
+	p.post(signals)
 	return nil
 }
 
@@ -757,7 +757,7 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, delay 
 	p.leases.drop(lockToken)
 	p.hints.releasedWork(workRowKeyOf(tok.instance, keys.WorkerSK(tok.executionID, tok.activityID)))
 	shard := keys.ShardOf(keys.WorkerRoutingKey(tok.instance, tok.session), p.o.Shards)
-	p.notify(ctx, []queues.Signal{{
+	p.post([]queues.Signal{{
 		Kind: queues.Worker, Shard: shard, Instance: tok.instance, VisibleAt: timeMs(visible),
 		Work: keys.WorkerSK(tok.executionID, tok.activityID),
 	}})

@@ -66,12 +66,20 @@ func (s *Signals) Decline(ctx context.Context, signals ...Signal) error {
 			return provider.Permanent(opDecline, provider.ErrInvalidInput, "negative shard %d", sig.Shard)
 		}
 	}
-	var send [2][]toSend
 	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
 		return closedError(opDecline)
 	}
+	return s.decline(ctx, signals)
+}
+
+// decline is Decline for valid signals, also while Close runs: the poller
+// sends on what it received before Close stopped it.
+func (s *Signals) decline(ctx context.Context, signals []Signal) error {
+	var send [2][]toSend
+	s.mu.Lock()
 	now := s.opts.Now()
 	for key, at := range s.declined {
 		if now.Sub(at) > declineWindow {

@@ -46,6 +46,17 @@
 // anyone, because Notify already woke its waiters in-process. No message
 // attributes are used.
 //
+// # Sending without waiting
+//
+// [Signals.Notify] returns once SQS has the messages: for callers whose
+// process may end right after (a client that started an orchestration).
+// [Signals.Post] wakes this process's waiters the same way and leaves the
+// messages to a background sender, which batches what has been posted
+// meanwhile (each distinct signal once, ten to a request); [Signals.Flush]
+// waits for it, and [Signals.Close] sends what is left, for at most
+// [CloseFlushTimeout]. A post that finds [Options.MaxPosted] messages
+// waiting drops its own, as a lost signal.
+//
 // # Visibility and delays
 //
 // A signal whose VisibleAt is in the future (a timer) is sent with
@@ -54,8 +65,10 @@
 // VisibleAt. SQS delays end at 15 minutes ([MaxDelay]); a later signal is
 // kept in the sending process until it is within 15 minutes, then sent (if
 // that process stops first, the sweep finds its work). Received messages are deleted
-// at once (one DeleteMessageBatch per receive); a message whose delete failed
-// comes back after the receive's 2 s visibility timeout, a harmless duplicate.
+// once delivered or sent on (one DeleteMessageBatch per receive); a message
+// whose delete failed, or that arrived as [Signals.Close] began, or that
+// could not be sent on, is not deleted and comes back after the receive's
+// 2 s visibility timeout, for this process or another.
 // Undecodable messages are logged and deleted, never redriven: a dead-letter
 // queue is not needed for signal queues.
 //

@@ -57,23 +57,175 @@ type toSend struct {
 // the work is already committed and signals are only hints, callers may
 // log the error and carry on.
 func (s *Signals) Notify(ctx context.Context, signals ...Signal) error {
+	send, err := s.wake(signals)
+	if err != nil {
+		return err
+	}
+	return s.send(ctx, opNotify, send, s.id)
+}
+
+// Post is [Signals.Notify] without waiting for SQS: it checks signals and
+// wakes this process's waiters as Notify does, hands the SQS messages to a
+// background sender and returns. For commits whose caller should not wait
+// for a wake-up meant for other processes: a dispatcher that committed a
+// turn goes on to its next fetch while the sender works.
+//
+// The sender sends what has been posted in SendMessageBatch calls of at
+// most 10 messages per queue, so that the signals of commits that follow
+// each other closely share requests; identical signals posted while
+// earlier ones were being sent are sent once. A failed send is logged
+// ([Options.Logf]) and counted in [Stats.Errors], nothing more: signals are
+// hints, and a lost one costs latency until a poll timeout or a sweep. At
+// most [Options.MaxPosted] messages wait to be sent; a post beyond that
+// drops its messages, counted in [Stats.SignalsDropped].
+//
+// [Signals.Flush] waits until what was posted before it has been sent.
+// [Signals.Close] sends what is left, for at most [CloseFlushTimeout]. A
+// process that stops without Close (a Lambda function's environment frozen
+// after its handler returned) may hold posted signals unsent until it runs
+// again; their work waits for a poll timeout or a sweep, as a lost signal's.
+// Post fails only as Notify fails before sending: invalid signals, or
+// [ErrClosed].
+func (s *Signals) Post(signals ...Signal) error {
+	send, err := s.wake(signals)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return closedError(opNotify)
+	}
+	o := &s.outbox
+	for i, list := range send {
+		for _, m := range list {
+			if o.waiting >= s.opts.MaxPosted {
+				s.stats.dropped.Add(1)
+				continue
+			}
+			o.pending[i] = append(o.pending[i], m)
+			o.waiting++
+			o.posted++
+		}
+	}
+	if !o.sending && o.waiting > 0 {
+		o.sending = true
+		s.wg.Add(1)
+		go s.sendPosted()
+	}
+	return nil
+}
+
+// CloseFlushTimeout bounds the sending of posted signals by
+// [Signals.Close].
+const CloseFlushTimeout = 5 * time.Second
+
+// postSendTimeout bounds the sending of one round of posted signals.
+const postSendTimeout = 2 * time.Second
+
+// outbox holds posted signals until the sender takes them. Guarded by
+// Signals.mu.
+type outbox struct {
+	pending [2][]toSend   // by queue, in posting order
+	waiting int           // messages in pending
+	sending bool          // a sendPosted goroutine runs
+	posted  uint64        // messages ever posted (not dropped)
+	settled uint64        // of those, messages whose sending has ended
+	round   chan struct{} // closed, and replaced, when a round ends
+}
+
+// sendPosted sends the posted signals, round after round, until none
+// wait; each round takes every waiting message, identical ones once.
+func (s *Signals) sendPosted() {
+	defer s.wg.Done()
+	for {
+		s.mu.Lock()
+		o := &s.outbox
+		send, taken := o.pending, o.waiting
+		o.pending, o.waiting = [2][]toSend{}, 0
+		if taken == 0 {
+			o.sending = false
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		for i, list := range send {
+			send[i] = distinctMessages(list)
+		}
+		ctx, cancel := context.WithTimeout(s.sendCtx, postSendTimeout)
+		if err := s.send(ctx, opNotify, send, s.id); err != nil {
+			s.opts.Logf("queues: posted wake-up signals not sent (their work is committed; a poll timeout or a sweep finds it): %v", err)
+		}
+		cancel()
+		s.mu.Lock()
+		o.settled += uint64(taken)
+		if o.round != nil {
+			close(o.round)
+			o.round = nil
+		}
+		s.mu.Unlock()
+	}
+}
+
+// distinctMessages returns list without the repeats of a signal (same
+// kind, shard, instance, work and VisibleAt), keeping the first.
+func distinctMessages(list []toSend) []toSend {
+	seen := make(map[signalKey]bool, len(list))
+	out := list[:0]
+	for _, m := range list {
+		if key := m.sig.key(); !seen[key] {
+			seen[key] = true
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Flush waits until the signals posted ([Signals.Post]) before it was
+// called have been sent, or their sending has failed, or ctx ends (then it
+// returns ctx's error).
+func (s *Signals) Flush(ctx context.Context) error {
+	s.mu.Lock()
+	target := s.outbox.posted
+	for s.outbox.settled < target {
+		if s.outbox.round == nil {
+			s.outbox.round = make(chan struct{})
+		}
+		round := s.outbox.round
+		s.mu.Unlock()
+		select {
+		case <-round:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		s.mu.Lock()
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// wake checks signals, wakes this process's waiters of those visible now,
+// schedules the in-process delivery of delayed ones and defers those
+// beyond MaxDelay, and returns the SQS messages to send: one per distinct
+// signal, by queue. It fails on an invalid signal (before anything is
+// woken) and after Close.
+func (s *Signals) wake(signals []Signal) ([2][]toSend, error) {
+	var send [2][]toSend
 	for _, sig := range signals {
 		if !sig.Kind.valid() {
-			return provider.Permanent(opNotify, provider.ErrInvalidInput, "invalid signal kind %v", sig.Kind)
+			return send, provider.Permanent(opNotify, provider.ErrInvalidInput, "invalid signal kind %v", sig.Kind)
 		}
 		if sig.Shard < 0 {
-			return provider.Permanent(opNotify, provider.ErrInvalidInput, "negative shard %d", sig.Shard)
+			return send, provider.Permanent(opNotify, provider.ErrInvalidInput, "negative shard %d", sig.Shard)
 		}
 	}
 	if len(signals) == 0 {
-		return nil
+		return send, nil
 	}
-
-	var send [2][]toSend
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.closed {
-		s.mu.Unlock()
-		return closedError(opNotify)
+		return send, closedError(opNotify)
 	}
 	now := s.opts.Now()
 	seen := make(map[signalKey]bool, len(signals))
@@ -111,8 +263,7 @@ func (s *Signals) Notify(ctx context.Context, signals ...Signal) error {
 	for i, sigs := range immediate {
 		s.deliverLocked(s.kinds[i], sigs)
 	}
-	s.mu.Unlock()
-	return s.send(ctx, opNotify, send, s.id)
+	return send, nil
 }
 
 // send sends the signals of each queue in batches, their bodies marked as

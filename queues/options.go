@@ -50,8 +50,14 @@ type Options struct {
 	// [Signals.Notify]). Default 10,000; must not be negative.
 	MaxDeferred int
 
+	// MaxPosted bounds the posted messages ([Signals.Post]) that wait to be
+	// sent; a post beyond it drops its messages. Default 10,000; must not be
+	// negative.
+	MaxPosted int
+
 	// Logf receives the problems the background pollers handle themselves:
-	// failed receives and deletes, undecodable messages. It is called from
+	// failed receives and deletes, undecodable messages, posted signals
+	// that could not be sent. It is called from
 	// several goroutines. Default: discard.
 	Logf func(format string, args ...any)
 
@@ -86,6 +92,12 @@ func (o Options) resolve() (Options, error) {
 	}
 	if o.MaxDeferred == 0 {
 		o.MaxDeferred = 10_000
+	}
+	if o.MaxPosted < 0 {
+		return o, fmt.Errorf("queues: negative MaxPosted %d", o.MaxPosted)
+	}
+	if o.MaxPosted == 0 {
+		o.MaxPosted = 10_000
 	}
 	if o.OrchestratorQueueURL != "" && o.OrchestratorQueueURL == o.WorkerQueueURL {
 		return o, fmt.Errorf("queues: orchestrator and worker signals need different queues, both are %q", o.WorkerQueueURL)

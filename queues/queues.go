@@ -184,12 +184,15 @@ type Stats struct {
 	// SignalsDeclinedTooOften counts declined signals dropped because they
 	// had been sent on [MaxHops] times.
 	SignalsDeclinedTooOften int64
+	// SignalsDropped counts posted signals ([Signals.Post]) dropped
+	// because [Options.MaxPosted] were waiting to be sent already.
+	SignalsDropped int64
 	// Errors counts failed SQS requests and failed batch entries.
 	Errors int64
 }
 
 type counters struct {
-	send, receive, delete, sent, received, fromSelf, deferred, beyond, declined, declineDropped, errors atomic.Int64
+	send, receive, delete, sent, received, fromSelf, deferred, beyond, declined, declineDropped, dropped, errors atomic.Int64
 }
 
 // Signals sends and receives wake-up signals for both queue kinds. It is safe
@@ -207,7 +210,13 @@ type Signals struct {
 	timers   map[signalKey]*time.Timer // in-process delayed signals
 	deferred map[signalKey]*time.Timer // signals beyond MaxDelay, sent when within it
 	declined map[declineKey]time.Time  // recently declined, so a broadcast is sent on once
-	wg       sync.WaitGroup            // pollers and timer callbacks
+	outbox   outbox                    // posted signals not sent yet
+	wg       sync.WaitGroup            // pollers, timer callbacks and the sender of posted signals
+
+	// sendCtx is the context of the sender of posted signals; sendCancel
+	// ends it, CloseFlushTimeout after Close.
+	sendCtx    context.Context
+	sendCancel context.CancelFunc
 
 	stats counters
 }
@@ -270,6 +279,7 @@ func New(api API, optFns ...func(*Options)) (*Signals, error) {
 		deferred: make(map[signalKey]*time.Timer),
 		declined: make(map[declineKey]time.Time),
 	}
+	s.sendCtx, s.sendCancel = context.WithCancel(context.Background())
 	for i, url := range []string{o.OrchestratorQueueURL, o.WorkerQueueURL} {
 		s.queues[i] = &queueState{url: url}
 	}
@@ -304,6 +314,7 @@ func (s *Signals) Stats() Stats {
 		SignalsBeyondMaxDelay:      c.beyond.Load(),
 		SignalsDeclined:            c.declined.Load(),
 		SignalsDeclinedTooOften:    c.declineDropped.Load(),
+		SignalsDropped:             c.dropped.Load(),
 		Errors:                     c.errors.Load(),
 	}
 }
@@ -312,7 +323,9 @@ func (s *Signals) Stats() Stats {
 // every blocked [Signals.Wait] (which then returns [ErrClosed]) and waits
 // until all goroutines of s have ended. A receive in flight is cancelled (a
 // message it had already taken becomes visible again within 2 s); a delete
-// in flight is waited for (at most 5 s).
+// in flight is waited for (at most 5 s). Posted signals not sent yet
+// ([Signals.Post]) are sent, for at most [CloseFlushTimeout]; Post and
+// Notify fail with [ErrClosed] from the start of Close.
 // Close always returns nil; calling it again only waits for the first call
 // to finish.
 func (s *Signals) Close() error {
@@ -338,8 +351,12 @@ func (s *Signals) Close() error {
 			delete(timers, key)
 		}
 	}
+	// The sender of posted signals sends what is left, for a while.
+	giveUp := time.AfterFunc(CloseFlushTimeout, s.sendCancel)
 	s.mu.Unlock()
 	s.wg.Wait()
+	giveUp.Stop()
+	s.sendCancel()
 	return nil
 }
 

@@ -150,7 +150,11 @@ type gatedAPI struct {
 
 func (g *gatedAPI) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
 	g.entered <- struct{}{}
-	<-g.release
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	return g.API.SendMessageBatch(ctx, in, optFns...)
 }
 

@@ -228,17 +228,26 @@ func (s *Signals) poll(ctx context.Context, k *queueState) {
 		}
 		s.stats.received.Add(int64(len(res.Messages)))
 		sigs := make([]Signal, 0, len(res.Messages))
-		for _, m := range res.Messages {
+		// of is the message each of sigs came from; done marks the
+		// messages dealt with (delivered, sent on, or of no use to
+		// anyone), which alone are deleted: one that a Close stopped this
+		// poller from dealing with comes back to another process after
+		// the receive's visibility timeout.
+		of := make([]int, 0, len(res.Messages))
+		done := make([]bool, len(res.Messages))
+		for i, m := range res.Messages {
 			sig, from, err := decodeSignal(deref(m.Body))
 			switch {
 			case err != nil:
 				s.opts.Logf("queues: message %s on %s dropped: %v", deref(m.MessageId), k.url, err)
+				done[i] = true
 				continue
 			case from == s.id && sig.Kind != Lock:
 				// Notify already woke this process's waiters. (A lock's
 				// release notice is meant for the waiters of other
 				// processes: it is sent on below.)
 				s.stats.fromSelf.Add(1)
+				done[i] = true
 				continue
 			case !sig.Kind.valid() || s.kinds[sig.Kind-1].q != k:
 				own := k.kinds[0].kind
@@ -247,12 +256,14 @@ func (s *Signals) poll(ctx context.Context, k *queueState) {
 			}
 			sig.fromSelf = from == s.id
 			sigs = append(sigs, sig)
+			of = append(of, i)
 		}
 		var decline []Signal
+		var declined []int // the messages of decline
 		s.mu.Lock()
 		now := s.opts.Now()
 		visible := make([][]Signal, numKinds)
-		for _, sig := range sigs {
+		for j, sig := range sigs {
 			if s.closed {
 				break
 			}
@@ -272,8 +283,10 @@ func (s *Signals) poll(ctx context.Context, k *queueState) {
 			}
 			if sendOn {
 				decline = append(decline, sig)
+				declined = append(declined, of[j])
 				continue
 			}
+			done[of[j]] = true
 			// DelaySeconds is rounded up, so a delayed signal reaches a
 			// receiver whose clock agrees with the sender's after its
 			// VisibleAt; one whose clock is behind gets it early. Its work
@@ -292,12 +305,25 @@ func (s *Signals) poll(ctx context.Context, k *queueState) {
 		}
 		s.mu.Unlock()
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
-		s.deleteMessages(dctx, k, res.Messages)
 		if len(decline) > 0 {
-			if err := s.Decline(dctx, decline...); err != nil {
+			// Sent on before the received copies are deleted, and even if
+			// Close began meanwhile; if sending fails, the copies are
+			// kept and come back after the visibility timeout.
+			if err := s.decline(dctx, decline); err != nil {
 				s.opts.Logf("queues: sending on %d signals this process does not use: %v", len(decline), err)
+			} else {
+				for _, i := range declined {
+					done[i] = true
+				}
 			}
 		}
+		var dealt []types.Message
+		for i, m := range res.Messages {
+			if done[i] {
+				dealt = append(dealt, m)
+			}
+		}
+		s.deleteMessages(dctx, k, dealt)
 		cancel()
 	}
 }

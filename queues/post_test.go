@@ -1,0 +1,170 @@
+package queues_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/dynoxide/dynoxide/queues"
+)
+
+// Post wakes this process's waiters and returns while its SQS message is
+// still being sent; Flush returns once it is, and another process gets it.
+func TestSignals_PostReturnsBeforeSQS(t *testing.T) {
+	t.Parallel()
+	c := sqsClient(t)
+	orch, work := newQueue(t, "orch"), newQueue(t, "work")
+	gated := &gatedAPI{API: c, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	s := newSignals(t, gated, queueURLs(orch, work))
+	receiver := newSignals(t, c, queueURLs(orch, work))
+
+	ch := goWait(t.Context(), s, queues.Worker, time.Minute)
+	sig := queues.Signal{Kind: queues.Worker, Shard: 2, Instance: "order-1"}
+	// The waiter may not be blocked yet: either way the signal reaches it
+	// (kept for the next Wait otherwise).
+	if err := s.Post(sig); err != nil {
+		t.Fatal(err)
+	}
+	<-gated.entered // the sender holds the request; Post returned before it
+	if r := result(t, ch); r.err != nil || !containsSignal(r.sigs, sig) {
+		t.Fatalf("Wait = %v, %v; want %v", r.sigs, r.err, sig)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	if err := s.Flush(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Flush while the send is held = %v, want the context's deadline", err)
+	}
+	close(gated.release)
+	if err := s.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.SendMessageBatchRequests != 1 || st.MessagesSent != 1 {
+		t.Errorf("Stats = %+v, want one SendMessageBatch of one message", st)
+	}
+	collect(t, receiver, queues.Worker, []queues.Signal{sig})
+}
+
+// Signals posted while a send is in flight go out together afterwards, in
+// batches of ten, each distinct signal once.
+func TestSignals_PostCoalescesWhileSending(t *testing.T) {
+	t.Parallel()
+	c := sqsClient(t)
+	orch := newQueue(t, "orch")
+	gated := &gatedAPI{API: c, entered: make(chan struct{}, 10), release: make(chan struct{})}
+	s := newSignals(t, gated, queueURLs(orch, ""))
+
+	if err := s.Post(queues.Signal{Kind: queues.Orchestrator, Shard: 0, Instance: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	<-gated.entered // the first round is in flight, holding one message
+	var later []queues.Signal
+	for i := range 25 {
+		later = append(later, queues.Signal{Kind: queues.Orchestrator, Shard: i % 4, Instance: "order-" + string(rune('a'+i))})
+	}
+	for _, sig := range later {
+		if err := s.Post(sig); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sig := range later[:5] {
+		if err := s.Post(sig); err != nil { // repeats of signals waiting
+			t.Fatal(err)
+		}
+	}
+	close(gated.release)
+	if err := s.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// 1 request for the first round; the second takes 25 distinct of 30.
+	if st := s.Stats(); st.SendMessageBatchRequests != 4 || st.MessagesSent != 26 || st.SignalsDropped != 0 {
+		t.Fatalf("Stats = %+v, want 4 SendMessageBatch calls of 26 messages", st)
+	}
+	if bodies := drain(t, c, orch, 1); len(bodies) != 26 {
+		t.Fatalf("queue held %d messages, want 26", len(bodies))
+	}
+}
+
+// At most MaxPosted messages wait to be sent; the rest are dropped and
+// counted.
+func TestSignals_MaxPosted(t *testing.T) {
+	t.Parallel()
+	c := sqsClient(t)
+	orch := newQueue(t, "orch")
+	gated := &gatedAPI{API: c, entered: make(chan struct{}, 10), release: make(chan struct{})}
+	s := newSignals(t, gated, queueURLs(orch, ""), func(o *queues.Options) { o.MaxPosted = 3 })
+	if err := s.Post(queues.Signal{Kind: queues.Orchestrator, Instance: "in-flight"}); err != nil {
+		t.Fatal(err)
+	}
+	<-gated.entered
+	for i := range 5 {
+		if err := s.Post(queues.Signal{Kind: queues.Orchestrator, Shard: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := s.Stats().SignalsDropped; n != 2 {
+		t.Errorf("SignalsDropped = %d, want 2", n)
+	}
+	close(gated.release)
+	if err := s.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.MessagesSent != 4 {
+		t.Errorf("Stats = %+v, want 4 messages sent", st)
+	}
+}
+
+// Close sends what was posted and not sent yet; Post after Close fails.
+func TestSignals_CloseSendsPosted(t *testing.T) {
+	t.Parallel()
+	c := sqsClient(t)
+	orch, work := newQueue(t, "orch"), newQueue(t, "work")
+	s, err := queues.New(c, queueURLs(orch, work), func(o *queues.Options) { o.Logf = t.Logf })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := s.Post(queues.Signal{Kind: queues.Worker, Shard: i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.MessagesSent != 3 {
+		t.Errorf("Stats after Close = %+v, want 3 messages sent", st)
+	}
+	if bodies := drain(t, c, work, 1); len(bodies) != 3 {
+		t.Errorf("queue held %d messages, want 3", len(bodies))
+	}
+	if err := s.Post(queues.Signal{Kind: queues.Worker}); !errors.Is(err, queues.ErrClosed) {
+		t.Errorf("Post after Close = %v, want ErrClosed", err)
+	}
+	if err := s.Flush(t.Context()); err != nil {
+		t.Errorf("Flush after Close = %v", err)
+	}
+}
+
+// Close does not wait for ever for a send that cannot finish: a round of
+// posted signals is given up on after its timeout (and all of them after
+// CloseFlushTimeout), counted as an error.
+func TestSignals_CloseGivesUpOnAStuckSend(t *testing.T) {
+	t.Parallel()
+	c := sqsClient(t)
+	orch := newQueue(t, "orch")
+	gated := &gatedAPI{API: c, entered: make(chan struct{}, 10), release: make(chan struct{})}
+	s, err := queues.New(gated, queueURLs(orch, ""), func(o *queues.Options) { o.Logf = t.Logf })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Post(queues.Signal{Kind: queues.Orchestrator}); err != nil {
+		t.Fatal(err)
+	}
+	<-gated.entered
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.MessagesSent != 0 || st.Errors != 1 {
+		t.Errorf("Stats = %+v, want nothing sent and one error", st)
+	}
+}
