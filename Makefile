@@ -53,7 +53,7 @@ bench:
 bench-e2e:
 	./bench/scripts/install-redis
 	cd bench && $(BENCH_ENV) $(GO) run ./cmd/benche2e -out results \
-		-scenarios HelloCities5,FanOut1000,FanOut10000,StartAfterIdle,Idle,History10000,FetchCost -fetchcost-budget 5m
+		-scenarios HelloCities5,FanOut1000,FanOut10000,StartAfterIdle,Idle,History10000,FetchCost
 
 tf-validate:
 	./scripts/tf-validate

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -175,7 +176,23 @@ func TestStartAfterIdle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkDynoxide(t, bySystem(t, results), scenario.StartAfterIdleName, 1, true)
+	rs := bySystem(t, results)
+	checkDynoxide(t, rs, scenario.StartAfterIdleName, 1, true)
+	for _, s := range scenario.Systems() {
+		r := rs[s.Name]
+		if !s.DynamoDB {
+			continue
+		}
+		// The floor of a one-activity round trip: the start, and a claim
+		// and a commit per turn and per activity.
+		if n := r.Extra[scenario.ExtraMinimalRequests]; n < 7 {
+			t.Errorf("%s: %v minimal requests, want at least 7", s.Name, n)
+		}
+		took := r.Extra[scenario.ExtraMinimalTime]
+		if ratio := r.Extra[scenario.ExtraRoundTripRatio]; took <= 0 || math.Abs(ratio-float64(r.Elapsed.Milliseconds())/took) > 0.01*ratio+1/took {
+			t.Errorf("%s: round trip %v, minimal requests' time %v ms, ratio %v", s.Name, r.Elapsed, took, ratio)
+		}
+	}
 }
 
 func TestIdle(t *testing.T) {

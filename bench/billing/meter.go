@@ -105,7 +105,8 @@ func (m *Meter) handleDynamoDB(ctx context.Context, in middleware.InitializeInpu
 	if isShadow(ctx) {
 		return next.HandleInitialize(ctx, in)
 	}
-	m.count(func(u *Usage) { addCount(&u.DynamoDB, awsmiddleware.GetOperationName(ctx)) })
+	op := awsmiddleware.GetOperationName(ctx)
+	m.count(func(u *Usage) { addCount(&u.DynamoDB, op) })
 	var c call
 	switch p := in.Parameters.(type) {
 	case *dynamodb.PutItemInput:
@@ -132,7 +133,9 @@ func (m *Meter) handleDynamoDB(ctx context.Context, in middleware.InitializeInpu
 	if c.before != nil {
 		c.before(ctx)
 	}
+	sent := time.Now()
 	out, md, err := next.HandleInitialize(ctx, in)
+	m.count(func(u *Usage) { addTime(&u.DynamoDBTime, op, time.Since(sent)) })
 	if c.after != nil {
 		wru, rru := c.after(ctx, out.Result, err)
 		m.count(func(u *Usage) { u.WRU += wru; u.RRU += rru })
@@ -153,6 +156,13 @@ func (m *Meter) count(f func(*Usage)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	f(&m.usage)
+}
+
+func addTime(times *map[string]time.Duration, op string, d time.Duration) {
+	if *times == nil {
+		*times = map[string]time.Duration{}
+	}
+	(*times)[op] += d
 }
 
 func addCount(counts *map[string]int, op string) {

@@ -2,6 +2,7 @@ package billing
 
 import (
 	"context"
+	"time"
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -34,7 +35,9 @@ func (m *Meter) SQS(o *sqs.Options) {
 }
 
 func (m *Meter) handleSQS(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+	sent := time.Now()
 	out, md, err := next.HandleInitialize(ctx, in)
+	took := time.Since(sent)
 	payload := 0
 	switch p := in.Parameters.(type) {
 	case *sqs.SendMessageInput:
@@ -54,6 +57,7 @@ func (m *Meter) handleSQS(ctx context.Context, in middleware.InitializeInput, ne
 	op := awsmiddleware.GetOperationName(ctx)
 	m.count(func(u *Usage) {
 		addCount(&u.SQS, op)
+		addTime(&u.SQSTime, op, took)
 		u.SQSBilled += billed
 	})
 	return out, md, err

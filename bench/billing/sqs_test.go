@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -26,11 +27,15 @@ func TestSQS(t *testing.T) {
 
 	step := func(what string, wantOp string, wantBilled int, fn func() error) {
 		t.Helper()
+		began := time.Now()
 		u := f.measure(t, func() {
 			if err := fn(); err != nil {
 				t.Fatalf("%s: %v", what, err)
 			}
 		})
+		if took := u.SQSTime[wantOp]; took <= 0 || took > time.Since(began) {
+			t.Errorf("%s: timed %v, want more than 0 and at most the call's %v", what, took, time.Since(began))
+		}
 		if u.SQS[wantOp] != 1 || u.SQSRequests() != 1 || u.SQSBilled != wantBilled {
 			t.Errorf("%s: SQS %v, billed %d; want one %s, billed %d", what, u.SQS, u.SQSBilled, wantOp, wantBilled)
 		}

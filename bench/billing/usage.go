@@ -1,6 +1,9 @@
 package billing
 
-import "maps"
+import (
+	"maps"
+	"time"
+)
 
 // Usage is what a [Meter] counted: requests per operation and the request
 // units and billed requests they cost by DynamoDB's and SQS's billing rules.
@@ -19,6 +22,10 @@ type Usage struct {
 	// SQSBilled is the number of requests SQS bills for them: one per API
 	// request and 64 KB chunk of its payload.
 	SQSBilled int
+	// DynamoDBTime and SQSTime are the time the requests of each operation
+	// took, from being sent until their response (SDK retries included;
+	// the meter's own reads of item images not).
+	DynamoDBTime, SQSTime map[string]time.Duration
 }
 
 // Sub returns u - v, for measuring an interval: take a [Meter.Usage]
@@ -26,24 +33,40 @@ type Usage struct {
 // zero are left out of the maps.
 func (u Usage) Sub(v Usage) Usage {
 	return Usage{
-		DynamoDB:  subCounts(u.DynamoDB, v.DynamoDB),
-		WRU:       u.WRU - v.WRU,
-		RRU:       u.RRU - v.RRU,
-		SQS:       subCounts(u.SQS, v.SQS),
-		SQSBilled: u.SQSBilled - v.SQSBilled,
+		DynamoDB:     subCounts(u.DynamoDB, v.DynamoDB),
+		WRU:          u.WRU - v.WRU,
+		RRU:          u.RRU - v.RRU,
+		SQS:          subCounts(u.SQS, v.SQS),
+		SQSBilled:    u.SQSBilled - v.SQSBilled,
+		DynamoDBTime: subCounts(u.DynamoDBTime, v.DynamoDBTime),
+		SQSTime:      subCounts(u.SQSTime, v.SQSTime),
 	}
 }
 
-func subCounts(a, b map[string]int) map[string]int {
+func subCounts[N int | time.Duration](a, b map[string]N) map[string]N {
 	d := maps.Clone(a)
 	for op, n := range b {
 		if d == nil {
-			d = map[string]int{}
+			d = map[string]N{}
 		}
 		d[op] -= n
 	}
-	maps.DeleteFunc(d, func(_ string, n int) bool { return n == 0 })
+	maps.DeleteFunc(d, func(_ string, n N) bool { return n == 0 })
 	return d
+}
+
+// MeanTime returns the mean time of a request of operation op, of
+// DynamoDB's (dynamoDB true) or SQS's, and false when u counts none.
+func (u Usage) MeanTime(dynamoDB bool, op string) (time.Duration, bool) {
+	counts, times := u.SQS, u.SQSTime
+	if dynamoDB {
+		counts, times = u.DynamoDB, u.DynamoDBTime
+	}
+	n := counts[op]
+	if n == 0 {
+		return 0, false
+	}
+	return times[op] / time.Duration(n), true
 }
 
 // DynamoDBRequests is the number of DynamoDB requests of all operations.
@@ -75,5 +98,7 @@ func (u Usage) Dollars() float64 {
 func (u Usage) clone() Usage {
 	u.DynamoDB = maps.Clone(u.DynamoDB)
 	u.SQS = maps.Clone(u.SQS)
+	u.DynamoDBTime = maps.Clone(u.DynamoDBTime)
+	u.SQSTime = maps.Clone(u.SQSTime)
 	return u
 }

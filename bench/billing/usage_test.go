@@ -4,6 +4,7 @@ import (
 	"maps"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/dynoxide/dynoxide/bench/billing"
 )
@@ -29,6 +30,30 @@ func TestUsage_Sub(t *testing.T) {
 		t.Errorf("requests: DynamoDB %d, SQS %d; want 5 and 3", d.DynamoDBRequests(), d.SQSRequests())
 	}
 	if got := (billing.Usage{}).Sub(billing.Usage{}); got.DynamoDBRequests() != 0 || got.WRU != 0 {
+		t.Errorf("zero minus zero = %+v", got)
+	}
+}
+
+func TestUsage_TimesSubAndMean(t *testing.T) {
+	before := billing.Usage{DynamoDB: map[string]int{"PutItem": 1}, DynamoDBTime: map[string]time.Duration{"PutItem": 4 * time.Millisecond}}
+	after := billing.Usage{DynamoDB: map[string]int{"PutItem": 4, "Query": 1},
+		DynamoDBTime: map[string]time.Duration{"PutItem": 16 * time.Millisecond, "Query": 3 * time.Millisecond},
+		SQS:          map[string]int{"SendMessage": 2}, SQSTime: map[string]time.Duration{"SendMessage": 10 * time.Millisecond}}
+	d := after.Sub(before)
+	if want := map[string]time.Duration{"PutItem": 12 * time.Millisecond, "Query": 3 * time.Millisecond}; !maps.Equal(d.DynamoDBTime, want) {
+		t.Errorf("DynamoDBTime = %v, want %v", d.DynamoDBTime, want)
+	}
+	for _, c := range []struct {
+		dynamoDB bool
+		op       string
+		want     time.Duration
+		ok       bool
+	}{{true, "PutItem", 4 * time.Millisecond, true}, {true, "Query", 3 * time.Millisecond, true}, {false, "SendMessage", 5 * time.Millisecond, true}, {true, "GetItem", 0, false}} {
+		if got, ok := d.MeanTime(c.dynamoDB, c.op); got != c.want || ok != c.ok {
+			t.Errorf("MeanTime(%v, %s) = %v, %v; want %v, %v", c.dynamoDB, c.op, got, ok, c.want, c.ok)
+		}
+	}
+	if got := (billing.Usage{}).Sub(billing.Usage{}); got.DynamoDBTime != nil || got.SQSTime != nil {
 		t.Errorf("zero minus zero = %+v", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -51,6 +52,33 @@ func TestPutItem(t *testing.T) {
 	// Overwrite with a smaller item: still the larger of the two.
 	f.putAndCompare(t, "overwrite smaller", smaller, wru(itemsize.ItemSize(larger)))
 	checkUnits(t, "overwrite smaller: units", wru(itemsize.ItemSize(larger)), 3)
+}
+
+// TestMeterTimesRequests checks that each request's time is counted, from
+// its sending to its response: more than nothing, no more than the call.
+func TestMeterTimesRequests(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	row := item("pk", "q", "sk", "1", "body", pad(100))
+	began := time.Now()
+	u := f.measure(t, func() {
+		if _, err := f.db.PutItem(f.ctx, &dynamodb.PutItemInput{TableName: &f.table, Item: row}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.db.UpdateItem(f.ctx, &dynamodb.UpdateItemInput{TableName: &f.table, Key: item("pk", "q", "sk", "1"),
+			UpdateExpression: aws.String("SET body = :b"), ExpressionAttributeValues: item(":b", "y")}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	wall := time.Since(began)
+	for _, op := range []string{"PutItem", "UpdateItem"} {
+		if took, ok := u.MeanTime(true, op); !ok || took <= 0 || took > wall {
+			t.Errorf("%s timed %v (counted: %v), want more than 0 and at most the calls' %v", op, took, ok, wall)
+		}
+	}
+	if len(u.DynamoDBTime) != 2 {
+		t.Errorf("times of %v, want PutItem and UpdateItem alone", u.DynamoDBTime)
+	}
 }
 
 // TestPutItem_InvisibleToCaller checks that what the meter asks of a request

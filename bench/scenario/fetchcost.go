@@ -102,25 +102,34 @@ func FetchCost(ctx context.Context, env *Env, c FetchCostConfig) ([]report.Resul
 }
 
 // seed brings the table from `from` to `to` terminal instances with a
-// seeding runtime, seedChunk instances at a time, and returns how many the
-// table holds, then empties the wake-up queues. When the rate of the first chunk says that reaching `to`
-// would take longer than budget, it stops at the largest round number that
-// fits and returns a note saying so.
+// seeding runtime (Deployment.StartSeedingRuntime: its starts and turns are
+// not metered and send nothing to the wake-up queues), seedChunk instances
+// at a time, and returns how many the table holds. When the rate of the
+// first chunk says that reaching `to` would take longer than budget, it
+// stops at the largest round number that fits; when seeding slows down and
+// budget runs out anyway, it stops after the chunk that used it up. Either
+// way it returns a note saying so.
 func seed(ctx context.Context, env *Env, d *Deployment, from, to int, budget time.Duration) (seeded int, note string, err error) {
-	if _, err := d.StartRuntime(ctx, func(o *durable.Options) { o.OrchestrationConcurrency = seedOrchestrationSlots }); err != nil {
+	_, seeder, err := d.StartSeedingRuntime(ctx, func(o *durable.Options) { o.OrchestrationConcurrency = seedOrchestrationSlots })
+	if err != nil {
 		return from, "", err
 	}
 	defer func() { err = errors.Join(err, d.StopRuntimes(ctx)) }()
 	began := time.Now()
 	first := true
 	for from < to {
+		if elapsed := time.Since(began); budget > 0 && elapsed >= budget {
+			note = joinNotes(note, fmt.Sprintf("%d terminal instances asked for: seeding slowed to %.0f instances/s here and stopped at %d, when its budget of %v ran out", to, float64(from)/elapsed.Seconds(), from, budget))
+			env.logf("%s: %s", FetchCostName, note)
+			break
+		}
 		n := min(seedChunk, to-from)
 		ids := make([]string, n)
 		for i := range ids {
 			ids[i] = fmt.Sprintf("seed-%07d", from+i)
 		}
 		started, err := startAll(ctx, ids, func(ctx context.Context, id string) error {
-			return trivial.Start(ctx, d.Client, id, struct{}{})
+			return trivial.Start(ctx, seeder, id, struct{}{})
 		})
 		if err == nil {
 			_, _, err = waitAll(ctx, d, ids, started)
@@ -141,14 +150,6 @@ func seed(ctx context.Context, env *Env, d *Deployment, from, to int, budget tim
 			}
 		}
 		env.logf("%s: %d terminal instances seeded (%.0f/s)", FetchCostName, from, float64(from)/elapsed.Seconds())
-	}
-	// Starts in bulk leave wake-up signals the stopped seeding runtime
-	// never received; a running deployment consumes its signals as they
-	// come, so they are not part of a table of terminal instances.
-	if d.purgeSignals != nil {
-		if err := d.purgeSignals(ctx); err != nil {
-			return from, note, err
-		}
 	}
 	return from, note, nil
 }

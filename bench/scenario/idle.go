@@ -36,6 +36,9 @@ const (
 func StartAfterIdle(ctx context.Context, env *Env, idle time.Duration) ([]report.Result, error) {
 	return afterIdle(ctx, env, StartAfterIdleName, 0, idle, func(ctx context.Context, d *Deployment, _ billing.Usage, _ time.Time) (report.Result, error) {
 		r := report.Result{Notes: fmt.Sprintf("runtime with default options, idle for %v before the start", idle)}
+		if d.System.DynamoDB {
+			r.Notes += "; " + minimalRequestsNote
+		}
 		const id = "after-idle"
 		before := d.Usage()
 		began := time.Now()
@@ -46,9 +49,15 @@ func StartAfterIdle(ctx context.Context, env *Env, idle time.Duration) ([]report
 		if err != nil {
 			return r, err
 		}
-		setUsage(&r, d.Usage().Sub(before))
+		u := d.Usage().Sub(before)
+		setUsage(&r, u)
 		r.Elapsed = at.Sub(began)
 		r.Latencies = []time.Duration{r.Elapsed}
+		if n, took := minimalRequests(u); d.System.DynamoDB && took > 0 {
+			setExtra(&r, ExtraMinimalRequests, float64(n))
+			setExtra(&r, ExtraMinimalTime, float64(took)/float64(time.Millisecond))
+			setExtra(&r, ExtraRoundTripRatio, float64(r.Elapsed)/float64(took))
+		}
 		out, err := durable.WaitForOutput[string](ctx, d.Observer, id)
 		if err != nil {
 			return r, err
@@ -59,6 +68,40 @@ func StartAfterIdle(ctx context.Context, env *Env, idle time.Duration) ([]report
 		r.Activities = 1
 		return r, nil
 	})
+}
+
+// Extra keys of the StartAfterIdle scenario.
+const (
+	ExtraMinimalRequests = "minimal requests"
+	ExtraMinimalTime     = "minimal requests' time (ms)"
+	ExtraRoundTripRatio  = "round trip / minimal requests' time"
+)
+
+// minimalRequestsNote says what minimalRequests counts.
+const minimalRequestsNote = "minimal requests: the round trip's DynamoDB writes (the start, a claim and a commit per turn and per activity: 7 at the floor) and SQS sends (a wake-up per dispatch: 3), each timed from its sending to its response and summed"
+
+// writeOps and sendOps are the DynamoDB operations that write and the SQS
+// operations that send.
+var (
+	writeOps = []string{"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"}
+	sendOps  = []string{"SendMessage", "SendMessageBatch"}
+)
+
+// minimalRequests returns how many of u's requests a round trip cannot do
+// without, and the sum of their times: the DynamoDB writes (claims and
+// commits) and the SQS sends (wake-ups). The rest are left out: reads,
+// receives (long polls that were waiting when the sends arrived, so their
+// time is mostly the wait) and deletes of delivered signals.
+func minimalRequests(u billing.Usage) (n int, took time.Duration) {
+	for _, op := range writeOps {
+		n += u.DynamoDB[op]
+		took += u.DynamoDBTime[op]
+	}
+	for _, op := range sendOps {
+		n += u.SQS[op]
+		took += u.SQSTime[op]
+	}
+	return n, took
 }
 
 // idleSettle is the most time Idle lets pass between a runtime's start

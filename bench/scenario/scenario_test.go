@@ -4,6 +4,9 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/dynoxide/dynoxide/bench/billing"
 )
 
 func TestSelectKeepsTheOrderOfAllAndRejectsUnknownNames(t *testing.T) {
@@ -55,5 +58,19 @@ func TestSystemByNameFindsEverySystem(t *testing.T) {
 	}
 	if _, err := SystemByName("dynoxide/nope"); !errors.Is(err, ErrUnknownSystem) {
 		t.Errorf("unknown system: err = %v, want ErrUnknownSystem", err)
+	}
+}
+
+func TestMinimalRequestsAreTheWritesAndSends(t *testing.T) {
+	ms := time.Millisecond
+	u := billing.Usage{
+		DynamoDB:     map[string]int{"PutItem": 3, "Query": 3, "TransactWriteItems": 3, "UpdateItem": 1},
+		DynamoDBTime: map[string]time.Duration{"PutItem": 30 * ms, "Query": 60 * ms, "TransactWriteItems": 45 * ms, "UpdateItem": 9 * ms},
+		SQS:          map[string]int{"SendMessageBatch": 3, "ReceiveMessage": 3, "DeleteMessageBatch": 3},
+		SQSTime:      map[string]time.Duration{"SendMessageBatch": 33 * ms, "ReceiveMessage": 20 * time.Second, "DeleteMessageBatch": 30 * ms},
+	}
+	n, took := minimalRequests(u)
+	if n != 10 || took != 117*ms {
+		t.Errorf("minimalRequests = %d, %v; want 10 writes and sends taking 117ms", n, took)
 	}
 }

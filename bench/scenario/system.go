@@ -169,9 +169,11 @@ type Deployment struct {
 
 	logger      *slog.Logger
 	newProvider func() (p provider.Provider, closeFn func() error, err error)
-	// purgeSignals empties the wake-up queues; nil without queues.
-	purgeSignals func(ctx context.Context) error
-	completions  *completions
+	// newSeedProvider makes a provider for preparing the table: unmetered,
+	// without wake-up queues (its client's starts wake its runtime in the
+	// process) and not behind a proxy.
+	newSeedProvider func() (p provider.Provider, closeFn func() error, err error)
+	completions     *completions
 
 	mu       sync.Mutex
 	runtimes []*durable.Runtime
@@ -187,6 +189,29 @@ func (d *Deployment) StartRuntime(ctx context.Context, optFns ...func(*durable.O
 	if err != nil {
 		return nil, err
 	}
+	return d.startRuntimeOn(ctx, p, closeFn, optFns)
+}
+
+// StartSeedingRuntime starts a runtime, as StartRuntime does, on a
+// provider that prepares the table: unmetered, without wake-up queues and
+// without the proxy. It returns a client on the same provider, whose starts
+// wake the runtime in the process, so that preparing a table sends nothing
+// to the queues the measured runtimes read.
+func (d *Deployment) StartSeedingRuntime(ctx context.Context, optFns ...func(*durable.Options)) (*durable.Runtime, *durable.Client, error) {
+	p, closeFn, err := d.newSeedProvider()
+	if err != nil {
+		return nil, nil, err
+	}
+	rt, err := d.startRuntimeOn(ctx, p, closeFn, optFns)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rt, durable.NewClient(p), nil
+}
+
+// startRuntimeOn starts a runtime on p, which closeFn closes when the
+// runtime stops.
+func (d *Deployment) startRuntimeOn(ctx context.Context, p provider.Provider, closeFn func() error, optFns []func(*durable.Options)) (*durable.Runtime, error) {
 	reg, err := newRegistry()
 	if err != nil {
 		return nil, errors.Join(err, closeFn())
@@ -277,6 +302,9 @@ func setupMemProvider(_ context.Context, env *Env) (*Deployment, error) {
 		newProvider: func() (provider.Provider, func() error, error) {
 			return p, func() error { return nil }, nil
 		},
+		newSeedProvider: func() (provider.Provider, func() error, error) {
+			return p, func() error { return nil }, nil
+		},
 	}, nil
 }
 
@@ -327,14 +355,6 @@ func dynamoSetup(name string, withSQS bool, oneWay time.Duration) func(context.C
 				queueURL := aws.ToString(out.QueueUrl)
 				*q.url = queueURL
 				d.closers = append(d.closers, func(ctx context.Context) error { return deleteQueue(ctx, sq, queueURL) })
-			}
-			d.purgeSignals = func(ctx context.Context) error {
-				for _, u := range []string{orchQueue, workQueue} {
-					if _, err := sq.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: aws.String(u)}); err != nil {
-						return fmt.Errorf("purge %s: %w", u, err)
-					}
-				}
-				return nil
 			}
 		}
 
@@ -387,6 +407,16 @@ func dynamoSetup(name string, withSQS bool, oneWay time.Duration) func(context.C
 		}
 		d.closers = append(d.closers, func(context.Context) error { return op.Close() })
 		d.Observer = durable.NewClient(op)
+		d.newSeedProvider = func() (provider.Provider, func() error, error) {
+			p, err := dynamo.New(cfg, func(o *dynamo.Options) {
+				o.TableName = table
+				o.Client = db
+			})
+			if err != nil {
+				return nil, nil, err
+			}
+			return p, p.Close, nil
+		}
 		return d, nil
 	}
 }
