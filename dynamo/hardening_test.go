@@ -1563,3 +1563,51 @@ func TestDeleteInstanceBulkLimitUnderIndexLag(t *testing.T) {
 		t.Fatal("no query was served from the lagging index: the test tests nothing")
 	}
 }
+
+// TestKVReadsReadOnlyKVRows checks that KVValue and KVValues read the
+// instance's KV rows and nothing else: an instance with a long queue of
+// messages costs them what its KV store costs (docs/design.md §5).
+func TestKVReadsReadOnlyKVRows(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	scans := &scanCounter{}
+	p, _ := dynamotest.New(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
+		scans.API = o.Client
+		o.Client = scans
+	}})
+	const inst, queued = "kv-reads", 300
+	item := startAndFetch(ctx, t, p, inst)
+	kv := func(id uint64, key, value string) provider.Event {
+		return ev(id, inst, provider.KeyValueSet{Key: key, Value: value, LastUpdatedAtMs: 7})
+	}
+	// The execution's writes are delta rows until a terminal ack folds
+	// them into the store: two KV rows.
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, provider.TurnCommit{ExecutionID: 1,
+		HistoryDelta: []provider.Event{started(inst), kv(2, "a", "1"), kv(3, "b", "2")}, Metadata: meta()}), "ack setting a and b")
+	for i := range queued {
+		must(t, p.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: inst, Name: "e", Data: fmt.Sprint(i)}, time.Hour), "enqueue")
+	}
+
+	scans.scanned.Store(0)
+	v, ok, err := p.KVValue(ctx, inst, "b")
+	if err != nil || !ok || v != "2" {
+		t.Fatalf("KVValue(b) = %q, %v, %v; want 2", v, ok, err)
+	}
+	if n := scans.scanned.Load(); n != 2 {
+		t.Errorf("KVValue read %d rows; want the 2 KV rows, with %d messages queued", n, queued)
+	}
+	scans.scanned.Store(0)
+	all, err := p.KVValues(ctx, inst)
+	if err != nil || len(all) != 2 || all["a"] != "1" || all["b"] != "2" {
+		t.Fatalf("KVValues = %v, %v; want a=1 b=2", all, err)
+	}
+	if n := scans.scanned.Load(); n != 2 {
+		t.Errorf("KVValues read %d rows; want the 2 KV rows, with %d messages queued", n, queued)
+	}
+	if _, ok, err := p.KVValue(ctx, inst, "missing"); err != nil || ok {
+		t.Errorf("KVValue(missing) = %v, %v; want not found", ok, err)
+	}
+	if v, ok, err := p.KVValue(ctx, "no-such-instance", "a"); err != nil || ok {
+		t.Errorf("KVValue of an unknown instance = %q, %v, %v; want not found", v, ok, err)
+	}
+}

@@ -42,21 +42,27 @@ func (p *Provider) CustomStatus(ctx context.Context, instance string, lastSeenVe
 }
 
 // liveKV returns the instance's KV store overlaid by the current
-// execution's writes.
-func (p *Provider) liveKV(ctx context.Context, op, instance string) (map[string]provider.KVEntry, *instanceState, error) {
-	st, err := p.loadState(ctx, instance)
+// execution's writes. It reads the KV rows alone (one Query of the range
+// keys.KVRowsPrefix starts), so that its cost is the KV store's size, not
+// the instance's: queued messages and execution records are not read.
+func (p *Provider) liveKV(ctx context.Context, op, instance string) (map[string]provider.KVEntry, error) {
+	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), keys.KVRowsPrefix, prefixEnd(keys.KVRowsPrefix))
 	if err != nil {
-		return nil, nil, translate(op, err)
+		return nil, translate(op, err)
 	}
-	return provider.MergeKV(st.kvStore, st.kvDelta), st, nil
+	st, err := parseState(instance, rows)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	return provider.MergeKV(st.kvStore, st.kvDelta), nil
 }
 
 // KVValue returns one key as clients see it (the current execution's writes
 // included); ok is false when the key or the instance does not exist.
 //
-// Requests: one Query of the instance's control rows.
+// Requests: one Query of the instance's KV rows.
 func (p *Provider) KVValue(ctx context.Context, instance, key string) (string, bool, error) {
-	live, _, err := p.liveKV(ctx, provider.OpKVValue, instance)
+	live, err := p.liveKV(ctx, provider.OpKVValue, instance)
 	if err != nil {
 		return "", false, err
 	}
@@ -67,9 +73,9 @@ func (p *Provider) KVValue(ctx context.Context, instance, key string) (string, b
 // KVValues returns every live key as clients see it; empty for unknown
 // instances.
 //
-// Requests: one Query of the instance's control rows.
+// Requests: one Query of the instance's KV rows.
 func (p *Provider) KVValues(ctx context.Context, instance string) (map[string]string, error) {
-	live, _, err := p.liveKV(ctx, provider.OpKVValues, instance)
+	live, err := p.liveKV(ctx, provider.OpKVValues, instance)
 	if err != nil {
 		return nil, err
 	}
@@ -88,9 +94,9 @@ func (p *Provider) KVValues(ctx context.Context, instance string) (map[string]st
 //
 // Requests: a Query of the control rows and one of the current history.
 func (p *Provider) InstanceStats(ctx context.Context, instance string) (*provider.SystemStats, error) {
-	live, st, err := p.liveKV(ctx, provider.OpInstanceStats, instance)
+	st, err := p.loadState(ctx, instance)
 	if err != nil {
-		return nil, err
+		return nil, translate(provider.OpInstanceStats, err)
 	}
 	if st.meta == nil {
 		return nil, nil
@@ -111,6 +117,6 @@ func (p *Provider) InstanceStats(ctx context.Context, instance string) (*provide
 			return nil, err
 		}
 	}
-	stats.CountKV(live)
+	stats.CountKV(provider.MergeKV(st.kvStore, st.kvDelta))
 	return stats, nil
 }

@@ -52,6 +52,10 @@ const (
 	ChildHashedPrefix = "CH#"
 	StagePrefix       = "T#" // staging rows of a large turn (outside the control range)
 	ControlEnd        = "$"  // the byte after '#': sk < ControlEnd selects control rows
+
+	// KVRowsPrefix starts the sort key of every KV row (store, delta,
+	// their hashed forms and the delta clear-all) and of no other row.
+	KVRowsPrefix = "#K"
 )
 
 // Prefixes of the ready index's and the instances index's partition keys.

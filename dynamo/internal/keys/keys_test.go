@@ -148,3 +148,28 @@ func TestReadyShardParsesReadyPK(t *testing.T) {
 		}
 	}
 }
+
+// TestKVRowsPrefixSelectsKVRowsOnly checks that the range KV reads query
+// holds every KV row, hashed or not, and no other row of an instance.
+func TestKVRowsPrefixSelectsKVRowsOnly(t *testing.T) {
+	for _, v := range hostile {
+		for _, k := range []string{KVSK(v), DeltaSK(v)} {
+			if !strings.HasPrefix(k, KVRowsPrefix) {
+				t.Errorf("KV row key %q is outside the KV range", k)
+			}
+		}
+		for _, k := range []string{ChildSK(v), QueueSK(v), ExecSK(uint64(len(v))), HistorySK(1, uint64(len(v)))} {
+			if strings.HasPrefix(k, KVRowsPrefix) {
+				t.Errorf("non-KV key %q is inside the KV range", k)
+			}
+		}
+	}
+	if !strings.HasPrefix(DeltaAll, KVRowsPrefix) {
+		t.Errorf("%q is outside the KV range", DeltaAll)
+	}
+	for _, fixed := range []string{Meta, Lock, Session, LayoutSK} {
+		if strings.HasPrefix(fixed, KVRowsPrefix) {
+			t.Errorf("%q is inside the KV range", fixed)
+		}
+	}
+}
