@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -45,6 +46,34 @@ type planAction struct {
 	del item
 	// eventID is set on history puts, which must not overwrite.
 	eventID uint64
+	// asRead, when set, conditions the write on the row being as the
+	// fetch read it (staleRead): the deletes of the consumed messages, the
+	// put of the instance record.
+	asRead *rowCondition
+}
+
+// rowCondition is a condition expression on one row.
+type rowCondition struct {
+	expr   string
+	names  map[string]string
+	values map[string]types.AttributeValue
+}
+
+// rowExists conditions a delete of a row the fetch read.
+var rowExists = &rowCondition{expr: "attribute_exists(#pk)", names: map[string]string{"#pk": attrPK}}
+
+// metaAsRead conditions a put of the instance record on the record being
+// the one the fetch read (m; nil when it read none). Only acks write it,
+// each with a new update time.
+func metaAsRead(m *metaRow) *rowCondition {
+	if m == nil {
+		return &rowCondition{expr: "attribute_not_exists(#pk)", names: map[string]string{"#pk": attrPK}}
+	}
+	return &rowCondition{
+		expr:   "#ua = :ua AND #cv = :cv AND #cur = :cur",
+		names:  map[string]string{"#ua": attrUpdatedAt, "#cv": attrCStatusVer, "#cur": attrCurrent},
+		values: map[string]types.AttributeValue{":ua": n(m.updatedAt), ":cv": nu(m.cstatVersion), ":cur": nu(m.current)},
+	}
 }
 
 // turnPlan is every write of one turn except the lock release, and the
@@ -220,13 +249,49 @@ func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPla
 	case i > 0 && plan.actions[i-1].eventID != 0:
 		return provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrDuplicateEvent,
 			"event_id %d already exists in execution of instance %s", plan.actions[i-1].eventID, turn.st.id)
+	case i > 0 && plan.actions[i-1].asRead != nil:
+		return p.staleRead(ctx, turn)
 	}
 	return translate(provider.OpAckOrchestrationItem, err)
+}
+
+// staleRead refuses the ack of a turn planned on rows that an earlier turn
+// had changed before this turn's lock was taken. A Query is read-committed
+// across items: one that runs while a turn commits can see the turn's lock
+// release and not yet its other writes (the deletes of the messages it
+// consumed, its instance record), and a fetch that read so locks the
+// instance on rows that are no longer there. Only a lock holder writes
+// them, so a row that differs under the lock from what the fetch read
+// changed before the lock was taken. staleRead releases the instance at
+// once, without counting an attempt (the messages are not at fault), and
+// reports the lock as lost: the next fetch reads the rows as they are.
+func (p *Provider) staleRead(ctx context.Context, turn *turnState) error {
+	if err := p.AbandonOrchestrationItem(ctx, turn.token, 0, true); err != nil && !errors.Is(err, provider.ErrInvalidLockToken) {
+		p.o.Logf("dynamo: releasing instance %q after a stale read: %v (its lock expires instead)", turn.st.id, err)
+	}
+	return provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidLockToken,
+		"the turn of instance %q was planned on rows an earlier turn had changed (the fetch read the instance while that turn committed); the turn is released and the instance is fetched again", turn.st.id)
 }
 
 // transactAction turns a plan action into a transaction action.
 func (p *Provider) transactAction(a planAction) types.TransactWriteItem {
 	switch {
+	case a.del != nil && a.asRead != nil:
+		return types.TransactWriteItem{Delete: &types.Delete{
+			TableName:                 p.table,
+			Key:                       a.del,
+			ConditionExpression:       aws.String(a.asRead.expr),
+			ExpressionAttributeNames:  a.asRead.names,
+			ExpressionAttributeValues: a.asRead.values,
+		}}
+	case a.asRead != nil:
+		return types.TransactWriteItem{Put: &types.Put{
+			TableName:                 p.table,
+			Item:                      a.put,
+			ConditionExpression:       aws.String(a.asRead.expr),
+			ExpressionAttributeNames:  a.asRead.names,
+			ExpressionAttributeValues: a.asRead.values,
+		}}
 	case a.del != nil:
 		return types.TransactWriteItem{Delete: &types.Delete{TableName: p.table, Key: a.del}}
 	case a.eventID != 0:
@@ -281,7 +346,7 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 
 	// Consumed messages.
 	for _, sk := range turn.batch {
-		add(planAction{del: key(pk, sk)})
+		add(planAction{del: key(pk, sk), asRead: rowExists})
 	}
 
 	// Instance and execution records.
@@ -338,7 +403,7 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 		// Written only when what it holds changes (the time of each ack
 		// goes on the lock row): the record, which holds the custom
 		// status (up to 256 KB), was rewritten by every turn.
-		plan.meta = planAction{put: metaItem(id, newMeta, current, p.o.Shards)}
+		plan.meta = planAction{put: metaItem(id, newMeta, current, p.o.Shards), asRead: metaAsRead(st.meta)}
 		cstatChanged := newMeta.cstatVersion != 0 && (st.meta == nil || newMeta.cstatVersion != st.meta.cstatVersion)
 		if st.meta == nil || created || cstatChanged || newMeta.current != st.meta.current ||
 			newMeta.name != st.meta.name || newMeta.version != st.meta.version ||

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -90,6 +91,14 @@ func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan tu
 	}
 	if err := p.checkNewEvents(ctx, provider.OpAckOrchestrationItem, id, execID, plan.actions); err != nil {
 		return err
+	}
+	// Staged writes cannot be conditioned either (applying one twice must
+	// succeed): check the rows the one-transaction ack conditions on being
+	// as read.
+	if changed, err := p.changedSinceRead(ctx, turn); err != nil {
+		return translate(provider.OpAckOrchestrationItem, err)
+	} else if changed {
+		return p.staleRead(ctx, turn)
 	}
 
 	// 1. Stage.
@@ -199,6 +208,44 @@ func (p *Provider) storedEvents(ctx context.Context, op, instance string, execut
 		}
 	}
 	return stored, nil
+}
+
+// changedSinceRead reports whether a row a turn's ack conditions on being
+// as read (see staleRead) changed since its fetch: a message of the batch
+// is gone (one Query of the keys of the range they span), or the instance
+// record is not the one read (one GetItem).
+func (p *Provider) changedSinceRead(ctx context.Context, turn *turnState) (bool, error) {
+	pk := keys.InstancePK(turn.st.id)
+	if len(turn.batch) > 0 {
+		first, last := slices.Min(turn.batch), slices.Max(turn.batch)
+		rows, err := p.queryPartition(ctx, pk, first, last+"\x00", attrSK)
+		if err != nil {
+			return false, err
+		}
+		present := make(map[string]bool, len(rows))
+		for _, row := range rows {
+			sk, _, _ := strAttr(row, attrSK)
+			present[sk] = true
+		}
+		for _, sk := range turn.batch {
+			if !present[sk] {
+				return true, nil
+			}
+		}
+	}
+	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: p.table, Key: key(pk, keys.Meta), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return false, err
+	}
+	read := turn.st.meta
+	if out.Item == nil || read == nil {
+		return (out.Item == nil) != (read == nil), nil
+	}
+	now, err := parseState(turn.st.id, []item{out.Item})
+	if err != nil {
+		return false, err
+	}
+	return now.meta.updatedAt != read.updatedAt || now.meta.cstatVersion != read.cstatVersion || now.meta.current != read.current, nil
 }
 
 // chunkActions splits actions into staging rows. The first row takes one

@@ -1,0 +1,297 @@
+package dynamo_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynoxide/dynoxide/dynamo"
+	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
+	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/provider"
+)
+
+// tornQueries shows rows as they were before a transaction to the next
+// Query of their partition, as a Query that runs while the transaction
+// commits can on AWS: a Query is read-committed across items, so it may
+// see some of a transaction's writes and not others. DynamoDB Local
+// applies a transaction at once and never shows this.
+type tornQueries struct {
+	dynamo.API
+	mu    sync.Mutex
+	stale map[string][]map[string]types.AttributeValue // by pk
+}
+
+// showNext makes the next Query of row's partition whose range holds row
+// return it in place of the row the table holds, or of its absence.
+func (c *tornQueries) showNext(row map[string]types.AttributeValue) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pk := row["pk"].(*types.AttributeValueMemberS).Value
+	if c.stale == nil {
+		c.stale = map[string][]map[string]types.AttributeValue{}
+	}
+	c.stale[pk] = append(c.stale[pk], row)
+}
+
+func (c *tornQueries) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	out, err := c.API.Query(ctx, in, optFns...)
+	if err != nil || in.IndexName != nil || in.ExclusiveStartKey != nil {
+		return out, err
+	}
+	pk, ok := in.ExpressionAttributeValues[":pk"].(*types.AttributeValueMemberS)
+	from, okFrom := in.ExpressionAttributeValues[":from"].(*types.AttributeValueMemberS)
+	to, okTo := in.ExpressionAttributeValues[":to"].(*types.AttributeValueMemberS)
+	if !ok || !okFrom || !okTo {
+		return out, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.stale[pk.Value]) == 0 {
+		return out, err
+	}
+	var kept []map[string]types.AttributeValue
+	for _, row := range c.stale[pk.Value] {
+		sk := row["sk"].(*types.AttributeValueMemberS).Value
+		if sk < from.Value || sk > to.Value {
+			kept = append(kept, row)
+			continue
+		}
+		out.Items = slices.DeleteFunc(out.Items, func(r map[string]types.AttributeValue) bool {
+			return r["sk"].(*types.AttributeValueMemberS).Value == sk
+		})
+		out.Items = append(out.Items, row)
+	}
+	c.stale[pk.Value] = kept
+	slices.SortFunc(out.Items, func(a, b map[string]types.AttributeValue) int {
+		return strings.Compare(a["sk"].(*types.AttributeValueMemberS).Value, b["sk"].(*types.AttributeValueMemberS).Value)
+	})
+	return out, err
+}
+
+// queuedRows reads instance's message rows from the table.
+func queuedRows(ctx context.Context, t *testing.T, env *dynamotest.Env, instance string) []map[string]types.AttributeValue {
+	t.Helper()
+	out, err := env.DB.Query(ctx, &dynamodb.QueryInput{
+		TableName:              aws.String(env.Table),
+		KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :q)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": &types.AttributeValueMemberS{Value: keys.InstancePK(instance)},
+			":q":  &types.AttributeValueMemberS{Value: keys.QueuePrefix},
+		},
+		ConsistentRead: aws.Bool(true),
+	})
+	must(t, err, "read message rows")
+	return out.Items
+}
+
+// raisedData returns the data of the ExternalRaised messages of item.
+func raisedData(item *provider.OrchestrationItem) []string {
+	var data []string
+	for _, m := range item.Messages {
+		if e, ok := m.(provider.ExternalRaisedItem); ok {
+			data = append(data, e.Data)
+		}
+	}
+	return data
+}
+
+// TestConsumedMessageInATornReadIsNotConsumedTwice: a fetch whose Query
+// ran while the previous turn committed can see that turn's lock release
+// and still see a message the turn consumed. The turn that takes it again
+// must not commit, whether it fits one transaction or is a large turn: its
+// ack fails as a lost lock, releases the instance, and the message is in no
+// later batch, so an event is delivered once.
+func TestConsumedMessageInATornReadIsNotConsumedTwice(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		// activities scheduled by the third turn: 120 make it a large turn.
+		activities int
+	}{{"one transaction", 0}, {"large turn", 120}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tornReadTurn(t, tc.activities)
+		})
+	}
+}
+
+func tornReadTurn(t *testing.T, activities int) {
+	ctx := t.Context()
+	torn := &tornQueries{}
+	p, env := dynamotest.New(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
+		torn.API = o.Client
+		o.Client = torn
+	}})
+	const inst = "torn-read"
+	// thirdTurn delivers data as events from event 3 on, then schedules
+	// the activities.
+	thirdTurn := func(data ...string) provider.TurnCommit {
+		commit := provider.TurnCommit{ExecutionID: 1, Metadata: meta()}
+		id := uint64(3)
+		for _, d := range data {
+			commit.HistoryDelta = append(commit.HistoryDelta, ev(id, inst, provider.ExternalEvent{Name: "e", Data: d}))
+			id++
+		}
+		for i := range activities {
+			commit.HistoryDelta = append(commit.HistoryDelta, ev(id, inst, provider.ActivityScheduled{Name: "A", Input: fmt.Sprint(i)}))
+			commit.WorkerItems = append(commit.WorkerItems, provider.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: id, Name: "A", Input: fmt.Sprint(i)})
+			id++
+		}
+		return commit
+	}
+
+	first := startAndFetch(ctx, t, p, inst)
+	must(t, p.AckOrchestrationItem(ctx, first.LockToken, provider.TurnCommit{ExecutionID: 1,
+		HistoryDelta: []provider.Event{started(inst)}, Metadata: meta()}), "first ack")
+
+	must(t, p.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: inst, Name: "e", Data: "once"}, 0), "raise once")
+	rows := queuedRows(ctx, t, env, inst)
+	if len(rows) != 1 {
+		t.Fatalf("%d message rows, want 1", len(rows))
+	}
+	second, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	must(t, err, "second fetch")
+	if got := raisedData(second); !slices.Equal(got, []string{"once"}) {
+		t.Fatalf("second turn's events %v, want [once]", got)
+	}
+	must(t, p.AckOrchestrationItem(ctx, second.LockToken, provider.TurnCommit{ExecutionID: 1,
+		HistoryDelta: []provider.Event{ev(2, inst, provider.ExternalEvent{Name: "e", Data: "once"})}, Metadata: meta()}), "second ack")
+
+	// The next fetch's Query sees the second turn's release but not its
+	// delete of the message.
+	torn.showNext(rows[0])
+	must(t, p.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: inst, Name: "e", Data: "next"}, 0), "raise next")
+	third, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	must(t, err, "third fetch")
+	if third == nil {
+		t.Fatal("third fetch found nothing")
+	}
+	if got := raisedData(third); slices.Contains(got, "once") {
+		err := p.AckOrchestrationItem(ctx, third.LockToken, thirdTurn(got...))
+		if err == nil {
+			t.Fatalf("the ack of a batch %v holding a message an earlier turn consumed succeeded: the event was delivered twice", got)
+		}
+		if !errors.Is(err, provider.ErrInvalidLockToken) {
+			t.Fatalf("ack of a batch holding a consumed message: %v, want an error wrapping ErrInvalidLockToken", err)
+		}
+		// The instance is released at once, without a lease to wait out.
+		if third, err = p.FetchOrchestrationItem(ctx, longLock, 0, nil); err != nil || third == nil {
+			t.Fatalf("fetch after the refused ack: %v, %v; want the instance again", third, err)
+		}
+		if third.AttemptCount != 1 {
+			t.Errorf("attempt count %d after the refused ack, want 1: the turn was not the messages' fault", third.AttemptCount)
+		}
+	}
+	if got := raisedData(third); !slices.Equal(got, []string{"next"}) {
+		t.Fatalf("third turn's events %v, want [next]", got)
+	}
+	must(t, p.AckOrchestrationItem(ctx, third.LockToken, thirdTurn("next")), "third ack")
+	history, err := p.Read(ctx, inst)
+	must(t, err, "Read")
+	if want := 3 + activities; len(history) != want {
+		t.Fatalf("history holds %d events, want %d", len(history), want)
+	}
+}
+
+// TestInstanceRecordInATornReadIsNotWrittenBack: a fetch whose Query ran
+// while the previous turn committed can see that turn's lock release and
+// the instance record as it was before the turn. A turn planned on it must
+// not write the record back: here it would give a new custom status the
+// version the previous one has, and a client that saw that version would
+// never see the new status.
+func TestInstanceRecordInATornReadIsNotWrittenBack(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name       string
+		activities int
+	}{{"one transaction", 0}, {"large turn", 120}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			torn := &tornQueries{}
+			p, env := dynamotest.New(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
+				torn.API = o.Client
+				o.Client = torn
+			}})
+			const inst = "torn-meta"
+			status := func(id uint64, s string) provider.Event {
+				return ev(id, inst, provider.CustomStatusUpdated{Status: &s})
+			}
+			raise := func(data string) *provider.OrchestrationItem {
+				t.Helper()
+				must(t, p.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: inst, Name: "e", Data: data}, 0), "raise "+data)
+				item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+				if err != nil || item == nil {
+					t.Fatalf("fetch after raising %s: %v, %v", data, item, err)
+				}
+				return item
+			}
+			first := startAndFetch(ctx, t, p, inst)
+			must(t, p.AckOrchestrationItem(ctx, first.LockToken, provider.TurnCommit{ExecutionID: 1,
+				HistoryDelta: []provider.Event{started(inst)}, Metadata: meta()}), "first ack")
+			before := metaRow(ctx, t, env, inst)
+
+			second := raise("a")
+			must(t, p.AckOrchestrationItem(ctx, second.LockToken, provider.TurnCommit{ExecutionID: 1,
+				HistoryDelta: []provider.Event{ev(2, inst, provider.ExternalEvent{Name: "e", Data: "a"}), status(3, "a")}, Metadata: meta()}), "second ack")
+			seen, err := p.CustomStatus(ctx, inst, 0)
+			if err != nil || seen == nil || *seen.Status != "a" {
+				t.Fatalf("CustomStatus after the second turn: %+v, %v; want a", seen, err)
+			}
+
+			// The next fetch's Query sees the record as it was before the
+			// second turn.
+			torn.showNext(before)
+			third := raise("b")
+			thirdTurn := func() provider.TurnCommit {
+				commit := provider.TurnCommit{ExecutionID: 1, Metadata: meta(),
+					HistoryDelta: []provider.Event{ev(4, inst, provider.ExternalEvent{Name: "e", Data: "b"}), status(5, "b")}}
+				for i := range tc.activities {
+					id := uint64(6 + i)
+					commit.HistoryDelta = append(commit.HistoryDelta, ev(id, inst, provider.ActivityScheduled{Name: "A", Input: fmt.Sprint(i)}))
+					commit.WorkerItems = append(commit.WorkerItems, provider.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: id, Name: "A", Input: fmt.Sprint(i)})
+				}
+				return commit
+			}
+			if err := p.AckOrchestrationItem(ctx, third.LockToken, thirdTurn()); err != nil {
+				if !errors.Is(err, provider.ErrInvalidLockToken) {
+					t.Fatalf("ack of a turn planned on an old instance record: %v, want an error wrapping ErrInvalidLockToken", err)
+				}
+				// Released at once: fetched again, on the record as it is.
+				again, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+				if err != nil || again == nil {
+					t.Fatalf("fetch after the refused ack: %v, %v; want the instance again", again, err)
+				}
+				must(t, p.AckOrchestrationItem(ctx, again.LockToken, thirdTurn()), "third ack, again")
+			}
+			next, err := p.CustomStatus(ctx, inst, seen.Version)
+			if err != nil || next == nil || *next.Status != "b" {
+				t.Fatalf("CustomStatus after version %d: %+v, %v; want b with a later version", seen.Version, next, err)
+			}
+		})
+	}
+}
+
+// metaRow reads instance's record from the table.
+func metaRow(ctx context.Context, t *testing.T, env *dynamotest.Env, instance string) map[string]types.AttributeValue {
+	t.Helper()
+	out, err := env.DB.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(env.Table),
+		Key:            map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: keys.InstancePK(instance)}, "sk": &types.AttributeValueMemberS{Value: keys.Meta}},
+		ConsistentRead: aws.Bool(true),
+	})
+	must(t, err, "read instance record")
+	if out.Item == nil {
+		t.Fatalf("instance %s has no record", instance)
+	}
+	return out.Item
+}
