@@ -90,6 +90,8 @@ type turnPlan struct {
 	// holds nothing new): a large turn writes it all the same, since its
 	// release does not record the ack's time.
 	meta planAction
+	// kvDigest digests the KV state the turn leaves (kvdigest.go).
+	kvDigest string
 }
 
 // AckOrchestrationItem commits a turn atomically and releases the lock.
@@ -231,7 +233,7 @@ func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPla
 	}
 	_, err := p.sendPending(ctx, provider.OpAckOrchestrationItem, turn.tx, func() *dynamodb.TransactWriteItemsInput {
 		actions := make([]types.TransactWriteItem, 0, len(plan.actions)+1)
-		actions = append(actions, types.TransactWriteItem{Update: newLockRelease(plan.release, "", smallTurnID(turn.token, digest)).acked(now).update(p.table, turn.st.id,
+		actions = append(actions, types.TransactWriteItem{Update: newLockRelease(plan.release, "", smallTurnID(turn.token, digest)).acked(now).withKV(plan.kvDigest).update(p.table, turn.st.id,
 			"#tok = :tok AND #until > :now AND attribute_not_exists(#turn)",
 			map[string]string{"#tok": attrToken, "#until": attrLockUntil, "#turn": attrTurn},
 			map[string]types.AttributeValue{":tok": s(turn.token), ":now": n(now)})})
@@ -420,11 +422,18 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 
 	// KV: the delta of the current execution, merged into the store when
 	// the execution ends.
+	plan.kvDigest = kvDigest(st.kvStore, st.kvDelta)
 	if provider.HasKVEvents(commit.HistoryDelta) || provider.IsTerminalStatus(meta.Status) {
 		store, delta := st.cloneKV()
 		delta.Apply(commit.HistoryDelta)
-		for _, a := range kvActions(pk, st, store, delta, provider.IsTerminalStatus(meta.Status)) {
+		terminal := provider.IsTerminalStatus(meta.Status)
+		for _, a := range kvActions(pk, st, store, delta, terminal) {
 			add(a)
+		}
+		if terminal {
+			plan.kvDigest = kvDigest(provider.MergeKV(store, delta), provider.KVDelta{})
+		} else {
+			plan.kvDigest = kvDigest(store, delta)
 		}
 	}
 

@@ -474,6 +474,13 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 	if err != nil {
 		return nil, err
 	}
+	if !st.kvSettled() && !st.lock.live(p.nowMs()) {
+		// Read while a turn committed (kvdigest.go): read again before
+		// planning a turn on the rows.
+		if st, err = p.settle(ctx, instance, st); err != nil {
+			return nil, err
+		}
+	}
 	now := p.nowMs()
 	if st.lock.turn != "" {
 		if st.lock.live(now) {

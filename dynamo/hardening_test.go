@@ -419,13 +419,16 @@ func TestAttemptsOfUnreadMessagesKept(t *testing.T) {
 // bills a Query for.
 type scanCounter struct {
 	dynamo.API
-	scanned atomic.Int64
+	// scanned counts the rows and queries the requests that Query the
+	// table (not an index).
+	scanned, queries atomic.Int64
 }
 
 func (c *scanCounter) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	out, err := c.API.Query(ctx, in, optFns...)
 	if err == nil && in.IndexName == nil {
 		c.scanned.Add(int64(out.ScannedCount))
+		c.queries.Add(1)
 	}
 	return out, err
 }

@@ -126,14 +126,16 @@ func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan tu
 	_, err = p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        p.table,
 		Key:              key(pk, keys.Lock),
-		UpdateExpression: aws.String("SET #turn = :tid, #texec = :exec ADD #ver :one"),
+		UpdateExpression: aws.String("SET #turn = :tid, #texec = :exec, #kvd = :kvd ADD #ver :one"),
 		ConditionExpression: aws.String("#tok = :tok AND (#until > :now OR #turn = :tid) AND " +
 			"(attribute_not_exists(#turn) OR #turn = :tid)"),
 		ExpressionAttributeNames: map[string]string{
 			"#turn": attrTurn, "#texec": attrTurnExec, "#tok": attrToken, "#until": attrLockUntil, "#ver": attrLockVer,
+			"#kvd": attrKVDigest,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":tid": s(tid), ":exec": nu(execID), ":tok": s(turn.token), ":now": n(now), ":one": n(1),
+			":kvd": s(plan.kvDigest),
 		},
 	})
 	if err != nil {

@@ -105,6 +105,9 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 	if st.lock.updatedAt != 0 {
 		row[attrUpdatedAt] = n(st.lock.updatedAt) // kept: the last ack's time
 	}
+	if st.lock.kvDigest != "" {
+		row[attrKVDigest] = s(st.lock.kvDigest) // kept: the KV rows are the last turn's
+	}
 	in := &dynamodb.PutItemInput{TableName: p.table, Item: row}
 	in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = st.stealCondition(start)
 	if _, err := p.db.PutItem(ctx, in); err != nil {
@@ -216,6 +219,14 @@ func newLockRelease(attempts map[string]uint32, largeDone, smallDone string) loc
 func (r lockRelease) acked(nowMs int64) lockRelease {
 	r.expr = strings.Replace(r.expr, "SET ", "SET #upd = :upd, ", 1)
 	r.names["#upd"], r.values[":upd"] = attrUpdatedAt, n(nowMs)
+	return r
+}
+
+// withKV is the release with the digest of the KV state the turn leaves
+// recorded (kvdigest.go).
+func (r lockRelease) withKV(digest string) lockRelease {
+	r.expr = strings.Replace(r.expr, "SET ", "SET #kvd = :kvd, ", 1)
+	r.names["#kvd"], r.values[":kvd"] = attrKVDigest, s(digest)
 	return r
 }
 

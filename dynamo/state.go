@@ -78,6 +78,9 @@ type lockRow struct {
 	// lock row, which every ack writes, so that #META is written only
 	// when what it holds changes.
 	updatedAt int64
+	// kvDigest is the digest of the KV rows the last turn left (kvDigest;
+	// "" when unknown).
+	kvDigest string
 }
 
 // live reports whether the lock is held at nowMs.
@@ -262,6 +265,7 @@ func parseState(instance string, rows []item) (*instanceState, error) {
 			st.lock.smallDone = d.str(row, attrSmallDone)
 			st.lock.histMark = d.str(row, attrHistMark)
 			st.lock.updatedAt = d.int(row, attrUpdatedAt)
+			st.lock.kvDigest = d.str(row, attrKVDigest)
 			st.lock.attempts, st.lock.batch = decodeLockLists(&d, row)
 		case strings.HasPrefix(sk, keys.ExecPrefix):
 			id, err := keys.ParseNum20(sk[len(keys.ExecPrefix):])

@@ -295,3 +295,113 @@ func metaRow(ctx context.Context, t *testing.T, env *dynamotest.Env, instance st
 	}
 	return out.Item
 }
+
+// kvRows reads instance's KV rows from the table.
+func kvRows(ctx context.Context, t *testing.T, env *dynamotest.Env, instance string) []map[string]types.AttributeValue {
+	t.Helper()
+	out, err := env.DB.Query(ctx, &dynamodb.QueryInput{
+		TableName:              aws.String(env.Table),
+		KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :k)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": &types.AttributeValueMemberS{Value: keys.InstancePK(instance)},
+			":k":  &types.AttributeValueMemberS{Value: keys.KVRowsPrefix},
+		},
+		ConsistentRead: aws.Bool(true),
+	})
+	must(t, err, "read KV rows")
+	return out.Items
+}
+
+// TestKVRowsInATornReadAreReadAgain: a fetch whose Query ran while the
+// previous turn committed can see that turn's lock release and a KV row as
+// it was before the turn. A turn that ends the execution folds the delta
+// into the store from the rows it read: planned on the old row, it would
+// store the key's older value. The lock row's digest of the KV state shows
+// the read was torn, and the fetch reads the rows again.
+func TestKVRowsInATornReadAreReadAgain(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	torn := &tornQueries{}
+	p, env := dynamotest.New(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
+		torn.API = o.Client
+		o.Client = torn
+	}})
+	const inst = "torn-kv"
+	set := func(id uint64, value string) provider.Event {
+		return ev(id, inst, provider.KeyValueSet{Key: "k", Value: value, LastUpdatedAtMs: id})
+	}
+	raise := func(data string) *provider.OrchestrationItem {
+		t.Helper()
+		must(t, p.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: inst, Name: "e", Data: data}, 0), "raise "+data)
+		item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+		if err != nil || item == nil {
+			t.Fatalf("fetch after raising %s: %v, %v", data, item, err)
+		}
+		return item
+	}
+	first := startAndFetch(ctx, t, p, inst)
+	must(t, p.AckOrchestrationItem(ctx, first.LockToken, provider.TurnCommit{ExecutionID: 1,
+		HistoryDelta: []provider.Event{started(inst), set(2, "v1")}, Metadata: meta()}), "first ack")
+	before := kvRows(ctx, t, env, inst)
+	if len(before) != 1 {
+		t.Fatalf("%d KV rows, want 1", len(before))
+	}
+	second := raise("a")
+	must(t, p.AckOrchestrationItem(ctx, second.LockToken, provider.TurnCommit{ExecutionID: 1,
+		HistoryDelta: []provider.Event{ev(3, inst, provider.ExternalEvent{Name: "e", Data: "a"}), set(4, "v2")}, Metadata: meta()}), "second ack")
+
+	// The next fetch's Query sees the key as it was before the second turn.
+	torn.showNext(before[0])
+	third := raise("b")
+	done := meta()
+	done.Status, done.Output = provider.StatusCompleted, ptr("done")
+	must(t, p.AckOrchestrationItem(ctx, third.LockToken, provider.TurnCommit{ExecutionID: 1,
+		HistoryDelta: []provider.Event{ev(5, inst, provider.ExternalEvent{Name: "e", Data: "b"}),
+			ev(6, inst, provider.OrchestrationCompleted{Output: "done"})}, Metadata: done}), "third ack")
+	if v, ok, err := p.KVValue(ctx, inst, "k"); err != nil || !ok || v != "v2" {
+		t.Fatalf("KVValue(k) = %q, %v, %v; want v2, which the second turn set", v, ok, err)
+	}
+}
+
+// TestKVRowsEditedOutsideTurnsDoNotStopTheInstance: KV rows changed by
+// hand never match the digest the last turn recorded. The fetch reads them
+// a few times, then runs the turn on them, and the turn's ack records
+// their digest, so that the next fetch reads them once.
+func TestKVRowsEditedOutsideTurnsDoNotStopTheInstance(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	scans := &scanCounter{}
+	p, env := dynamotest.New(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
+		scans.API = o.Client
+		o.Client = scans
+	}})
+	const inst = "edited-kv"
+	first := startAndFetch(ctx, t, p, inst)
+	must(t, p.AckOrchestrationItem(ctx, first.LockToken, provider.TurnCommit{ExecutionID: 1,
+		HistoryDelta: []provider.Event{started(inst), ev(2, inst, provider.KeyValueSet{Key: "k", Value: "v1", LastUpdatedAtMs: 2})}, Metadata: meta()}), "first ack")
+	row := kvRows(ctx, t, env, inst)[0]
+	row["val"] = &types.AttributeValueMemberS{Value: "by hand"}
+	_, err := env.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(env.Table), Item: row})
+	must(t, err, "edit the KV row")
+
+	for turn, data := range []string{"a", "b"} {
+		must(t, p.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: inst, Name: "e", Data: data}, 0), "raise")
+		before := scans.queries.Load()
+		item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+		if err != nil || item == nil {
+			t.Fatalf("turn %d: fetch: %v, %v; want the instance", turn, item, err)
+		}
+		reads := scans.queries.Load() - before
+		switch {
+		case turn == 0 && reads < 2:
+			t.Errorf("turn %d: %d Queries; want the rows read again", turn, reads)
+		case turn == 1 && reads != 1:
+			t.Errorf("turn %d: %d Queries; want 1, the last ack having recorded the rows' digest", turn, reads)
+		}
+		must(t, p.AckOrchestrationItem(ctx, item.LockToken, provider.TurnCommit{ExecutionID: 1,
+			HistoryDelta: []provider.Event{ev(uint64(3+turn), inst, provider.ExternalEvent{Name: "e", Data: data})}, Metadata: meta()}), "ack")
+	}
+	if v, _, err := p.KVValue(ctx, inst, "k"); err != nil || v != "by hand" {
+		t.Errorf("KVValue(k) = %q, %v; want the value edited in", v, err)
+	}
+}
