@@ -92,6 +92,9 @@ type turnPlan struct {
 	meta planAction
 	// kvDigest digests the KV state the turn leaves (kvdigest.go).
 	kvDigest string
+	// histEnd is where the turn leaves the history (historyend.go; nil
+	// when unknown).
+	histEnd *historyEnd
 }
 
 // AckOrchestrationItem commits a turn atomically and releases the lock.
@@ -233,7 +236,7 @@ func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPla
 	}
 	_, err := p.sendPending(ctx, provider.OpAckOrchestrationItem, turn.tx, func() *dynamodb.TransactWriteItemsInput {
 		actions := make([]types.TransactWriteItem, 0, len(plan.actions)+1)
-		actions = append(actions, types.TransactWriteItem{Update: newLockRelease(plan.release, "", smallTurnID(turn.token, digest)).acked(now).withKV(plan.kvDigest).update(p.table, turn.st.id,
+		actions = append(actions, types.TransactWriteItem{Update: newLockRelease(plan.release, "", smallTurnID(turn.token, digest)).acked(now).withKV(plan.kvDigest).withHistoryEnd(plan.histEnd).update(p.table, turn.st.id,
 			"#tok = :tok AND #until > :now AND attribute_not_exists(#turn)",
 			map[string]string{"#tok": attrToken, "#until": attrLockUntil, "#turn": attrTurn},
 			map[string]types.AttributeValue{":tok": s(turn.token), ":now": n(now)})})
@@ -422,6 +425,13 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 
 	// KV: the delta of the current execution, merged into the store when
 	// the execution ends.
+	if e := turn.histEnd; e != nil && e.exec == commit.ExecutionID {
+		end := *e
+		for _, ev := range commit.HistoryDelta {
+			end.last = max(end.last, ev.EventID)
+		}
+		plan.histEnd = &end
+	}
 	plan.kvDigest = kvDigest(st.kvStore, st.kvDelta)
 	if provider.HasKVEvents(commit.HistoryDelta) || provider.IsTerminalStatus(meta.Status) {
 		store, delta := st.cloneKV()

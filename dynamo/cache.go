@@ -47,6 +47,9 @@ type turnState struct {
 	// did not decode a history.
 	outstanding     map[uint64]bool
 	outstandingExec uint64
+	// histEnd is where the history this process fetched ends (nil when
+	// the fetch did not decode one).
+	histEnd *historyEnd
 }
 
 // leaseEnd is the lease's end as this process last set it (epoch ms).

@@ -544,6 +544,9 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 		if historyRows, err = p.historyRows(ctx, instance, execID); err != nil {
 			return nil, err
 		}
+		if historyRows, err = p.settledHistory(ctx, instance, execID, st.lock, historyRows); err != nil {
+			return nil, err
+		}
 		historyLoaded = true
 		if name, version, ok := startedFromHistory(instance, execID, historyRows); ok {
 			out.OrchestrationName, out.Version, out.ExecutionID = name, version, execID
@@ -581,6 +584,9 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 			// Ok(Some) means the lock is held; an error means it is not.
 			p.releaseUndelivered(instance, turn)
 			return nil, err
+		} else if historyRows, err = p.settledHistory(ctx, instance, out.ExecutionID, st.lock, historyRows); err != nil {
+			p.releaseUndelivered(instance, turn)
+			return nil, err
 		}
 	}
 	out.KVSnapshot = map[string]provider.KVEntry{}
@@ -592,6 +598,7 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 		out.History = events
 		out.KVSnapshot = st.kvStore
 		turn.outstanding, turn.outstandingExec = outstandingActivities(events), out.ExecutionID
+		turn.histEnd = &historyEnd{exec: out.ExecutionID, last: lastEventID(historyRows)}
 	}
 	p.turns.put(turn)
 	p.waits.locked(instance, turn.token, now, turn.leaseEnd(), capped)

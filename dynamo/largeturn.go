@@ -123,20 +123,29 @@ func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan tu
 
 	// 2. Commit: the fencing check, and the pointer to the staged turn.
 	now := p.nowMs()
+	set, remove := "SET #turn = :tid, #texec = :exec, #kvd = :kvd", ""
+	names := map[string]string{
+		"#turn": attrTurn, "#texec": attrTurnExec, "#tok": attrToken, "#until": attrLockUntil, "#ver": attrLockVer,
+		"#kvd": attrKVDigest, "#hexec": attrHistExec, "#hlast": attrHistLast,
+	}
+	values := map[string]types.AttributeValue{
+		":tid": s(tid), ":exec": nu(execID), ":tok": s(turn.token), ":now": n(now), ":one": n(1),
+		":kvd": s(plan.kvDigest),
+	}
+	if e := plan.histEnd; e != nil {
+		set += ", #hexec = :hexec, #hlast = :hlast"
+		values[":hexec"], values[":hlast"] = nu(e.exec), nu(e.last)
+	} else {
+		remove = " REMOVE #hexec, #hlast"
+	}
 	_, err = p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        p.table,
 		Key:              key(pk, keys.Lock),
-		UpdateExpression: aws.String("SET #turn = :tid, #texec = :exec, #kvd = :kvd ADD #ver :one"),
+		UpdateExpression: aws.String(set + " ADD #ver :one" + remove),
 		ConditionExpression: aws.String("#tok = :tok AND (#until > :now OR #turn = :tid) AND " +
 			"(attribute_not_exists(#turn) OR #turn = :tid)"),
-		ExpressionAttributeNames: map[string]string{
-			"#turn": attrTurn, "#texec": attrTurnExec, "#tok": attrToken, "#until": attrLockUntil, "#ver": attrLockVer,
-			"#kvd": attrKVDigest,
-		},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":tid": s(tid), ":exec": nu(execID), ":tok": s(turn.token), ":now": n(now), ":one": n(1),
-			":kvd": s(plan.kvDigest),
-		},
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
 	})
 	if err != nil {
 		if conditionFailed(err) {

@@ -81,6 +81,9 @@ type lockRow struct {
 	// kvDigest is the digest of the KV rows the last turn left (kvDigest;
 	// "" when unknown).
 	kvDigest string
+	// histEnd is where the last turn left the history (historyend.go;
+	// nil when unknown).
+	histEnd *historyEnd
 }
 
 // live reports whether the lock is held at nowMs.
@@ -266,6 +269,9 @@ func parseState(instance string, rows []item) (*instanceState, error) {
 			st.lock.histMark = d.str(row, attrHistMark)
 			st.lock.updatedAt = d.int(row, attrUpdatedAt)
 			st.lock.kvDigest = d.str(row, attrKVDigest)
+			if _, ok := row[attrHistLast]; ok {
+				st.lock.histEnd = &historyEnd{exec: d.uint(row, attrHistExec), last: d.uint(row, attrHistLast)}
+			}
 			st.lock.attempts, st.lock.batch = decodeLockLists(&d, row)
 		case strings.HasPrefix(sk, keys.ExecPrefix):
 			id, err := keys.ParseNum20(sk[len(keys.ExecPrefix):])

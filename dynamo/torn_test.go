@@ -42,6 +42,18 @@ func (c *tornQueries) showNext(row map[string]types.AttributeValue) {
 	c.stale[pk] = append(c.stale[pk], row)
 }
 
+// hideNext makes the next Query of partition pk whose range holds sort
+// key sk return no row there, as if the row were not written yet.
+func (c *tornQueries) hideNext(pk, sk string) {
+	c.showNext(map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberS{Value: sk},
+		hiddenRow: &types.AttributeValueMemberBOOL{Value: true},
+	})
+}
+
+// hiddenRow marks a row showNext is given that hides the table's row.
+const hiddenRow = "hidden by the test"
+
 func (c *tornQueries) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	out, err := c.API.Query(ctx, in, optFns...)
 	if err != nil || in.IndexName != nil || in.ExclusiveStartKey != nil {
@@ -68,7 +80,9 @@ func (c *tornQueries) Query(ctx context.Context, in *dynamodb.QueryInput, optFns
 		out.Items = slices.DeleteFunc(out.Items, func(r map[string]types.AttributeValue) bool {
 			return r["sk"].(*types.AttributeValueMemberS).Value == sk
 		})
-		out.Items = append(out.Items, row)
+		if _, hidden := row[hiddenRow]; !hidden {
+			out.Items = append(out.Items, row)
+		}
 	}
 	c.stale[pk.Value] = kept
 	slices.SortFunc(out.Items, func(a, b map[string]types.AttributeValue) int {
@@ -404,4 +418,48 @@ func TestKVRowsEditedOutsideTurnsDoNotStopTheInstance(t *testing.T) {
 	if v, _, err := p.KVValue(ctx, inst, "k"); err != nil || v != "by hand" {
 		t.Errorf("KVValue(k) = %q, %v; want the value edited in", v, err)
 	}
+}
+
+// TestHistoryInATornReadIsReadAgain: a fetch reads the history after it
+// has locked the instance, but a Query that runs while the previous turn's
+// transaction is still making its rows visible can miss the newest
+// events. A turn replayed on the shorter history would write event ids
+// that exist, which fails the orchestration with a duplicate event. The
+// lock row records where the last turn left the history, and the fetch of
+// another process (which has no cached history) reads it again.
+func TestHistoryInATornReadIsReadAgain(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, false)
+	p := env.NewProvider(t, dynamotest.Config{ShortPoll: true})
+	torn := &tornQueries{}
+	other := env.NewProvider(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
+		torn.API = o.Client
+		o.Client = torn
+	}})
+	const inst = "torn-history"
+	first := startAndFetch(ctx, t, p, inst)
+	must(t, p.AckOrchestrationItem(ctx, first.LockToken, provider.TurnCommit{ExecutionID: 1,
+		HistoryDelta: []provider.Event{started(inst)}, Metadata: meta()}), "first ack")
+	must(t, p.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: inst, Name: "e", Data: "a"}, 0), "raise a")
+	second, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	if err != nil || second == nil {
+		t.Fatalf("second fetch: %v, %v", second, err)
+	}
+	must(t, p.AckOrchestrationItem(ctx, second.LockToken, provider.TurnCommit{ExecutionID: 1,
+		HistoryDelta: []provider.Event{ev(2, inst, provider.ExternalEvent{Name: "e", Data: "a"}), ev(3, inst, provider.TimerCreated{FireAtMs: 1})}, Metadata: meta()}), "second ack")
+
+	// The other process's history Query misses the second turn's last
+	// event.
+	torn.hideNext(keys.InstancePK(inst), keys.HistorySK(1, 3))
+	must(t, p.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: inst, Name: "e", Data: "b"}, 0), "raise b")
+	third, err := other.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	if err != nil || third == nil {
+		t.Fatalf("third fetch: %v, %v", third, err)
+	}
+	if n := len(third.History); n != 3 {
+		t.Fatalf("the third turn's history holds %d events, want 3", n)
+	}
+	must(t, other.AckOrchestrationItem(ctx, third.LockToken, provider.TurnCommit{ExecutionID: 1,
+		HistoryDelta: []provider.Event{ev(4, inst, provider.ExternalEvent{Name: "e", Data: "b"})}, Metadata: meta()}), "third ack")
 }
