@@ -426,11 +426,7 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 	// KV: the delta of the current execution, merged into the store when
 	// the execution ends.
 	if e := turn.histEnd; e != nil && e.exec == commit.ExecutionID {
-		end := *e
-		for _, ev := range commit.HistoryDelta {
-			end.last = max(end.last, ev.EventID)
-		}
-		plan.histEnd = &end
+		plan.histEnd = &historyEnd{exec: e.exec, events: e.events + uint64(len(commit.HistoryDelta))}
 	}
 	plan.kvDigest = kvDigest(st.kvStore, st.kvDelta)
 	if provider.HasKVEvents(commit.HistoryDelta) || provider.IsTerminalStatus(meta.Status) {

@@ -598,7 +598,7 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 		out.History = events
 		out.KVSnapshot = st.kvStore
 		turn.outstanding, turn.outstandingExec = outstandingActivities(events), out.ExecutionID
-		turn.histEnd = &historyEnd{exec: out.ExecutionID, last: lastEventID(historyRows)}
+		turn.histEnd = &historyEnd{exec: out.ExecutionID, events: uint64(len(historyRows))}
 	}
 	p.turns.put(turn)
 	p.waits.locked(instance, turn.token, now, turn.leaseEnd(), capped)
@@ -656,8 +656,7 @@ func (p *Provider) dropOrphans(ctx context.Context, st *instanceState, batch []q
 // event order, finishing first a large turn it finds being applied (its
 // mark ends the range; docs/design.md §5).
 func (p *Provider) historyRows(ctx context.Context, instance string, executionID uint64) ([]item, error) {
-	prefix := keys.HistoryPrefix(executionID)
-	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), prefix, prefixEnd(prefix))
+	rows, err := p.queryHistory(ctx, instance, executionID)
 	if err != nil {
 		return nil, err
 	}
@@ -670,7 +669,7 @@ func (p *Provider) historyRows(ctx context.Context, instance string, executionID
 	if err := p.rollForward(ctx, instance, turnID); err != nil {
 		return nil, err
 	}
-	rows, err = p.queryPartition(ctx, keys.InstancePK(instance), prefix, prefixEnd(prefix))
+	rows, err = p.queryHistory(ctx, instance, executionID)
 	if err != nil {
 		return nil, err
 	}

@@ -134,9 +134,9 @@ func (p *Provider) markHistoryWritten(ctx context.Context, instance string) erro
 	_, err := p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 p.table,
 		Key:                       key(keys.InstancePK(instance), keys.Lock),
-		UpdateExpression:          aws.String("SET #hmark = :mark ADD #ver :one REMOVE #hexec, #hlast"),
+		UpdateExpression:          aws.String("SET #hmark = :mark ADD #ver :one REMOVE #hexec, #hlen"),
 		ConditionExpression:       aws.String("attribute_exists(#pk)"),
-		ExpressionAttributeNames:  map[string]string{"#hmark": attrHistMark, "#ver": attrLockVer, "#pk": attrPK, "#hexec": attrHistExec, "#hlast": attrHistLast},
+		ExpressionAttributeNames:  map[string]string{"#hmark": attrHistMark, "#ver": attrLockVer, "#pk": attrPK, "#hexec": attrHistExec, "#hlen": attrHistLen},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":mark": s(hex.EncodeToString(b[:])), ":one": n(1)},
 	})
 	if err != nil && !conditionFailed(err) {

@@ -3,15 +3,13 @@ package dynamo
 import (
 	"context"
 	"strings"
-
-	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
 )
 
-// The lock row's record of where the current history ends
-// (lockRow.histEnd): the execution and its last event id.
+// The lock row's record of the history the last turn left
+// (lockRow.histEnd): its execution and its number of events.
 const (
 	attrHistExec = "hexec"
-	attrHistLast = "hlast"
+	attrHistLen  = "hlen"
 )
 
 // A fetch reads the history after it has locked the instance, but a Query
@@ -19,47 +17,37 @@ const (
 // transaction is still making its rows visible can miss the newest events,
 // and a turn replayed on them writes event ids that exist (a duplicate
 // event, which fails the orchestration). Every release of a turn records
-// where the history it leaves ends; a history read that ends elsewhere is
-// read again (kvdigest.go does the same for the KV rows).
+// how many events the history it leaves holds; a history read with fewer
+// is read again (kvdigest.go does the same for the KV rows). Only turns
+// add events to a history; AppendWithExecution removes the record.
 
-// historyEnd is the execution and the last event id of a history.
-type historyEnd struct{ exec, last uint64 }
+// historyEnd is an execution and the number of events of its history.
+type historyEnd struct{ exec, events uint64 }
 
 // withHistoryEnd is the release with the end of the history the turn
 // leaves recorded, or the record removed when end is nil (unknown).
 func (r lockRelease) withHistoryEnd(end *historyEnd) lockRelease {
-	r.names["#hexec"], r.names["#hlast"] = attrHistExec, attrHistLast
+	r.names["#hexec"], r.names["#hlen"] = attrHistExec, attrHistLen
 	if end == nil {
-		r.expr = strings.Replace(r.expr, "REMOVE ", "REMOVE #hexec, #hlast, ", 1)
+		r.expr = strings.Replace(r.expr, "REMOVE ", "REMOVE #hexec, #hlen, ", 1)
 		return r
 	}
-	r.expr = strings.Replace(r.expr, "SET ", "SET #hexec = :hexec, #hlast = :hlast, ", 1)
-	r.values[":hexec"], r.values[":hlast"] = nu(end.exec), nu(end.last)
+	r.expr = strings.Replace(r.expr, "SET ", "SET #hexec = :hexec, #hlen = :hlen, ", 1)
+	r.values[":hexec"], r.values[":hlen"] = nu(end.exec), nu(end.events)
 	return r
 }
 
-// lastEventID is the id of the last event of history rows (0 for none).
-func lastEventID(rows []item) uint64 {
-	if len(rows) == 0 {
-		return 0
-	}
-	sk, _, _ := strAttr(rows[len(rows)-1], attrSK)
-	_, id, _ := keys.ParseHistorySK(sk)
-	return id
-}
-
 // settledHistory returns execution executionID's history rows, read again
-// while they do not end where lock (the lock row the fetch read) says the
-// last turn left them, a few times; the last read is returned either way
-// (a history changed outside turns never matches until a turn's ack
-// records it).
+// while they hold fewer events than lock (the lock row the fetch read)
+// says the last turn left, a few times; the last read is returned either
+// way.
 func (p *Provider) settledHistory(ctx context.Context, instance string, executionID uint64, lock lockRow, rows []item) ([]item, error) {
 	end := lock.histEnd
 	if end == nil || end.exec != executionID || lock.turn != "" {
 		return rows, nil
 	}
 	for attempt := range maxTornRereads {
-		if lastEventID(rows) == end.last {
+		if uint64(len(rows)) >= end.events {
 			return rows, nil
 		}
 		if err := sleepCtx(ctx, tornRereadPause<<attempt); err != nil {
@@ -71,8 +59,8 @@ func (p *Provider) settledHistory(ctx context.Context, instance string, executio
 		}
 		rows = next
 	}
-	if lastEventID(rows) != end.last {
-		p.o.Logf("dynamo: history of instance %q ends at event %d where its last turn left it at %d (written outside turns?); fetching on it", instance, lastEventID(rows), end.last)
+	if uint64(len(rows)) < end.events {
+		p.o.Logf("dynamo: history of instance %q holds %d events where its last turn left %d; fetching on it", instance, len(rows), end.events)
 	}
 	return rows, nil
 }

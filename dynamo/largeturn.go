@@ -126,17 +126,17 @@ func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan tu
 	set, remove := "SET #turn = :tid, #texec = :exec, #kvd = :kvd", ""
 	names := map[string]string{
 		"#turn": attrTurn, "#texec": attrTurnExec, "#tok": attrToken, "#until": attrLockUntil, "#ver": attrLockVer,
-		"#kvd": attrKVDigest, "#hexec": attrHistExec, "#hlast": attrHistLast,
+		"#kvd": attrKVDigest, "#hexec": attrHistExec, "#hlen": attrHistLen,
 	}
 	values := map[string]types.AttributeValue{
 		":tid": s(tid), ":exec": nu(execID), ":tok": s(turn.token), ":now": n(now), ":one": n(1),
 		":kvd": s(plan.kvDigest),
 	}
 	if e := plan.histEnd; e != nil {
-		set += ", #hexec = :hexec, #hlast = :hlast"
-		values[":hexec"], values[":hlast"] = nu(e.exec), nu(e.last)
+		set += ", #hexec = :hexec, #hlen = :hlen"
+		values[":hexec"], values[":hlen"] = nu(e.exec), nu(e.events)
 	} else {
-		remove = " REMOVE #hexec, #hlast"
+		remove = " REMOVE #hexec, #hlen"
 	}
 	_, err = p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        p.table,

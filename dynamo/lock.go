@@ -109,7 +109,7 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 		row[attrKVDigest] = s(st.lock.kvDigest) // kept: the KV rows are the last turn's
 	}
 	if e := st.lock.histEnd; e != nil {
-		row[attrHistExec], row[attrHistLast] = nu(e.exec), nu(e.last) // kept: the history is the last turn's
+		row[attrHistExec], row[attrHistLen] = nu(e.exec), nu(e.events) // kept: the history is the last turn's
 	}
 	in := &dynamodb.PutItemInput{TableName: p.table, Item: row}
 	in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = st.stealCondition(start)

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"runtime"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -269,8 +271,8 @@ func parseState(instance string, rows []item) (*instanceState, error) {
 			st.lock.histMark = d.str(row, attrHistMark)
 			st.lock.updatedAt = d.int(row, attrUpdatedAt)
 			st.lock.kvDigest = d.str(row, attrKVDigest)
-			if _, ok := row[attrHistLast]; ok {
-				st.lock.histEnd = &historyEnd{exec: d.uint(row, attrHistExec), last: d.uint(row, attrHistLast)}
+			if _, ok := row[attrHistLen]; ok {
+				st.lock.histEnd = &historyEnd{exec: d.uint(row, attrHistExec), events: d.uint(row, attrHistLen)}
 			}
 			st.lock.attempts, st.lock.batch = decodeLockLists(&d, row)
 		case strings.HasPrefix(sk, keys.ExecPrefix):
@@ -381,17 +383,39 @@ func (st *instanceState) cloneKV() (map[string]provider.KVEntry, provider.KVDelt
 // decodeHistory decodes stored history rows. A failure wraps
 // [provider.ErrCorruptData].
 func decodeHistory(op, instance string, executionID uint64, rows []item) ([]provider.Event, error) {
-	events := make([]provider.Event, 0, len(rows))
-	for i, row := range rows {
-		data, _, err := strAttr(row, attrEvent)
-		if err != nil {
-			return nil, provider.Corrupt(op, err, "history event at position %d of instance %q execution %d: %v", i, instance, executionID, err)
+	events := make([]provider.Event, len(rows))
+	decode := func(from, to int) error {
+		for i := from; i < to; i++ {
+			data, _, err := strAttr(rows[i], attrEvent)
+			if err != nil {
+				return provider.Corrupt(op, err, "history event at position %d of instance %q execution %d: %v", i, instance, executionID, err)
+			}
+			if events[i], err = provider.DecodeStoredEvent(op, instance, executionID, i, []byte(data)); err != nil {
+				return err
+			}
 		}
-		e, err := provider.DecodeStoredEvent(op, instance, executionID, i, []byte(data))
+		return nil
+	}
+	workers := min(runtime.GOMAXPROCS(0), len(rows)/parallelDecodeEvents)
+	if workers < 2 {
+		return events, decode(0, len(rows))
+	}
+	// A long history (a fan-in's, a cold fetch of an old instance) is
+	// decoded on every core: 10,000 events take about 45 ms on one.
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() { errs[w] = decode(w*len(rows)/workers, (w+1)*len(rows)/workers) })
+	}
+	wg.Wait()
+	for _, err := range errs {
 		if err != nil {
-			return nil, err
+			return nil, err // the first part's error first: the earliest bad event
 		}
-		events = append(events, e)
 	}
 	return events, nil
 }
+
+// parallelDecodeEvents is the number of events per core below which a
+// history is decoded on one.
+const parallelDecodeEvents = 1000
