@@ -43,12 +43,19 @@ func faultyOn(t *testing.T, env *dynamotest.Env, in *faults.Injector, clock *fau
 // lockRow reads the lock row of instance directly.
 func lockRow(ctx context.Context, t *testing.T, env *dynamotest.Env, instance string) map[string]types.AttributeValue {
 	t.Helper()
+	return instanceRow(ctx, t, env, instance, keys.Lock)
+}
+
+// instanceRow reads the row of instance's partition at sort key sk from
+// the table (nil when there is none).
+func instanceRow(ctx context.Context, t *testing.T, env *dynamotest.Env, instance, sk string) map[string]types.AttributeValue {
+	t.Helper()
 	out, err := env.DB.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(env.Table),
-		Key:            map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: keys.InstancePK(instance)}, "sk": &types.AttributeValueMemberS{Value: keys.Lock}},
+		Key:            map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: keys.InstancePK(instance)}, "sk": &types.AttributeValueMemberS{Value: sk}},
 		ConsistentRead: aws.Bool(true),
 	})
-	must(t, err, "read lock row")
+	must(t, err, "read row "+sk)
 	return out.Item
 }
 
@@ -420,13 +427,26 @@ func TestAttemptsOfUnreadMessagesKept(t *testing.T) {
 type scanCounter struct {
 	dynamo.API
 	// scanned counts the rows and queries the requests that Query the
-	// table (not an index).
-	scanned, queries atomic.Int64
+	// table (not an index); mostSeen is the most such requests under way
+	// at once.
+	scanned, queries   atomic.Int64
+	inFlight, mostSeen atomic.Int64
 }
 
 func (c *scanCounter) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	if in.IndexName != nil {
+		return c.API.Query(ctx, in, optFns...)
+	}
+	now := c.inFlight.Add(1)
+	for {
+		seen := c.mostSeen.Load()
+		if now <= seen || c.mostSeen.CompareAndSwap(seen, now) {
+			break
+		}
+	}
 	out, err := c.API.Query(ctx, in, optFns...)
-	if err == nil && in.IndexName == nil {
+	c.inFlight.Add(-1)
+	if err == nil {
 		c.scanned.Add(int64(out.ScannedCount))
 		c.queries.Add(1)
 	}

@@ -1,43 +1,14 @@
 package dynamo_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/dynoxide/dynoxide/dynamo"
 	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
 	"github.com/dynoxide/dynoxide/provider"
 )
-
-// queryCounter counts the Queries of the table, not of an index, and the
-// most that were under way at once.
-type queryCounter struct {
-	dynamo.API
-	mu                      sync.Mutex
-	queries, inFlight, most int
-}
-
-func (c *queryCounter) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	if in.IndexName != nil {
-		return c.API.Query(ctx, in, optFns...)
-	}
-	c.mu.Lock()
-	c.queries++
-	c.inFlight++
-	c.most = max(c.most, c.inFlight)
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		c.inFlight--
-		c.mu.Unlock()
-	}()
-	return c.API.Query(ctx, in, optFns...)
-}
 
 // TestLongHistoryIsReadInSegments: a history longer than a page is read
 // with its first page, a Query of its last key, and the rest in segments
@@ -52,7 +23,7 @@ func TestLongHistoryIsReadInSegments(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
-			counter := &queryCounter{}
+			counter := &scanCounter{}
 			p, _ := dynamotest.New(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
 				counter.API = o.Client
 				o.Client = counter
@@ -69,9 +40,8 @@ func TestLongHistoryIsReadInSegments(t *testing.T) {
 				must(t, p.AppendWithExecution(ctx, inst, 1, evs[:n]), "append")
 				evs = evs[n:]
 			}
-			counter.mu.Lock()
-			counter.queries, counter.most = 0, 0
-			counter.mu.Unlock()
+			counter.queries.Store(0)
+			counter.mostSeen.Store(0)
 			got, err := p.ReadWithExecution(ctx, inst, 1)
 			must(t, err, "ReadWithExecution")
 			if len(got) != events {
@@ -82,12 +52,10 @@ func TestLongHistoryIsReadInSegments(t *testing.T) {
 					t.Fatalf("event %d has id %d, want %d", i, e.EventID, want)
 				}
 			}
-			counter.mu.Lock()
-			defer counter.mu.Unlock()
 			// The first page, the last key, and at least two segments read
 			// at once.
-			if counter.queries < 4 || counter.most < 2 {
-				t.Errorf("%d Queries, at most %d at once; want the history read in segments at once", counter.queries, counter.most)
+			if n, most := counter.queries.Load(), counter.mostSeen.Load(); n < 4 || most < 2 {
+				t.Errorf("%d Queries, at most %d at once; want the history read in segments at once", n, most)
 			}
 		})
 	}

@@ -91,20 +91,32 @@ func (c *tornQueries) Query(ctx context.Context, in *dynamodb.QueryInput, optFns
 	return out, err
 }
 
-// queuedRows reads instance's message rows from the table.
-func queuedRows(ctx context.Context, t *testing.T, env *dynamotest.Env, instance string) []map[string]types.AttributeValue {
+// rowsWithPrefix reads instance's rows whose sort key starts with prefix
+// from the table.
+func rowsWithPrefix(ctx context.Context, t *testing.T, env *dynamotest.Env, instance, prefix string) []map[string]types.AttributeValue {
 	t.Helper()
 	out, err := env.DB.Query(ctx, &dynamodb.QueryInput{
 		TableName:              aws.String(env.Table),
-		KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :q)"),
+		KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :prefix)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": &types.AttributeValueMemberS{Value: keys.InstancePK(instance)},
-			":q":  &types.AttributeValueMemberS{Value: keys.QueuePrefix},
+			":pk":     &types.AttributeValueMemberS{Value: keys.InstancePK(instance)},
+			":prefix": &types.AttributeValueMemberS{Value: prefix},
 		},
 		ConsistentRead: aws.Bool(true),
 	})
-	must(t, err, "read message rows")
+	must(t, err, "read rows "+prefix)
 	return out.Items
+}
+
+// tornProvider is a provider whose Queries go through a tornQueries.
+func tornProvider(t *testing.T) (*dynamo.Provider, *dynamotest.Env, *tornQueries) {
+	t.Helper()
+	torn := &tornQueries{}
+	p, env := dynamotest.New(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
+		torn.API = o.Client
+		o.Client = torn
+	}})
+	return p, env, torn
 }
 
 // raisedData returns the data of the ExternalRaised messages of item.
@@ -140,11 +152,7 @@ func TestConsumedMessageInATornReadIsNotConsumedTwice(t *testing.T) {
 
 func tornReadTurn(t *testing.T, activities int) {
 	ctx := t.Context()
-	torn := &tornQueries{}
-	p, env := dynamotest.New(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
-		torn.API = o.Client
-		o.Client = torn
-	}})
+	p, env, torn := tornProvider(t)
 	const inst = "torn-read"
 	// thirdTurn delivers data as events from event 3 on, then schedules
 	// the activities.
@@ -168,7 +176,7 @@ func tornReadTurn(t *testing.T, activities int) {
 		HistoryDelta: []provider.Event{started(inst)}, Metadata: meta()}), "first ack")
 
 	must(t, p.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: inst, Name: "e", Data: "once"}, 0), "raise once")
-	rows := queuedRows(ctx, t, env, inst)
+	rows := rowsWithPrefix(ctx, t, env, inst, keys.QueuePrefix)
 	if len(rows) != 1 {
 		t.Fatalf("%d message rows, want 1", len(rows))
 	}
@@ -231,30 +239,17 @@ func TestInstanceRecordInATornReadIsNotWrittenBack(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
-			torn := &tornQueries{}
-			p, env := dynamotest.New(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
-				torn.API = o.Client
-				o.Client = torn
-			}})
+			p, env, torn := tornProvider(t)
 			const inst = "torn-meta"
 			status := func(id uint64, s string) provider.Event {
 				return ev(id, inst, provider.CustomStatusUpdated{Status: &s})
 			}
-			raise := func(data string) *provider.OrchestrationItem {
-				t.Helper()
-				must(t, p.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: inst, Name: "e", Data: data}, 0), "raise "+data)
-				item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
-				if err != nil || item == nil {
-					t.Fatalf("fetch after raising %s: %v, %v", data, item, err)
-				}
-				return item
-			}
 			first := startAndFetch(ctx, t, p, inst)
 			must(t, p.AckOrchestrationItem(ctx, first.LockToken, provider.TurnCommit{ExecutionID: 1,
 				HistoryDelta: []provider.Event{started(inst)}, Metadata: meta()}), "first ack")
-			before := metaRow(ctx, t, env, inst)
+			before := instanceRow(ctx, t, env, inst, keys.Meta)
 
-			second := raise("a")
+			second := raiseAndFetch(ctx, t, p, inst, "a")
 			must(t, p.AckOrchestrationItem(ctx, second.LockToken, provider.TurnCommit{ExecutionID: 1,
 				HistoryDelta: []provider.Event{ev(2, inst, provider.ExternalEvent{Name: "e", Data: "a"}), status(3, "a")}, Metadata: meta()}), "second ack")
 			seen, err := p.CustomStatus(ctx, inst, 0)
@@ -265,7 +260,7 @@ func TestInstanceRecordInATornReadIsNotWrittenBack(t *testing.T) {
 			// The next fetch's Query sees the record as it was before the
 			// second turn.
 			torn.showNext(before)
-			third := raise("b")
+			third := raiseAndFetch(ctx, t, p, inst, "b")
 			thirdTurn := func() provider.TurnCommit {
 				commit := provider.TurnCommit{ExecutionID: 1, Metadata: meta(),
 					HistoryDelta: []provider.Event{ev(4, inst, provider.ExternalEvent{Name: "e", Data: "b"}), status(5, "b")}}
@@ -295,37 +290,6 @@ func TestInstanceRecordInATornReadIsNotWrittenBack(t *testing.T) {
 	}
 }
 
-// metaRow reads instance's record from the table.
-func metaRow(ctx context.Context, t *testing.T, env *dynamotest.Env, instance string) map[string]types.AttributeValue {
-	t.Helper()
-	out, err := env.DB.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      aws.String(env.Table),
-		Key:            map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: keys.InstancePK(instance)}, "sk": &types.AttributeValueMemberS{Value: keys.Meta}},
-		ConsistentRead: aws.Bool(true),
-	})
-	must(t, err, "read instance record")
-	if out.Item == nil {
-		t.Fatalf("instance %s has no record", instance)
-	}
-	return out.Item
-}
-
-// kvRows reads instance's KV rows from the table.
-func kvRows(ctx context.Context, t *testing.T, env *dynamotest.Env, instance string) []map[string]types.AttributeValue {
-	t.Helper()
-	out, err := env.DB.Query(ctx, &dynamodb.QueryInput{
-		TableName:              aws.String(env.Table),
-		KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :k)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": &types.AttributeValueMemberS{Value: keys.InstancePK(instance)},
-			":k":  &types.AttributeValueMemberS{Value: keys.KVRowsPrefix},
-		},
-		ConsistentRead: aws.Bool(true),
-	})
-	must(t, err, "read KV rows")
-	return out.Items
-}
-
 // TestKVRowsInATornReadAreReadAgain: a fetch whose Query ran while the
 // previous turn committed can see that turn's lock release and a KV row as
 // it was before the turn. A turn that ends the execution folds the delta
@@ -335,38 +299,25 @@ func kvRows(ctx context.Context, t *testing.T, env *dynamotest.Env, instance str
 func TestKVRowsInATornReadAreReadAgain(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	torn := &tornQueries{}
-	p, env := dynamotest.New(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
-		torn.API = o.Client
-		o.Client = torn
-	}})
+	p, env, torn := tornProvider(t)
 	const inst = "torn-kv"
 	set := func(id uint64, value string) provider.Event {
 		return ev(id, inst, provider.KeyValueSet{Key: "k", Value: value, LastUpdatedAtMs: id})
 	}
-	raise := func(data string) *provider.OrchestrationItem {
-		t.Helper()
-		must(t, p.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: inst, Name: "e", Data: data}, 0), "raise "+data)
-		item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
-		if err != nil || item == nil {
-			t.Fatalf("fetch after raising %s: %v, %v", data, item, err)
-		}
-		return item
-	}
 	first := startAndFetch(ctx, t, p, inst)
 	must(t, p.AckOrchestrationItem(ctx, first.LockToken, provider.TurnCommit{ExecutionID: 1,
 		HistoryDelta: []provider.Event{started(inst), set(2, "v1")}, Metadata: meta()}), "first ack")
-	before := kvRows(ctx, t, env, inst)
+	before := rowsWithPrefix(ctx, t, env, inst, keys.KVRowsPrefix)
 	if len(before) != 1 {
 		t.Fatalf("%d KV rows, want 1", len(before))
 	}
-	second := raise("a")
+	second := raiseAndFetch(ctx, t, p, inst, "a")
 	must(t, p.AckOrchestrationItem(ctx, second.LockToken, provider.TurnCommit{ExecutionID: 1,
 		HistoryDelta: []provider.Event{ev(3, inst, provider.ExternalEvent{Name: "e", Data: "a"}), set(4, "v2")}, Metadata: meta()}), "second ack")
 
 	// The next fetch's Query sees the key as it was before the second turn.
 	torn.showNext(before[0])
-	third := raise("b")
+	third := raiseAndFetch(ctx, t, p, inst, "b")
 	done := meta()
 	done.Status, done.Output = provider.StatusCompleted, ptr("done")
 	must(t, p.AckOrchestrationItem(ctx, third.LockToken, provider.TurnCommit{ExecutionID: 1,
@@ -393,7 +344,7 @@ func TestKVRowsEditedOutsideTurnsDoNotStopTheInstance(t *testing.T) {
 	first := startAndFetch(ctx, t, p, inst)
 	must(t, p.AckOrchestrationItem(ctx, first.LockToken, provider.TurnCommit{ExecutionID: 1,
 		HistoryDelta: []provider.Event{started(inst), ev(2, inst, provider.KeyValueSet{Key: "k", Value: "v1", LastUpdatedAtMs: 2})}, Metadata: meta()}), "first ack")
-	row := kvRows(ctx, t, env, inst)[0]
+	row := rowsWithPrefix(ctx, t, env, inst, keys.KVRowsPrefix)[0]
 	row["val"] = &types.AttributeValueMemberS{Value: "by hand"}
 	_, err := env.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(env.Table), Item: row})
 	must(t, err, "edit the KV row")
