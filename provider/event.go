@@ -249,15 +249,16 @@ type KeyValuesCleared struct{}
 
 // kindDecoder decodes an event's kind from its JSON object data, already
 // split into fields.
-type kindDecoder func(data []byte, fields map[string]json.RawMessage) (EventKind, error)
+type kindDecoder func(data []byte, fields jsonFields) (EventKind, error)
 
 // eventKinds maps each wire tag to a decoder of that kind's fields.
 var eventKinds = eventKindDecoders()
 
 func kindOf[K EventKind](tag string) kindDecoder {
-	return func(data []byte, fields map[string]json.RawMessage) (EventKind, error) {
+	what := "event " + tag
+	return func(data []byte, fields jsonFields) (EventKind, error) {
 		var k K
-		if err := decodeFields(data, fields, &k, "event "+tag); err != nil {
+		if err := decodeFields(data, fields, &k, what); err != nil {
 			return nil, err
 		}
 		return k, nil
@@ -266,11 +267,12 @@ func kindOf[K EventKind](tag string) kindDecoder {
 
 // detailsKindOf decodes a kind whose only field is error details.
 func detailsKindOf(tag string, build func(ErrorDetails) EventKind) kindDecoder {
-	return func(data []byte, fields map[string]json.RawMessage) (EventKind, error) {
+	what := "event " + tag
+	return func(data []byte, fields jsonFields) (EventKind, error) {
 		var w struct {
 			Details details `json:"details"`
 		}
-		if err := decodeFields(data, fields, &w, "event "+tag); err != nil {
+		if err := decodeFields(data, fields, &w, what); err != nil {
 			return nil, err
 		}
 		return build(w.Details.ErrorDetails), nil

@@ -79,14 +79,22 @@ func decodeStruct(body []byte, v any, what string) error {
 }
 
 // objectFields splits the JSON object body into its fields; null and
-// anything but an object are errors.
-func objectFields(body []byte, what string) (map[string]json.RawMessage, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
+// anything but an object are errors. A body [scanObject] cannot split
+// goes through encoding/json, which also says what is wrong with it.
+func objectFields(body []byte, what string) (jsonFields, error) {
+	if fields, ok := scanObject(body); ok {
+		return fields, nil
+	}
+	var decoded map[string]json.RawMessage
+	if err := json.Unmarshal(body, &decoded); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	if fields == nil {
+	if decoded == nil {
 		return nil, fmt.Errorf("%s: null where an object is required", what)
+	}
+	fields := make(jsonFields, 0, len(decoded))
+	for name, value := range decoded {
+		fields = append(fields, jsonField{name, value})
 	}
 	return fields, nil
 }
@@ -95,7 +103,7 @@ func objectFields(body []byte, what string) (map[string]json.RawMessage, error) 
 // struct of named fields alone is filled field by field from fields, as
 // encoding/json would fill it but with names matched exactly (as serde
 // matches them); any other is decoded from body.
-func decodeFields(body []byte, fields map[string]json.RawMessage, v any, what string) error {
+func decodeFields(body []byte, fields jsonFields, v any, what string) error {
 	t := reflect.TypeOf(v).Elem()
 	if err := checkRequired(fields, t, what); err != nil {
 		return err
@@ -109,7 +117,7 @@ func decodeFields(body []byte, fields map[string]json.RawMessage, v any, what st
 	}
 	sv := reflect.ValueOf(v).Elem()
 	for _, f := range plan {
-		raw, ok := fields[f.name]
+		raw, ok := fields.get(f.name)
 		if !ok || string(bytes.TrimSpace(raw)) == "null" {
 			continue // as encoding/json: null leaves a value as it is
 		}
@@ -189,9 +197,9 @@ func fieldPlanOf(t reflect.Type) ([]plannedField, bool) {
 
 // checkRequired checks that fields holds every required field of the
 // struct type t, none of them null.
-func checkRequired(fields map[string]json.RawMessage, t reflect.Type, what string) error {
+func checkRequired(fields jsonFields, t reflect.Type, what string) error {
 	for _, name := range requiredFields(t) {
-		raw, ok := fields[name]
+		raw, ok := fields.get(name)
 		if !ok {
 			return fmt.Errorf("%s: missing field %q", what, name)
 		}
@@ -212,15 +220,48 @@ func rawUint(raw json.RawMessage, dst *uint64) error {
 	return json.Unmarshal(raw, dst)
 }
 
-// rawString decodes the JSON value raw, taken from a parsed object, into a
-// string as encoding/json would; a valid UTF-8 string without escapes
-// takes the short way.
+// rawString decodes the JSON value raw, taken from a parsed object (so
+// valid JSON), into a string as encoding/json would. A valid UTF-8 string
+// whose escapes are all of one character (\" \\ \/ \b \f \n \r \t: a
+// payload that is itself JSON has many) takes the short way.
 func rawString(raw json.RawMessage, dst *string) error {
-	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
-		*dst = string(raw[1 : n-1])
+	n := len(raw)
+	if n < 2 || raw[0] != '"' || raw[n-1] != '"' || !utf8.Valid(raw) {
+		return json.Unmarshal(raw, dst)
+	}
+	body := raw[1 : n-1]
+	esc := bytes.IndexByte(body, '\\')
+	if esc < 0 {
+		*dst = string(body)
 		return nil
 	}
-	return json.Unmarshal(raw, dst)
+	out := make([]byte, 0, len(body))
+	for esc >= 0 {
+		out = append(out, body[:esc]...)
+		if esc+1 >= len(body) {
+			return json.Unmarshal(raw, dst)
+		}
+		switch c := body[esc+1]; c {
+		case '"', '\\', '/':
+			out = append(out, c)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		default: // \u escapes: encoding/json
+			return json.Unmarshal(raw, dst)
+		}
+		body = body[esc+2:]
+		esc = bytes.IndexByte(body, '\\')
+	}
+	*dst = string(append(out, body...))
+	return nil
 }
 
 // decodeAs decodes body into a T through P, a method-free struct type with
