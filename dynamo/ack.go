@@ -44,8 +44,9 @@ const (
 type planAction struct {
 	put item
 	del item
-	// eventID is set on history puts, which must not overwrite.
-	eventID uint64
+	// eventID and lastEventID are set on history puts, which must not
+	// overwrite: the ids of the first and last events of the row.
+	eventID, lastEventID uint64
 	// asRead, when set, conditions the write on the row being as the
 	// fetch read it (staleRead): the deletes of the consumed messages, the
 	// put of the instance record.
@@ -332,21 +333,19 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 
 	// History, checked first: an event that cannot be stored fails the
 	// turn before anything is planned.
-	for _, e := range commit.HistoryDelta {
-		data, err := json.Marshal(e)
-		if err != nil {
-			return plan, "", provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput, "encode event %d: %v", e.EventID, err)
-		}
-		row := key(pk, keys.HistorySK(commit.ExecutionID, e.EventID))
-		row[attrEvent] = s(string(data))
-		if size := itemsize.ItemSize(row); size > MaxItemBytes {
-			return plan, "", provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput,
-				"event %d of instance %q is %d bytes stored; one event must fit one DynamoDB item (%d bytes)",
-				e.EventID, id, size, MaxItemBytes)
-		}
-		digest.Write(data)
-		add(planAction{put: row, eventID: e.EventID})
-		plan.history = append(plan.history, row)
+	encoded, err := encodeEvents(provider.OpAckOrchestrationItem, id, commit.ExecutionID, commit.HistoryDelta)
+	if err != nil {
+		return plan, "", err
+	}
+	if err := turn.checkNewEvents(commit.ExecutionID, encoded); err != nil {
+		return plan, "", err
+	}
+	for _, e := range encoded {
+		digest.Write([]byte(e.data))
+	}
+	for _, run := range packHistory(id, commit.ExecutionID, encoded) {
+		add(planAction{put: run.row, eventID: run.first, lastEventID: run.first + uint64(run.events) - 1})
+		plan.history = append(plan.history, run.row)
 	}
 
 	// Consumed messages.

@@ -175,7 +175,7 @@ func (p *Provider) ExecutionInfo(ctx context.Context, instance string, execution
 	// delete rows of it (the flag comes first and stays until the record
 	// goes).
 	prefix := keys.HistoryPrefix(executionID)
-	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), prefix, prefixEnd(prefix), attrSK)
+	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), prefix, prefixEnd(prefix), attrSK, attrEventCount)
 	if err != nil {
 		return nil, translate(provider.OpExecutionInfo, err)
 	}
@@ -193,7 +193,7 @@ func (p *Provider) ExecutionInfo(ctx context.Context, instance string, execution
 		Status:      e.status,
 		Output:      e.output,
 		StartedAt:   uint64(max(e.startedAt, 0)),
-		EventCount:  len(rows),
+		EventCount:  int(historyEvents(rows)),
 	}
 	if e.completedAt != nil {
 		c := uint64(max(*e.completedAt, 0))
@@ -216,7 +216,7 @@ func (p *Provider) SystemMetrics(ctx context.Context) (provider.SystemMetrics, e
 	}
 	for _, li := range all {
 		m.CountInstance(li.status)
-		rows, err := p.queryPartition(ctx, keys.InstancePK(li.id), keys.ExecPrefix, "I", attrSK, attrPruning)
+		rows, err := p.queryPartition(ctx, keys.InstancePK(li.id), keys.ExecPrefix, "I", attrSK, attrPruning, attrEventCount)
 		if err != nil {
 			return m, translate(provider.OpSystemMetrics, err)
 		}
@@ -236,7 +236,7 @@ func (p *Provider) SystemMetrics(ctx context.Context) (provider.SystemMetrics, e
 				if id, _, err := keys.ParseHistorySK(sk); err == nil && slices.Contains(pruning, id) {
 					continue
 				}
-				m.TotalEvents++
+				m.TotalEvents += rowEventCount(row)
 			}
 		}
 	}

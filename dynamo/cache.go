@@ -50,6 +50,9 @@ type turnState struct {
 	// histEnd is where the history this process fetched ends (nil when
 	// the fetch did not decode one).
 	histEnd *historyEnd
+	// histIDs are the ids of the events of that history (nil when the
+	// fetch did not decode one).
+	histIDs eventIDs
 }
 
 // leaseEnd is the lease's end as this process last set it (epoch ms).

@@ -33,7 +33,7 @@ func (p *Provider) collect(ctx context.Context, instance string) (*doomed, error
 		return nil, err
 	}
 	pk := keys.InstancePK(instance)
-	rows, err := p.queryPartition(ctx, pk, "#", "\U0010FFFF", attrPK, attrSK, attrChild)
+	rows, err := p.queryPartition(ctx, pk, "#", "\U0010FFFF", attrPK, attrSK, attrChild, attrEventCount)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +49,7 @@ func (p *Provider) collect(ctx context.Context, instance string) (*doomed, error
 			child, _, _ := strAttr(row, attrChild)
 			d.children = append(d.children, child)
 		case isHistorySK(sk):
-			d.events++
+			d.events += rowEventCount(row)
 		case strings.HasPrefix(sk, keys.QueuePrefix):
 			d.queued++
 		}
@@ -340,7 +340,7 @@ func (p *Provider) prune(ctx context.Context, op string, st *instanceState, opti
 
 	// The history keys of every selected execution, in one range.
 	pk := keys.InstancePK(st.id)
-	rows, err := p.queryPartition(ctx, pk, keys.HistoryPrefix(ids[0]), prefixEnd(keys.HistoryPrefix(ids[len(ids)-1])), attrPK, attrSK)
+	rows, err := p.queryPartition(ctx, pk, keys.HistoryPrefix(ids[0]), prefixEnd(keys.HistoryPrefix(ids[len(ids)-1])), attrSK, attrEventCount)
 	if err != nil {
 		return res, err
 	}
@@ -358,9 +358,9 @@ func (p *Provider) prune(ctx context.Context, op string, st *instanceState, opti
 			return res, provider.Corrupt(op, err, "history row of instance %q: %v", st.id, err)
 		}
 		if e := byID[id]; e != nil {
-			e.rows = append(e.rows, row)
+			e.rows = append(e.rows, key(pk, sk))
 			if isHistorySK(sk) {
-				e.events++
+				e.events += rowEventCount(row)
 			}
 		}
 	}

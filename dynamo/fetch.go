@@ -598,7 +598,8 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 		out.History = events
 		out.KVSnapshot = st.kvStore
 		turn.outstanding, turn.outstandingExec = outstandingActivities(events), out.ExecutionID
-		turn.histEnd = &historyEnd{exec: out.ExecutionID, events: uint64(len(historyRows))}
+		turn.histEnd = &historyEnd{exec: out.ExecutionID, events: uint64(len(events))}
+		turn.histIDs = idsOf(events)
 	}
 	p.turns.put(turn)
 	p.waits.locked(instance, turn.token, now, turn.leaseEnd(), capped)

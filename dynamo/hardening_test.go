@@ -1252,8 +1252,10 @@ func TestPartialPruneLeavesNoPartialExecution(t *testing.T) {
 	// Execution 1: many events, continued as new; execution 2: current.
 	item := startAndFetch(ctx, t, p, inst)
 	first := provider.TurnCommit{ExecutionID: 1, HistoryDelta: []provider.Event{started(inst)}, Metadata: meta()}
-	for id := uint64(2); id <= events; id++ {
-		first.HistoryDelta = append(first.HistoryDelta, ev(id, inst, provider.TimerCreated{FireAtMs: id}))
+	// Ids two apart: events with consecutive ids would share rows, and the
+	// history must take more rows than one transaction holds.
+	for k := uint64(2); k <= events; k++ {
+		first.HistoryDelta = append(first.HistoryDelta, ev(2*k, inst, provider.TimerCreated{FireAtMs: k}))
 	}
 	first.Metadata.Status = provider.StatusContinuedAsNew
 	must(t, p.AckOrchestrationItem(ctx, item.LockToken, first), "ack execution 1")

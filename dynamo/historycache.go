@@ -192,8 +192,11 @@ func sameRows(a, b []item) bool {
 func rowsBytes(rows []item) int {
 	n := 0
 	for _, r := range rows {
-		ev, _, _ := strAttr(r, attrEvent)
-		n += len(ev) + 64
+		events, _ := rowEvents(r)
+		for _, ev := range events {
+			n += len(ev) + 16
+		}
+		n += 64
 	}
 	return n
 }

@@ -47,7 +47,7 @@ func (p *Provider) settledHistory(ctx context.Context, instance string, executio
 		return rows, nil
 	}
 	for attempt := range maxTornRereads {
-		if uint64(len(rows)) >= end.events {
+		if historyEvents(rows) >= end.events {
 			return rows, nil
 		}
 		if err := sleepCtx(ctx, tornRereadPause<<attempt); err != nil {
@@ -59,8 +59,8 @@ func (p *Provider) settledHistory(ctx context.Context, instance string, executio
 		}
 		rows = next
 	}
-	if uint64(len(rows)) < end.events {
-		p.o.Logf("dynamo: history of instance %q holds %d events where its last turn left %d; fetching on it", instance, len(rows), end.events)
+	if read := historyEvents(rows); read < end.events {
+		p.o.Logf("dynamo: history of instance %q holds %d events where its last turn left %d; fetching on it", instance, read, end.events)
 	}
 	return rows, nil
 }

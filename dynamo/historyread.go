@@ -20,8 +20,9 @@ const maxHistorySegments = 4
 // (1 MB, about 3,500 events of an activity's size) is one Query. A longer
 // one is read in parallel: the first page tells how many events a page
 // holds, a Query of one row from the end tells where the history ends
-// (event ids are dense), and the rest is split by event id into segments
-// read at once, each a page or so. Read units are those of one sequential
+// (event ids are dense; that row's key is the id of its first event), and
+// the rest is split by event id into segments read at once, each a page or
+// so. Read units are those of one sequential
 // read; requests are one more. docs/design.md §5, reading a long history.
 func (p *Provider) queryHistory(ctx context.Context, instance string, executionID uint64) ([]item, error) {
 	pk, prefix := keys.InstancePK(instance), keys.HistoryPrefix(executionID)
@@ -36,11 +37,12 @@ func (p *Provider) queryHistory(ctx context.Context, instance string, executionI
 	if err != nil {
 		return p.appendRange(ctx, rows, rest)
 	}
+	lastRead += rowEventCount(rows[len(rows)-1]) - 1 // a row holds its events from its key's on
 	last, ok, err := p.lastEventID(ctx, pk, prefix, end)
 	if err != nil {
 		return nil, err
 	}
-	perPage := uint64(len(rows))
+	perPage := historyEvents(rows)
 	if !ok || last <= lastRead || perPage == 0 {
 		// A large turn's mark ends the range, or the rows are not dense:
 		// read on in order.
@@ -86,24 +88,16 @@ func (p *Provider) appendRange(ctx context.Context, rows []item, r partitionRang
 	return append(rows, more...), nil
 }
 
-// lastEventID reads the id of the last event of the history range [from,
-// to) with a Query of its last row's key; ok is false when that row is not
-// an event (a large turn's mark) or there is none.
+// lastEventID reads the id of the first event of the last row of the
+// history range [from, to) (a row holds events from its key's on) with a
+// Query of its key; ok is false when that row is not an event (a large
+// turn's mark) or there is none.
 func (p *Provider) lastEventID(ctx context.Context, pk, from, to string) (id uint64, ok bool, err error) {
-	out, err := p.db.Query(ctx, &dynamodb.QueryInput{
-		TableName:                 p.table,
-		KeyConditionExpression:    aws.String("#pk = :pk AND #sk BETWEEN :from AND :to"),
-		ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#sk": attrSK},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": s(pk), ":from": s(from), ":to": s(to)},
-		ProjectionExpression:      aws.String("#sk"),
-		ScanIndexForward:          aws.Bool(false),
-		Limit:                     aws.Int32(1),
-		ConsistentRead:            aws.Bool(true),
-	})
-	if err != nil || len(out.Items) == 0 {
+	row, err := p.lastHistoryRow(ctx, pk, from, to, attrSK)
+	if err != nil || row == nil {
 		return 0, false, err
 	}
-	sk, _, _ := strAttr(out.Items[0], attrSK)
+	sk, _, _ := strAttr(row, attrSK)
 	if sk >= to || !isHistorySK(sk) {
 		return 0, false, nil
 	}
@@ -112,4 +106,25 @@ func (p *Provider) lastEventID(ctx context.Context, pk, from, to string) (id uin
 		return 0, false, nil
 	}
 	return id, true, nil
+}
+
+// lastHistoryRow reads the last row of partition pk whose sort key lies in
+// [from, to] (nil when there is none), with the attributes projection
+// names: one Query of one row, in reverse.
+func (p *Provider) lastHistoryRow(ctx context.Context, pk, from, to string, projection ...string) (item, error) {
+	names := map[string]string{"#pk": attrPK, "#sk": attrSK}
+	out, err := p.db.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 p.table,
+		KeyConditionExpression:    aws.String("#pk = :pk AND #sk BETWEEN :from AND :to"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": s(pk), ":from": s(from), ":to": s(to)},
+		ProjectionExpression:      projectionExpr(names, projection),
+		ScanIndexForward:          aws.Bool(false),
+		Limit:                     aws.Int32(1),
+		ConsistentRead:            aws.Bool(true),
+	})
+	if err != nil || len(out.Items) == 0 {
+		return nil, err
+	}
+	return out.Items[0], nil
 }

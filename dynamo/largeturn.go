@@ -181,41 +181,65 @@ func (p *Provider) checkNewEvents(ctx context.Context, op, instance string, exec
 		return err
 	}
 	for _, a := range actions {
-		if _, ok := stored[a.eventID]; ok && a.eventID != 0 {
-			return provider.Permanent(op, provider.ErrDuplicateEvent,
-				"event_id %d already exists in execution %d of instance %s", a.eventID, executionID, instance)
+		for id := a.eventID; a.eventID != 0 && id <= a.lastEventID; id++ {
+			if _, ok := stored[id]; ok {
+				return provider.Permanent(op, provider.ErrDuplicateEvent,
+					"event_id %d already exists in execution %d of instance %s", id, executionID, instance)
+			}
 		}
 	}
 	return nil
 }
 
 // storedEvents reads which of the events that actions write execution
-// executionID of instance already stores (one Query of the event-id range
-// they span), with each one's JSON when withData is set.
+// executionID of instance already stores, with each one's JSON when
+// withData is set: a Query of the row at or before the first id (a row
+// holds events from its key's on) and one of the rest of the range they
+// span.
 func (p *Provider) storedEvents(ctx context.Context, op, instance string, executionID uint64, actions []planAction, withData bool) (map[uint64]string, error) {
 	lo, hi := ^uint64(0), uint64(0)
 	for _, a := range actions {
 		if a.eventID != 0 {
-			lo, hi = min(lo, a.eventID), max(hi, a.eventID)
+			lo, hi = min(lo, a.eventID), max(hi, a.lastEventID)
 		}
 	}
 	if lo > hi {
 		return nil, nil
 	}
-	projection := []string{attrSK}
+	projection := []string{attrSK, attrEventCount}
 	if withData {
-		projection = append(projection, attrEvent)
+		projection = append(projection, attrEvent, attrEvents)
 	}
-	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), keys.HistorySK(executionID, lo),
-		keys.HistorySK(executionID, hi)+"\x00", projection...)
+	pk, prefix := keys.InstancePK(instance), keys.HistoryPrefix(executionID)
+	before, err := p.lastHistoryRow(ctx, pk, prefix, keys.HistorySK(executionID, lo), projection...)
 	if err != nil {
 		return nil, translate(op, err)
 	}
+	rows, err := p.queryPartition(ctx, pk, keys.HistorySK(executionID, lo)+"\x00", keys.HistorySK(executionID, hi)+"\x00", projection...)
+	if err != nil {
+		return nil, translate(op, err)
+	}
+	if before != nil {
+		rows = append([]item{before}, rows...)
+	}
 	stored := make(map[uint64]string, len(rows))
 	for _, row := range rows {
-		sk, _, _ := strAttr(row, attrSK)
-		if _, eventID, err := keys.ParseHistorySK(sk); err == nil {
-			stored[eventID], _, _ = strAttr(row, attrEvent)
+		first, err := rowFirstEvent(row)
+		if err != nil {
+			continue
+		}
+		if !withData {
+			for i := range rowEventCount(row) {
+				stored[first+i] = ""
+			}
+			continue
+		}
+		events, err := rowEvents(row)
+		if err != nil {
+			return nil, provider.Corrupt(op, err, "history of instance %q execution %d: %v", instance, executionID, err)
+		}
+		for i, data := range events {
+			stored[first+uint64(i)] = data
 		}
 	}
 	return stored, nil

@@ -2,7 +2,6 @@ package dynamo
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -299,8 +298,9 @@ func (p *Provider) latestExecution(ctx context.Context, instance string) (uint64
 // AppendWithExecution stores events in an execution's history as given
 // (for tests and tools; it creates no instance or execution record), and
 // marks the instance's lock row, if any, so that no process uses a history
-// it cached before. Requests: a Query for the ids, TransactWriteItems of
-// up to 100 events, and one UpdateItem of the lock row.
+// it cached before. Requests: two Queries for the ids stored,
+// TransactWriteItems of up to 100 history rows (events with consecutive
+// ids packed as a turn packs them), and one UpdateItem of the lock row.
 // Execution id 0, event id 0, an id twice in events (all
 // [provider.ErrInvalidInput]) and an id already stored with other content
 // ([provider.ErrDuplicateEvent]) are rejected, and then nothing is stored;
@@ -313,27 +313,19 @@ func (p *Provider) AppendWithExecution(ctx context.Context, instance string, exe
 	if err := provider.ValidateEvents(provider.OpAppendWithExecution, events); err != nil {
 		return err
 	}
-	pk := keys.InstancePK(instance)
-	var actions []planAction
-	for _, e := range events {
-		data, err := json.Marshal(e)
-		if err != nil {
-			return provider.Permanent(provider.OpAppendWithExecution, provider.ErrInvalidInput, "encode event %d: %v", e.EventID, err)
-		}
-		row := key(pk, keys.HistorySK(executionID, e.EventID))
-		row[attrEvent] = s(string(data))
-		if size := itemsize.ItemSize(row); size > MaxItemBytes {
-			return provider.Permanent(provider.OpAppendWithExecution, provider.ErrInvalidInput,
-				"event %d is %d bytes stored; one event must fit one DynamoDB item (%d bytes)", e.EventID, size, MaxItemBytes)
-		}
-		actions = append(actions, planAction{put: row, eventID: e.EventID})
-	}
-	if len(actions) == 0 {
-		return nil
-	}
-	actions, err := p.unstoredEvents(ctx, instance, executionID, actions)
+	encoded, err := encodeEvents(provider.OpAppendWithExecution, instance, executionID, events)
 	if err != nil {
 		return err
+	}
+	if len(encoded) == 0 {
+		return nil
+	}
+	if encoded, err = p.unstoredEvents(ctx, instance, executionID, encoded); err != nil {
+		return err
+	}
+	var actions []planAction
+	for _, run := range packHistory(instance, executionID, encoded) {
+		actions = append(actions, planAction{put: run.row, eventID: run.first, lastEventID: run.first + uint64(run.events) - 1})
 	}
 	for start := 0; start < len(actions); start += maxTransactActions {
 		chunk := actions[start:min(len(actions), start+maxTransactActions)]
@@ -359,27 +351,31 @@ func (p *Provider) AppendWithExecution(ctx context.Context, instance string, exe
 	return nil
 }
 
-// unstoredEvents returns the history puts among actions whose events are
-// not stored yet. An event stored with the same JSON was stored by an
-// earlier attempt of this append, whose outcome its caller could not know
-// (a lost response, or a failure after the write such as the lock row's
-// mark): a retry succeeds instead of failing on it. An event stored with
-// other content fails the append with [provider.ErrDuplicateEvent].
-func (p *Provider) unstoredEvents(ctx context.Context, instance string, executionID uint64, actions []planAction) ([]planAction, error) {
-	stored, err := p.storedEvents(ctx, provider.OpAppendWithExecution, instance, executionID, actions, true)
+// unstoredEvents returns the events among events that are not stored yet.
+// An event stored with the same JSON was stored by an earlier attempt of
+// this append, whose outcome its caller could not know (a lost response,
+// or a failure after the write such as the lock row's mark): a retry
+// succeeds instead of failing on it. An event stored with other content
+// fails the append with [provider.ErrDuplicateEvent].
+func (p *Provider) unstoredEvents(ctx context.Context, instance string, executionID uint64, events []encodedEvent) ([]encodedEvent, error) {
+	span := planAction{eventID: ^uint64(0)}
+	for _, e := range events {
+		span.eventID, span.lastEventID = min(span.eventID, e.id), max(span.lastEventID, e.id)
+	}
+	stored, err := p.storedEvents(ctx, provider.OpAppendWithExecution, instance, executionID, []planAction{span}, true)
 	if err != nil {
 		return nil, err
 	}
-	var unstored []planAction
-	for _, a := range actions {
-		data, ok := stored[a.eventID]
+	var unstored []encodedEvent
+	for _, e := range events {
+		data, ok := stored[e.id]
 		if !ok {
-			unstored = append(unstored, a)
+			unstored = append(unstored, e)
 			continue
 		}
-		if want, _, _ := strAttr(a.put, attrEvent); data != want {
+		if data != e.data {
 			return nil, provider.Permanent(provider.OpAppendWithExecution, provider.ErrDuplicateEvent,
-				"event_id %d already exists in execution %d of instance %s", a.eventID, executionID, instance)
+				"event_id %d already exists in execution %d of instance %s", e.id, executionID, instance)
 		}
 	}
 	return unstored, nil

@@ -322,18 +322,7 @@ func (p *Provider) queryRange(ctx context.Context, r partitionRange) (rows []ite
 	if r.firstPage > 0 {
 		in.Limit = aws.Int32(r.firstPage)
 	}
-	if len(r.projection) > 0 {
-		expr := ""
-		for i, name := range r.projection {
-			alias := fmt.Sprintf("#p%d", i)
-			in.ExpressionAttributeNames[alias] = name
-			if i > 0 {
-				expr += ","
-			}
-			expr += alias
-		}
-		in.ProjectionExpression = aws.String(expr)
-	}
+	in.ProjectionExpression = projectionExpr(in.ExpressionAttributeNames, r.projection)
 	for {
 		page, err := p.db.Query(ctx, in)
 		if err != nil {
@@ -357,6 +346,25 @@ func (p *Provider) queryRange(ctx context.Context, r partitionRange) (rows []ite
 		in.ExclusiveStartKey = page.LastEvaluatedKey
 		in.Limit = nil
 	}
+}
+
+// projectionExpr returns the projection expression of the attributes
+// projection names, adding their aliases to names; nil (every attribute)
+// when projection is empty.
+func projectionExpr(names map[string]string, projection []string) *string {
+	if len(projection) == 0 {
+		return nil
+	}
+	expr := ""
+	for i, name := range projection {
+		alias := fmt.Sprintf("#p%d", i)
+		names[alias] = name
+		if i > 0 {
+			expr += ","
+		}
+		expr += alias
+	}
+	return aws.String(expr)
 }
 
 // prefixEnd is the smallest string greater than every string starting with

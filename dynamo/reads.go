@@ -107,14 +107,19 @@ func (p *Provider) InstanceStats(ctx context.Context, instance string) (*provide
 	}
 	stats := &provider.SystemStats{}
 	for _, row := range rows {
-		data, _, err := strAttr(row, attrEvent)
+		events, err := rowEvents(row)
 		if err != nil {
 			return nil, provider.Corrupt(provider.OpInstanceStats, err, "history of instance %q: %v", instance, err)
 		}
-		sk, _, _ := strAttr(row, attrSK)
-		_, eventID, _ := keys.ParseHistorySK(sk) // 0 for a key it cannot parse
-		if err := stats.CountEvent(provider.OpInstanceStats, instance, eventID, []byte(data)); err != nil {
-			return nil, err
+		first, _ := rowFirstEvent(row) // 0 for a key it cannot parse
+		for i, data := range events {
+			eventID := uint64(0)
+			if first != 0 {
+				eventID = first + uint64(i)
+			}
+			if err := stats.CountEvent(provider.OpInstanceStats, instance, eventID, []byte(data)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	stats.CountKV(provider.MergeKV(st.kvStore, st.kvDelta))

@@ -380,32 +380,37 @@ func (st *instanceState) cloneKV() (map[string]provider.KVEntry, provider.KVDelt
 	return maps.Clone(st.kvStore), delta
 }
 
-// decodeHistory decodes stored history rows. A failure wraps
-// [provider.ErrCorruptData].
+// decodeHistory decodes stored history rows (historyrows.go), in order. A
+// failure wraps [provider.ErrCorruptData].
 func decodeHistory(op, instance string, executionID uint64, rows []item) ([]provider.Event, error) {
-	events := make([]provider.Event, len(rows))
+	stored := make([]string, 0, historyEvents(rows))
+	for _, r := range rows {
+		data, err := rowEvents(r)
+		if err != nil {
+			return nil, provider.Corrupt(op, err, "history event at position %d of instance %q execution %d: %v", len(stored), instance, executionID, err)
+		}
+		stored = append(stored, data...)
+	}
+	events := make([]provider.Event, len(stored))
 	decode := func(from, to int) error {
 		for i := from; i < to; i++ {
-			data, _, err := strAttr(rows[i], attrEvent)
-			if err != nil {
-				return provider.Corrupt(op, err, "history event at position %d of instance %q execution %d: %v", i, instance, executionID, err)
-			}
-			if events[i], err = provider.DecodeStoredEvent(op, instance, executionID, i, []byte(data)); err != nil {
+			var err error
+			if events[i], err = provider.DecodeStoredEvent(op, instance, executionID, i, []byte(stored[i])); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	workers := min(runtime.GOMAXPROCS(0), len(rows)/parallelDecodeEvents)
+	workers := min(runtime.GOMAXPROCS(0), len(stored)/parallelDecodeEvents)
 	if workers < 2 {
-		return events, decode(0, len(rows))
+		return events, decode(0, len(stored))
 	}
 	// A long history (a fan-in's, a cold fetch of an old instance) is
-	// decoded on every core: 10,000 events take about 45 ms on one.
+	// decoded on every core.
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
-		wg.Go(func() { errs[w] = decode(w*len(rows)/workers, (w+1)*len(rows)/workers) })
+		wg.Go(func() { errs[w] = decode(w*len(stored)/workers, (w+1)*len(stored)/workers) })
 	}
 	wg.Wait()
 	for _, err := range errs {

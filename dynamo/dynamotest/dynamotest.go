@@ -173,7 +173,14 @@ func CorruptHistory(t *testing.T, p provider.Provider, instance string) {
 		t.Fatalf("dynamotest: read history of %q: %v", instance, err)
 	}
 	for _, row := range out.Items {
-		row["ev"] = str(`{"event_id":`)
+		// A row holds one event ("ev") or several ("evs").
+		if events, ok := row["evs"].(*types.AttributeValueMemberL); ok {
+			for i := range events.Value {
+				events.Value[i] = str(`{"event_id":`)
+			}
+		} else {
+			row["ev"] = str(`{"event_id":`)
+		}
 		if _, err := env.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(env.Table), Item: row}); err != nil {
 			t.Fatalf("dynamotest: corrupt history of %q: %v", instance, err)
 		}

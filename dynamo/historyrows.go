@@ -1,0 +1,201 @@
+package dynamo
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/internal/itemsize"
+	"github.com/dynoxide/dynoxide/provider"
+)
+
+// A history row holds one event (attrEvent) or a run of events with
+// consecutive ids written together (attrEvents, a list, with their number
+// in attrEventCount for readers of keys only), under the sort key of its
+// first event. A turn's events and an append's are packed into rows of up
+// to packedRowBytes: a chained activity's turn writes one row where it
+// wrote two, a fan-out's a row per hundred or so events, and a history is
+// read in as many fewer items (docs/design.md §5, history rows).
+const (
+	attrEvents     = "evs"
+	attrEventCount = "nev"
+)
+
+// packedRowBytes bounds the stored size of a row of several events. A
+// single event may be larger, up to MaxItemBytes.
+const packedRowBytes = 32 * 1024
+
+// encodedEvent is an event and its stored JSON.
+type encodedEvent struct {
+	id   uint64
+	data string
+}
+
+// encodeEvents encodes events for storage; an event that cannot be
+// encoded, or that does not fit one item alone, fails op with
+// [provider.ErrInvalidInput].
+func encodeEvents(op, instance string, executionID uint64, events []provider.Event) ([]encodedEvent, error) {
+	pk := keys.InstancePK(instance)
+	out := make([]encodedEvent, 0, len(events))
+	for _, e := range events {
+		data, err := json.Marshal(e)
+		if err != nil {
+			return nil, provider.Permanent(op, provider.ErrInvalidInput, "encode event %d: %v", e.EventID, err)
+		}
+		row := key(pk, keys.HistorySK(executionID, e.EventID))
+		row[attrEvent] = s(string(data))
+		if size := itemsize.ItemSize(row); size > MaxItemBytes {
+			return nil, provider.Permanent(op, provider.ErrInvalidInput,
+				"event %d of instance %q is %d bytes stored; one event must fit one DynamoDB item (%d bytes)",
+				e.EventID, instance, size, MaxItemBytes)
+		}
+		out = append(out, encodedEvent{id: e.EventID, data: string(data)})
+	}
+	return out, nil
+}
+
+// historyRun is the events of one history row.
+type historyRun struct {
+	row    item
+	first  uint64
+	events int
+}
+
+// packHistory packs events, in the order given, into history rows: each
+// row holds events with consecutive ids, up to packedRowBytes stored.
+func packHistory(instance string, executionID uint64, events []encodedEvent) []historyRun {
+	pk := keys.InstancePK(instance)
+	var runs []historyRun
+	for i := 0; i < len(events); {
+		row := key(pk, keys.HistorySK(executionID, events[i].id))
+		size := itemsize.ItemSize(row) + len(attrEvents) + 3 + len(attrEventCount) + 21
+		j := i
+		for j < len(events) && (j == i || events[j].id == events[j-1].id+1) {
+			add := len(events[j].data) + 1
+			if j > i && size+add > packedRowBytes {
+				break
+			}
+			size += add
+			j++
+		}
+		if j-i == 1 {
+			row[attrEvent] = s(events[i].data)
+		} else {
+			list := make([]types.AttributeValue, 0, j-i)
+			for _, e := range events[i:j] {
+				list = append(list, s(e.data))
+			}
+			row[attrEvents] = &types.AttributeValueMemberL{Value: list}
+			row[attrEventCount] = nu(uint64(j - i))
+		}
+		runs = append(runs, historyRun{row: row, first: events[i].id, events: j - i})
+		i = j
+	}
+	return runs
+}
+
+// rowEvents returns the stored JSON of the events of history row r, in
+// order.
+func rowEvents(r item) ([]string, error) {
+	if v, ok := r[attrEvents]; ok {
+		list, isL := v.(*types.AttributeValueMemberL)
+		if !isL {
+			return nil, fmt.Errorf("%w: attribute %q of %s is %T, not a list", provider.ErrCorruptData, attrEvents, describeKey(r), v)
+		}
+		out := make([]string, len(list.Value))
+		for i, e := range list.Value {
+			sv, isS := e.(*types.AttributeValueMemberS)
+			if !isS {
+				return nil, fmt.Errorf("%w: event %d of %s is %T, not a string", provider.ErrCorruptData, i, describeKey(r), e)
+			}
+			out[i] = sv.Value
+		}
+		return out, nil
+	}
+	data, ok, err := strAttr(r, attrEvent)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: history row %s holds no event", provider.ErrCorruptData, describeKey(r))
+	}
+	return []string{data}, nil
+}
+
+// rowEventCount returns how many events history row r holds, from its
+// count when it holds several (a row read by its keys and count alone).
+func rowEventCount(r item) uint64 {
+	if v, ok := r[attrEvents].(*types.AttributeValueMemberL); ok {
+		return uint64(len(v.Value))
+	}
+	if n, err := uintAttr(r, attrEventCount); err == nil && n > 0 {
+		return n
+	}
+	return 1
+}
+
+// historyEvents returns the number of events history rows hold.
+func historyEvents(rows []item) uint64 {
+	var total uint64
+	for _, r := range rows {
+		total += rowEventCount(r)
+	}
+	return total
+}
+
+// rowFirstEvent returns the id of the first event of history row r (from
+// its key).
+func rowFirstEvent(r item) (uint64, error) {
+	sk, _, err := strAttr(r, attrSK)
+	if err != nil {
+		return 0, err
+	}
+	_, id, err := keys.ParseHistorySK(sk)
+	return id, err
+}
+
+// eventIDs are the ids of the events of a history as runs of consecutive
+// ids, in order.
+type eventIDs []struct{ from, to uint64 }
+
+// idsOf returns the ids of events, which are in history order.
+func idsOf(events []provider.Event) eventIDs {
+	var ids eventIDs
+	for _, e := range events {
+		if n := len(ids); n > 0 && e.EventID == ids[n-1].to+1 {
+			ids[n-1].to = e.EventID
+			continue
+		}
+		ids = append(ids, struct{ from, to uint64 }{e.EventID, e.EventID})
+	}
+	return ids
+}
+
+// has reports whether id is among ids.
+func (ids eventIDs) has(id uint64) bool {
+	for _, r := range ids {
+		if id >= r.from && id <= r.to {
+			return true
+		}
+	}
+	return false
+}
+
+// checkNewEvents fails with [provider.ErrDuplicateEvent] when an event of
+// a turn of execution executionID has the id of an event of the history
+// its fetch read. A row holds several events under its first one's key, so
+// a put conditioned on its key being new catches a repeated first id only.
+func (t *turnState) checkNewEvents(executionID uint64, events []encodedEvent) error {
+	if t.histIDs == nil || t.histEnd == nil || t.histEnd.exec != executionID {
+		return nil
+	}
+	for _, e := range events {
+		if t.histIDs.has(e.id) {
+			return provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrDuplicateEvent,
+				"event_id %d already exists in execution %d of instance %s", e.id, executionID, t.st.id)
+		}
+	}
+	return nil
+}
