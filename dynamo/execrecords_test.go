@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/dynamo"
 	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
 	"github.com/dynoxide/dynoxide/provider"
 )
@@ -22,11 +21,7 @@ import (
 func TestFetchOfEternalOrchestrationReadsNoExecutionRecords(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	scans := &scanCounter{}
-	p, _ := dynamotest.New(t, dynamotest.Config{ShortPoll: true, Shards: 1, Options: func(o *dynamo.Options) {
-		scans.API = o.Client
-		o.Client = scans
-	}})
+	p, _, scans := countingProvider(t, dynamotest.Config{ShortPoll: true, Shards: 1})
 	const inst, executions = "eternal", 61
 	pinned := provider.SemVer{Major: 1, Minor: 2, Patch: 3}
 	first := func(exec uint64) provider.TurnCommit {

@@ -284,11 +284,7 @@ func TestFloodOfMessagesToOneInstance(t *testing.T) {
 	t.Parallel()
 	const total, senders = 6000, 8
 	ctx := t.Context()
-	scans := &scanCounter{}
-	p, env := dynamotest.New(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
-		scans.API = o.Client
-		o.Client = scans
-	}})
+	p, env, scans := countingProvider(t, dynamotest.Config{ShortPoll: true})
 	const inst = "flood"
 	// The lock outlives the flood, however slow the emulator is.
 	must(t, p.EnqueueForOrchestrator(ctx, startItem(inst), 0), "enqueue start")
@@ -419,6 +415,19 @@ func TestAttemptsOfUnreadMessagesKept(t *testing.T) {
 	if n := len(attempts()); n != 4*45 {
 		t.Fatalf("a fetch that read part of the queue left attempt counts of %d messages, want %d (those it did not read dropped)", n, 4*45)
 	}
+}
+
+// countingProvider is a provider on a new table whose requests go through a
+// scanCounter.
+func countingProvider(t *testing.T, c dynamotest.Config) (*dynamo.Provider, *dynamotest.Env, *scanCounter) {
+	t.Helper()
+	counter := &scanCounter{}
+	c.Options = func(o *dynamo.Options) {
+		counter.API = o.Client
+		o.Client = counter
+	}
+	p, env := dynamotest.New(t, c)
+	return p, env, counter
 }
 
 // scanCounter passes requests to a real client and counts the rows its
@@ -1595,11 +1604,7 @@ func TestDeleteInstanceBulkLimitUnderIndexLag(t *testing.T) {
 func TestKVReadsReadOnlyKVRows(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	scans := &scanCounter{}
-	p, _ := dynamotest.New(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
-		scans.API = o.Client
-		o.Client = scans
-	}})
+	p, _, scans := countingProvider(t, dynamotest.Config{ShortPoll: true})
 	const inst, queued = "kv-reads", 300
 	item := startAndFetch(ctx, t, p, inst)
 	kv := func(id uint64, key, value string) provider.Event {

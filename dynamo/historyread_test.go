@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dynoxide/dynoxide/dynamo"
 	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
 	"github.com/dynoxide/dynoxide/provider"
 )
@@ -23,11 +22,7 @@ func TestLongHistoryIsReadInSegments(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
-			counter := &scanCounter{}
-			p, _ := dynamotest.New(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
-				counter.API = o.Client
-				o.Client = counter
-			}})
+			p, _, counter := countingProvider(t, dynamotest.Config{ShortPoll: true})
 			const inst, events = "long-history", 2400
 			payload := strings.Repeat("x", 1500) // about 3.7 MB in all: four pages
 			var evs []provider.Event

@@ -335,11 +335,7 @@ func TestKVRowsInATornReadAreReadAgain(t *testing.T) {
 func TestKVRowsEditedOutsideTurnsDoNotStopTheInstance(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	scans := &scanCounter{}
-	p, env := dynamotest.New(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
-		scans.API = o.Client
-		o.Client = scans
-	}})
+	p, env, scans := countingProvider(t, dynamotest.Config{ShortPoll: true})
 	const inst = "edited-kv"
 	first := startAndFetch(ctx, t, p, inst)
 	must(t, p.AckOrchestrationItem(ctx, first.LockToken, provider.TurnCommit{ExecutionID: 1,
