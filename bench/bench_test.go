@@ -281,3 +281,56 @@ func mustSystem(t *testing.T, name string) scenario.System {
 	}
 	return s
 }
+
+func TestHelloCities5Payload(t *testing.T) {
+	env := newEnv(t, false)
+	results, err := scenario.HelloCities5Payload(t.Context(), env, sizes.HelloInstances, sizes.PayloadBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := bySystem(t, results)
+	checkDynoxide(t, rs, scenario.HelloCities5PayloadName(sizes.PayloadBytes), 5*sizes.HelloInstances, true)
+	for _, s := range scenario.Systems() {
+		r := rs[s.Name]
+		if !s.DynamoDB {
+			continue
+		}
+		// Each activity's input is written at least twice (its scheduled
+		// event and its activity row) and its output twice (its completion
+		// message and its completed event), each a write unit per KB.
+		if perActivity, floor := r.WRU/float64(r.Activities), 4*float64(sizes.PayloadBytes)/1024; perActivity < floor {
+			t.Errorf("%s: %.1f WRU per activity with %d-byte payloads, want at least %.0f", s.Name, perActivity, sizes.PayloadBytes, floor)
+		}
+	}
+}
+
+func TestChain(t *testing.T) {
+	env := newEnv(t, false)
+	results, err := scenario.Chain(t.Context(), env, sizes.ChainSteps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := bySystem(t, results)
+	checkDynoxide(t, rs, scenario.ChainName(sizes.ChainSteps), sizes.ChainSteps, true)
+	for _, s := range scenario.Systems() {
+		r := rs[s.Name]
+		if got, want := r.Extra["events"], float64(2+2*sizes.ChainSteps); got != want {
+			t.Errorf("%s: history of %v events, want %v", s.Name, got, want)
+		}
+		if !s.DynamoDB {
+			continue
+		}
+		// A step is at least a claim and a commit of the activity and of
+		// the turn its completion starts.
+		for _, k := range []string{scenario.ExtraRequestsFirst, scenario.ExtraRequestsLast} {
+			if n, ok := r.Extra[k]; !ok || n < 4 {
+				t.Errorf("%s: %s = %v (present %v), want at least 4", s.Name, k, n, ok)
+			}
+		}
+		for _, k := range []string{scenario.ExtraRRUFirst, scenario.ExtraRRULast} {
+			if _, ok := r.Extra[k]; !ok {
+				t.Errorf("%s: no %s", s.Name, k)
+			}
+		}
+	}
+}

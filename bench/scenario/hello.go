@@ -37,19 +37,67 @@ func HelloCities5(ctx context.Context, env *Env, instances int) ([]report.Result
 }
 
 func helloCities5On(ctx context.Context, d *Deployment, instances int) (report.Result, error) {
+	want := make([]string, len(cities))
+	for i, c := range cities {
+		want[i] = greeting(c)
+	}
+	return instancesOn(ctx, d, instances, "hello", func(ctx context.Context, id string) error {
+		return helloCities5.Start(ctx, d.Client, id, struct{}{})
+	}, func(ctx context.Context, id string) (int, error) {
+		got, err := durable.WaitForOutput[[]string](ctx, d.Observer, id)
+		if err != nil {
+			return 0, err
+		}
+		if !slices.Equal(got, want) {
+			return 0, fmt.Errorf("%w: returned %q", ErrWrongOutput, got)
+		}
+		return len(got), nil
+	})
+}
+
+// HelloCities5PayloadName is the name of the HelloCities5Payload scenario
+// with payloads of bytes.
+func HelloCities5PayloadName(bytes int) string {
+	if bytes%1024 == 0 {
+		return fmt.Sprintf("HelloCities5Payload%dKB", bytes/1024)
+	}
+	return fmt.Sprintf("HelloCities5Payload%dB", bytes)
+}
+
+// HelloCities5Payload is HelloCities5 with payloads: each activity's input
+// carries bytes of filler beside its city, and its output greets all of
+// it, so both are about bytes long. It runs on the dynoxide systems only,
+// to show what a payload costs in write and read units.
+func HelloCities5Payload(ctx context.Context, env *Env, instances, bytes int) ([]report.Result, error) {
+	timeout := 5*time.Minute + time.Duration(instances)*100*time.Millisecond
+	return onEverySystem(ctx, env, HelloCities5PayloadName(bytes), timeout, func(ctx context.Context, d *Deployment) (report.Result, error) {
+		r, err := instancesOn(ctx, d, instances, "hello-payload", func(ctx context.Context, id string) error {
+			return helloCities5Padded.Start(ctx, d.Client, id, bytes)
+		}, func(ctx context.Context, id string) (int, error) {
+			return durable.WaitForOutput[int](ctx, d.Observer, id)
+		})
+		r.Notes = joinNotes(r.Notes, fmt.Sprintf("activity inputs and outputs of %d bytes of filler and a city's name", bytes))
+		return r, err
+	})
+}
+
+// instancesOn starts instances instances named prefix-000000, ... with
+// start, all at once, and measures from the first start to the last
+// completion, with each instance's latency; check returns how many
+// activities an instance completed, or why its output is wrong.
+func instancesOn(ctx context.Context, d *Deployment, instances int, prefix string,
+	start func(ctx context.Context, id string) error, check func(ctx context.Context, id string) (int, error)) (report.Result, error) {
 	var r report.Result
 	if _, err := d.StartRuntime(ctx); err != nil {
 		return r, err
 	}
 	ids := make([]string, instances)
 	for i := range ids {
-		ids[i] = fmt.Sprintf("hello-%06d", i)
+		ids[i] = fmt.Sprintf("%s-%06d", prefix, i)
 	}
 	before := d.Usage()
 	began := time.Now()
-	started, err := startAll(ctx, ids, func(ctx context.Context, id string) error {
-		return helloCities5.Start(ctx, d.Client, id, struct{}{})
-	})
+	started, err := startAll(ctx, ids, start)
 	if err != nil {
 		return r, err
 	}
@@ -60,20 +108,12 @@ func helloCities5On(ctx context.Context, d *Deployment, instances int) (report.R
 	setUsage(&r, d.Usage().Sub(before))
 	r.Elapsed = last.Sub(began)
 	r.Latencies = latencies
-
-	want := make([]string, len(cities))
-	for i, c := range cities {
-		want[i] = greeting(c)
-	}
 	for _, id := range ids {
-		got, err := durable.WaitForOutput[[]string](ctx, d.Observer, id)
+		n, err := check(ctx, id)
 		if err != nil {
 			return r, fmt.Errorf("%s: %w", id, err)
 		}
-		if !slices.Equal(got, want) {
-			return r, fmt.Errorf("%w: %s returned %q", ErrWrongOutput, id, got)
-		}
-		r.Activities += len(got)
+		r.Activities += n
 	}
 	r.Notes = "runtime with default options (2 orchestration and 2 worker slots); latency from start to the commit of the terminal turn"
 	return r, nil

@@ -15,8 +15,15 @@ var ErrUnknownScenario = errors.New("scenario: unknown scenario")
 
 // Sizes are the parameters of every scenario.
 type Sizes struct {
-	// HelloInstances is HelloCities5's number of instances.
+	// HelloInstances is HelloCities5's number of instances, and
+	// HelloCities5Payload1KB's.
 	HelloInstances int
+	// PayloadBytes is the activity payload of the scenario selected as
+	// "HelloCities5Payload1KB".
+	PayloadBytes int
+	// ChainSteps is the length of the chain of the scenario selected as
+	// "Chain1000".
+	ChainSteps int
 	// FanOutSmall and FanOutLarge are the activities of the scenarios
 	// selected as "FanOut1000" and "FanOut10000".
 	FanOutSmall, FanOutLarge int
@@ -31,10 +38,45 @@ type Sizes struct {
 	FetchCost FetchCostConfig
 }
 
+// ErrBadSize is wrapped by Sizes.Validate's error.
+var ErrBadSize = errors.New("scenario: bad size")
+
+// Validate reports, wrapping ErrBadSize, the first size that no scenario
+// can run: a count below one, a negative payload or duration.
+func (s Sizes) Validate() error {
+	for _, c := range []struct {
+		name string
+		n    int
+	}{
+		{"HelloInstances", s.HelloInstances}, {"ChainSteps", s.ChainSteps},
+		{"FanOutSmall", s.FanOutSmall}, {"FanOutLarge", s.FanOutLarge},
+		{"HistoryEvents", s.HistoryEvents}, {"HistoryReads", s.HistoryReads},
+		{"FetchCost.RoundTrips", s.FetchCost.RoundTrips},
+	} {
+		if c.n < 1 {
+			return fmt.Errorf("%w: %s is %d, want at least 1", ErrBadSize, c.name, c.n)
+		}
+	}
+	if s.PayloadBytes < 0 {
+		return fmt.Errorf("%w: PayloadBytes is %d, want 0 or more", ErrBadSize, s.PayloadBytes)
+	}
+	for _, c := range []struct {
+		name string
+		d    time.Duration
+	}{{"IdleBeforeStart", s.IdleBeforeStart}, {"Idle", s.Idle}, {"FetchCost.SeedBudget", s.FetchCost.SeedBudget}} {
+		if c.d < 0 {
+			return fmt.Errorf("%w: %s is %v, want 0 or more", ErrBadSize, c.name, c.d)
+		}
+	}
+	return nil
+}
+
 // DefaultSizes are the full benchmark's sizes.
 func DefaultSizes() Sizes {
 	return Sizes{
 		HelloInstances:  100,
+		PayloadBytes:    1024,
+		ChainSteps:      1000,
 		FanOutSmall:     1000,
 		FanOutLarge:     10000,
 		IdleBeforeStart: 60 * time.Second,
@@ -50,6 +92,8 @@ func DefaultSizes() Sizes {
 func ShortSizes() Sizes {
 	return Sizes{
 		HelloInstances:  3,
+		PayloadBytes:    1024,
+		ChainSteps:      20,
 		FanOutSmall:     10,
 		FanOutLarge:     30,
 		IdleBeforeStart: 2 * time.Second,
@@ -78,6 +122,10 @@ func All(s Sizes) []Scenario {
 		{HelloCities5Name, func(ctx context.Context, env *Env) ([]report.Result, error) {
 			return HelloCities5(ctx, env, s.HelloInstances)
 		}},
+		{"HelloCities5Payload1KB", func(ctx context.Context, env *Env) ([]report.Result, error) {
+			return HelloCities5Payload(ctx, env, s.HelloInstances, s.PayloadBytes)
+		}},
+		{"Chain1000", func(ctx context.Context, env *Env) ([]report.Result, error) { return Chain(ctx, env, s.ChainSteps) }},
 		{"FanOut1000", func(ctx context.Context, env *Env) ([]report.Result, error) { return FanOut(ctx, env, s.FanOutSmall) }},
 		{"FanOut10000", func(ctx context.Context, env *Env) ([]report.Result, error) { return FanOut(ctx, env, s.FanOutLarge) }},
 		{StartAfterIdleName, func(ctx context.Context, env *Env) ([]report.Result, error) {

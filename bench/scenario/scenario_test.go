@@ -3,6 +3,7 @@ package scenario
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +28,32 @@ func TestSelectKeepsTheOrderOfAllAndRejectsUnknownNames(t *testing.T) {
 	}
 	if _, err := Select(all, "HelloCities5,Nope"); !errors.Is(err, ErrUnknownScenario) {
 		t.Errorf("unknown name: err = %v, want ErrUnknownScenario", err)
+	}
+}
+
+func TestSizesValidateRejectsWhatNoScenarioCanRun(t *testing.T) {
+	for _, s := range []Sizes{DefaultSizes(), ShortSizes()} {
+		if err := s.Validate(); err != nil {
+			t.Errorf("%+v: %v", s, err)
+		}
+	}
+	zeroPayload := ShortSizes()
+	zeroPayload.PayloadBytes = 0
+	if err := zeroPayload.Validate(); err != nil {
+		t.Errorf("payload of 0 bytes: %v", err)
+	}
+	for name, edit := range map[string]func(*Sizes){
+		"ChainSteps":      func(s *Sizes) { s.ChainSteps = 0 },
+		"PayloadBytes":    func(s *Sizes) { s.PayloadBytes = -1 },
+		"HelloInstances":  func(s *Sizes) { s.HelloInstances = -3 },
+		"IdleBeforeStart": func(s *Sizes) { s.IdleBeforeStart = -time.Second },
+	} {
+		s := ShortSizes()
+		edit(&s)
+		err := s.Validate()
+		if !errors.Is(err, ErrBadSize) || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: err = %v, want ErrBadSize naming it", name, err)
+		}
 	}
 }
 

@@ -280,6 +280,11 @@ func (d *Deployment) WaitCompleted(ctx context.Context, instance string) (time.T
 	return d.completions.wait(ctx, instance)
 }
 
+// OnTurn makes fn called with the turn's instance, on the runtime's
+// goroutine, each time an ack of a turn by a runtime of the deployment
+// returns; it makes no request.
+func (d *Deployment) OnTurn(fn func(instance string)) { d.completions.setOnTurn(fn) }
+
 // Close stops the runtimes and removes what Setup created.
 func (d *Deployment) Close(ctx context.Context) error {
 	errs := []error{d.StopRuntimes(ctx)}

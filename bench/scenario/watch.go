@@ -14,9 +14,10 @@ import (
 // instance costs no request: a client polling for completion would add
 // requests, and load, to what is measured.
 type completions struct {
-	mu   sync.Mutex
-	at   map[string]time.Time
-	done map[string]chan struct{}
+	mu     sync.Mutex
+	at     map[string]time.Time
+	done   map[string]chan struct{}
+	onTurn func(instance string)
 }
 
 func newCompletions() *completions {
@@ -44,6 +45,23 @@ func (c *completions) completed(instance string, t time.Time) {
 	}
 	c.at[instance] = t
 	close(c.channel(instance))
+}
+
+// turned calls the function set by setOnTurn, if any, with instance.
+func (c *completions) turned(instance string) {
+	c.mu.Lock()
+	fn := c.onTurn
+	c.mu.Unlock()
+	if fn != nil {
+		fn(instance)
+	}
+}
+
+// setOnTurn makes fn called after each turn a runtime commits.
+func (c *completions) setOnTurn(fn func(instance string)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.onTurn = fn
 }
 
 // wait returns when instance's terminal turn committed, waiting for it
@@ -93,7 +111,8 @@ func (w *watchedProvider) FetchOrchestrationItem(ctx context.Context, lockTimeou
 	return item, err
 }
 
-// AckOrchestrationItem reports a committed terminal turn.
+// AckOrchestrationItem reports each committed turn, and when it is
+// terminal, the instance's completion.
 func (w *watchedProvider) AckOrchestrationItem(ctx context.Context, lockToken string, commit provider.TurnCommit) error {
 	err := w.Provider.AckOrchestrationItem(ctx, lockToken, commit)
 	if err != nil {
@@ -104,7 +123,11 @@ func (w *watchedProvider) AckOrchestrationItem(ctx context.Context, lockToken st
 	instance, ok := w.locks[lockToken]
 	delete(w.locks, lockToken)
 	w.mu.Unlock()
-	if ok && (commit.Metadata.Status == provider.StatusCompleted || commit.Metadata.Status == provider.StatusFailed) {
+	if !ok {
+		return nil
+	}
+	w.c.turned(instance)
+	if commit.Metadata.Status == provider.StatusCompleted || commit.Metadata.Status == provider.StatusFailed {
 		w.c.completed(instance, now)
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/dynoxide/dynoxide/durable"
 )
@@ -70,5 +71,49 @@ var trivial = durable.NewOrchestration("Trivial", func(_ *durable.OrchestrationC
 
 // newRegistry registers every orchestration and activity of the scenarios.
 func newRegistry() (*durable.Registry, error) {
-	return durable.NewRegistry(helloActivity, helloCities5, helloOnce, fanOut, awaitNever, trivial)
+	return durable.NewRegistry(helloActivity, helloCities5, helloCities5Padded, helloOnce, fanOut, step, chain, awaitNever, trivial)
 }
+
+// step returns its input plus one: the activity of Chain.
+var step = durable.NewActivity("Step", func(_ context.Context, i int) (int, error) {
+	return i + 1, nil
+})
+
+// chain calls step n times one after the other, each with the previous
+// one's output, and returns how many steps returned their input plus one.
+var chain = durable.NewOrchestration("Chain", func(ctx *durable.OrchestrationContext, n int) (int, error) {
+	for i := range n {
+		got, err := step.Call(ctx, i).Get(ctx)
+		if err != nil {
+			return i, err
+		}
+		if got != i+1 {
+			return i, fmt.Errorf("%w: step %d returned %d", ErrWrongOutput, i, got)
+		}
+	}
+	return n, nil
+})
+
+// filler is n bytes of text that JSON encodes as n bytes.
+func filler(n int) string {
+	const digits = "0123456789abcdef"
+	return strings.Repeat(digits, n/len(digits)+1)[:n]
+}
+
+// helloCities5Padded is helloCities5 with activity inputs (and so outputs)
+// of pad bytes more: each city is sent with pad bytes of filler, and Hello
+// greets all of it. It returns how many greetings were right, so that its
+// own output stays small.
+var helloCities5Padded = durable.NewOrchestration("HelloCities5Padded", func(ctx *durable.OrchestrationContext, pad int) (int, error) {
+	for i, city := range cities {
+		in := city + " " + filler(pad)
+		s, err := helloActivity.Call(ctx, in).Get(ctx)
+		if err != nil {
+			return i, err
+		}
+		if s != greeting(in) {
+			return i, fmt.Errorf("%w: %s greeted as %.40q", ErrWrongOutput, city, s)
+		}
+	}
+	return len(cities), nil
+})

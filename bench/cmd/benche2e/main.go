@@ -7,7 +7,7 @@
 //
 // Usage (from the bench module):
 //
-//	go run ./cmd/benche2e [-out results] [-short] [-scenarios HelloCities5,FanOut1000,...]
+//	go run ./cmd/benche2e [-out results] [-short] [-scenarios HelloCities5,Chain1000,...]
 //
 // It finds or starts DynamoDB and SQS as package localstack does (the
 // endpoints in the environment, LocalStack with Docker, else the embedded

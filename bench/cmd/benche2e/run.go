@@ -41,11 +41,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs.StringVar(&c.out, "out", "results", "directory the results are written to")
 	fs.BoolVar(&c.short, "short", false, "tiny sizes (a few iterations of each scenario); size flags given explicitly still apply")
-	fs.StringVar(&c.scenarios, "scenarios", "", "comma-separated scenarios to run (HelloCities5, FanOut1000, FanOut10000, StartAfterIdle, Idle, History10000, FetchCost); empty runs all")
+	fs.StringVar(&c.scenarios, "scenarios", "", "comma-separated scenarios to run (HelloCities5, HelloCities5Payload1KB, Chain1000, FanOut1000, FanOut10000, StartAfterIdle, Idle, History10000, FetchCost); empty runs all")
 	fs.StringVar(&c.systems, "systems", "", "comma-separated dynoxide systems to run on; empty runs all")
 	fs.StringVar(&c.peers, "peers", strings.Join(goworkflows.Backends(), ","), "comma-separated go-workflows backends to run beside dynoxide; empty runs none")
 	def := scenario.DefaultSizes()
 	hello := fs.Int("hello-instances", def.HelloInstances, "HelloCities5: instances")
+	payload := fs.Int("payload-bytes", def.PayloadBytes, "HelloCities5Payload1KB: bytes of filler in each activity's input and output")
+	chainSteps := fs.Int("chain-steps", def.ChainSteps, "Chain1000: activities in the chain")
 	fanSmall := fs.Int("fanout-small", def.FanOutSmall, "FanOut1000: activities")
 	fanLarge := fs.Int("fanout-large", def.FanOutLarge, "FanOut10000: activities")
 	idleBefore := fs.Duration("idle-before-start", def.IdleBeforeStart, "StartAfterIdle: idle time before the start")
@@ -71,6 +73,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		switch f.Name {
 		case "hello-instances":
 			c.sizes.HelloInstances = *hello
+		case "payload-bytes":
+			c.sizes.PayloadBytes = *payload
+		case "chain-steps":
+			c.sizes.ChainSteps = *chainSteps
 		case "fanout-small":
 			c.sizes.FanOutSmall = *fanSmall
 		case "fanout-large":
@@ -91,7 +97,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			c.sizes.FetchCost.SeedBudget = *fetchBudget
 		}
 	})
-	return c, err
+	if err != nil {
+		return c, err
+	}
+	return c, c.sizes.Validate()
 }
 
 func run(ctx context.Context, args []string) int {

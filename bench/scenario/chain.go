@@ -1,0 +1,103 @@
+package scenario
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/dynoxide/dynoxide/bench/billing"
+	"github.com/dynoxide/dynoxide/bench/report"
+	"github.com/dynoxide/dynoxide/durable"
+)
+
+// Extra columns of the Chain scenario: DynamoDB requests and read units per
+// step (an activity and the turn its completion starts), over the first and
+// the last tenth of the chain.
+const (
+	ExtraRequestsFirst = "step requests, first tenth"
+	ExtraRequestsLast  = "step requests, last tenth"
+	ExtraRRUFirst      = "step RRU, first tenth"
+	ExtraRRULast       = "step RRU, last tenth"
+)
+
+// ChainName is the name of the Chain scenario of n steps.
+func ChainName(n int) string { return fmt.Sprintf("Chain%d", n) }
+
+// Chain runs, on every system with a runtime of default options, one
+// orchestration that calls n activities one after the other: n+1 turns,
+// the last replaying a history of about 2n events. It reports, beside the
+// totals, the requests and read units of a step in the first and in the
+// last tenth of the chain: with the history cache, a turn reads no history
+// and a step costs the same at either end.
+func Chain(ctx context.Context, env *Env, n int) ([]report.Result, error) {
+	// A step is a few sequential requests: about 40 ms on DynamoDB Local,
+	// 100 ms behind the proxy or with short polling.
+	timeout := 5*time.Minute + time.Duration(n)*300*time.Millisecond
+	return onEverySystem(ctx, env, ChainName(n), timeout, func(ctx context.Context, d *Deployment) (report.Result, error) {
+		return chainOn(ctx, d, n)
+	})
+}
+
+func chainOn(ctx context.Context, d *Deployment, n int) (report.Result, error) {
+	r := report.Result{Notes: "runtime with default options (2 orchestration and 2 worker slots); one instance, activities one after the other; a step is an activity and the turn its completion starts"}
+	if _, err := d.StartRuntime(ctx); err != nil {
+		return r, err
+	}
+	const id = "chain"
+	// The usage at the end of each of the instance's turns: turns[0] after
+	// the first turn (which schedules the first activity), turns[k] after
+	// the turn that the k-th activity's completion started.
+	var mu sync.Mutex
+	var turns []billing.Usage
+	d.OnTurn(func(instance string) {
+		if instance != id {
+			return
+		}
+		u := d.Usage()
+		mu.Lock()
+		turns = append(turns, u)
+		mu.Unlock()
+	})
+	before := d.Usage()
+	began := time.Now()
+	if err := chain.Start(ctx, d.Client, id, n); err != nil {
+		return r, err
+	}
+	at, err := d.WaitCompleted(ctx, id)
+	if err != nil {
+		return r, err
+	}
+	setUsage(&r, d.Usage().Sub(before))
+	r.Elapsed = at.Sub(began)
+	r.Latencies = []time.Duration{r.Elapsed}
+	got, err := durable.WaitForOutput[int](ctx, d.Observer, id)
+	if err != nil {
+		return r, err
+	}
+	if got != n {
+		return r, fmt.Errorf("%w: %d of %d steps returned their input", ErrWrongOutput, got, n)
+	}
+	r.Activities = got
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(turns) != n+1 {
+		return r, fmt.Errorf("scenario: %d turns of %s observed, want %d", len(turns), id, n+1)
+	}
+	if d.Meter != nil {
+		tenth := max(1, n/10)
+		first := turns[tenth].Sub(turns[0])
+		last := turns[n].Sub(turns[n-tenth])
+		setExtra(&r, ExtraRequestsFirst, float64(first.DynamoDBRequests())/float64(tenth))
+		setExtra(&r, ExtraRequestsLast, float64(last.DynamoDBRequests())/float64(tenth))
+		setExtra(&r, ExtraRRUFirst, first.RRU/float64(tenth))
+		setExtra(&r, ExtraRRULast, last.RRU/float64(tenth))
+	}
+	h, err := d.Observer.History(ctx, id, 0)
+	if err != nil {
+		return r, err
+	}
+	setExtra(&r, "events", float64(len(h)))
+	return r, nil
+}
