@@ -59,18 +59,10 @@ func chainOn(ctx context.Context, d *Deployment, n int) (report.Result, error) {
 		turns = append(turns, u)
 		mu.Unlock()
 	})
-	before := d.Usage()
-	began := time.Now()
-	if err := chain.Start(ctx, d.Client, id, n); err != nil {
-		return r, err
-	}
-	at, err := d.WaitCompleted(ctx, id)
+	err := measureInstance(ctx, d, &r, id, func(ctx context.Context) error { return chain.Start(ctx, d.Client, id, n) })
 	if err != nil {
 		return r, err
 	}
-	setUsage(&r, d.Usage().Sub(before))
-	r.Elapsed = at.Sub(began)
-	r.Latencies = []time.Duration{r.Elapsed}
 	got, err := durable.WaitForOutput[int](ctx, d.Observer, id)
 	if err != nil {
 		return r, err
@@ -94,10 +86,5 @@ func chainOn(ctx context.Context, d *Deployment, n int) (report.Result, error) {
 		setExtra(&r, ExtraRRUFirst, first.RRU/float64(tenth))
 		setExtra(&r, ExtraRRULast, last.RRU/float64(tenth))
 	}
-	h, err := d.Observer.History(ctx, id, 0)
-	if err != nil {
-		return r, err
-	}
-	setExtra(&r, "events", float64(len(h)))
-	return r, nil
+	return r, setEvents(ctx, d, &r, id)
 }

@@ -41,18 +41,10 @@ func fanOutOn(ctx context.Context, d *Deployment, n int) (report.Result, error) 
 		return r, err
 	}
 	const id = "fan-out"
-	before := d.Usage()
-	began := time.Now()
-	if err := fanOut.Start(ctx, d.Client, id, n); err != nil {
-		return r, err
-	}
-	at, err := d.WaitCompleted(ctx, id)
+	err := measureInstance(ctx, d, &r, id, func(ctx context.Context) error { return fanOut.Start(ctx, d.Client, id, n) })
 	if err != nil {
 		return r, err
 	}
-	setUsage(&r, d.Usage().Sub(before))
-	r.Elapsed = at.Sub(began)
-	r.Latencies = []time.Duration{r.Elapsed}
 	st, err := d.Observer.Status(ctx, id)
 	if err != nil {
 		return r, err
@@ -68,10 +60,5 @@ func fanOutOn(ctx context.Context, d *Deployment, n int) (report.Result, error) 
 		return r, fmt.Errorf("%w: %d of %d results present", ErrWrongOutput, checked, n)
 	}
 	r.Activities = checked
-	h, err := d.Observer.History(ctx, id, 0)
-	if err != nil {
-		return r, err
-	}
-	setExtra(&r, "events", float64(len(h)))
-	return r, nil
+	return r, setEvents(ctx, d, &r, id)
 }

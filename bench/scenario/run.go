@@ -25,6 +25,35 @@ func setUsage(r *report.Result, u billing.Usage) {
 	r.Dollars = u.Dollars()
 }
 
+// measureInstance starts one instance, id, with start and waits for its
+// terminal turn: r gets the usage, the elapsed time and, as its one
+// latency, the same.
+func measureInstance(ctx context.Context, d *Deployment, r *report.Result, id string, start func(ctx context.Context) error) error {
+	before := d.Usage()
+	began := time.Now()
+	if err := start(ctx); err != nil {
+		return err
+	}
+	at, err := d.WaitCompleted(ctx, id)
+	if err != nil {
+		return err
+	}
+	setUsage(r, d.Usage().Sub(before))
+	r.Elapsed = at.Sub(began)
+	r.Latencies = []time.Duration{r.Elapsed}
+	return nil
+}
+
+// setEvents sets r's "events" figure to the length of id's history.
+func setEvents(ctx context.Context, d *Deployment, r *report.Result, id string) error {
+	h, err := d.Observer.History(ctx, id, 0)
+	if err != nil {
+		return err
+	}
+	setExtra(r, "events", float64(len(h)))
+	return nil
+}
+
 // setExtra sets r.Extra[key], making the map if needed.
 func setExtra(r *report.Result, key string, v float64) {
 	if r.Extra == nil {
