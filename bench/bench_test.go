@@ -302,6 +302,18 @@ func TestHelloCities5Payload(t *testing.T) {
 			t.Errorf("%s: %.1f WRU per activity with %d-byte payloads, want at least %.0f", s.Name, perActivity, sizes.PayloadBytes, floor)
 		}
 	}
+	// Beside DynamoDBSQS, the same with payloads stored uncompressed: each
+	// KB of hex digits is written about half a KB smaller compressed, in
+	// the six or more writes of each activity's input and output.
+	compressed, plain := rs[scenario.DynamoDBSQS], rs[scenario.DynamoDBSQSUncompressed]
+	if plain.Activities != 5*sizes.HelloInstances || strings.Contains(plain.Notes, "FAILED") {
+		t.Fatalf("%s: %d activities (%s), want %d", scenario.DynamoDBSQSUncompressed, plain.Activities, plain.Notes, 5*sizes.HelloInstances)
+	}
+	perCompressed, perPlain := compressed.WRU/float64(compressed.Activities), plain.WRU/float64(plain.Activities)
+	t.Logf("WRU per activity: %.1f compressed, %.1f uncompressed", perCompressed, perPlain)
+	if saved, want := perPlain-perCompressed, 3*float64(sizes.PayloadBytes)/1024; saved < want {
+		t.Errorf("compressed payloads take %.1f WRU per activity, uncompressed %.1f: %.1f saved, want at least %.0f", perCompressed, perPlain, saved, want)
+	}
 }
 
 func TestChain(t *testing.T) {

@@ -51,6 +51,9 @@ type planAction struct {
 	// fetch read it (staleRead): the deletes of the consumed messages, the
 	// put of the instance record.
 	asRead *rowCondition
+	// limitSize, when set, is the size the item limit applies to: a queue
+	// row's with its payload uncompressed (payload.go).
+	limitSize int
 }
 
 // rowCondition is a condition expression on one row.
@@ -343,9 +346,9 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 	for _, e := range encoded {
 		digest.Write([]byte(e.data))
 	}
-	for _, run := range packHistory(id, commit.ExecutionID, encoded) {
+	for _, run := range packHistory(id, commit.ExecutionID, encoded, !p.o.DisablePayloadCompression) {
 		add(planAction{put: run.row, eventID: run.first, lastEventID: run.first + uint64(run.events) - 1})
-		plan.history = append(plan.history, run.row)
+		plan.history = append(plan.history, run.plain)
 	}
 
 	// Consumed messages.
@@ -470,14 +473,14 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 		if cancelled[ident] {
 			continue
 		}
-		row, sig := p.workerItem(w, data, now)
+		row, sig, size := p.workerItem(w, data, now)
 		if claimable && w.Instance == id && w.SessionID == nil && w.Tag == nil {
 			// No older activity of the instance can be queued: its
 			// fetcher may claim the row at once (directclaim.go).
 			sig.Claim, _, _ = strAttr(row, attrReadySK)
 		}
 		claimable = false // only the turn's first activity
-		add(planAction{put: row})
+		add(planAction{put: row, limitSize: size})
 		plan.signals = append(plan.signals, sig)
 	}
 	for _, c := range commit.CancelledActivities {
@@ -521,8 +524,8 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 		}
 		digest.Write(data)
 		visible := provider.TurnVisibleAt(w, timeMs(now)).UnixMilli()
-		row, sig := p.orchestratorItem(w, data, visible)
-		add(planAction{put: row})
+		row, sig, size := p.orchestratorItem(w, data, visible)
+		add(planAction{put: row, limitSize: size})
 		plan.signals = append(plan.signals, sig)
 	}
 
@@ -538,7 +541,11 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 		if a.put == nil || a.eventID != 0 {
 			continue // events were checked above, each with its id
 		}
-		if size := itemsize.ItemSize(a.put); size > MaxItemBytes {
+		size := a.limitSize
+		if size == 0 {
+			size = itemsize.ItemSize(a.put)
+		}
+		if size > MaxItemBytes {
 			return plan, "", provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput,
 				"turn of instance %q writes a %d-byte row (%s); one row must fit one DynamoDB item (%d bytes)",
 				id, size, describeKey(a.put), MaxItemBytes)
@@ -671,13 +678,13 @@ func cloneExec(e *execRow) *execRow {
 	return &c
 }
 
-// workerItem is the worker row of an activity visible at nowMs, and the
-// signal that announces it.
-func (p *Provider) workerItem(w provider.ActivityExecuteItem, data []byte, nowMs int64) (item, queues.Signal) {
+// workerItem is the worker row of an activity visible at nowMs, the
+// signal that announces it, and the row's size with its payload stored
+// uncompressed, which the limits apply to (payload.go).
+func (p *Provider) workerItem(w provider.ActivityExecuteItem, data []byte, nowMs int64) (item, queues.Signal, int) {
 	seq := p.nextSeq()
 	shard := keys.ShardOf(keys.WorkerRoutingKey(w.Instance, w.SessionID), p.o.Shards)
 	row := key(keys.WorkerPK(w.Instance), keys.WorkerSK(w.ExecutionID, w.ID))
-	row[attrItem] = s(string(data))
 	row[attrVisible] = n(nowMs)
 	row[attrSeq] = s(seq)
 	row[attrReadyPK] = s(keys.ReadyWorkerPK(shard))
@@ -689,22 +696,24 @@ func (p *Provider) workerItem(w provider.ActivityExecuteItem, data []byte, nowMs
 	if w.Tag != nil {
 		row[attrTag] = s(*w.Tag)
 	}
-	return row, queues.Signal{Kind: queues.Worker, Shard: shard, Instance: w.Instance, Work: keys.WorkerSK(w.ExecutionID, w.ID)}
+	size := p.setPayload(row, data)
+	return row, queues.Signal{Kind: queues.Worker, Shard: shard, Instance: w.Instance, Work: keys.WorkerSK(w.ExecutionID, w.ID)}, size
 }
 
-// orchestratorItem is the queue row of a message visible at visibleMs, and
-// the signal that announces it.
-func (p *Provider) orchestratorItem(w provider.WorkItem, data []byte, visibleMs int64) (item, queues.Signal) {
+// orchestratorItem is the queue row of a message visible at visibleMs, the
+// signal that announces it, and the row's size with its payload stored
+// uncompressed, which the limits apply to (payload.go).
+func (p *Provider) orchestratorItem(w provider.WorkItem, data []byte, visibleMs int64) (item, queues.Signal, int) {
 	seq := p.nextSeq()
 	target := w.TargetInstance()
 	shard := keys.ShardOf(target, p.o.Shards)
 	row := key(keys.InstancePK(target), keys.QueueSK(seq))
-	row[attrItem] = s(string(data))
 	row[attrKind] = s(w.Kind())
 	row[attrVisible] = n(visibleMs)
 	row[attrReadyPK] = s(keys.ReadyOrchestratorPK(shard))
 	row[attrReadySK] = s(readySK(visibleMs, seq))
-	return row, queues.Signal{Kind: queues.Orchestrator, Shard: shard, Instance: target, VisibleAt: timeMs(visibleMs)}
+	size := p.setPayload(row, data)
+	return row, queues.Signal{Kind: queues.Orchestrator, Shard: shard, Instance: target, VisibleAt: timeMs(visibleMs)}, size
 }
 
 // notifyTimeout bounds the sending of the signals of one commit.

@@ -10,3 +10,7 @@ func RequeueSignals(p *Provider, sigs ...queues.Signal) { p.signals.Requeue(sigs
 // before they go by shard (sweepScanLimit), so that tests reach the
 // fallback with a few rows.
 func SetSweepScanLimit(p *Provider, n int32) { p.scanSweeps.limit.Store(n) }
+
+// HexPayload is n pseudo-random hex digits drawn from seed, a payload that
+// compresses to about half (payload_internal_test.go).
+var HexPayload = hexPayload

@@ -88,6 +88,7 @@ func (c *historyCache) fetched(instance string, execution uint64, token string, 
 		c.entries = map[string]*historyEntry{}
 	}
 	c.removeLocked(instance)
+	rows = plainRows(rows)
 	size := rowsBytes(rows)
 	if size > maxHistoryCacheBytes {
 		return

@@ -3,6 +3,7 @@ package dynamo
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -58,14 +59,19 @@ func encodeEvents(op, instance string, executionID uint64, events []provider.Eve
 
 // historyRun is the events of one history row.
 type historyRun struct {
-	row    item
+	row item
+	// plain is row with its events uncompressed (row itself when they
+	// are): what the history cache keeps, since it decodes them every turn.
+	plain  item
 	first  uint64
 	events int
 }
 
 // packHistory packs events, in the order given, into history rows: each
-// row holds events with consecutive ids, up to packedRowBytes stored.
-func packHistory(instance string, executionID uint64, events []encodedEvent) []historyRun {
+// row holds events with consecutive ids, up to packedRowBytes uncompressed.
+// With compress, a row's events are stored compressed when that is worth
+// it (payload.go).
+func packHistory(instance string, executionID uint64, events []encodedEvent, compress bool) []historyRun {
 	pk := keys.InstancePK(instance)
 	var runs []historyRun
 	for i := 0; i < len(events); {
@@ -80,17 +86,30 @@ func packHistory(instance string, executionID uint64, events []encodedEvent) []h
 			size += add
 			j++
 		}
+		parts := make([]string, 0, j-i)
+		for _, e := range events[i:j] {
+			parts = append(parts, e.data)
+		}
+		var packed []byte
+		if compress {
+			packed, _ = compressParts(parts) // nil when not worth it
+		}
 		if j-i == 1 {
-			row[attrEvent] = s(events[i].data)
+			row[attrEvent] = s(parts[0])
 		} else {
-			list := make([]types.AttributeValue, 0, j-i)
-			for _, e := range events[i:j] {
-				list = append(list, s(e.data))
-			}
-			row[attrEvents] = &types.AttributeValueMemberL{Value: list}
+			row[attrEvents] = stringList(parts)
 			row[attrEventCount] = nu(uint64(j - i))
 		}
-		runs = append(runs, historyRun{row: row, first: events[i].id, events: j - i})
+		plain := row
+		if packed != nil {
+			row = maps.Clone(plain)
+			if j-i == 1 {
+				row[attrEvent] = &types.AttributeValueMemberB{Value: packed}
+			} else {
+				row[attrEvents] = &types.AttributeValueMemberB{Value: packed}
+			}
+		}
+		runs = append(runs, historyRun{row: row, plain: plain, first: events[i].id, events: j - i})
 		i = j
 	}
 	return runs
@@ -102,7 +121,17 @@ func rowEvents(r item) ([]string, error) {
 	if v, ok := r[attrEvents]; ok {
 		list, isL := v.(*types.AttributeValueMemberL)
 		if !isL {
-			return nil, fmt.Errorf("%w: attribute %q of %s is %T, not a list", provider.ErrCorruptData, attrEvents, describeKey(r), v)
+			if _, isB := v.(*types.AttributeValueMemberB); !isB {
+				return nil, fmt.Errorf("%w: attribute %q of %s is %T, not a list", provider.ErrCorruptData, attrEvents, describeKey(r), v)
+			}
+			parts, err := payloadParts(r, attrEvents, v)
+			if err != nil {
+				return nil, err
+			}
+			if n, err := uintAttr(r, attrEventCount); err != nil || n != uint64(len(parts)) {
+				return nil, fmt.Errorf("%w: history row %s holds %d events, not the %d it counts", provider.ErrCorruptData, describeKey(r), len(parts), n)
+			}
+			return parts, nil
 		}
 		out := make([]string, len(list.Value))
 		for i, e := range list.Value {
@@ -114,7 +143,7 @@ func rowEvents(r item) ([]string, error) {
 		}
 		return out, nil
 	}
-	data, ok, err := strAttr(r, attrEvent)
+	data, ok, err := payloadAttr(r, attrEvent)
 	if err != nil {
 		return nil, err
 	}
@@ -122,6 +151,44 @@ func rowEvents(r item) ([]string, error) {
 		return nil, fmt.Errorf("%w: history row %s holds no event", provider.ErrCorruptData, describeKey(r))
 	}
 	return []string{data}, nil
+}
+
+// plainRows returns rows with their events uncompressed, copying the rows
+// that were compressed; a row that cannot be decoded stays as it is, for
+// decodeHistory to report.
+func plainRows(rows []item) []item {
+	var out []item
+	for i, r := range rows {
+		_, ev := r[attrEvent].(*types.AttributeValueMemberB)
+		_, evs := r[attrEvents].(*types.AttributeValueMemberB)
+		if !ev && !evs {
+			if out != nil {
+				out = append(out, r)
+			}
+			continue
+		}
+		events, err := rowEvents(r)
+		if err != nil {
+			if out != nil {
+				out = append(out, r)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([]item, 0, len(rows)), rows[:i]...)
+		}
+		plain := maps.Clone(r)
+		if ev {
+			plain[attrEvent] = s(events[0])
+		} else {
+			plain[attrEvents] = stringList(events)
+		}
+		out = append(out, plain)
+	}
+	if out == nil {
+		return rows
+	}
+	return out
 }
 
 // rowEventCount returns how many events history row r holds, from its

@@ -67,6 +67,17 @@ type Options struct {
 	// return as soon as work is committed.
 	ShortPoll bool
 
+	// DisablePayloadCompression stores every payload (a message's or an
+	// activity's JSON, a history row's events) as a string. Default false:
+	// payloads of 512 bytes or more are stored DEFLATE-compressed in a
+	// binary attribute when that saves an eighth or more, which cuts the
+	// write and read units every copy of them costs (docs/design.md §3,
+	// payloads). Limits are unchanged either way: they apply to a payload's
+	// uncompressed size. Readers accept both forms, so the option can
+	// change at any time; set it while processes of a version that cannot
+	// read compressed payloads still share the table.
+	DisablePayloadCompression bool
+
 	// SweepInterval and IdleSweepInterval schedule the sweeps of the ready
 	// index (one Scan of a small index, else one Query per shard) of a kind
 	// that has a wake-up queue: the

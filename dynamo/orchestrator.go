@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
-	"github.com/dynoxide/dynoxide/internal/itemsize"
 	"github.com/dynoxide/dynoxide/provider"
 	"github.com/dynoxide/dynoxide/queues"
 )
@@ -32,8 +31,8 @@ func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item provider.Wor
 	if err != nil {
 		return provider.Permanent(provider.OpEnqueueForOrchestrator, provider.ErrInvalidInput, "encode %s work item: %v", item.Kind(), err)
 	}
-	row, sig := p.orchestratorItem(item, data, p.nowMs()+durMs(delay))
-	if size := itemsize.ItemSize(row); size > MaxItemBytes {
+	row, sig, size := p.orchestratorItem(item, data, p.nowMs()+durMs(delay))
+	if size > MaxItemBytes {
 		return provider.Permanent(provider.OpEnqueueForOrchestrator, provider.ErrInvalidInput,
 			"%s work item is %d bytes stored; it must fit one DynamoDB item (%d bytes)", item.Kind(), size, MaxItemBytes)
 	}
@@ -112,7 +111,7 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 				continue
 			}
 			row := key(keys.InstancePK(st.id), m.sk)
-			row[attrItem] = s(m.data)
+			row[attrItem] = p.payload(m.data)
 			row[attrKind] = s(m.kind)
 			row[attrVisible] = n(visibleAt)
 			row[attrReadyPK] = s(keys.ReadyOrchestratorPK(keys.ShardOf(st.id, p.o.Shards)))
@@ -324,7 +323,7 @@ func (p *Provider) AppendWithExecution(ctx context.Context, instance string, exe
 		return err
 	}
 	var actions []planAction
-	for _, run := range packHistory(instance, executionID, encoded) {
+	for _, run := range packHistory(instance, executionID, encoded, !p.o.DisablePayloadCompression) {
 		actions = append(actions, planAction{put: run.row, eventID: run.first, lastEventID: run.first + uint64(run.events) - 1})
 	}
 	for start := 0; start < len(actions); start += maxTransactActions {

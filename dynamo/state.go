@@ -302,7 +302,7 @@ func parseState(instance string, rows []item) (*instanceState, error) {
 				sk:      sk,
 				seq:     sk[len(keys.QueuePrefix):],
 				kind:    d.str(row, attrKind),
-				data:    d.str(row, attrItem),
+				data:    d.payload(row, attrItem),
 				visible: d.int(row, attrVisible),
 			})
 		case strings.HasPrefix(sk, keys.KVPrefix), strings.HasPrefix(sk, keys.KVHashedPrefix):

@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
-	"github.com/dynoxide/dynoxide/internal/itemsize"
 	"github.com/dynoxide/dynoxide/provider"
 	"github.com/dynoxide/dynoxide/queues"
 )
@@ -46,8 +45,8 @@ func (p *Provider) EnqueueForWorker(ctx context.Context, item provider.ActivityE
 	if err != nil {
 		return provider.Permanent(provider.OpEnqueueForWorker, provider.ErrInvalidInput, "encode ActivityExecute work item: %v", err)
 	}
-	row, sig := p.workerItem(item, data, p.nowMs())
-	if size := itemsize.ItemSize(row); size > MaxItemBytes {
+	row, sig, size := p.workerItem(item, data, p.nowMs())
+	if size > MaxItemBytes {
 		return provider.Permanent(provider.OpEnqueueForWorker, provider.ErrInvalidInput,
 			"ActivityExecute work item is %d bytes stored; it must fit one DynamoDB item (%d bytes)", size, MaxItemBytes)
 	}
@@ -350,7 +349,7 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 	// The activity's JSON: the ready index does not project it (tables
 	// made before it stopped doing so do), so it usually comes with the
 	// claim (below).
-	data := d.optStr(r.row, attrItem)
+	data := d.optPayload(r.row, attrItem)
 	attempts := d.uint(r.row, attrAttempts)
 	sid := d.optStr(r.row, attrSession)
 	if d.err != nil {
@@ -388,7 +387,7 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 		})
 		if err == nil && data == nil {
 			var od decoder
-			data = od.optStr(out.Attributes, attrItem)
+			data = od.optPayload(out.Attributes, attrItem)
 		}
 		if err != nil {
 			if conditionFailed(err) {
@@ -483,7 +482,7 @@ func (p *Provider) claimedActivity(ctx context.Context, k item, data *string) (a
 			return act, false, err
 		}
 		var d decoder
-		v := d.str(out.Item, attrItem)
+		v := d.payload(out.Item, attrItem)
 		if d.err != nil {
 			return act, true, provider.Corrupt(provider.OpFetchWorkItem, d.err, "queued activity %s: %v", describeKey(k), d.err)
 		}
@@ -579,8 +578,8 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 		if data, err = provider.MarshalWorkItem(completion); err != nil {
 			return provider.Permanent(provider.OpAckWorkItem, provider.ErrInvalidInput, "encode %s completion: %v", completion.Kind(), err)
 		}
-		row, sig := p.orchestratorItem(completion, data, p.nowMs())
-		if size := itemsize.ItemSize(row); size > MaxItemBytes {
+		_, sig, size := p.orchestratorItem(completion, data, p.nowMs())
+		if size > MaxItemBytes {
 			return provider.Permanent(provider.OpAckWorkItem, provider.ErrInvalidInput,
 				"%s completion is %d bytes stored; it must fit one DynamoDB item (%d bytes)", completion.Kind(), size, MaxItemBytes)
 		}
@@ -622,7 +621,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 			now := p.nowMs()
 			actions := []types.TransactWriteItem{{Delete: del(now)}}
 			if completion != nil {
-				row, _ := p.orchestratorItem(completion, data, now)
+				row, _, _ := p.orchestratorItem(completion, data, now)
 				actions = append(actions, types.TransactWriteItem{Put: &types.Put{TableName: p.table, Item: row}})
 			}
 			if touch {

@@ -67,16 +67,25 @@ func HelloCities5PayloadName(bytes int) string {
 // HelloCities5Payload is HelloCities5 with payloads: each activity's input
 // carries bytes of filler beside its city, and its output greets all of
 // it, so both are about bytes long. It runs on the dynoxide systems only,
-// to show what a payload costs in write and read units.
+// to show what a payload costs in write and read units, and, after
+// DynamoDBSQS, on DynamoDBSQSUncompressed, to show what compressing
+// payloads saves.
 func HelloCities5Payload(ctx context.Context, env *Env, instances, bytes int) ([]report.Result, error) {
 	timeout := 5*time.Minute + time.Duration(instances)*100*time.Millisecond
-	return onEverySystem(ctx, env, HelloCities5PayloadName(bytes), timeout, func(ctx context.Context, d *Deployment) (report.Result, error) {
+	var systems []System
+	for _, s := range env.systems() {
+		systems = append(systems, s)
+		if s.Name == DynamoDBSQS {
+			systems = append(systems, uncompressedSystem())
+		}
+	}
+	return onSystems(ctx, env, systems, HelloCities5PayloadName(bytes), timeout, func(ctx context.Context, d *Deployment) (report.Result, error) {
 		r, err := instancesOn(ctx, d, instances, "hello-payload", func(ctx context.Context, id string) error {
 			return helloCities5Padded.Start(ctx, d.Client, id, bytes)
 		}, func(ctx context.Context, id string) (int, error) {
 			return durable.WaitForOutput[int](ctx, d.Observer, id)
 		})
-		r.Notes = joinNotes(r.Notes, fmt.Sprintf("activity inputs and outputs of %d bytes of filler and a city's name", bytes))
+		r.Notes = joinNotes(r.Notes, fmt.Sprintf("activity inputs and outputs of %d pseudo-random hex digits and a city's name", bytes))
 		return r, err
 	})
 }

@@ -111,9 +111,14 @@ func onSystem(ctx context.Context, env *Env, s System, scenario string, timeout 
 
 // onEverySystem runs fn on every system of env, one after the other.
 func onEverySystem(ctx context.Context, env *Env, scenario string, timeout time.Duration, fn func(ctx context.Context, d *Deployment) (report.Result, error)) ([]report.Result, error) {
+	return onSystems(ctx, env, env.systems(), scenario, timeout, fn)
+}
+
+// onSystems is onEverySystem on systems.
+func onSystems(ctx context.Context, env *Env, systems []System, scenario string, timeout time.Duration, fn func(ctx context.Context, d *Deployment) (report.Result, error)) ([]report.Result, error) {
 	var results []report.Result
 	var errs []error
-	for _, s := range env.systems() {
+	for _, s := range systems {
 		r, err := onSystem(ctx, env, s, scenario, timeout, fn)
 		results = append(results, r)
 		errs = append(errs, err)

@@ -41,6 +41,11 @@ const (
 	// DynamoDBSQSProxied is DynamoDBSQS with both endpoints reached through
 	// a proxy that delays each direction by ProxyOneWay.
 	DynamoDBSQSProxied = "dynoxide/dynamodb-local+sqs+4ms"
+	// DynamoDBSQSUncompressed is DynamoDBSQS storing payloads uncompressed
+	// (dynamo.Options.DisablePayloadCompression). Not among Systems():
+	// HelloCities5Payload runs on it beside DynamoDBSQS, to measure what
+	// compression saves.
+	DynamoDBSQSUncompressed = "dynoxide/dynamodb-local+sqs+uncompressed"
 )
 
 // ProxyOneWay is the delay the proxy of DynamoDBSQSProxied adds in each
@@ -124,6 +129,13 @@ func Systems() []System {
 		{Name: DynamoDBSQSProxied, DynamoDB: true, Notes: "as dynamodb-local+sqs, both endpoints behind a proxy adding 4 ms each way (8 ms per request)",
 			setup: dynamoSetup(DynamoDBSQSProxied, true, ProxyOneWay)},
 	}
+}
+
+// uncompressedSystem is DynamoDBSQSUncompressed.
+func uncompressedSystem() System {
+	return System{Name: DynamoDBSQSUncompressed, DynamoDB: true,
+		Notes: "as dynamodb-local+sqs, payloads stored uncompressed (DisablePayloadCompression)",
+		setup: dynamoSetup(DynamoDBSQSUncompressed, true, 0, func(o *dynamo.Options) { o.DisablePayloadCompression = true })}
 }
 
 // SystemByName returns the system of Systems() called name.
@@ -316,7 +328,7 @@ func setupMemProvider(_ context.Context, env *Env) (*Deployment, error) {
 // dynamoSetup returns the setup of a DynamoDB system: with SQS wake-up
 // queues or short polling, and with the endpoints behind a proxy delaying
 // each direction by oneWay when it is not zero.
-func dynamoSetup(name string, withSQS bool, oneWay time.Duration) func(context.Context, *Env) (*Deployment, error) {
+func dynamoSetup(name string, withSQS bool, oneWay time.Duration, adjust ...func(*dynamo.Options)) func(context.Context, *Env) (*Deployment, error) {
 	return func(ctx context.Context, env *Env) (_ *Deployment, err error) {
 		d := &Deployment{logger: env.logger(), completions: newCompletions()}
 		defer func() {
@@ -387,6 +399,9 @@ func dynamoSetup(name string, withSQS bool, oneWay time.Duration) func(context.C
 			o.Client = reach.DynamoDB(cfg, meter.DynamoDB)
 			if withSQS {
 				o.SQSClient = reach.SQS(cfg, meter.SQS)
+			}
+			for _, fn := range adjust {
+				fn(o)
 			}
 		}
 		d.newProvider = func() (provider.Provider, func() error, error) {

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
-	"strings"
 
 	"github.com/dynoxide/dynoxide/durable"
 )
@@ -94,10 +94,19 @@ var chain = durable.NewOrchestration("Chain", func(ctx *durable.OrchestrationCon
 	return n, nil
 })
 
-// filler is n bytes of text that JSON encodes as n bytes.
-func filler(n int) string {
+// filler is n pseudo-random hex digits drawn from seed: text that JSON
+// encodes as n bytes and that compresses to about half, as identifiers and
+// digests do (a repeated pattern would compress to almost nothing and hide
+// what a payload costs). The same seed gives the same text, as replay
+// needs.
+func filler(seed uint64, n int) string {
 	const digits = "0123456789abcdef"
-	return strings.Repeat(digits, n/len(digits)+1)[:n]
+	r := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = digits[r.IntN(len(digits))]
+	}
+	return string(b)
 }
 
 // helloCities5Padded is helloCities5 with activity inputs (and so outputs)
@@ -106,7 +115,7 @@ func filler(n int) string {
 // own output stays small.
 var helloCities5Padded = durable.NewOrchestration("HelloCities5Padded", func(ctx *durable.OrchestrationContext, pad int) (int, error) {
 	for i, city := range cities {
-		in := city + " " + filler(pad)
+		in := city + " " + filler(uint64(i), pad)
 		s, err := helloActivity.Call(ctx, in).Get(ctx)
 		if err != nil {
 			return i, err
