@@ -1,6 +1,10 @@
 package dynamo
 
-import "github.com/dynoxide/dynoxide/queues"
+import (
+	"context"
+
+	"github.com/dynoxide/dynoxide/queues"
+)
 
 // RequeueSignals hands sigs to p's waiters as a second delivery of a
 // signal does (every waiter of a process receives each signal).
@@ -14,3 +18,10 @@ func SetSweepScanLimit(p *Provider, n int32) { p.scanSweeps.limit.Store(n) }
 // HexPayload is n pseudo-random hex digits drawn from seed, a payload that
 // compresses to about half (payload_internal_test.go).
 var HexPayload = hexPayload
+
+// SignalStats is what p's wake-up signals have done (queues.Signals.Stats).
+func SignalStats(p *Provider) queues.Stats { return p.signals.Stats() }
+
+// FlushSignals waits until the signals p posted have been sent
+// (queues.Signals.Flush).
+func FlushSignals(ctx context.Context, p *Provider) error { return p.signals.Flush(ctx) }

@@ -75,6 +75,7 @@ func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, schedu
 	}
 	pending, err := p.signals.Wait(ctx, kind, 0)
 	if err != nil {
+		p.forwardUnsent(ctx, pending)
 		return translate(op, err)
 	}
 	// A signal whose try failed goes back, so that the retry of this
@@ -103,6 +104,7 @@ func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, schedu
 		}
 		sigs, err := p.signals.Wait(ctx, kind, wait)
 		if err != nil {
+			p.forwardUnsent(ctx, sigs)
 			return translate(op, err)
 		}
 		if len(sigs) == 0 {
@@ -130,6 +132,25 @@ func (p *Provider) hasQueue(kind queues.Kind) bool {
 		return p.o.WorkerQueueURL != ""
 	}
 	return p.o.OrchestratorQueueURL != ""
+}
+
+// forwardUnsent sends on the signals of sigs that reached this process only
+// (queues.Signal.Unsent) and that a fetch ending before it tried them (ctx
+// done, the provider closing) leaves behind, so that another process
+// learns of their work; a failure is logged, and sweeps find the work.
+func (p *Provider) forwardUnsent(ctx context.Context, sigs []queues.Signal) {
+	var unsent []queues.Signal
+	for _, sig := range sigs {
+		if sig.Unsent() {
+			unsent = append(unsent, sig)
+		}
+	}
+	if len(unsent) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), notifyTimeout)
+	defer cancel()
+	p.decline(ctx, unsent)
 }
 
 // decline hands signals that named work this process passed over to another
@@ -204,9 +225,16 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 					return done, untried, err
 				}
 				// Passed over by this process (its capability filter, data
-				// it cannot read): another process may take it.
+				// it cannot read): another process may take it. A signal
+				// only this process received, for an instance another
+				// process holds, goes to the others as well: the holder
+				// takes the message when its turn ends, where this process
+				// would try again when the lease ends.
 				now := p.nowMs()
-				if p.hints.isParked(filteredKey(sig.Instance, filter), now) || p.hints.isParked(sig.Instance, now) {
+				switch {
+				case p.hints.isParked(filteredKey(sig.Instance, filter), now) || p.hints.isParked(sig.Instance, now):
+					declined = append(declined, sig)
+				case sig.Unsent() && p.hints.isLocked(sig.Instance, now) && !p.waits.ownLocked(sig.Instance, now):
 					declined = append(declined, sig)
 				}
 			}

@@ -2,6 +2,7 @@ package queues_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -186,7 +187,18 @@ func TestSignals_OwnLockNoticeIsSentOn(t *testing.T) {
 	gate := faults.NewGate()
 	in := faults.New(11)
 	in.Add(faults.Rule{Ops: []string{faults.OpReceiveMessage}, Rate: 1, Fault: faults.Hold(gate)})
-	releaser := newSignals(t, c, queueURLs(orch, ""))
+	// Once the releaser has sent its notice on, its receives are held, so
+	// that the copy it sent goes to the other process: the releaser's own
+	// lock waiter would take it (a notice this process declined is taken
+	// again when a waiter is there now).
+	var self atomic.Pointer[queues.Signals]
+	sentOn := func(faults.Request) bool { s := self.Load(); return s != nil && s.Stats().SignalsDeclined > 0 }
+	releaserGate := faults.NewGate()
+	t.Cleanup(releaserGate.Release)
+	releaserIn := faults.New(12)
+	releaserIn.Add(faults.Rule{Ops: []string{faults.OpReceiveMessage}, Rate: 1, Match: sentOn, Fault: faults.Hold(releaserGate)})
+	releaser := newSignals(t, releaserIn.SQS(c), queueURLs(orch, ""))
+	self.Store(releaser)
 	waiter := newSignals(t, in.SQS(c), queueURLs(orch, ""))
 
 	// The waiter's receives are held: only the releaser's poller runs.

@@ -55,7 +55,9 @@
 // meanwhile (each distinct signal once, ten to a request); [Signals.Flush]
 // waits for it, and [Signals.Close] sends what is left, for at most
 // [CloseFlushTimeout]. A post that finds [Options.MaxPosted] messages
-// waiting drops its own, as a lost signal.
+// waiting drops its own, as a lost signal. Post sends no message for a
+// signal of one unit of work that a free waiter of this process takes
+// ([Signal.Unsent]).
 //
 // # Visibility and delays
 //

@@ -57,7 +57,7 @@ type toSend struct {
 // the work is already committed and signals are only hints, callers may
 // log the error and carry on.
 func (s *Signals) Notify(ctx context.Context, signals ...Signal) error {
-	send, err := s.wake(signals)
+	send, err := s.wake(signals, false)
 	if err != nil {
 		return err
 	}
@@ -69,6 +69,18 @@ func (s *Signals) Notify(ctx context.Context, signals ...Signal) error {
 // background sender and returns. For commits whose caller should not wait
 // for a wake-up meant for other processes: a dispatcher that committed a
 // turn goes on to its next fetch while the sender works.
+//
+// A signal that names one unit of work (an orchestrator signal naming its
+// instance, a worker signal naming its row: [Signal.Work]), visible now,
+// is not sent at all when a waiter of this process is free to take it:
+// waiting, not yet woken, and not counted for an earlier signal of the
+// same Post. That waiter receives it marked [Signal.Unsent] and declines
+// it if it cannot act on it. A chain of turns and activities run by one
+// process thus makes no SQS request, where each step made six (a send, a
+// receive and a delete on each queue; [Stats.SignalsKeptLocal] counts
+// them). Signals that announce a shard's work, delayed signals, and
+// signals beyond the free waiters are sent as before, so that the work
+// this process cannot take at once reaches the others.
 //
 // The sender sends what has been posted in SendMessageBatch calls of at
 // most 10 messages per queue, so that the signals of commits that follow
@@ -87,7 +99,7 @@ func (s *Signals) Notify(ctx context.Context, signals ...Signal) error {
 // Post fails only as Notify fails before sending: invalid signals, or
 // [ErrClosed].
 func (s *Signals) Post(signals ...Signal) error {
-	send, err := s.wake(signals)
+	send, err := s.wake(signals, true)
 	if err != nil {
 		return err
 	}
@@ -207,9 +219,10 @@ func (s *Signals) Flush(ctx context.Context) error {
 // wake checks signals, wakes this process's waiters of those visible now,
 // schedules the in-process delivery of delayed ones and defers those
 // beyond MaxDelay, and returns the SQS messages to send: one per distinct
-// signal, by queue. It fails on an invalid signal (before anything is
-// woken) and after Close.
-func (s *Signals) wake(signals []Signal) ([2][]toSend, error) {
+// signal, by queue. With keepLocal (Post), a signal for one unit of work
+// that a free waiter of this process can take is not sent (see Post). It
+// fails on an invalid signal (before anything is woken) and after Close.
+func (s *Signals) wake(signals []Signal, keepLocal bool) ([2][]toSend, error) {
 	var send [2][]toSend
 	for _, sig := range signals {
 		if !sig.Kind.valid() {
@@ -230,6 +243,17 @@ func (s *Signals) wake(signals []Signal) ([2][]toSend, error) {
 	now := s.opts.Now()
 	seen := make(map[signalKey]bool, len(signals))
 	var immediate [numKinds][]Signal
+	var free [numKinds]int // waiters free to take a signal each
+	if keepLocal {
+		wall := time.Now()
+		for _, kind := range []Kind{Orchestrator, Worker} {
+			for w := range s.kinds[kind-1].waiters {
+				if !w.woken && w.deadline.After(wall) {
+					free[kind-1]++
+				}
+			}
+		}
+	}
 	for _, sig := range signals {
 		key := sig.key()
 		if seen[key] {
@@ -243,6 +267,12 @@ func (s *Signals) wake(signals []Signal) ([2][]toSend, error) {
 		}
 		var delaySeconds int32
 		switch {
+		case delay <= 0 && free[sig.Kind-1] > 0 && k.q.url != "" && sig.namesOneUnit():
+			free[sig.Kind-1]--
+			sig.unsent = true
+			immediate[sig.Kind-1] = append(immediate[sig.Kind-1], sig)
+			s.stats.keptLocal.Add(1)
+			continue
 		case delay <= 0:
 			immediate[sig.Kind-1] = append(immediate[sig.Kind-1], sig)
 		case delay > MaxDelay:
@@ -264,6 +294,19 @@ func (s *Signals) wake(signals []Signal) ([2][]toSend, error) {
 		s.deliverLocked(s.kinds[i], sigs)
 	}
 	return send, nil
+}
+
+// namesOneUnit reports whether sig announces one unit of work that one
+// fetch takes: an orchestrator signal naming its instance, a worker signal
+// naming its row.
+func (s Signal) namesOneUnit() bool {
+	switch s.Kind {
+	case Orchestrator:
+		return s.Instance != ""
+	case Worker:
+		return s.Instance != "" && s.Work != ""
+	}
+	return false
 }
 
 // send sends the signals of each queue in batches, their bodies marked as

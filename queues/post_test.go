@@ -3,9 +3,11 @@ package queues_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/dynoxide/dynoxide/faults"
 	"github.com/dynoxide/dynoxide/queues"
 )
 
@@ -166,5 +168,79 @@ func TestSignals_CloseGivesUpOnAStuckSend(t *testing.T) {
 	}
 	if st := s.Stats(); st.MessagesSent != 0 || st.Errors != 1 {
 		t.Errorf("Stats = %+v, want nothing sent and one error", st)
+	}
+}
+
+// A posted signal that names one unit of work is not sent when a waiter of
+// this process is free to take it: the waiter gets it marked Unsent. Each
+// free waiter counts for one such signal; the rest, signals that announce
+// a shard, and Notify's signals are sent. A waiter that cannot act on an
+// unsent signal declines it, and another process gets it.
+func TestSignals_PostKeepsSignalsForFreeWaiters(t *testing.T) {
+	t.Parallel()
+	c := sqsClient(t)
+	orch, work := newQueue(t, "orch"), newQueue(t, "work")
+	// This process's receives are held: what it gets comes in-process.
+	gate := faults.NewGate()
+	t.Cleanup(gate.Release)
+	in := faults.New(13)
+	in.Add(faults.Rule{Ops: []string{faults.OpReceiveMessage}, Rate: 1, Fault: faults.Hold(gate)})
+	s := newSignals(t, in.SQS(c), queueURLs(orch, work))
+	other := newSignals(t, c, queueURLs(orch, work))
+
+	ch := goWait(t.Context(), s, queues.Worker, time.Minute)
+	if err := gate.Wait(t.Context(), 1); err != nil { // the waiter is blocked
+		t.Fatal(err)
+	}
+	first := queues.Signal{Kind: queues.Worker, Shard: 1, Instance: "order-1", Work: "activity-2"}
+	second := queues.Signal{Kind: queues.Worker, Shard: 1, Instance: "order-1", Work: "activity-3"}
+	shard := queues.Signal{Kind: queues.Worker, Shard: 2}
+	if err := s.Post(first, second, shard); err != nil {
+		t.Fatal(err)
+	}
+	r := result(t, ch)
+	if r.err != nil || len(r.sigs) != 3 {
+		t.Fatalf("Wait = %v, %v; want the three signals", r.sigs, r.err)
+	}
+	var kept queues.Signal
+	for _, sig := range r.sigs {
+		if want := sig.Work == first.Work; sig.Unsent() != want {
+			t.Errorf("signal %+v: Unsent() = %v, want %v (one free waiter: the first signal naming work)", sig, sig.Unsent(), want)
+		}
+		if sig.Unsent() {
+			kept = sig
+		}
+	}
+	if err := s.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.MessagesSent != 2 || st.SignalsKeptLocal != 1 {
+		t.Errorf("Stats = %+v, want 2 messages sent (the second signal and the shard's) and 1 kept", st)
+	}
+
+	// Notify sends whatever waits here: its caller's process may end.
+	ch = goWait(t.Context(), s, queues.Orchestrator, time.Minute)
+	if err := gate.Wait(t.Context(), 2); err != nil {
+		t.Fatal(err)
+	}
+	notified := queues.Signal{Kind: queues.Orchestrator, Instance: "order-2"}
+	if err := s.Notify(t.Context(), notified); err != nil {
+		t.Fatal(err)
+	}
+	if r := result(t, ch); len(r.sigs) != 1 || r.sigs[0].Unsent() {
+		t.Fatalf("Wait = %+v, want the notified signal, sent", r.sigs)
+	}
+	if st := s.Stats(); st.MessagesSent != 3 || st.SignalsKeptLocal != 1 {
+		t.Errorf("Stats = %+v, want the notified signal sent", st)
+	}
+
+	// The waiter could not use the kept signal: declined, it reaches the
+	// other process.
+	if err := s.Decline(t.Context(), kept); err != nil {
+		t.Fatal(err)
+	}
+	got := collect(t, other, queues.Worker, []queues.Signal{first, second, shard})
+	if i := slices.IndexFunc(got, func(sig queues.Signal) bool { return sig.Work == first.Work }); i < 0 || got[i].Unsent() {
+		t.Errorf("the other process received %+v; want the declined signal, not marked unsent", got)
 	}
 }

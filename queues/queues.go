@@ -104,7 +104,15 @@ type Signal struct {
 	hops       int
 	declinedBy string
 	fromSelf   bool // received from SQS, sent by this process
+	unsent     bool // posted, not sent: a waiter of this process was free for it
 }
+
+// Unsent reports whether the signal reached this process only: [Signals.Post]
+// kept it from SQS because a waiter of this process was free to take it. A
+// waiter that cannot act on such a signal (another process holds its work,
+// or its filter excludes the work) should [Signals.Decline] it, so that the
+// process that can learns of the work without waiting for a sweep.
+func (s Signal) Unsent() bool { return s.unsent }
 
 // signalKey identifies identical signals (VisibleAt compared to the
 // millisecond, as the message body carries it).
@@ -187,12 +195,15 @@ type Stats struct {
 	// SignalsDropped counts posted signals ([Signals.Post]) dropped
 	// because [Options.MaxPosted] were waiting to be sent already.
 	SignalsDropped int64
+	// SignalsKeptLocal counts posted signals not sent to SQS because a
+	// waiter of this process was free to take each ([Signals.Post]).
+	SignalsKeptLocal int64
 	// Errors counts failed SQS requests and failed batch entries.
 	Errors int64
 }
 
 type counters struct {
-	send, receive, delete, sent, received, fromSelf, deferred, beyond, declined, declineDropped, dropped, errors atomic.Int64
+	send, receive, delete, sent, received, fromSelf, deferred, beyond, declined, declineDropped, dropped, keptLocal, errors atomic.Int64
 }
 
 // Signals sends and receives wake-up signals for both queue kinds. It is safe
@@ -315,6 +326,7 @@ func (s *Signals) Stats() Stats {
 		SignalsDeclined:            c.declined.Load(),
 		SignalsDeclinedTooOften:    c.declineDropped.Load(),
 		SignalsDropped:             c.dropped.Load(),
+		SignalsKeptLocal:           c.keptLocal.Load(),
 		Errors:                     c.errors.Load(),
 	}
 }
