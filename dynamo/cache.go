@@ -221,7 +221,9 @@ type hints struct {
 	// trying holds the instances and worker rows a fetch of this process is
 	// trying to lock right now: other fetches of the process pass over
 	// them instead of racing it (their writes would fail, and on AWS
-	// conflict with the winner's ack).
+	// conflict with the winner's ack). The value is set when a signal
+	// for it was passed over meanwhile (passedOver), so that the try's
+	// end hands it back.
 	trying map[string]bool
 	// held maps the worker rows this process claimed to when a signal
 	// naming them stops being stale (ms): the end of the lease, or a
@@ -258,17 +260,33 @@ func (h *hints) lockedUntil(instance string, nowMs, untilMs int64) {
 func (h *hints) beginTry(k string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.trying[k] {
+	if _, ok := h.trying[k]; ok {
 		return false
 	}
-	h.trying[k] = true
+	h.trying[k] = false
 	return true
 }
 
-func (h *hints) endTry(k string) {
+// passedOver records that a signal for k was passed over because another
+// fetch was trying k (beginTry returned false): that try may have read k
+// before the signal's work was written.
+func (h *hints) passedOver(k string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if _, ok := h.trying[k]; ok {
+		h.trying[k] = true
+	}
+}
+
+// endTry ends the mark of beginTry, and reports whether a signal for k was
+// passed over during the try: the caller hands one back to the process's
+// fetches.
+func (h *hints) endTry(k string) (passedOver bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	passedOver = h.trying[k]
 	delete(h.trying, k)
+	return passedOver
 }
 
 // unlocked forgets instance's lock.

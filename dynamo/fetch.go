@@ -186,9 +186,20 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 			return false, nil
 		}
 		if !p.hints.beginTry(instance) {
+			// Another fetch of this process tries the instance, and may
+			// have read it before this signal's message was written: the
+			// signal is handed back when that try ends (kept for its
+			// turn's end if it locked the instance).
+			if signalled {
+				p.hints.passedOver(instance)
+			}
 			return false, nil
 		}
-		defer p.hints.endTry(instance)
+		defer func() {
+			if p.hints.endTry(instance) {
+				p.signals.Requeue(p.instanceSignal(instance))
+			}
+		}()
 		item, err := p.tryInstance(ctx, instance, lockTimeout, filter, signalled)
 		if err != nil {
 			return false, p.candidateFailed(instance, err)

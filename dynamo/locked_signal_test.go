@@ -5,8 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/dynoxide/dynoxide/dynamo"
 	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
+	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/faults"
 	"github.com/dynoxide/dynoxide/provider"
 )
 
@@ -107,5 +112,67 @@ func TestEventRaisedDuringAnotherProcessTurnIsFetchedAtLeaseEnd(t *testing.T) {
 	must(t, r.err, "waiting fetch")
 	if r.item == nil || r.item.Instance != inst || len(r.item.Messages) != 1 {
 		t.Fatalf("waiting fetch: got %+v, want the event raised to %s during the other process's turn", r.item, inst)
+	}
+}
+
+// TestSignalDuringAnotherFetchsTryIsKept: a message arrives for an instance
+// while a fetch of the same process is between reading it and locking it.
+// The signal reaches another fetch, which passes over the instance (one
+// fetch of a process tries an instance at a time) and, finding nothing
+// else, returns. The signal is handed back when the first fetch's try
+// ends, so the message is taken after that turn instead of at the next
+// sweep.
+func TestSignalDuringAnotherFetchsTryIsKept(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, true)
+	gate := faults.NewGate()
+	t.Cleanup(gate.Release)
+	in := faults.New(24)
+	p := env.NewProvider(t, dynamotest.Config{Shards: 1, Options: func(o *dynamo.Options) {
+		o.SweepInterval = time.Hour
+		o.Client = in.DynamoDB(o.Client)
+	}})
+	if item, err := p.FetchOrchestrationItem(ctx, longLock, 10*time.Millisecond, nil); err != nil || item != nil {
+		t.Fatalf("first fetch of an empty table: %+v, %v", item, err)
+	}
+	const inst = "signal-during-try"
+	turn := startAndFetch(ctx, t, p, inst)
+	must(t, p.AckOrchestrationItem(ctx, turn.LockToken, activities(inst, 2)), "turn scheduling two activities")
+	complete := func(id uint64) {
+		t.Helper()
+		must(t, p.EnqueueForOrchestrator(ctx, provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: id, Result: "r"}, 0), "complete")
+	}
+	complete(2)
+
+	// The next fetch reads the instance; its lock write is held.
+	in.Add(faults.Rule{Ops: []string{faults.OpPutItem}, Rate: 1, Count: 1, Fault: faults.Hold(gate),
+		Match: func(r faults.Request) bool {
+			put, ok := r.Input.(*dynamodb.PutItemInput)
+			sk, _ := put.Item["sk"].(*types.AttributeValueMemberS)
+			return ok && sk != nil && sk.Value == keys.Lock
+		}})
+	first := fetchInBackground(ctx, p, 0)
+	must(t, gate.Wait(ctx, 1), "the first fetch's lock write")
+	// The second completion's signal goes to a fetch that passes over the
+	// instance, which the first fetch is trying.
+	complete(3)
+	if item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil); err != nil || item != nil {
+		t.Fatalf("fetch while another tries the instance: %+v, %v; want nothing", item, err)
+	}
+	gate.Release()
+	r := <-first
+	must(t, r.err, "the first fetch")
+	if r.item == nil || len(r.item.Messages) != 1 {
+		t.Fatalf("the first fetch got %+v, want the instance with the first completion", r.item)
+	}
+	must(t, p.AckOrchestrationItem(ctx, r.item.LockToken, provider.TurnCommit{ExecutionID: 1, Metadata: meta(),
+		HistoryDelta: []provider.Event{completedBy(ev(4, inst, provider.ActivityCompleted{Result: "r"}), 2)}}), "turn of the first completion")
+
+	// No sweep is due for an hour: only the signal brings the instance back.
+	next, err := p.FetchOrchestrationItem(ctx, longLock, 5*time.Second, nil)
+	must(t, err, "fetch after the turn")
+	if next == nil || next.Instance != inst || len(next.Messages) != 1 {
+		t.Fatalf("fetch after the turn got %+v, want %q with the second completion", next, inst)
 	}
 }
