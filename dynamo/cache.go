@@ -2,6 +2,8 @@ package dynamo
 
 import (
 	"sync"
+
+	"github.com/dynoxide/dynoxide/queues"
 )
 
 // maxCachedTurns and maxCachedTurnBytes bound the turn cache, in turns and
@@ -221,10 +223,10 @@ type hints struct {
 	// trying holds the instances and worker rows a fetch of this process is
 	// trying to lock right now: other fetches of the process pass over
 	// them instead of racing it (their writes would fail, and on AWS
-	// conflict with the winner's ack). The value is set when a signal
-	// for it was passed over meanwhile (passedOver), so that the try's
-	// end hands it back.
-	trying map[string]bool
+	// conflict with the winner's ack). The value holds the latest signal
+	// for it passed over meanwhile (passedOver), which the try's end hands
+	// back.
+	trying map[string]*queues.Signal
 	// held maps the worker rows this process claimed to when a signal
 	// naming them stops being stale (ms): the end of the lease, or a
 	// while after the ack deleted the row. See heldWork.
@@ -237,7 +239,7 @@ type sessionHint struct {
 }
 
 func newHints() hints {
-	return hints{locked: map[string]int64{}, sessions: map[string]sessionHint{}, parked: map[string]parkHint{}, trying: map[string]bool{}, held: map[string]int64{}}
+	return hints{locked: map[string]int64{}, sessions: map[string]sessionHint{}, parked: map[string]parkHint{}, trying: map[string]*queues.Signal{}, held: map[string]int64{}}
 }
 
 // maxLockHintMs caps how long a lock seen in another process is trusted:
@@ -263,30 +265,37 @@ func (h *hints) beginTry(k string) bool {
 	if _, ok := h.trying[k]; ok {
 		return false
 	}
-	h.trying[k] = false
+	h.trying[k] = nil
 	return true
 }
 
-// passedOver records that a signal for k was passed over because another
-// fetch was trying k (beginTry returned false): that try may have read k
-// before the signal's work was written.
-func (h *hints) passedOver(k string) {
+// passedOver records that sig, a signal for k, was passed over because
+// another fetch was trying k (beginTry returned false): that try may have
+// read k before the signal's work was written. Of several, the latest is
+// kept (a zero VisibleAt, of unknown time, counting as the latest).
+func (h *hints) passedOver(k string, sig queues.Signal) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if _, ok := h.trying[k]; ok {
-		h.trying[k] = true
+	kept, ok := h.trying[k]
+	if !ok {
+		return
+	}
+	if kept == nil || (!kept.VisibleAt.IsZero() && (sig.VisibleAt.IsZero() || sig.VisibleAt.After(kept.VisibleAt))) {
+		h.trying[k] = &sig
 	}
 }
 
-// endTry ends the mark of beginTry, and reports whether a signal for k was
-// passed over during the try: the caller hands one back to the process's
-// fetches.
-func (h *hints) endTry(k string) (passedOver bool) {
+// endTry ends the mark of beginTry and returns the signal passed over
+// during the try, if any, for the caller to hand back to the process's
+// fetches. Kept for the end of the turn the try locked, it brings the
+// instance back only if it may announce a message written after the
+// try's read (lockwait.go).
+func (h *hints) endTry(k string) *queues.Signal {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	passedOver = h.trying[k]
+	sig := h.trying[k]
 	delete(h.trying, k)
-	return passedOver
+	return sig
 }
 
 // unlocked forgets instance's lock.

@@ -178,7 +178,8 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 		return nil, nil // supports nothing
 	}
 	var result *provider.OrchestrationItem
-	try := func(instance string, signalled bool) (bool, error) {
+	try := func(instance string, signal *queues.Signal) (bool, error) {
+		signalled := signal != nil
 		// A signal means the instance changed: hints do not apply to it.
 		if signalled {
 			p.hints.unlocked(instance)
@@ -191,13 +192,13 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 			// signal is handed back when that try ends (kept for its
 			// turn's end if it locked the instance).
 			if signalled {
-				p.hints.passedOver(instance)
+				p.hints.passedOver(instance, *signal)
 			}
 			return false, nil
 		}
 		defer func() {
-			if p.hints.endTry(instance) {
-				p.signals.Requeue(p.instanceSignal(instance))
+			if sig := p.hints.endTry(instance); sig != nil {
+				p.signals.Requeue(*sig)
 			}
 		}()
 		item, err := p.tryInstance(ctx, instance, lockTimeout, filter, signalled)
@@ -225,7 +226,7 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 				if p.waits.heldSignal(sig, p.nowMs()) {
 					continue // a turn of this process holds it: kept for its end
 				}
-				done, err := try(sig.Instance, true)
+				done, err := try(sig.Instance, &sig)
 				if done || err != nil {
 					var untried []queues.Signal
 					for _, rest := range sigs[i+1:] {
@@ -280,7 +281,7 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 					continue
 				}
 				seen[id] = true
-				if done, err := try(id, false); done || err != nil {
+				if done, err := try(id, nil); done || err != nil {
 					var untried []queues.Signal
 					for _, rest := range unannounced(candidates[i+1:], now) {
 						if id, err := keys.InstanceFromPK(rest.pk); err == nil && !seen[id] {
