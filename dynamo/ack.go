@@ -713,7 +713,9 @@ func (p *Provider) orchestratorItem(w provider.WorkItem, data []byte, visibleMs 
 	row[attrReadyPK] = s(keys.ReadyOrchestratorPK(shard))
 	row[attrReadySK] = s(readySK(visibleMs, seq))
 	size := p.setPayload(row, data)
-	return row, queues.Signal{Kind: queues.Orchestrator, Shard: shard, Instance: target, VisibleAt: timeMs(visibleMs)}, size
+	// The signal names the row, so that a turn of this process holding the
+	// instance can tell whether it took the message (lockwait.go).
+	return row, queues.Signal{Kind: queues.Orchestrator, Shard: shard, Instance: target, Work: keys.QueueSK(seq), VisibleAt: timeMs(visibleMs)}, size
 }
 
 // notifyTimeout bounds the sending of the signals of one commit.

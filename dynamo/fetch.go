@@ -642,7 +642,7 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 		turn.histIDs = idsOf(events)
 	}
 	p.turns.put(turn)
-	p.waits.locked(instance, turn.token, now, turn.leaseEnd(), capped)
+	p.waits.locked(instance, turn.token, now, turn.leaseEnd(), capped, turn.batch)
 	p.history.fetched(instance, out.ExecutionID, turn.token, st.lock, historyRows)
 	return out, nil
 }

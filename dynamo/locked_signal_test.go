@@ -2,6 +2,7 @@ package dynamo_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -174,5 +175,68 @@ func TestSignalDuringAnotherFetchsTryIsKept(t *testing.T) {
 	must(t, err, "fetch after the turn")
 	if next == nil || next.Instance != inst || len(next.Messages) != 1 {
 		t.Fatalf("fetch after the turn got %+v, want %q with the second completion", next, inst)
+	}
+}
+
+// TestSignalOfAMessageCommittedAfterTheReadIsKept: a completion's message
+// is stamped (its visibility time) before a fetch of the same process
+// reads the instance, but commits after the read. Its signal reaches
+// another waiting fetch while the first holds the turn. The turn did not
+// take the message, so the signal is kept for the turn's end, although
+// its time is older than the read.
+func TestSignalOfAMessageCommittedAfterTheReadIsKept(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, true)
+	gate := faults.NewGate()
+	t.Cleanup(gate.Release)
+	in := faults.New(25)
+	clock := faults.NewClock(nil, 0)
+	p := env.NewProvider(t, dynamotest.Config{Shards: 1, Options: func(o *dynamo.Options) {
+		o.SweepInterval = time.Hour
+		o.Client = in.DynamoDB(o.Client)
+		o.Now = clock.Now
+	}})
+	if item, err := p.FetchOrchestrationItem(ctx, longLock, 10*time.Millisecond, nil); err != nil || item != nil {
+		t.Fatalf("first fetch of an empty table: %+v, %v", item, err)
+	}
+	const inst = "committed-after-read"
+	turn := startAndFetch(ctx, t, p, inst)
+	must(t, p.AckOrchestrationItem(ctx, turn.LockToken, activities(inst, 2)), "turn scheduling two activities")
+	complete := func(id uint64) error {
+		return p.EnqueueForOrchestrator(ctx, provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: id, Result: "r"}, 0)
+	}
+	must(t, complete(2), "first completion")
+
+	// The second completion is stamped now; its write is held.
+	in.Add(faults.Rule{Ops: []string{faults.OpPutItem}, Rate: 1, Count: 1, Fault: faults.Hold(gate),
+		Match: func(r faults.Request) bool {
+			put, ok := r.Input.(*dynamodb.PutItemInput)
+			sk, _ := put.Item["sk"].(*types.AttributeValueMemberS)
+			return ok && sk != nil && strings.HasPrefix(sk.Value, keys.QueuePrefix)
+		}})
+	second := make(chan error, 1)
+	go func() { second <- complete(3) }()
+	must(t, gate.Wait(ctx, 1), "the second completion's write")
+	clock.Advance(5 * time.Millisecond) // its stamp is before the read below by the provider's clock
+
+	// A fetch reads and locks the instance with the first completion.
+	first, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	must(t, err, "fetch")
+	if first == nil || len(first.Messages) != 1 {
+		t.Fatalf("fetch got %+v, want the instance with the first completion", first)
+	}
+	// Another fetch waits; the second completion commits and signals it.
+	waiting := fetchInBackground(ctx, p, 5*time.Second)
+	gate.Release()
+	must(t, <-second, "second completion")
+	must(t, p.AckOrchestrationItem(ctx, first.LockToken, provider.TurnCommit{ExecutionID: 1, Metadata: meta(),
+		HistoryDelta: []provider.Event{completedBy(ev(4, inst, provider.ActivityCompleted{Result: "r"}), 2)}}), "turn of the first completion")
+
+	// No sweep is due for an hour: only the kept signal brings the instance back.
+	r := <-waiting
+	must(t, r.err, "waiting fetch")
+	if r.item == nil || r.item.Instance != inst || len(r.item.Messages) != 1 {
+		t.Fatalf("waiting fetch got %+v, want %q with the second completion", r.item, inst)
 	}
 }

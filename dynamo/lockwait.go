@@ -15,10 +15,16 @@ import (
 //
 //   - a turn this process holds: the signal is set aside without a request
 //     (the process knows the lock) and handed to the process's fetches
-//     when the turn's ack commits, if it announced a message written after
-//     the fetch read the instance, or if that fetch left visible messages
-//     behind (the batch cap). A signal for what the fetch took (the copy
-//     every waiter of the process receives) is dropped;
+//     when the turn's ack commits, if it announced a message the turn did
+//     not take, or if that fetch left visible messages behind (the batch
+//     cap). A signal for what the fetch took (the copy every waiter of the
+//     process receives) is dropped. A signal names its message's row
+//     (Signal.Work), which the turn's batch lists or not; one that names
+//     none (an in-process signal for the instance, or a sender's that did
+//     not) counts as newer when its time is not before the read: a
+//     message's time is stamped before its write commits, so a message
+//     stamped before the read may have committed after it, and only its
+//     row tells;
 //   - a turn another process holds: the signal is handed to the process's
 //     fetches again when the lease read ends (one timer per instance), as
 //     that process cannot know of it.
@@ -36,6 +42,8 @@ type ownTurn struct {
 	// untilMs is the lease's end, as locked or renewed (past it, signals
 	// are tried as for any instance).
 	readMs, untilMs int64
+	// taken holds the sort keys of the messages the turn took.
+	taken map[string]bool
 	// again is set when the instance has, or may have, visible messages
 	// the turn did not take.
 	again bool
@@ -45,9 +53,10 @@ type ownTurn struct {
 // dropped entry would have re-delivered is left to sweeps.
 const maxLockWaits = 10_000
 
-// locked records a turn this process locked. capped reports that the fetch
-// left visible messages behind.
-func (w *lockWaits) locked(instance, token string, readMs, untilMs int64, capped bool) {
+// locked records a turn this process locked, which took the messages of
+// sort keys batch. capped reports that the fetch left visible messages
+// behind.
+func (w *lockWaits) locked(instance, token string, readMs, untilMs int64, capped bool, batch []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.own == nil {
@@ -63,7 +72,11 @@ func (w *lockWaits) locked(instance, token string, readMs, untilMs int64, capped
 			return
 		}
 	}
-	w.own[instance] = &ownTurn{token: token, readMs: readMs, untilMs: untilMs, again: capped}
+	taken := make(map[string]bool, len(batch))
+	for _, sk := range batch {
+		taken[sk] = true
+	}
+	w.own[instance] = &ownTurn{token: token, readMs: readMs, untilMs: untilMs, again: capped, taken: taken}
 }
 
 // heldSignal reports whether sig names an instance whose turn this process
@@ -77,7 +90,10 @@ func (w *lockWaits) heldSignal(sig queues.Signal, nowMs int64) bool {
 	if t == nil || t.untilMs <= nowMs {
 		return false
 	}
-	if sig.VisibleAt.IsZero() || sig.VisibleAt.UnixMilli() >= t.readMs {
+	switch {
+	case sig.Work != "":
+		t.again = t.again || !t.taken[sig.Work]
+	case sig.VisibleAt.IsZero() || sig.VisibleAt.UnixMilli() >= t.readMs:
 		t.again = true
 	}
 	return true

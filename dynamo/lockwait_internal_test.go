@@ -13,7 +13,7 @@ import (
 func TestLockWaitsOwnTurn(t *testing.T) {
 	var w lockWaits
 	const read, until = 1_000, 31_000
-	w.locked("x", "tok", read, until, false)
+	w.locked("x", "tok", read, until, false, nil)
 	old := queues.Signal{Instance: "x", VisibleAt: time.UnixMilli(read - 5)}
 	if !w.heldSignal(old, read+10) {
 		t.Fatal("a copy of the signal the turn took was not held")
@@ -22,7 +22,7 @@ func TestLockWaitsOwnTurn(t *testing.T) {
 		t.Fatal("the ack hands the instance back for a signal of what the turn took")
 	}
 
-	w.locked("x", "tok2", read, until, false)
+	w.locked("x", "tok2", read, until, false, nil)
 	newer := queues.Signal{Instance: "x", VisibleAt: time.UnixMilli(read + 5)}
 	if !w.heldSignal(newer, read+10) {
 		t.Fatal("a signal during the turn was not held")
@@ -37,18 +37,36 @@ func TestLockWaitsOwnTurn(t *testing.T) {
 		t.Fatal("a signal after the release was held")
 	}
 
-	w.locked("y", "tok", read, until, true)
+	w.locked("y", "tok", read, until, true, nil)
 	if !w.released("y", "tok") {
 		t.Fatal("the ack of a capped batch does not hand the instance back")
 	}
 
-	w.locked("z", "tok", read, until, false)
+	w.locked("z", "tok", read, until, false, nil)
 	if w.heldSignal(newer, until+1) || w.ownLocked("z", until+1) {
 		t.Fatal("a turn past its lease still holds signals")
 	}
 	w.renewed("z", "tok", until+60_000)
 	if !w.ownLocked("z", until+1) {
 		t.Fatal("a renewed turn is not held")
+	}
+}
+
+// TestLockWaitsOwnTurnByRow: a signal naming its message's row hands the
+// instance back after the turn exactly when the turn did not take that
+// row, whatever its time: a message is stamped before its write commits.
+func TestLockWaitsOwnTurnByRow(t *testing.T) {
+	var w lockWaits
+	const read, until = 1_000, 31_000
+	w.locked("x", "tok", read, until, false, []string{"#Q#1"})
+	took := queues.Signal{Instance: "x", Work: "#Q#1", VisibleAt: time.UnixMilli(read + 5)}
+	if !w.heldSignal(took, read+10) || w.released("x", "tok") {
+		t.Fatal("a signal of a message the turn took hands the instance back")
+	}
+	w.locked("x", "tok2", read, until, false, []string{"#Q#1"})
+	missed := queues.Signal{Instance: "x", Work: "#Q#2", VisibleAt: time.UnixMilli(read - 5)}
+	if !w.heldSignal(missed, read+10) || !w.released("x", "tok2") {
+		t.Fatal("a signal of a message stamped before the read that the turn did not take was dropped")
 	}
 }
 
