@@ -208,3 +208,26 @@ func FuzzDecompressParts(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkCompressParts measures compressing and decompressing a 1 KB
+// payload of hex digits (bytes/s is of the uncompressed payload).
+func BenchmarkCompressParts(b *testing.B) {
+	parts := []string{`{"input":"` + hexPayload(9, 1024) + `"}`}
+	b.Run("compress", func(b *testing.B) {
+		b.SetBytes(int64(len(parts[0])))
+		for b.Loop() {
+			if _, ok := compressParts(parts); !ok {
+				b.Fatal("not compressed")
+			}
+		}
+	})
+	packed, _ := compressParts(parts)
+	b.Run("decompress", func(b *testing.B) {
+		b.SetBytes(int64(len(parts[0])))
+		for b.Loop() {
+			if _, err := decompressParts(packed); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
