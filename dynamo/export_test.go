@@ -25,3 +25,7 @@ func SignalStats(p *Provider) queues.Stats { return p.signals.Stats() }
 // FlushSignals waits until the signals p posted have been sent
 // (queues.Signals.Flush).
 func FlushSignals(ctx context.Context, p *Provider) error { return p.signals.Flush(ctx) }
+
+// WaitingFetches is how many fetches of kind p has waiting for a signal
+// (queues.Signals.Waiting).
+func WaitingFetches(p *Provider, kind queues.Kind) int { return p.signals.Waiting(kind) }

@@ -14,6 +14,7 @@ import (
 	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
 	"github.com/dynoxide/dynoxide/faults"
 	"github.com/dynoxide/dynoxide/provider"
+	"github.com/dynoxide/dynoxide/queues"
 )
 
 // Signals for an instance that is locked when they arrive. The message they
@@ -238,5 +239,52 @@ func TestSignalOfAMessageCommittedAfterTheReadIsKept(t *testing.T) {
 	must(t, r.err, "waiting fetch")
 	if r.item == nil || r.item.Instance != inst || len(r.item.Messages) != 1 {
 		t.Fatalf("waiting fetch got %+v, want %q with the second completion", r.item, inst)
+	}
+}
+
+// TestCopyOfATakenCompletionsSignalMakesNoRequest: two fetches of one
+// process wait; an activity's completion wakes both. One takes the
+// instance with the completion; the other holds its copy of the signal
+// for the turn's end. The signal names the row the worker's ack wrote,
+// which the turn took, so the ack of the turn hands nothing back: the
+// other fetch makes no request before its poll timeout.
+func TestCopyOfATakenCompletionsSignalMakesNoRequest(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, true)
+	meter := &dynamotest.Meter{}
+	p := lockedSignalSetup(t, env, meter)
+	const inst = "taken-completion"
+	turn := startAndFetch(ctx, t, p, inst)
+	must(t, p.AckOrchestrationItem(ctx, turn.LockToken, activities(inst, 1)), "turn scheduling an activity")
+	work, err := p.FetchWorkItem(ctx, longLock, 0, nil, provider.AnyTag())
+	if err != nil || work == nil {
+		t.Fatalf("FetchWorkItem: %+v, %v", work, err)
+	}
+
+	first := fetchInBackground(ctx, p, 3*time.Second)
+	second := fetchInBackground(ctx, p, 3*time.Second)
+	// Both wait once each has made its sweep (none is due) and found nothing.
+	awaitCondition(t, "both fetches wait", func() bool { return dynamo.WaitingFetches(p, queues.Orchestrator) == 2 })
+	must(t, p.AckWorkItem(ctx, work.LockToken, provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: 2, Result: "r"}), "AckWorkItem")
+	var r fetchResult
+	other := second
+	select {
+	case r = <-first:
+	case r = <-second:
+		other = first
+	}
+	must(t, r.err, "fetch")
+	if r.item == nil || len(r.item.Messages) != 1 {
+		t.Fatalf("fetch got %+v, want the instance with the completion", r.item)
+	}
+	must(t, p.AckOrchestrationItem(ctx, r.item.LockToken, provider.TurnCommit{ExecutionID: 1, Metadata: meta(),
+		HistoryDelta: []provider.Event{completedBy(ev(3, inst, provider.ActivityCompleted{Result: "r"}), 2)}}), "turn of the completion")
+	queries := meter.Usage().Requests["Query"]
+	if o := <-other; o.err != nil || o.item != nil {
+		t.Fatalf("the other fetch got %+v, %v; want nothing", o.item, o.err)
+	}
+	if n := meter.Usage().Requests["Query"] - queries; n != 0 {
+		t.Fatalf("the other fetch made %d Queries after the turn; want none (its signal's message was taken)", n)
 	}
 }

@@ -574,11 +574,14 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 	}
 	var data []byte
 	var signals []queues.Signal
+	var completionRow item
 	if completion != nil {
 		if data, err = provider.MarshalWorkItem(completion); err != nil {
 			return provider.Permanent(provider.OpAckWorkItem, provider.ErrInvalidInput, "encode %s completion: %v", completion.Kind(), err)
 		}
-		_, sig, size := p.orchestratorItem(completion, data, p.nowMs())
+		// The row is built once: its signal names it (lockwait.go).
+		row, sig, size := p.orchestratorItem(completion, data, p.nowMs())
+		completionRow = row
 		if size > MaxItemBytes {
 			return provider.Permanent(provider.OpAckWorkItem, provider.ErrInvalidInput,
 				"%s completion is %d bytes stored; it must fit one DynamoDB item (%d bytes)", completion.Kind(), size, MaxItemBytes)
@@ -621,8 +624,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 			now := p.nowMs()
 			actions := []types.TransactWriteItem{{Delete: del(now)}}
 			if completion != nil {
-				row, _, _ := p.orchestratorItem(completion, data, now)
-				actions = append(actions, types.TransactWriteItem{Put: &types.Put{TableName: p.table, Item: row}})
+				actions = append(actions, types.TransactWriteItem{Put: &types.Put{TableName: p.table, Item: completionRow}})
 			}
 			if touch {
 				actions = append(actions, types.TransactWriteItem{Update: p.sessionTouch(tok, now)})

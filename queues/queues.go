@@ -331,6 +331,25 @@ func (s *Signals) Stats() Stats {
 	}
 }
 
+// Waiting returns how many [Signals.Wait] calls for kind are blocked now
+// and not yet woken: the waiters a signal of kind would wake at once
+// (0 for an invalid kind).
+func (s *Signals) Waiting(kind Kind) int {
+	k, err := s.kindState(opWait, kind)
+	if err != nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for w := range k.waiters {
+		if !w.woken {
+			n++
+		}
+	}
+	return n
+}
+
 // Close stops the background pollers and the in-process delay timers, wakes
 // every blocked [Signals.Wait] (which then returns [ErrClosed]) and waits
 // until all goroutines of s have ended. A receive in flight is cancelled (a
