@@ -17,7 +17,14 @@ func TestSignals_PostReturnsBeforeSQS(t *testing.T) {
 	t.Parallel()
 	c := sqsClient(t)
 	orch, work := newQueue(t, "orch"), newQueue(t, "work")
-	gated := &gatedAPI{API: c, entered: make(chan struct{}, 1), release: make(chan struct{})}
+	// The sender's receives are held, so that its own poller, still in
+	// flight for a while after its waiter left, cannot take the message
+	// (and drop it as its own) before the receiver does.
+	hold := faults.NewGate()
+	t.Cleanup(hold.Release)
+	in := faults.New(14)
+	in.Add(faults.Rule{Ops: []string{faults.OpReceiveMessage}, Rate: 1, Fault: faults.Hold(hold)})
+	gated := &gatedAPI{API: in.SQS(c), entered: make(chan struct{}, 1), release: make(chan struct{})}
 	s := newSignals(t, gated, queueURLs(orch, work))
 	receiver := newSignals(t, c, queueURLs(orch, work))
 
