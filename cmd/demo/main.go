@@ -10,7 +10,7 @@
 //   - ValidateOrder, then one ReserveItem per line at once (fan-out,
 //     fan-in), then ChargePayment with a retry policy (the gateway times
 //     out on the first attempt), then the sub-orchestration ShipOrder
-//     (CreateLabel, a durable two-second timer for the carrier pickup,
+//     (CreateLabel, a durable four-second timer for the carrier pickup,
 //     NotifyCustomer), then a race between the DeliveryConfirmed event and
 //     a 20 s timer. Each stage sets the custom status and the KV key
 //     order_state; the client raises DeliveryConfirmed when it sees

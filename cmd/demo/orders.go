@@ -38,8 +38,12 @@ const (
 	kvState = "order_state"
 
 	// pickupDelay is ShipOrder's durable timer; deliveryTimeout the timer
-	// that races the delivery confirmation.
-	pickupDelay     = 2 * time.Second
+	// that races the delivery confirmation. The client cancels order-3
+	// while its ShipOrder waits for pickup, after node-a has stopped: a
+	// wake-up taken by a long poll node-a left behind reaches node-b 2 s
+	// late (the receive's visibility timeout, package queues), so the
+	// pickup waits longer than that for the cancellation to reach it.
+	pickupDelay     = 4 * time.Second
 	deliveryTimeout = 20 * time.Second
 
 	// declinedCard is the card the payment gateway declines.
