@@ -346,3 +346,27 @@ func TestChain(t *testing.T) {
 		}
 	}
 }
+
+func TestEndpointCeiling(t *testing.T) {
+	env := newEnv(t, false)
+	results, err := scenario.EndpointCeiling(t.Context(), env, sizes.Ceiling)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 1 {
+		t.Fatalf("%d results, want 1", len(results))
+	}
+	r := results[0]
+	if r.Scenario != scenario.EndpointCeilingName {
+		t.Errorf("scenario %q, want %q", r.Scenario, scenario.EndpointCeilingName)
+	}
+	// Every client makes at least one step, and each step's five requests
+	// succeeded: its conditions (the lock's version, a new history row)
+	// held, so the steps chained as a turn and an activity do.
+	if r.Activities < 8 || len(r.Latencies) != r.Activities {
+		t.Errorf("%d steps, %d latencies; want at least 8 steps, one latency each", r.Activities, len(r.Latencies))
+	}
+	if got := r.Extra[scenario.ExtraRequestsPerStep]; got != 5 {
+		t.Errorf("%v requests a step, want 5", got)
+	}
+}

@@ -36,6 +36,8 @@ type Sizes struct {
 	HistoryEvents, HistoryReads int
 	// FetchCost sizes FetchCost.
 	FetchCost FetchCostConfig
+	// Ceiling is how long EndpointCeiling measures.
+	Ceiling time.Duration
 }
 
 // ErrBadSize is wrapped by Sizes.Validate's error.
@@ -63,7 +65,7 @@ func (s Sizes) Validate() error {
 	for _, c := range []struct {
 		name string
 		d    time.Duration
-	}{{"IdleBeforeStart", s.IdleBeforeStart}, {"Idle", s.Idle}, {"FetchCost.SeedBudget", s.FetchCost.SeedBudget}} {
+	}{{"IdleBeforeStart", s.IdleBeforeStart}, {"Idle", s.Idle}, {"FetchCost.SeedBudget", s.FetchCost.SeedBudget}, {"Ceiling", s.Ceiling}} {
 		if c.d < 0 {
 			return fmt.Errorf("%w: %s is %v, want 0 or more", ErrBadSize, c.name, c.d)
 		}
@@ -84,6 +86,7 @@ func DefaultSizes() Sizes {
 		HistoryEvents:   10000,
 		HistoryReads:    5,
 		FetchCost:       FetchCostConfig{Sizes: []int{10, 100000}, RoundTrips: 5, SeedBudget: 25 * time.Minute},
+		Ceiling:         20 * time.Second,
 	}
 }
 
@@ -101,6 +104,7 @@ func ShortSizes() Sizes {
 		HistoryEvents:   40,
 		HistoryReads:    2,
 		FetchCost:       FetchCostConfig{Sizes: []int{2, 20}, RoundTrips: 2, SeedBudget: time.Minute},
+		Ceiling:         time.Second,
 	}
 }
 
@@ -121,6 +125,9 @@ func All(s Sizes) []Scenario {
 	return []Scenario{
 		{HelloCities5Name, func(ctx context.Context, env *Env) ([]report.Result, error) {
 			return HelloCities5(ctx, env, s.HelloInstances)
+		}},
+		{EndpointCeilingName, func(ctx context.Context, env *Env) ([]report.Result, error) {
+			return EndpointCeiling(ctx, env, s.Ceiling)
 		}},
 		{"HelloCities5Payload1KB", func(ctx context.Context, env *Env) ([]report.Result, error) {
 			return HelloCities5Payload(ctx, env, s.HelloInstances, s.PayloadBytes)
