@@ -104,7 +104,7 @@ func (s *Signals) decline(ctx context.Context, signals []Signal) error {
 			delaySeconds = max(delaySeconds, int32(min((delay+time.Second-1)/time.Second, MaxDelay/time.Second)))
 		}
 		s.stats.declined.Add(1)
-		send[sig.Kind.queueOf()] = append(send[sig.Kind.queueOf()], toSend{sig, delaySeconds})
+		send[sig.Kind.queueOf()] = append(send[sig.Kind.queueOf()], toSend{sig: sig, delaySeconds: delaySeconds})
 	}
 	s.mu.Unlock()
 	return s.send(ctx, opDecline, send, "")

@@ -85,13 +85,18 @@
 // [Options.MaxPending]) for the next Wait, so a signal sent between a
 // fetcher's DynamoDB lookup and its Wait is not lost.
 //
-// When the last waiter of a kind leaves (woken, timed out, cancelled) and
-// nobody waits again within half a second, the poller cancels its long poll:
-// a process whose dispatchers are busy does not take signals that idle
-// processes could act on. SQS keeps a cancelled long poll open on its side
-// and may still hand it a message, whose response is then lost; every
-// receive therefore asks for a visibility timeout of 2 s, so such a message,
-// or one whose delete failed, is back on the queue within 2 s.
+// A long poll is never cancelled while the process runs: SQS keeps a
+// cancelled receive open on its side and may still hand it a message, whose
+// response is then lost and which comes back only after the receive's
+// visibility timeout (2 s). So when the last waiter of a kind leaves
+// (woken, timed out, cancelled), the receive in flight runs on; the
+// signals it returns within half a second are kept for the next Wait, as a
+// dispatcher that found nothing, or swept, waits again within milliseconds;
+// later ones are sent back to their queue unchanged ([Stats.SignalsReturned]:
+// one SendMessageBatch per receive, besides its delete), so that a process
+// whose dispatchers are busy does not hold signals that idle processes
+// could act on. Only [Signals.Close] cancels a receive; a message SQS hands
+// it afterwards, or one whose delete failed, is back on the queue within 2 s.
 //
 // SQS's WaitTimeSeconds takes whole seconds. A Wait of t long-polls for
 // floor(t) seconds (a short poll when that is 0) and spends the remainder
@@ -104,10 +109,10 @@
 //
 // A kind without a queue URL is in-process only: Notify and Wait make no
 // SQS requests for it, and an idle process makes no requests at all. With a
-// URL, an idle process (nobody waiting) makes none either; a waiting process
-// makes one ReceiveMessage per queue per 20 s it waits, even across
-// successive waits that follow each other within half a second (one short
-// poll for a wait under a second), plus one
+// URL, an idle process (nobody waiting) makes none once its last receive
+// has run out; a waiting process makes one ReceiveMessage per queue per
+// 20 s it waits, even across successive waits (one short poll for a wait
+// under a second), plus one
 // ReceiveMessage and one DeleteMessageBatch per batch of up to ten
 // signals received. [Signals.Stats] counts requests per operation.
 //

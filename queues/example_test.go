@@ -77,5 +77,5 @@ func ExampleSignals_Wait() {
 	fmt.Printf("%+v\n", signals.Stats())
 	// Output:
 	// 1 worker 2
-	// {SendMessageBatchRequests:0 ReceiveMessageRequests:0 DeleteMessageBatchRequests:0 MessagesSent:0 MessagesReceived:0 MessagesFromSelf:0 SignalsDeferred:0 SignalsBeyondMaxDelay:0 SignalsDeclined:0 SignalsDeclinedTooOften:0 SignalsDropped:0 SignalsKeptLocal:0 Errors:0}
+	// {SendMessageBatchRequests:0 ReceiveMessageRequests:0 DeleteMessageBatchRequests:0 MessagesSent:0 MessagesReceived:0 MessagesFromSelf:0 SignalsDeferred:0 SignalsBeyondMaxDelay:0 SignalsDeclined:0 SignalsDeclinedTooOften:0 SignalsDropped:0 SignalsKeptLocal:0 SignalsReturned:0 Errors:0}
 }

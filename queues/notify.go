@@ -1,6 +1,7 @@
 package queues
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -29,6 +30,7 @@ type outgoing struct {
 type toSend struct {
 	sig          Signal
 	delaySeconds int32
+	from         string // the sender id the body names, if not the call's
 }
 
 // Notify wakes the waiters of signals: call it after the DynamoDB write that
@@ -287,7 +289,7 @@ func (s *Signals) wake(signals []Signal, keepLocal bool) ([2][]toSend, error) {
 			s.scheduleLocked(k, key, sig, delay)
 		}
 		if k.q.url != "" {
-			send[sig.Kind.queueOf()] = append(send[sig.Kind.queueOf()], toSend{sig, delaySeconds})
+			send[sig.Kind.queueOf()] = append(send[sig.Kind.queueOf()], toSend{sig: sig, delaySeconds: delaySeconds})
 		}
 	}
 	for i, sigs := range immediate {
@@ -318,7 +320,7 @@ func (s *Signals) send(ctx context.Context, op string, send [2][]toSend, from st
 		url := s.queues[i].url
 		msgs := make([]outgoing, len(list))
 		for j, m := range list {
-			msgs[j] = outgoing{body: encodeSignal(m.sig, from), delaySeconds: m.delaySeconds}
+			msgs[j] = outgoing{body: encodeSignal(m.sig, cmp.Or(m.from, from)), delaySeconds: m.delaySeconds}
 		}
 		for _, batch := range splitBatches(msgs) {
 			if permanent, err := s.sendBatch(ctx, url, batch); err != nil {

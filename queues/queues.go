@@ -103,8 +103,9 @@ type Signal struct {
 	// declined it last.
 	hops       int
 	declinedBy string
-	fromSelf   bool // received from SQS, sent by this process
-	unsent     bool // posted, not sent: a waiter of this process was free for it
+	fromSelf   bool   // received from SQS, sent by this process
+	from       string // received from SQS: the sender's id, if the body named one
+	unsent     bool   // posted, not sent: a waiter of this process was free for it
 }
 
 // Unsent reports whether the signal reached this process only: [Signals.Post]
@@ -198,12 +199,16 @@ type Stats struct {
 	// SignalsKeptLocal counts posted signals not sent to SQS because a
 	// waiter of this process was free to take each ([Signals.Post]).
 	SignalsKeptLocal int64
+	// SignalsReturned counts signals received from SQS while nobody in
+	// this process waited for their kind, and sent back to their queue
+	// for a process that does.
+	SignalsReturned int64
 	// Errors counts failed SQS requests and failed batch entries.
 	Errors int64
 }
 
 type counters struct {
-	send, receive, delete, sent, received, fromSelf, deferred, beyond, declined, declineDropped, dropped, keptLocal, errors atomic.Int64
+	send, receive, delete, sent, received, fromSelf, deferred, beyond, declined, declineDropped, dropped, keptLocal, returned, errors atomic.Int64
 }
 
 // Signals sends and receives wake-up signals for both queue kinds. It is safe
@@ -239,6 +244,8 @@ type kindState struct {
 	waiters  map[*waiter]struct{}
 	pending  []Signal // arrived while nobody waited
 	consumer bool     // some Wait for the kind has run in this process
+	// idleSince is when the kind's last waiter left (zero before any).
+	idleSince time.Time
 }
 
 // queueState is one SQS queue and its poller, shared by the kinds that
@@ -250,8 +257,6 @@ type queueState struct {
 	polling    bool               // a poller goroutine runs
 	pollCancel context.CancelFunc // cancels the running poller's requests
 	longPoll   bool               // a long poll (WaitTimeSeconds >= 1) is in flight
-	recvCancel context.CancelFunc // cancels the receive in flight
-	idleTimer  *time.Timer        // cancels an idle long poll after idleGrace
 }
 
 // waiter is one blocked [Signals.Wait] call. Fields other than ready are
@@ -321,6 +326,7 @@ func (s *Signals) Stats() Stats {
 		MessagesSent:               c.sent.Load(),
 		MessagesReceived:           c.received.Load(),
 		MessagesFromSelf:           c.fromSelf.Load(),
+		SignalsReturned:            c.returned.Load(),
 		SignalsDeferred:            c.deferred.Load(),
 		SignalsBeyondMaxDelay:      c.beyond.Load(),
 		SignalsDeclined:            c.declined.Load(),
@@ -372,7 +378,6 @@ func (s *Signals) Close() error {
 		if q.pollCancel != nil {
 			q.pollCancel()
 		}
-		s.stopIdleTimerLocked(q)
 	}
 	for _, timers := range []map[signalKey]*time.Timer{s.timers, s.deferred} {
 		for key, t := range timers {

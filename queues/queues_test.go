@@ -724,41 +724,89 @@ func TestSignals_OwnMessagesWakeOnce(t *testing.T) {
 	}
 }
 
-// A process whose waiters all left releases its long poll, so a signal sent
-// later goes to whoever still waits instead of this process's pending list.
-func TestSignals_IdleProcessReleasesPoll(t *testing.T) {
+// A process whose waiters all left keeps its long poll in flight: SQS, like
+// the emulators, keeps a cancelled receive open on its side and hands it the
+// next message, which would then be lost for the receive's visibility
+// timeout. A signal the poll receives after the waiters have been gone for
+// half a second goes back to the queue at once, unchanged, and reaches a
+// process that waits.
+func TestSignals_SignalForABusyProcessGoesBack(t *testing.T) {
 	t.Parallel()
 	c := sqsClient(t)
 	orch := newQueue(t, "orch")
 	busy := newSignals(t, c, queueURLs(orch, ""))
-	other := newSignals(t, c, queueURLs(orch, ""))
+	sender := newSignals(t, c, queueURLs(orch, ""))
 
-	// busy waits (its poller starts a 15 s long poll), then its dispatcher
-	// leaves (here: by cancelling; a wake-up by Notify would end the poll
-	// with busy's own message).
+	// busy waits (its poller starts a 20 s long poll), then its dispatcher
+	// leaves, as one that found work does (here by cancelling: a wake-up
+	// by Notify would end the poll with busy's own message).
 	ctx, cancel := context.WithCancel(t.Context())
 	ch := goWait(ctx, busy, queues.Orchestrator, 15*time.Second)
-	time.Sleep(200 * time.Millisecond)
+	awaitStats(t, busy, "busy's poll is in flight", func(st queues.Stats) bool { return st.ReceiveMessageRequests == 1 })
 	cancel()
 	if r := result(t, ch); !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("Wait = %v, %v", r.sigs, r.err)
 	}
-	// busy does not wait again; after the grace period its poll is gone.
-	time.Sleep(1500 * time.Millisecond)
-	sig := queues.Signal{Kind: queues.Orchestrator, Instance: "for-the-idle"}
-	if err := other.Notify(t.Context(), sig); err != nil {
+	// Past the grace period (a rule of time, so a sleep), busy's poll is
+	// the only one on the queue: it receives the signal and sends it back.
+	time.Sleep(time.Second)
+	sig := queues.Signal{Kind: queues.Orchestrator, Shard: 2, Instance: "for-the-idle"}
+	if err := sender.Notify(t.Context(), sig); err != nil {
 		t.Fatal(err)
 	}
-	// A third process, waiting now, gets it. (SQS, like the emulators, may
-	// still hand the message to the cancelled long poll; it then comes back
-	// after the receive's 2 s visibility timeout.)
-	third := newSignals(t, c, queueURLs(orch, ""))
-	start := time.Now()
-	collect(t, third, queues.Orchestrator, []queues.Signal{sig})
-	if st := busy.Stats(); st.MessagesReceived != 0 || st.ReceiveMessageRequests != 1 {
-		t.Errorf("busy process: %+v, want 1 receive and no message", st)
+	st := awaitStats(t, busy, "busy sends the signal back and deletes the copy it received", func(st queues.Stats) bool {
+		return st.SignalsReturned == 1 && st.DeleteMessageBatchRequests == 1
+	})
+	if st.MessagesReceived != 1 || st.ReceiveMessageRequests != 1 || st.SendMessageBatchRequests != 1 || st.MessagesSent != 1 {
+		t.Errorf("busy process: %+v, want one receive of the message, one send back and one delete", st)
 	}
-	t.Logf("third process got the signal after %v", time.Since(start))
+	if sigs, err := busy.Wait(t.Context(), queues.Orchestrator, 0); err != nil || len(sigs) != 0 {
+		t.Errorf("busy kept %v, %v; want nothing kept", sigs, err)
+	}
+	// A process that waits now gets it.
+	third := newSignals(t, c, queueURLs(orch, ""))
+	collect(t, third, queues.Orchestrator, []queues.Signal{sig})
+	if st := third.Stats(); st.MessagesReceived != 1 {
+		t.Errorf("third process: %+v, want the one message", st)
+	}
+	if left := drain(t, c, orch, 0); len(left) != 0 {
+		t.Errorf("messages left on the queue: %q", left)
+	}
+}
+
+// A signal sent back names its original sender, so that the sender's own
+// poller takes it as its own (its waiters had it in the process already)
+// and nobody is woken by it twice there.
+func TestSignals_SignalSentBackKeepsItsSender(t *testing.T) {
+	t.Parallel()
+	c := sqsClient(t)
+	orch := newQueue(t, "orch")
+	busy := newSignals(t, c, queueURLs(orch, ""))
+	sender := newSignals(t, c, queueURLs(orch, ""))
+	ctx, cancel := context.WithCancel(t.Context())
+	ch := goWait(ctx, busy, queues.Orchestrator, 15*time.Second)
+	awaitStats(t, busy, "busy's poll is in flight", func(st queues.Stats) bool { return st.ReceiveMessageRequests == 1 })
+	cancel()
+	result(t, ch)
+	time.Sleep(time.Second) // past the grace period
+	sig := queues.Signal{Kind: queues.Orchestrator, Instance: "own"}
+	if err := sender.Notify(t.Context(), sig); err != nil {
+		t.Fatal(err)
+	}
+	awaitStats(t, busy, "busy sends the signal back", func(st queues.Stats) bool { return st.SignalsReturned == 1 })
+	// The sender had the signal in the process; it collects it now, then
+	// waits and receives the copy sent back as its own.
+	if sigs, err := sender.Wait(t.Context(), queues.Orchestrator, 0); err != nil || !containsSignal(sigs, sig) {
+		t.Fatalf("sender's Wait = %v, %v; want the in-process signal", sigs, err)
+	}
+	ch = goWait(t.Context(), sender, queues.Orchestrator, 15*time.Second)
+	awaitStats(t, sender, "the sender receives its own signal back", func(st queues.Stats) bool { return st.MessagesFromSelf == 1 })
+	if err := sender.Notify(t.Context(), queues.Signal{Kind: queues.Orchestrator, Instance: "next"}); err != nil {
+		t.Fatal(err)
+	}
+	if r := result(t, ch); r.err != nil || containsSignal(r.sigs, sig) {
+		t.Errorf("sender's second Wait = %v, %v; want the next signal only", r.sigs, r.err)
+	}
 }
 
 // TestRequeue: signals a waiter hands back reach the next wait of their

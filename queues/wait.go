@@ -14,20 +14,23 @@ import (
 // microseconds have passed by the time the poller computes the remainder.
 const pollSlack = 20 * time.Millisecond
 
-// idleGrace is how long a long poll stays in flight after its last waiter
-// left. A dispatcher that found nothing waits again within milliseconds and
-// reuses the poll; one that found work releases it, so that this process
-// does not take signals that idle processes could act on.
-const idleGrace = 500 * time.Millisecond
-
 // receiveVisibilitySeconds is the VisibilityTimeout of every receive. The
 // poller deletes what it receives at once; the timeout only decides how soon a
 // message comes back when a delete failed or a cancelled receive had taken
 // it. Cancelling a long poll does not end it on the server side: SQS (and
 // both emulators the tests run against) keeps the request open and hands it
-// the next message, whose response nobody reads. This bounds the delay such
-// a message suffers.
+// the next message, whose response nobody reads. So the poller never
+// cancels a receive, except when [Signals.Close] stops it; this bounds the
+// delay of a message such a receive takes then.
 const receiveVisibilitySeconds = 2
+
+// idleGrace is how long after its last waiter left a kind still keeps the
+// signals its queue's receive in flight returns. A dispatcher that found
+// nothing, or made a sweep, waits again within milliseconds and takes them
+// without a request; after idleGrace the dispatchers have found work, and
+// the poller sends the signals back to the queue (see poll), so that this
+// process does not hold signals that idle processes could act on.
+const idleGrace = 500 * time.Millisecond
 
 // deleteTimeout bounds one DeleteMessageBatch call. Deletes are not
 // cancelled by Close (which waits for them instead), so that a signal already
@@ -104,58 +107,12 @@ func (s *Signals) Wait(ctx context.Context, kind Kind, timeout time.Duration) ([
 	}
 	s.mu.Lock()
 	delete(k.waiters, w)
+	if len(k.waiters) == 0 {
+		k.idleSince = time.Now()
+	}
 	sigs := w.signals
-	s.releaseIdlePollLocked(k.q)
 	s.mu.Unlock()
 	return sigs, err
-}
-
-// hasActiveWaiterLocked reports whether a waiter of a kind on q still waits
-// for the poller: not yet woken, deadline not passed. s.mu is held.
-func hasActiveWaiterLocked(q *queueState, now time.Time) bool {
-	for _, k := range q.kinds {
-		for w := range k.waiters {
-			if !w.woken && w.deadline.After(now) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// releaseIdlePollLocked arranges for the long poll of q to be cancelled
-// after idleGrace if nobody waits for it by then. s.mu is held.
-func (s *Signals) releaseIdlePollLocked(k *queueState) {
-	if s.closed || !k.longPoll || k.recvCancel == nil || k.idleTimer != nil || hasActiveWaiterLocked(k, time.Now()) {
-		return
-	}
-	s.wg.Add(1)
-	var t *time.Timer
-	t = time.AfterFunc(idleGrace, func() {
-		defer s.wg.Done()
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if k.idleTimer != t {
-			return // the receive ended, or Close stopped the timer
-		}
-		k.idleTimer = nil
-		if !s.closed && k.recvCancel != nil && !hasActiveWaiterLocked(k, time.Now()) {
-			k.recvCancel()
-			k.longPoll = false // a waiter arriving now is not served by it
-		}
-	})
-	k.idleTimer = t
-}
-
-// stopIdleTimerLocked stops the idle timer of k, if any. s.mu is held.
-func (s *Signals) stopIdleTimerLocked(k *queueState) {
-	if k.idleTimer == nil {
-		return
-	}
-	if k.idleTimer.Stop() {
-		s.wg.Done()
-	}
-	k.idleTimer = nil
 }
 
 // startPollerLocked starts the poller of queue k unless it runs already, k
@@ -188,14 +145,12 @@ func (s *Signals) poll(ctx context.Context, k *queueState) {
 			cancel()
 			return
 		}
-		rctx, rcancel := context.WithCancel(ctx)
 		k.longPoll = waitSeconds > 0
-		k.recvCancel = rcancel
 		s.mu.Unlock()
 
 		s.stats.receive.Add(1)
 		started := time.Now()
-		res, err := s.api.ReceiveMessage(rctx, &sqs.ReceiveMessageInput{
+		res, err := s.api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 			QueueUrl:            &k.url,
 			MaxNumberOfMessages: maxBatchEntries,
 			VisibilityTimeout:   receiveVisibilitySeconds,
@@ -203,14 +158,10 @@ func (s *Signals) poll(ctx context.Context, k *queueState) {
 		})
 		s.mu.Lock()
 		k.longPoll = false
-		k.recvCancel = nil
-		s.stopIdleTimerLocked(k)
 		s.mu.Unlock()
-		released := rctx.Err() != nil
-		rcancel()
 		if err != nil {
-			if released {
-				continue // Close, or nobody left waiting: the next round decides
+			if ctx.Err() != nil {
+				continue // Close: the next round ends the poller
 			}
 			s.stats.errors.Add(1)
 			s.opts.Logf("queues: ReceiveMessage from %s: %v", k.url, err)
@@ -255,11 +206,12 @@ func (s *Signals) poll(ctx context.Context, k *queueState) {
 				sig.Kind = own
 			}
 			sig.fromSelf = from == s.id
+			sig.from = from
 			sigs = append(sigs, sig)
 			of = append(of, i)
 		}
-		var decline []Signal
-		var declined []int // the messages of decline
+		var decline, giveBack []Signal
+		var declined, givenBack []int // the messages of decline and giveBack
 		s.mu.Lock()
 		now := s.opts.Now()
 		visible := make([][]Signal, numKinds)
@@ -284,6 +236,14 @@ func (s *Signals) poll(ctx context.Context, k *queueState) {
 			if sendOn {
 				decline = append(decline, sig)
 				declined = append(declined, of[j])
+				continue
+			}
+			if sig.Kind != Lock && len(kind.waiters) == 0 && time.Since(kind.idleSince) >= idleGrace {
+				// The receive outlived its waiters (they found work):
+				// the signal goes back to its queue for a process that
+				// waits now; this one receives it again when it waits.
+				giveBack = append(giveBack, sig)
+				givenBack = append(givenBack, of[j])
 				continue
 			}
 			done[of[j]] = true
@@ -313,6 +273,17 @@ func (s *Signals) poll(ctx context.Context, k *queueState) {
 				s.opts.Logf("queues: sending on %d signals this process does not use: %v", len(decline), err)
 			} else {
 				for _, i := range declined {
+					done[i] = true
+				}
+			}
+		}
+		if len(giveBack) > 0 {
+			// Sent back before the received copies are deleted; if that
+			// fails, the copies come back after the visibility timeout.
+			if err := s.giveBack(dctx, giveBack); err != nil {
+				s.opts.Logf("queues: sending back %d signals nobody here waits for now: %v", len(giveBack), err)
+			} else {
+				for _, i := range givenBack {
 					done[i] = true
 				}
 			}
@@ -354,7 +325,7 @@ func (s *Signals) nextPollLocked(q *queueState) (waitSeconds int32, ok bool) {
 	}
 	// A wait of a second or more gets the longest poll, not one cut to
 	// the wait: a dispatcher whose wait ends with nothing waits again at
-	// once, and the poll in flight serves it (see idleGrace), so an idle
+	// once, and the poll in flight serves it, so an idle
 	// dispatcher costs one receive per MaxLongPoll, not one per wait.
 	var wait time.Duration
 	if longest+pollSlack >= time.Second {
@@ -408,4 +379,21 @@ func (s *Signals) pause(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	case <-ctx.Done():
 	}
+}
+
+// giveBack sends signals the poller received while nobody in this process
+// waited for their kind back to their queue, unchanged: from the same
+// sender, with the same hops, delayed until their VisibleAt.
+func (s *Signals) giveBack(ctx context.Context, signals []Signal) error {
+	var send [2][]toSend
+	now := s.opts.Now()
+	for _, sig := range signals {
+		var delaySeconds int32
+		if delay := sig.VisibleAt.Sub(now); !sig.VisibleAt.IsZero() && delay > 0 {
+			delaySeconds = int32(min((delay+time.Second-1)/time.Second, MaxDelay/time.Second))
+		}
+		send[sig.Kind.queueOf()] = append(send[sig.Kind.queueOf()], toSend{sig: sig, delaySeconds: delaySeconds, from: sig.from})
+	}
+	s.stats.returned.Add(int64(len(signals)))
+	return s.send(ctx, opWait, send, "")
 }
