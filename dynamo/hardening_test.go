@@ -444,6 +444,15 @@ type scanCounter struct {
 	// at once.
 	scanned, queries   atomic.Int64
 	inFlight, mostSeen atomic.Int64
+	// gets counts the keys BatchGetItem requests asked for.
+	gets atomic.Int64
+}
+
+func (c *scanCounter) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	for _, ka := range in.RequestItems {
+		c.gets.Add(int64(len(ka.Keys)))
+	}
+	return c.API.BatchGetItem(ctx, in, optFns...)
 }
 
 func (c *scanCounter) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
@@ -1603,9 +1612,10 @@ func TestDeleteInstanceBulkLimitUnderIndexLag(t *testing.T) {
 	}
 }
 
-// TestKVReadsReadOnlyKVRows checks that KVValue and KVValues read the
-// instance's KV rows and nothing else: an instance with a long queue of
-// messages costs them what its KV store costs (docs/design.md §5).
+// TestKVReadsReadOnlyKVRows checks that KVValues reads the instance's KV
+// rows and nothing else, and KVValue the key's three rows: an instance with
+// a long queue of messages costs them what its KV store costs
+// (docs/design.md §5).
 func TestKVReadsReadOnlyKVRows(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -1628,8 +1638,8 @@ func TestKVReadsReadOnlyKVRows(t *testing.T) {
 	if err != nil || !ok || v != "2" {
 		t.Fatalf("KVValue(b) = %q, %v, %v; want 2", v, ok, err)
 	}
-	if n := scans.scanned.Load(); n != 2 {
-		t.Errorf("KVValue read %d rows; want the 2 KV rows, with %d messages queued", n, queued)
+	if n, gets := scans.scanned.Load(), scans.gets.Load(); n != 0 || gets != 3 {
+		t.Errorf("KVValue queried %d rows and asked for %d; want no Query and the key's 3 rows, with %d messages queued", n, gets, queued)
 	}
 	scans.scanned.Store(0)
 	all, err := p.KVValues(ctx, inst)
@@ -1644,5 +1654,115 @@ func TestKVReadsReadOnlyKVRows(t *testing.T) {
 	}
 	if v, ok, err := p.KVValue(ctx, "no-such-instance", "a"); err != nil || ok {
 		t.Errorf("KVValue of an unknown instance = %q, %v, %v; want not found", v, ok, err)
+	}
+}
+
+// TestKVValueCostDoesNotGrowWithTheStore: KVValue reads the key's three
+// rows (its delta row, the clear-all row, its store row) with one
+// BatchGetItem, so it costs the same whether the store holds two keys or
+// sixty of a KB each; KVValues, which reads them all, grows with them.
+func TestKVValueCostDoesNotGrowWithTheStore(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	meter := &dynamotest.Meter{}
+	p, _ := dynamotest.New(t, dynamotest.Config{ShortPoll: true, Meter: meter})
+	value := strings.Repeat("v", 1000)
+	cost := func(inst string, keys int) (requests map[string]int, units float64) {
+		t.Helper()
+		item := startAndFetch(ctx, t, p, inst)
+		delta := []provider.Event{started(inst)}
+		for i := range keys {
+			delta = append(delta, ev(uint64(2+i), inst, provider.KeyValueSet{Key: fmt.Sprintf("k%03d", i), Value: value, LastUpdatedAtMs: 7}))
+		}
+		must(t, p.AckOrchestrationItem(ctx, item.LockToken, provider.TurnCommit{ExecutionID: 1, HistoryDelta: delta, Metadata: meta()}), "ack setting the keys")
+		meter.Reset()
+		got, ok, err := p.KVValue(ctx, inst, "k001")
+		if err != nil || !ok || got != value {
+			t.Fatalf("KVValue(%s, k001) = %d bytes, %v, %v; want the value", inst, len(got), ok, err)
+		}
+		u := meter.Reset()
+		return u.Requests, u.TotalCapacity()
+	}
+	smallReq, small := cost("kv-cost-small", 2)
+	largeReq, large := cost("kv-cost-large", 60)
+	for _, r := range []map[string]int{smallReq, largeReq} {
+		if len(r) != 1 || r["BatchGetItem"] != 1 {
+			t.Errorf("KVValue made %v; want one BatchGetItem", r)
+		}
+	}
+	if small != large || small == 0 {
+		t.Errorf("KVValue read %v units with 2 keys and %v with 60; want the same, not zero", small, large)
+	}
+	meter.Reset()
+	all, err := p.KVValues(ctx, "kv-cost-large")
+	if err != nil || len(all) != 60 {
+		t.Fatalf("KVValues = %d keys, %v; want 60", len(all), err)
+	}
+	if u := meter.Reset(); u.TotalCapacity() <= large {
+		t.Errorf("KVValues of 60 keys read %v units, KVValue %v: the comparison shows nothing", u.TotalCapacity(), large)
+	}
+}
+
+// unprocessedFirst leaves every key of the first BatchGetItem unprocessed,
+// returning nothing, as DynamoDB may when it throttles the request.
+type unprocessedFirst struct {
+	dynamo.API
+	calls atomic.Int64
+}
+
+func (u *unprocessedFirst) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	if u.calls.Add(1) == 1 {
+		return &dynamodb.BatchGetItemOutput{UnprocessedKeys: in.RequestItems}, nil
+	}
+	return u.API.BatchGetItem(ctx, in, optFns...)
+}
+
+// TestKVValueAsksAgainForUnprocessedKeys: keys a BatchGetItem left
+// unprocessed are asked for again, not taken as absent.
+func TestKVValueAsksAgainForUnprocessedKeys(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	api := &unprocessedFirst{}
+	p, _ := dynamotest.New(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
+		api.API = o.Client
+		o.Client = api
+	}})
+	const inst = "kv-unprocessed"
+	item := startAndFetch(ctx, t, p, inst)
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, provider.TurnCommit{ExecutionID: 1,
+		HistoryDelta: []provider.Event{started(inst), ev(2, inst, provider.KeyValueSet{Key: "a", Value: "1", LastUpdatedAtMs: 7})},
+		Metadata:     meta()}), "ack setting a")
+	v, ok, err := p.KVValue(ctx, inst, "a")
+	if err != nil || !ok || v != "1" {
+		t.Fatalf("KVValue(a) = %q, %v, %v; want 1", v, ok, err)
+	}
+	if n := api.calls.Load(); n != 2 {
+		t.Errorf("%d BatchGetItem requests; want 2 (the first left everything unprocessed)", n)
+	}
+}
+
+// TestKVValueUnderThrottlingAndLostResponses: a throttled BatchGetItem and
+// one whose response was lost are sent again (reads are safe to resend),
+// and KVValue returns the value.
+func TestKVValueUnderThrottlingAndLostResponses(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, false)
+	in := faults.New(13)
+	p := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	const inst = "kv-faults"
+	item := startAndFetch(ctx, t, p, inst)
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, provider.TurnCommit{ExecutionID: 1,
+		HistoryDelta: []provider.Event{started(inst), ev(2, inst, provider.KeyValueSet{Key: "a", Value: "1", LastUpdatedAtMs: 7})},
+		Metadata:     meta()}), "ack setting a")
+	in.Add(faults.Rule{Ops: []string{faults.OpBatchGetItem}, Rate: 1, Count: 1, Fault: faults.Throttle("ProvisionedThroughputExceededException")})
+	in.Add(faults.Rule{Ops: []string{faults.OpBatchGetItem}, Rate: 1, Count: 1, Fault: faults.LostResponse()})
+	v, ok, err := p.KVValue(ctx, inst, "a")
+	if err != nil || !ok || v != "1" {
+		t.Fatalf("KVValue(a) = %q, %v, %v; want 1", v, ok, err)
+	}
+	st := in.Stats()
+	if st.Faults[faults.KindThrottle] != 1 || st.Faults[faults.KindLostResponse] != 1 || st.Ops[faults.OpBatchGetItem].Requests != 3 {
+		t.Errorf("faults %v, BatchGetItem %+v; want a throttle and a lost response, then the read (3 requests)", st.Faults, st.Ops[faults.OpBatchGetItem])
 	}
 }

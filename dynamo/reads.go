@@ -60,13 +60,21 @@ func (p *Provider) liveKV(ctx context.Context, op, instance string) (map[string]
 // KVValue returns one key as clients see it (the current execution's writes
 // included); ok is false when the key or the instance does not exist.
 //
-// Requests: one Query of the instance's KV rows.
+// Requests: one consistent BatchGetItem of the three rows the key's value
+// depends on (its delta row, the delta clear-all row, its store row),
+// whatever else the store holds; keys left unprocessed are asked again.
 func (p *Provider) KVValue(ctx context.Context, instance, key string) (string, bool, error) {
-	live, err := p.liveKV(ctx, provider.OpKVValue, instance)
+	rows, err := p.getRows(ctx, keys.InstancePK(instance), keys.DeltaSK(key), keys.DeltaAll, keys.KVSK(key))
 	if err != nil {
-		return "", false, err
+		return "", false, translate(provider.OpKVValue, err)
 	}
-	e, ok := live[key]
+	st, err := parseState(instance, rows)
+	if err != nil {
+		return "", false, translate(provider.OpKVValue, err)
+	}
+	// A row of a hashed sort key names its key: one of another key (a
+	// digest collision) is filed under that key, not this one.
+	e, ok := provider.MergeKV(st.kvStore, st.kvDelta)[key]
 	return e.Value, ok, nil
 }
 

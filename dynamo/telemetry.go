@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"time"
 
@@ -177,13 +178,12 @@ func tableNames(params any) []string {
 		return one(in.TableName)
 	case *dynamodb.QueryInput:
 		return one(in.TableName)
+	case *dynamodb.ScanInput:
+		return one(in.TableName)
 	case *dynamodb.BatchWriteItemInput:
-		names := make([]string, 0, len(in.RequestItems))
-		for name := range in.RequestItems {
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		return names
+		return slices.Sorted(maps.Keys(in.RequestItems))
+	case *dynamodb.BatchGetItemInput:
+		return slices.Sorted(maps.Keys(in.RequestItems))
 	case *dynamodb.TransactWriteItemsInput:
 		var names []string
 		for _, it := range in.TransactItems {
@@ -225,6 +225,10 @@ type instrumentedDynamoDB struct {
 
 func (c instrumentedDynamoDB) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
 	return c.api.GetItem(ctx, in, withOpt(optFns, c.opt)...)
+}
+
+func (c instrumentedDynamoDB) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	return c.api.BatchGetItem(ctx, in, withOpt(optFns, c.opt)...)
 }
 
 func (c instrumentedDynamoDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {

@@ -38,7 +38,7 @@ func (f *fakeDynamoDB) Do(r *http.Request) (*http.Response, error) {
 	f.bodies[op] = append(f.bodies[op], string(body))
 	f.mu.Unlock()
 	capacity := `{"TableName":"tbl","CapacityUnits":1.5}`
-	if op == "TransactWriteItems" || op == "BatchWriteItem" {
+	if op == "TransactWriteItems" || op == "BatchWriteItem" || op == "BatchGetItem" {
 		capacity = "[" + capacity + "]"
 	}
 	return &http.Response{

@@ -724,6 +724,26 @@ func TestSignals_OwnMessagesWakeOnce(t *testing.T) {
 	}
 }
 
+// busyWithPollInFlight returns a process on the orchestrator queue orch
+// whose dispatcher waited and left, as one that found work does (here by
+// cancelling: a wake-up by Notify would end the poll with the process's own
+// message), more than the grace period ago: its 20 s long poll is in
+// flight with nobody waiting.
+func busyWithPollInFlight(t *testing.T, c *sqs.Client, orch string) *queues.Signals {
+	t.Helper()
+	busy := newSignals(t, c, queueURLs(orch, ""))
+	ctx, cancel := context.WithCancel(t.Context())
+	ch := goWait(ctx, busy, queues.Orchestrator, 15*time.Second)
+	awaitStats(t, busy, "busy's poll is in flight", func(st queues.Stats) bool { return st.ReceiveMessageRequests == 1 })
+	cancel()
+	if r := result(t, ch); !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("Wait = %v, %v", r.sigs, r.err)
+	}
+	// The grace period is a rule of time, so a sleep.
+	time.Sleep(time.Second)
+	return busy
+}
+
 // A process whose waiters all left keeps its long poll in flight: SQS, like
 // the emulators, keeps a cancelled receive open on its side and hands it the
 // next message, which would then be lost for the receive's visibility
@@ -734,22 +754,8 @@ func TestSignals_SignalForABusyProcessGoesBack(t *testing.T) {
 	t.Parallel()
 	c := sqsClient(t)
 	orch := newQueue(t, "orch")
-	busy := newSignals(t, c, queueURLs(orch, ""))
+	busy := busyWithPollInFlight(t, c, orch)
 	sender := newSignals(t, c, queueURLs(orch, ""))
-
-	// busy waits (its poller starts a 20 s long poll), then its dispatcher
-	// leaves, as one that found work does (here by cancelling: a wake-up
-	// by Notify would end the poll with busy's own message).
-	ctx, cancel := context.WithCancel(t.Context())
-	ch := goWait(ctx, busy, queues.Orchestrator, 15*time.Second)
-	awaitStats(t, busy, "busy's poll is in flight", func(st queues.Stats) bool { return st.ReceiveMessageRequests == 1 })
-	cancel()
-	if r := result(t, ch); !errors.Is(r.err, context.Canceled) {
-		t.Fatalf("Wait = %v, %v", r.sigs, r.err)
-	}
-	// Past the grace period (a rule of time, so a sleep), busy's poll is
-	// the only one on the queue: it receives the signal and sends it back.
-	time.Sleep(time.Second)
 	sig := queues.Signal{Kind: queues.Orchestrator, Shard: 2, Instance: "for-the-idle"}
 	if err := sender.Notify(t.Context(), sig); err != nil {
 		t.Fatal(err)
@@ -781,14 +787,8 @@ func TestSignals_SignalSentBackKeepsItsSender(t *testing.T) {
 	t.Parallel()
 	c := sqsClient(t)
 	orch := newQueue(t, "orch")
-	busy := newSignals(t, c, queueURLs(orch, ""))
+	busy := busyWithPollInFlight(t, c, orch)
 	sender := newSignals(t, c, queueURLs(orch, ""))
-	ctx, cancel := context.WithCancel(t.Context())
-	ch := goWait(ctx, busy, queues.Orchestrator, 15*time.Second)
-	awaitStats(t, busy, "busy's poll is in flight", func(st queues.Stats) bool { return st.ReceiveMessageRequests == 1 })
-	cancel()
-	result(t, ch)
-	time.Sleep(time.Second) // past the grace period
 	sig := queues.Signal{Kind: queues.Orchestrator, Instance: "own"}
 	if err := sender.Notify(t.Context(), sig); err != nil {
 		t.Fatal(err)
@@ -799,7 +799,7 @@ func TestSignals_SignalSentBackKeepsItsSender(t *testing.T) {
 	if sigs, err := sender.Wait(t.Context(), queues.Orchestrator, 0); err != nil || !containsSignal(sigs, sig) {
 		t.Fatalf("sender's Wait = %v, %v; want the in-process signal", sigs, err)
 	}
-	ch = goWait(t.Context(), sender, queues.Orchestrator, 15*time.Second)
+	ch := goWait(t.Context(), sender, queues.Orchestrator, 15*time.Second)
 	awaitStats(t, sender, "the sender receives its own signal back", func(st queues.Stats) bool { return st.MessagesFromSelf == 1 })
 	if err := sender.Notify(t.Context(), queues.Signal{Kind: queues.Orchestrator, Instance: "next"}); err != nil {
 		t.Fatal(err)

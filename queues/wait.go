@@ -265,27 +265,27 @@ func (s *Signals) poll(ctx context.Context, k *queueState) {
 		}
 		s.mu.Unlock()
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
-		if len(decline) > 0 {
-			// Sent on before the received copies are deleted, and even if
-			// Close began meanwhile; if sending fails, the copies are
-			// kept and come back after the visibility timeout.
-			if err := s.decline(dctx, decline); err != nil {
-				s.opts.Logf("queues: sending on %d signals this process does not use: %v", len(decline), err)
-			} else {
-				for _, i := range declined {
-					done[i] = true
-				}
+		// Signals sent on or back go before the received copies are
+		// deleted, and even if Close began meanwhile; if sending fails,
+		// the copies are kept and come back after the visibility timeout.
+		for _, out := range []struct {
+			sigs     []Signal
+			messages []int
+			send     func(context.Context, []Signal) error
+			what     string
+		}{
+			{decline, declined, s.decline, "sending on %d signals this process does not use: %v"},
+			{giveBack, givenBack, s.giveBack, "sending back %d signals nobody here waits for now: %v"},
+		} {
+			if len(out.sigs) == 0 {
+				continue
 			}
-		}
-		if len(giveBack) > 0 {
-			// Sent back before the received copies are deleted; if that
-			// fails, the copies come back after the visibility timeout.
-			if err := s.giveBack(dctx, giveBack); err != nil {
-				s.opts.Logf("queues: sending back %d signals nobody here waits for now: %v", len(giveBack), err)
-			} else {
-				for _, i := range givenBack {
-					done[i] = true
-				}
+			if err := out.send(dctx, out.sigs); err != nil {
+				s.opts.Logf("queues: "+out.what, len(out.sigs), err)
+				continue
+			}
+			for _, i := range out.messages {
+				done[i] = true
 			}
 		}
 		var dealt []types.Message

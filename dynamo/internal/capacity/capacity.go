@@ -20,6 +20,8 @@ func Ask(params any) {
 	switch in := params.(type) {
 	case *dynamodb.GetItemInput:
 		set(&in.ReturnConsumedCapacity)
+	case *dynamodb.BatchGetItemInput:
+		set(&in.ReturnConsumedCapacity)
 	case *dynamodb.PutItemInput:
 		set(&in.ReturnConsumedCapacity)
 	case *dynamodb.UpdateItemInput:
@@ -55,6 +57,8 @@ func Consumed(result any) float64 {
 	switch out := result.(type) {
 	case *dynamodb.GetItemOutput:
 		return one(out.ConsumedCapacity)
+	case *dynamodb.BatchGetItemOutput:
+		return many(out.ConsumedCapacity)
 	case *dynamodb.PutItemOutput:
 		return one(out.ConsumedCapacity)
 	case *dynamodb.UpdateItemOutput:
