@@ -103,7 +103,6 @@ type Signal struct {
 	// declined it last.
 	hops       int
 	declinedBy string
-	fromSelf   bool   // received from SQS, sent by this process
 	from       string // received from SQS: the sender's id, if the body named one
 	unsent     bool   // posted, not sent: a waiter of this process was free for it
 }

@@ -205,7 +205,6 @@ func (s *Signals) poll(ctx context.Context, k *queueState) {
 				s.opts.Logf("queues: message %s on the %s queue %s names kind %q; taken as %s", deref(m.MessageId), own, k.url, sig.Kind, own)
 				sig.Kind = own
 			}
-			sig.fromSelf = from == s.id
 			sig.from = from
 			sigs = append(sigs, sig)
 			of = append(of, i)
@@ -227,7 +226,7 @@ func (s *Signals) poll(ctx context.Context, k *queueState) {
 				// on; one this process declined before is taken again if a
 				// waiter is there now (its package declines the keys
 				// nobody here waits for).
-				sendOn = sig.fromSelf || len(kind.waiters) == 0
+				sendOn = sig.from == s.id || len(kind.waiters) == 0
 			} else {
 				// Nobody here waits for this kind, or this process has
 				// declined the signal before.
