@@ -360,13 +360,13 @@ func TestEndpointCeiling(t *testing.T) {
 	if r.Scenario != scenario.EndpointCeilingName {
 		t.Errorf("scenario %q, want %q", r.Scenario, scenario.EndpointCeilingName)
 	}
-	// Every client makes at least one step, and each step's five requests
+	// Every client makes at least one step, and each step's four requests
 	// succeeded: its conditions (the lock's version, a new history row)
 	// held, so the steps chained as a turn and an activity do.
 	if r.Activities < 8 || len(r.Latencies) != r.Activities {
 		t.Errorf("%d steps, %d latencies; want at least 8 steps, one latency each", r.Activities, len(r.Latencies))
 	}
-	if got := r.Extra[scenario.ExtraRequestsPerStep]; got != 5 {
-		t.Errorf("%v requests a step, want 5", got)
+	if got := r.Extra[scenario.ExtraRequestsPerStep]; got != 4 {
+		t.Errorf("%v requests a step, want 4", got)
 	}
 }

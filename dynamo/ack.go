@@ -99,6 +99,16 @@ type turnPlan struct {
 	// histEnd is where the turn leaves the history (historyend.go; nil
 	// when unknown).
 	histEnd *historyEnd
+	// claimable is the activity a direct claim may take (directclaim.go),
+	// which the turn may hand to a waiting fetch instead (handoff.go).
+	claimable *claimableActivity
+}
+
+// claimableActivity names a turn's claimable activity: its put among the
+// plan's actions and its signal among the plan's signals.
+type claimableActivity struct {
+	action, signal int
+	item           provider.ActivityExecuteItem
 }
 
 // AckOrchestrationItem commits a turn atomically and releases the lock.
@@ -185,7 +195,8 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 		}
 		err = p.commitLargeTurn(ctx, turn, plan)
 	} else {
-		err = p.commitTurn(ctx, turn, plan, digest, now)
+		hand := p.handActivity(&plan, now)
+		err = p.commitTurn(ctx, turn, plan, hand, digest, now)
 	}
 	if err != nil {
 		return err
@@ -234,11 +245,13 @@ func invalidToken(op string) error {
 // commitTurn sends a turn that fits one TransactWriteItems. The lock
 // release comes first, conditioned on the token and a live lease (the
 // fencing check).
-func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPlan, digest string, now int64) error {
+func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPlan, hand *handedRow, digest string, now int64) error {
 	if turn.tx == nil || turn.tx.key != turn.token+"\x00"+digest {
 		turn.tx = &pendingTx{key: turn.token + "\x00" + digest}
+		turn.txHanded = nil
 	}
 	_, err := p.sendPending(ctx, provider.OpAckOrchestrationItem, turn.tx, func() *dynamodb.TransactWriteItemsInput {
+		turn.txHanded = hand
 		actions := make([]types.TransactWriteItem, 0, len(plan.actions)+1)
 		actions = append(actions, types.TransactWriteItem{Update: newLockRelease(plan.release, "", smallTurnID(turn.token, digest)).acked(now).withKV(plan.kvDigest).withHistoryEnd(plan.histEnd).update(p.table, turn.st.id,
 			"#tok = :tok AND #until > :now AND attribute_not_exists(#turn)",
@@ -249,6 +262,7 @@ func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPla
 		}
 		return &dynamodb.TransactWriteItemsInput{TransactItems: actions}
 	})
+	p.settleHanded(ctx, hand, turn.txHanded, err == nil)
 	if err == nil {
 		return nil
 	}
@@ -478,6 +492,7 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 			// No older activity of the instance can be queued: its
 			// fetcher may claim the row at once (directclaim.go).
 			sig.Claim, _, _ = strAttr(row, attrReadySK)
+			plan.claimable = &claimableActivity{action: len(plan.actions), signal: len(plan.signals), item: w}
 		}
 		claimable = false // only the turn's first activity
 		add(planAction{put: row, limitSize: size})

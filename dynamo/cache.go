@@ -42,6 +42,9 @@ type turnState struct {
 	// tx is the ack transaction of this turn (resend.go): a retried ack
 	// of the same commit resends what the last one sent.
 	tx *pendingTx
+	// txHanded is the activity tx's input writes claimed for a waiting
+	// fetch (handoff.go), nil when none.
+	txHanded *handedRow
 
 	// outstanding holds the ids of the activities of execution
 	// outstandingExec that the history this process fetched shows

@@ -54,7 +54,7 @@ const (
 // signals announce the work, and the process's fetches share one sweep per
 // interval of sweepSchedule, a waiting fetch waking to make it when it
 // falls due: what no signal announced is found within that interval.
-func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, schedule *sweepSchedule, pollTimeout time.Duration,
+func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, schedule *sweepSchedule, pollTimeout time.Duration, hand *handoff,
 	trySignals func([]queues.Signal) (done bool, untried []queues.Signal, err error), sweep func() (done bool, untried []queues.Signal, err error)) error {
 	if err := ctx.Err(); err != nil {
 		return provider.Permanent(op, err, "context done: %v", err)
@@ -102,7 +102,14 @@ func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, schedu
 		if amortised {
 			wait = min(wait, schedule.untilDue(time.Now()))
 		}
-		sigs, err := p.signals.Wait(ctx, kind, wait)
+		sigs, handed, err := p.waitSignals(ctx, kind, wait, hand)
+		if handed {
+			// A turn of this process handed this fetch its activity
+			// (handoff.go): what else arrived is for the next wait.
+			p.signals.Requeue(sigs...)
+			schedule.active(time.Now())
+			return nil
+		}
 		if err != nil {
 			p.forwardUnsent(ctx, sigs)
 			return translate(op, err)
@@ -213,7 +220,7 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 		filterKey = fmt.Sprint(filter.SupportedVersions)
 	}
 	schedule := p.sweeps.of(queues.Orchestrator, filterKey)
-	err := p.poll(ctx, provider.OpFetchOrchestrationItem, queues.Orchestrator, schedule, pollTimeout,
+	err := p.poll(ctx, provider.OpFetchOrchestrationItem, queues.Orchestrator, schedule, pollTimeout, nil,
 		func(sigs []queues.Signal) (bool, []queues.Signal, error) {
 			seen := map[string]bool{}
 			var declined []queues.Signal

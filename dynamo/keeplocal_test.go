@@ -36,7 +36,9 @@ func awaitCondition(t *testing.T, what string, cond func() bool) {
 
 // TestActivityForAWaitingWorkerIsNotSent: a turn schedules an activity
 // while a worker fetch of the same process waits. The fetch claims it from
-// the in-process signal, and no SQS message is sent for it.
+// the in-process signal, and no SQS message is sent for it. (The activity
+// is tagged: an untagged one would be handed to the fetch in the turn's
+// own transaction, with no signal at all; handoff_test.go.)
 func TestActivityForAWaitingWorkerIsNotSent(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -64,7 +66,9 @@ func TestActivityForAWaitingWorkerIsNotSent(t *testing.T) {
 		done <- fetched{w, err}
 	}()
 	must(t, gate.Wait(ctx, 1), "the worker fetch waits")
-	must(t, p.AckOrchestrationItem(ctx, turn.LockToken, activities(inst, 1)), "turn scheduling an activity")
+	commit := activities(inst, 1)
+	commit.WorkerItems[0].Tag = ptr("gpu")
+	must(t, p.AckOrchestrationItem(ctx, turn.LockToken, commit), "turn scheduling an activity")
 	r := <-done
 	must(t, r.err, "FetchWorkItem")
 	if r.w == nil || r.w.Item.Instance != inst || r.w.Item.ID != 2 {

@@ -61,6 +61,9 @@ type Provider struct {
 	scanSweeps scanGate
 	// leases remembers the ends of activity leases this process holds.
 	leases workLeases
+	// handoffs keeps the worker fetches that wait and may be handed the
+	// activity a turn schedules (handoff.go).
+	handoffs handoffs
 	// txs keeps transactions whose outcome may be unknown (resend.go).
 	txs txCache
 	// layout records that CheckLayout found the stored layout matching.

@@ -64,7 +64,9 @@ func (p *Provider) EnqueueForWorker(ctx context.Context, item provider.ActivityE
 // session.LockTimeout). A [provider.TagNone] filter returns nil at once.
 // See the package documentation for how it waits; nil, nil means no work.
 //
-// Requests: for a signal that addresses its row (an orchestration's only
+// Requests: none for an activity a turn of this process hands to the fetch
+// while it waits (handoff.go: the turn's transaction writes it claimed for
+// the fetch). For a signal that addresses its row (an orchestration's only
 // new activity with no older one queued, untagged and without a session:
 // directclaim.go), one conditional UpdateItem. For another signalled
 // shard, one Query of the ready index and one conditional UpdateItem of
@@ -133,7 +135,13 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 		filterKey += "\x00" + session.OwnerID
 	}
 	schedule := p.sweeps.of(queues.Worker, filterKey)
-	err := p.poll(ctx, provider.OpFetchWorkItem, queues.Worker, schedule, pollTimeout,
+	// A fetch that takes untagged activities may be handed one by a turn
+	// of this process while it waits (handoff.go).
+	var hand *handoff
+	if tags.Matches(nil) {
+		hand = newHandoff(lockTimeout)
+	}
+	err := p.poll(ctx, provider.OpFetchWorkItem, queues.Worker, schedule, pollTimeout, hand,
 		func(sigs []queues.Signal) (bool, []queues.Signal, error) {
 			// Rows their signals address first, oldest first (directclaim.go).
 			// What they do not win is not looked for again below.
@@ -290,6 +298,9 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 		})
 	if err != nil {
 		return nil, translate(provider.OpFetchWorkItem, err)
+	}
+	if hand != nil && hand.got != nil {
+		return hand.got, nil
 	}
 	return result, nil
 }

@@ -36,12 +36,12 @@ const ceilingSystem = "dynamodb endpoint alone"
 
 // EndpointCeiling measures what the DynamoDB endpoint (DynamoDB Local
 // unless the environment names another) serves when it does nothing but a
-// chain's steps, each reduced to the five requests a step of a chain makes
+// chain's steps, each reduced to the four requests a step of a chain makes
 // at steady state (docs/design.md §5): the control rows' consistent Query,
 // the lock's conditional PutItem, the turn's four-item transaction (lock
-// released, history row put, message row deleted, activity row put), the
-// claim's UpdateItem and the worker's two-item transaction (activity row
-// deleted, completion message put). Items have dynoxide's keys on a
+// released, history row put, message row deleted, activity row put already
+// claimed for the waiting worker, §8 handed activities) and the worker's
+// two-item transaction (activity row deleted, completion message put). Items have dynoxide's keys on a
 // dynoxide table, queue rows its ready index's keys (so their writes keep
 // the index), and no payload; each of ceilingClients clients has an
 // instance of its own, so no condition fails. There is no runtime, no
@@ -49,12 +49,12 @@ const ceilingSystem = "dynamodb endpoint alone"
 //
 // Its steps a second bound what any system of this benchmark can do on the
 // same endpoint and machine: a runtime's requests carry more (payloads,
-// more attributes and conditions), HelloCities5 makes about six requests
-// an activity rather than five, and the runtime shares the machine's CPUs
+// more attributes and conditions), HelloCities5 makes about five requests
+// an activity rather than four, and the runtime shares the machine's CPUs
 // with the endpoint.
 func EndpointCeiling(ctx context.Context, env *Env, d time.Duration) ([]report.Result, error) {
 	r := report.Result{Scenario: EndpointCeilingName, System: ceilingSystem,
-		Notes: fmt.Sprintf("%d clients for %v, each a chain of steps of 5 minimal requests (Query, PutItem, TransactWriteItems of 4, UpdateItem, TransactWriteItems of 2) on an instance of its own; no runtime, meter or queue: the most a 5-request step can do on this endpoint and machine", ceilingClients, d)}
+		Notes: fmt.Sprintf("%d clients for %v, each a chain of steps of 4 minimal requests (Query, PutItem, TransactWriteItems of 4 putting the activity claimed, TransactWriteItems of 2) on an instance of its own; no runtime, meter or queue: the most a 4-request step can do on this endpoint and machine", ceilingClients, d)}
 	err := func() (err error) {
 		transport := http.DefaultTransport.(*http.Transport).Clone()
 		transport.MaxIdleConnsPerHost = 2 * ceilingClients
@@ -186,7 +186,7 @@ func (c *stepClient) seed(ctx context.Context) error {
 
 // stepRequests are a chained step's requests, in order.
 var stepRequests = []func(c *stepClient, ctx context.Context) error{
-	(*stepClient).readControlRows, (*stepClient).lock, (*stepClient).commitTurn, (*stepClient).claim, (*stepClient).ackActivity,
+	(*stepClient).readControlRows, (*stepClient).lock, (*stepClient).commitTurn, (*stepClient).ackActivity,
 }
 
 // step makes a chained step's requests.
@@ -218,34 +218,22 @@ func (c *stepClient) lock(ctx context.Context) error {
 }
 
 // commitTurn releases the lock, puts a history row, deletes the message
-// row and puts the next activity row.
+// row and puts the next activity row, claimed: its ready key at the end of
+// a lease, as a turn writes the activity it hands to a waiting fetch.
 func (c *stepClient) commitTurn(ctx context.Context) error {
 	cond, names, values := c.versionCondition()
 	consumed := c.messageSK()
 	c.seq++
+	activity := c.row(c.activitySK(), true)
+	activity[tables.AttrReadySK] = strValue(fmt.Sprintf("%013d#%s#%d", time.Now().Add(30*time.Second).UnixMilli(), c.instance, c.seq))
+	activity[tables.AttrLockUntil] = numValue(1)
 	_, err := c.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Put: &types.Put{TableName: &c.table, Item: c.lockRow(), ConditionExpression: cond, ExpressionAttributeNames: names, ExpressionAttributeValues: values}},
 		{Put: &types.Put{TableName: &c.table, Item: c.row(fmt.Sprintf("#X#1#%08d", c.seq), false),
 			ConditionExpression: aws.String("attribute_not_exists(#pk)"), ExpressionAttributeNames: map[string]string{"#pk": tables.AttrPK}}},
 		{Delete: &types.Delete{TableName: &c.table, Key: c.key(consumed)}},
-		{Put: &types.Put{TableName: &c.table, Item: c.row(c.activitySK(), true)}},
+		{Put: &types.Put{TableName: &c.table, Item: activity}},
 	}})
-	return err
-}
-
-// claim moves the activity row's ready key past its lease.
-func (c *stepClient) claim(ctx context.Context) error {
-	_, err := c.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                &c.table,
-		Key:                      c.key(c.activitySK()),
-		UpdateExpression:         aws.String("SET #rsk = :rsk, #lu = :lu"),
-		ConditionExpression:      aws.String("attribute_exists(#rsk)"),
-		ExpressionAttributeNames: map[string]string{"#rsk": tables.AttrReadySK, "#lu": tables.AttrLockUntil},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":rsk": strValue(fmt.Sprintf("%013d", time.Now().Add(30*time.Second).UnixMilli())),
-			":lu":  numValue(1),
-		},
-	})
 	return err
 }
 
