@@ -45,19 +45,24 @@ func chainOn(ctx context.Context, d *Deployment, n int) (report.Result, error) {
 		return r, err
 	}
 	const id = "chain"
-	// The usage at the end of each of the instance's turns: turns[0] after
-	// the first turn (which schedules the first activity), turns[k] after
-	// the turn that the k-th activity's completion started.
+	// The usage as each of the instance's turns is acked: turns[0] at the
+	// first turn's ack (which schedules the first activity), turns[k] at
+	// the ack of the turn the k-th activity's completion started. Read
+	// before the ack, since the ack may hand the next activity to a
+	// waiting worker, whose requests are the next step's; kept once the
+	// ack committed.
 	var mu sync.Mutex
 	var turns []billing.Usage
-	d.OnTurn(func(instance string) {
+	d.OnTurn(func(instance string) func() {
 		if instance != id {
-			return
+			return func() {}
 		}
 		u := d.Usage()
-		mu.Lock()
-		turns = append(turns, u)
-		mu.Unlock()
+		return func() {
+			mu.Lock()
+			turns = append(turns, u)
+			mu.Unlock()
+		}
 	})
 	err := measureInstance(ctx, d, &r, id, func(ctx context.Context) error { return chain.Start(ctx, d.Client, id, n) })
 	if err != nil {

@@ -293,9 +293,10 @@ func (d *Deployment) WaitCompleted(ctx context.Context, instance string) (time.T
 }
 
 // OnTurn makes fn called with the turn's instance, on the runtime's
-// goroutine, each time an ack of a turn by a runtime of the deployment
-// returns; it makes no request.
-func (d *Deployment) OnTurn(fn func(instance string)) { d.completions.setOnTurn(fn) }
+// goroutine, each time a runtime of the deployment sends the ack of a
+// turn, before the provider's ack; the func fn returns is called once that
+// ack committed. It makes no request.
+func (d *Deployment) OnTurn(fn func(instance string) (committed func())) { d.completions.setOnTurn(fn) }
 
 // Close stops the runtimes and removes what Setup created.
 func (d *Deployment) Close(ctx context.Context) error {

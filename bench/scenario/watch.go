@@ -17,7 +17,7 @@ type completions struct {
 	mu     sync.Mutex
 	at     map[string]time.Time
 	done   map[string]chan struct{}
-	onTurn func(instance string)
+	onTurn func(instance string) (committed func())
 }
 
 func newCompletions() *completions {
@@ -47,18 +47,24 @@ func (c *completions) completed(instance string, t time.Time) {
 	close(c.channel(instance))
 }
 
-// turned calls the function set by setOnTurn, if any, with instance.
-func (c *completions) turned(instance string) {
+// turning calls the function set by setOnTurn, if any, as instance's
+// turn is acked, and returns what to call once the ack committed.
+func (c *completions) turning(instance string) (committed func()) {
 	c.mu.Lock()
 	fn := c.onTurn
 	c.mu.Unlock()
-	if fn != nil {
-		fn(instance)
+	if fn == nil {
+		return func() {}
 	}
+	return fn(instance)
 }
 
-// setOnTurn makes fn called after each turn a runtime commits.
-func (c *completions) setOnTurn(fn func(instance string)) {
+// setOnTurn makes fn called as each turn's ack is sent, before the
+// provider's ack: the point that ends a chain's step, since the turn's
+// commit hands out the next activity, whose requests belong to the next
+// step. fn returns what to call once that ack committed (an ack that
+// fails and is sent again calls fn again).
+func (c *completions) setOnTurn(fn func(instance string) (committed func())) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.onTurn = fn
@@ -111,22 +117,28 @@ func (w *watchedProvider) FetchOrchestrationItem(ctx context.Context, lockTimeou
 	return item, err
 }
 
-// AckOrchestrationItem reports each committed turn, and when it is
-// terminal, the instance's completion.
+// AckOrchestrationItem reports each turn as its ack is sent, and when a
+// terminal turn committed, the instance's completion.
 func (w *watchedProvider) AckOrchestrationItem(ctx context.Context, lockToken string, commit provider.TurnCommit) error {
+	w.mu.Lock()
+	instance, ok := w.locks[lockToken]
+	w.mu.Unlock()
+	var committed func()
+	if ok {
+		committed = w.c.turning(instance)
+	}
 	err := w.Provider.AckOrchestrationItem(ctx, lockToken, commit)
 	if err != nil {
 		return err
 	}
 	now := time.Now()
 	w.mu.Lock()
-	instance, ok := w.locks[lockToken]
 	delete(w.locks, lockToken)
 	w.mu.Unlock()
 	if !ok {
 		return nil
 	}
-	w.c.turned(instance)
+	committed()
 	if commit.Metadata.Status == provider.StatusCompleted || commit.Metadata.Status == provider.StatusFailed {
 		w.c.completed(instance, now)
 	}
