@@ -300,6 +300,12 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 		return nil, translate(provider.OpFetchWorkItem, err)
 	}
 	if hand != nil && hand.got != nil {
+		if err := ctx.Err(); err != nil {
+			// Handed as the caller left: back to the queue, as lockWork
+			// does with a claim whose caller is gone.
+			_ = p.AbandonWorkItem(context.WithoutCancel(ctx), hand.got.LockToken, 0, true)
+			return nil, provider.Permanent(provider.OpFetchWorkItem, err, "context done: %v", err)
+		}
 		return hand.got, nil
 	}
 	return result, nil
