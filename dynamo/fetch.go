@@ -587,12 +587,18 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 	} else {
 		// No instance record yet: history written without one (by
 		// AppendWithExecution) names the orchestration; else a queued start.
+		// Only such an append, or a turn (which leaves an execution record),
+		// writes history: without either there is none to read, and the
+		// lock write below, conditioned on the row as read, fails if one
+		// lands meanwhile.
 		execID := st.latestExecution()
-		if historyRows, err = p.historyRows(ctx, instance, execID); err != nil {
-			return nil, err
-		}
-		if historyRows, err = p.settledHistory(ctx, instance, execID, st.lock, historyRows); err != nil {
-			return nil, err
+		if st.mayHoldHistory() {
+			if historyRows, err = p.historyRows(ctx, instance, execID); err != nil {
+				return nil, err
+			}
+			if historyRows, err = p.settledHistory(ctx, instance, execID, st.lock, historyRows); err != nil {
+				return nil, err
+			}
 		}
 		historyLoaded = true
 		if name, version, ok := startedFromHistory(instance, execID, historyRows); ok {

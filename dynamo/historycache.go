@@ -123,11 +123,13 @@ func (c *historyCache) acked(instance, token string, execution uint64, added []i
 	c.evictLocked(instance)
 }
 
-// markHistoryWritten records in instance's lock row, when there is one,
-// that its history was written outside turns: a fresh history mark, and
-// the version moved on as by every lock-row write, so that a fetch that
-// read the row before fails its lock write instead of copying the old
-// mark back. One UpdateItem.
+// markHistoryWritten records in instance's lock row, creating the row when
+// there is none, that its history was written outside turns: a fresh
+// history mark, and the version moved on as by every lock-row write, so
+// that a fetch that read the row before fails its lock write instead of
+// copying the old mark back. A fetch of an instance with no record reads
+// its history only when the mark is there (instanceState.mayHoldHistory).
+// One UpdateItem.
 func (p *Provider) markHistoryWritten(ctx context.Context, instance string) error {
 	p.history.drop(instance)
 	var b [8]byte
@@ -136,14 +138,10 @@ func (p *Provider) markHistoryWritten(ctx context.Context, instance string) erro
 		TableName:                 p.table,
 		Key:                       key(keys.InstancePK(instance), keys.Lock),
 		UpdateExpression:          aws.String("SET #hmark = :mark ADD #ver :one REMOVE #hexec, #hlen"),
-		ConditionExpression:       aws.String("attribute_exists(#pk)"),
-		ExpressionAttributeNames:  map[string]string{"#hmark": attrHistMark, "#ver": attrLockVer, "#pk": attrPK, "#hexec": attrHistExec, "#hlen": attrHistLen},
+		ExpressionAttributeNames:  map[string]string{"#hmark": attrHistMark, "#ver": attrLockVer, "#hexec": attrHistExec, "#hlen": attrHistLen},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":mark": s(hex.EncodeToString(b[:])), ":one": n(1)},
 	})
-	if err != nil && !conditionFailed(err) {
-		return err
-	}
-	return nil // no lock row: no process has a history cached for it
+	return err
 }
 
 // drop forgets instance's entry.

@@ -4,9 +4,15 @@ import (
 	"context"
 	"reflect"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynoxide/dynoxide/dynamo"
 	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
+	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/faults"
 	"github.com/dynoxide/dynoxide/provider"
 )
 
@@ -105,4 +111,102 @@ func TestCachedHistoryAfterLargeTurn(t *testing.T) {
 	must(t, p.AckOrchestrationItem(ctx, first.LockToken, activities(inst, 120)), "large turn")
 	next := raiseAndFetch(ctx, t, p, inst, "a")
 	checkHistory(ctx, t, p, next, 121)
+}
+
+// TestFirstTurnReadsNoHistory: the fetch of a new instance's first turn
+// (no instance record, no execution record, no history mark) reads the
+// control rows and writes the lock, with no history Query: there is no
+// history to read.
+func TestFirstTurnReadsNoHistory(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	meter := &dynamotest.Meter{}
+	p, _ := dynamotest.New(t, dynamotest.Config{Meter: meter})
+	const inst = "first-turn"
+	must(t, p.EnqueueForOrchestrator(ctx, startItem(inst), 0), "EnqueueForOrchestrator")
+	meter.Reset()
+	item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	must(t, err, "FetchOrchestrationItem")
+	if item == nil || item.Instance != inst || len(item.History) != 0 {
+		t.Fatalf("FetchOrchestrationItem: %+v, want the first turn of %s with no history", item, inst)
+	}
+	if u := meter.Usage(); u.Requests["Query"] != 1 || u.Total() != 2 {
+		t.Fatalf("the first turn's fetch made %v; want one Query (the control rows) and the lock write", u.Requests)
+	}
+}
+
+// appendedHistory is a history of two events that AppendWithExecution
+// stores for instance outside turns.
+func appendedHistory(instance string) []provider.Event {
+	return []provider.Event{started(instance), ev(2, instance, provider.ExternalEvent{Name: "appended", Data: "{}"})}
+}
+
+// checkAppended fails t unless item holds the two events of
+// appendedHistory.
+func checkAppended(t *testing.T, item *provider.OrchestrationItem) {
+	t.Helper()
+	if item == nil {
+		t.Fatal("no turn fetched")
+	}
+	if len(item.History) != 2 || item.History[0].EventID != 1 || item.History[1].EventID != 2 || item.ExecutionID != 1 {
+		t.Fatalf("fetched execution %d with history %+v, want the two appended events", item.ExecutionID, item.History)
+	}
+}
+
+// TestHistoryAppendedBeforeTheFirstTurnIsFetched: an append to an
+// instance that has no rows yet leaves a history mark (it creates the lock
+// row for it), so the first fetch reads the appended history.
+func TestHistoryAppendedBeforeTheFirstTurnIsFetched(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	p, _ := dynamotest.New(t, dynamotest.Config{})
+	const inst = "appended-first"
+	must(t, p.AppendWithExecution(ctx, inst, 1, appendedHistory(inst)), "AppendWithExecution")
+	must(t, p.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: inst, Name: "next", Data: "{}"}, 0), "raise")
+	item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	must(t, err, "FetchOrchestrationItem")
+	checkAppended(t, item)
+}
+
+// TestHistoryAppendedDuringAFirstFetchIsNotMissed: an append that lands
+// after a first turn's fetch read the control rows (nothing there: no
+// history to read) and before its lock write makes that write fail, and
+// the fetch that follows reads the appended history.
+func TestHistoryAppendedDuringAFirstFetchIsNotMissed(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	in := faults.New(41)
+	p, env := dynamotest.New(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) { o.Client = in.DynamoDB(o.Client) }})
+	other := env.NewProvider(t, dynamotest.Config{})
+	const inst = "appended-during"
+	must(t, p.EnqueueForOrchestrator(ctx, startItem(inst), 0), "EnqueueForOrchestrator")
+
+	gate := faults.NewGate()
+	t.Cleanup(gate.Release)
+	isLockWrite := func(r faults.Request) bool {
+		put := r.Input.(*dynamodb.PutItemInput)
+		sk, _ := put.Item["sk"].(*types.AttributeValueMemberS)
+		return sk != nil && sk.Value == keys.Lock
+	}
+	in.Add(faults.Rule{Ops: []string{faults.OpPutItem}, Match: isLockWrite, Rate: 1, Count: 1, Fault: faults.Hold(gate)})
+	type fetched struct {
+		item *provider.OrchestrationItem
+		err  error
+	}
+	first := make(chan fetched, 1)
+	go func() {
+		item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+		first <- fetched{item, err}
+	}()
+	must(t, gate.Wait(ctx, 1), "the first fetch's lock write is held")
+	must(t, other.AppendWithExecution(ctx, inst, 1, appendedHistory(inst)), "AppendWithExecution")
+	gate.Release()
+
+	got := <-first
+	must(t, got.err, "the held fetch")
+	if got.item == nil {
+		got.item, got.err = p.FetchOrchestrationItem(ctx, longLock, 10*time.Second, nil)
+		must(t, got.err, "the next fetch")
+	}
+	checkAppended(t, got.item)
 }

@@ -349,6 +349,14 @@ func decodeLockLists(d *decoder, row item) (map[string]uint32, []string) {
 	return attempts, batch
 }
 
+// mayHoldHistory reports whether the instance's partition may hold history
+// rows: it has an instance record or an execution record (every committed
+// turn leaves one), or its lock row carries a history mark (an append
+// outside turns leaves one, creating the row if need be).
+func (st *instanceState) mayHoldHistory() bool {
+	return st.meta != nil || len(st.execs) > 0 || st.lock.histMark != ""
+}
+
 // latestExecution is the highest execution id with a record, or 1.
 func (st *instanceState) latestExecution() uint64 {
 	return provider.LatestExecution(maps.Keys(st.execs))
