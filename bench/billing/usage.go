@@ -94,6 +94,20 @@ func (u Usage) Dollars() float64 {
 		float64(u.SQSBilled)*SQSRequestPrice
 }
 
+// ProvisionedDollars is what u costs on a table in provisioned-capacity
+// mode whose capacity is consumed at the given utilization, in (0, 1]:
+// each request unit is a capacity unit for a second, paid at the hourly
+// price over 3,600 and over utilization; SQS as in [Usage.Dollars]. It
+// prices a steady workload under auto scaling
+// ([AutoScalingTargetUtilization]); the minimum capacity an idle table
+// keeps, and the throttling of a burst above the capacity, are not in it.
+func (u Usage) ProvisionedDollars(utilization float64) float64 {
+	perSecond := func(hourPrice float64) float64 { return hourPrice / 3600 / utilization }
+	return u.WRU*perSecond(DynamoDBWriteCapacityUnitHourPrice) +
+		u.RRU*perSecond(DynamoDBReadCapacityUnitHourPrice) +
+		float64(u.SQSBilled)*SQSRequestPrice
+}
+
 // clone returns a deep copy of u.
 func (u Usage) clone() Usage {
 	u.DynamoDB = maps.Clone(u.DynamoDB)

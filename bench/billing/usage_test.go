@@ -64,3 +64,15 @@ func TestUsage_Dollars(t *testing.T) {
 		t.Errorf("Dollars = %v, want %v", got, want)
 	}
 }
+
+func TestUsage_ProvisionedDollars(t *testing.T) {
+	u := billing.Usage{WRU: 3.6e6, RRU: 7.2e6, SQSBilled: 1e6}
+	// 3.6 million WRU are 1,000 WCU-hours consumed, 2,000 paid at 50%.
+	want := 2000*0.00065 + 4000*0.00013 + 0.40
+	if got := u.ProvisionedDollars(0.5); !approxEqual(got, want) {
+		t.Errorf("ProvisionedDollars(0.5) = %v, want %v", got, want)
+	}
+	if full, half := u.ProvisionedDollars(1), u.ProvisionedDollars(0.5); !(full < half) {
+		t.Errorf("ProvisionedDollars(1) = %v, not below ProvisionedDollars(0.5) = %v", full, half)
+	}
+}

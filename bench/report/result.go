@@ -29,6 +29,10 @@ type Result struct {
 	// Dollars is what the measured part would cost on AWS, at list prices
 	// (package billing); zero when not measured.
 	Dollars float64
+	// ProvisionedDollars is what the measured part would cost on a table
+	// in provisioned-capacity mode under auto scaling at its default
+	// target utilization (package billing); zero when not measured.
+	ProvisionedDollars float64
 	// PeerCommands counts backend commands of a peer (Redis commands);
 	// zero when not measured.
 	PeerCommands int

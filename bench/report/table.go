@@ -64,6 +64,12 @@ func tableColumns(results []Result) []column {
 			}
 			return perActivity(r, r.Dollars*1e6)
 		}},
+		{"$/million, provisioned at 70%", func(r Result) string {
+			if r.ProvisionedDollars == 0 {
+				return ""
+			}
+			return perActivity(r, r.ProvisionedDollars*1e6)
+		}},
 		{"Peer commands/activity", func(r Result) string {
 			if r.PeerCommands == 0 {
 				return ""

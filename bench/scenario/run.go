@@ -23,6 +23,7 @@ func setUsage(r *report.Result, u billing.Usage) {
 	r.WRU, r.RRU = u.WRU, u.RRU
 	r.SQS = u.SQS
 	r.Dollars = u.Dollars()
+	r.ProvisionedDollars = u.ProvisionedDollars(billing.AutoScalingTargetUtilization)
 }
 
 // measureInstance starts one instance, id, with start and waits for its

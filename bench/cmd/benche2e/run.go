@@ -249,7 +249,9 @@ func runHeader(ep localstack.Endpoints, c config, began time.Time, startLoad str
 	fmt.Fprintf(&b, "DynamoDB and SQS are emulators (%s: DynamoDB Local and %s) on the same machine, not AWS: "+
 		"latencies and throughput are the emulators' and the proxy's; the request counts are what the clients sent; "+
 		"WRU and RRU are computed from those requests by DynamoDB's on-demand billing rules (item sizes read back from the table), "+
-		"not measured on AWS, and dollars are at list prices. Before the first scenario, %d HelloCities5 instances ran unrecorded "+
+		"not measured on AWS, and dollars are at us-east-1 list prices: on demand, and, in the column so named, "+
+		"on a table in provisioned-capacity mode whose capacity auto scaling keeps 70%% consumed (a steady workload; "+
+		"the capacity an idle table keeps and the throttling of a burst above it are not priced). Before the first scenario, %d HelloCities5 instances ran unrecorded "+
 		"on one DynamoDB system to warm DynamoDB Local's JVM up.\n", ep.Source, sqsEmulator(), warmUpInstances)
 	return b.String()
 }
