@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -567,67 +566,6 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 		}
 	}
 	return plan, hex.EncodeToString(digest.Sum(nil)), nil
-}
-
-// kvActions writes the new KV delta, or on a terminal status the merged
-// store and no delta.
-func kvActions(pk string, st *instanceState, store map[string]provider.KVEntry, delta provider.KVDelta, terminal bool) []planAction {
-	var out []planAction
-	if terminal {
-		merged := provider.MergeKV(store, delta)
-		for _, k := range slices.Sorted(maps.Keys(merged)) {
-			if e, ok := st.kvStore[k]; !ok || e != merged[k] {
-				e = merged[k]
-				out = append(out, planAction{put: kvItem(pk, keys.KVSK(k), k, &e)})
-			}
-		}
-		for _, k := range slices.Sorted(maps.Keys(st.kvStore)) {
-			if _, ok := merged[k]; !ok {
-				out = append(out, planAction{del: key(pk, keys.KVSK(k))})
-			}
-		}
-		for _, k := range st.deltaKeys {
-			out = append(out, planAction{del: key(pk, keys.DeltaSK(k))})
-		}
-		if st.kvDelta.ClearedAll {
-			out = append(out, planAction{del: key(pk, keys.DeltaAll)})
-		}
-		return out
-	}
-	for _, k := range slices.Sorted(maps.Keys(delta.Entries)) {
-		e := delta.Entries[k]
-		if old, had := st.kvDelta.Entries[k]; had && sameEntry(old, e) {
-			continue
-		}
-		out = append(out, planAction{put: kvItem(pk, keys.DeltaSK(k), k, e)})
-	}
-	for _, k := range st.deltaKeys {
-		if _, kept := delta.Entries[k]; !kept {
-			out = append(out, planAction{del: key(pk, keys.DeltaSK(k))})
-		}
-	}
-	if delta.ClearedAll && !st.kvDelta.ClearedAll {
-		out = append(out, planAction{put: key(pk, keys.DeltaAll)})
-	}
-	return out
-}
-
-func sameEntry(a, b *provider.KVEntry) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
-}
-
-// kvItem is a KV store or delta row; a nil entry is a delta tombstone.
-func kvItem(pk, sk, kvKey string, e *provider.KVEntry) item {
-	row := key(pk, sk)
-	row[attrKVKey] = s(kvKey)
-	if e != nil {
-		row[attrValue] = s(e.Value)
-		row[attrTS] = nu(e.LastUpdatedAtMs)
-	}
-	return row
 }
 
 // execItem is an execution row.

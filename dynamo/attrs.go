@@ -57,21 +57,26 @@ const (
 	attrSmallDone = "sdone"
 
 	// queue rows, history, KV, staging, sessions
-	attrItem     = "item"
-	attrKind     = "kind"
-	attrVisible  = "vis"
-	attrSeq      = "seq"
-	attrSession  = "session"
-	attrTag      = "tag"
-	attrEvent    = "ev"
-	attrTurnID   = "tid" // the large turn a turn mark names
-	attrValue    = "val"
-	attrKVKey    = "k"
-	attrChild    = "child"
-	attrTS       = "ts"
-	attrActions  = "acts"
-	attrOwner    = "owner"
-	attrLastSeen = "last_activity"
+	attrItem    = "item"
+	attrKind    = "kind"
+	attrVisible = "vis"
+	attrSeq     = "seq"
+	attrSession = "session"
+	attrTag     = "tag"
+	attrEvent   = "ev"
+	attrTurnID  = "tid" // the large turn a turn mark names
+	attrValue   = "val"
+	attrKVKey   = "k"
+	// A KV row's write in the current execution: the value set and its
+	// time, or a clear.
+	attrDeltaValue   = "dval"
+	attrDeltaTS      = "dts"
+	attrDeltaCleared = "dclr"
+	attrChild        = "child"
+	attrTS           = "ts"
+	attrActions      = "acts"
+	attrOwner        = "owner"
+	attrLastSeen     = "last_activity"
 )
 
 // s is a string attribute.

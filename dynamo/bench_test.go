@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -385,5 +386,28 @@ func BenchmarkActivityRoundTrip(b *testing.B) {
 		e.ackOrch(e.fetchOrch(instance).LockToken, benchScheduleTurn(instance))
 		e.ackWork(e.fetchWork(instance).LockToken, benchCompletion(instance))
 		e.completeInstance(instance)
+	}, nil)
+}
+
+// BenchmarkKVValue measures a client's read of one key of an instance whose
+// store holds 40 keys of a KB (design: 1 request, a consistent GetItem of
+// the key's row: 1 RRU whatever the store holds).
+func BenchmarkKVValue(b *testing.B) {
+	e := newBenchEnv(b)
+	value := strings.Repeat("v", 1000)
+	e.run(func(instance string) {
+		e.enqueueStart(instance)
+		commit := benchScheduleTurn(instance)
+		commit.HistoryDelta = commit.HistoryDelta[:1] // OrchestrationStarted alone
+		for i := range 40 {
+			commit.HistoryDelta = append(commit.HistoryDelta, benchEvent(instance, uint64(2+i), nil,
+				provider.KeyValueSet{Key: fmt.Sprintf("key-%02d", i), Value: value, LastUpdatedAtMs: 1}))
+		}
+		e.ackOrch(e.fetchOrch(instance).LockToken, commit)
+	}, func(instance string) {
+		got, ok, err := e.p.KVValue(e.ctx, instance, "key-07")
+		if err != nil || !ok || got != value {
+			b.Fatalf("KVValue(%s, key-07) = %d bytes, %v, %v; want the value", instance, len(got), ok, err)
+		}
 	}, nil)
 }

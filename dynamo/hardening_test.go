@@ -444,15 +444,13 @@ type scanCounter struct {
 	// at once.
 	scanned, queries   atomic.Int64
 	inFlight, mostSeen atomic.Int64
-	// gets counts the keys BatchGetItem requests asked for.
+	// gets counts GetItem requests.
 	gets atomic.Int64
 }
 
-func (c *scanCounter) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
-	for _, ka := range in.RequestItems {
-		c.gets.Add(int64(len(ka.Keys)))
-	}
-	return c.API.BatchGetItem(ctx, in, optFns...)
+func (c *scanCounter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	c.gets.Add(1)
+	return c.API.GetItem(ctx, in, optFns...)
 }
 
 func (c *scanCounter) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
@@ -1613,7 +1611,7 @@ func TestDeleteInstanceBulkLimitUnderIndexLag(t *testing.T) {
 }
 
 // TestKVReadsReadOnlyKVRows checks that KVValues reads the instance's KV
-// rows and nothing else, and KVValue the key's three rows: an instance with
+// rows and nothing else, and KVValue the key's row: an instance with
 // a long queue of messages costs them what its KV store costs
 // (docs/design.md §5).
 func TestKVReadsReadOnlyKVRows(t *testing.T) {
@@ -1625,8 +1623,8 @@ func TestKVReadsReadOnlyKVRows(t *testing.T) {
 	kv := func(id uint64, key, value string) provider.Event {
 		return ev(id, inst, provider.KeyValueSet{Key: key, Value: value, LastUpdatedAtMs: 7})
 	}
-	// The execution's writes are delta rows until a terminal ack folds
-	// them into the store: two KV rows.
+	// The execution's writes stay writes until a terminal ack folds them
+	// into the store: two KV rows, one a key.
 	must(t, p.AckOrchestrationItem(ctx, item.LockToken, provider.TurnCommit{ExecutionID: 1,
 		HistoryDelta: []provider.Event{started(inst), kv(2, "a", "1"), kv(3, "b", "2")}, Metadata: meta()}), "ack setting a and b")
 	for i := range queued {
@@ -1638,8 +1636,8 @@ func TestKVReadsReadOnlyKVRows(t *testing.T) {
 	if err != nil || !ok || v != "2" {
 		t.Fatalf("KVValue(b) = %q, %v, %v; want 2", v, ok, err)
 	}
-	if n, gets := scans.scanned.Load(), scans.gets.Load(); n != 0 || gets != 3 {
-		t.Errorf("KVValue queried %d rows and asked for %d; want no Query and the key's 3 rows, with %d messages queued", n, gets, queued)
+	if n, gets := scans.scanned.Load(), scans.gets.Load(); n != 0 || gets != 1 {
+		t.Errorf("KVValue queried %d rows and made %d GetItem requests; want no Query and one GetItem, with %d messages queued", n, gets, queued)
 	}
 	scans.scanned.Store(0)
 	all, err := p.KVValues(ctx, inst)
@@ -1657,10 +1655,10 @@ func TestKVReadsReadOnlyKVRows(t *testing.T) {
 	}
 }
 
-// TestKVValueCostDoesNotGrowWithTheStore: KVValue reads the key's three
-// rows (its delta row, the clear-all row, its store row) with one
-// BatchGetItem, so it costs the same whether the store holds two keys or
-// sixty of a KB each; KVValues, which reads them all, grows with them.
+// TestKVValueCostDoesNotGrowWithTheStore: KVValue reads the key's row, one
+// item that holds the stored value and the current execution's write, so
+// it costs one read unit whether the store holds two keys or sixty of a KB
+// each; KVValues, which reads them all, grows with them.
 func TestKVValueCostDoesNotGrowWithTheStore(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -1686,12 +1684,12 @@ func TestKVValueCostDoesNotGrowWithTheStore(t *testing.T) {
 	smallReq, small := cost("kv-cost-small", 2)
 	largeReq, large := cost("kv-cost-large", 60)
 	for _, r := range []map[string]int{smallReq, largeReq} {
-		if len(r) != 1 || r["BatchGetItem"] != 1 {
-			t.Errorf("KVValue made %v; want one BatchGetItem", r)
+		if len(r) != 1 || r["GetItem"] != 1 {
+			t.Errorf("KVValue made %v; want one GetItem", r)
 		}
 	}
-	if small != large || small == 0 {
-		t.Errorf("KVValue read %v units with 2 keys and %v with 60; want the same, not zero", small, large)
+	if small != 1 || large != 1 {
+		t.Errorf("KVValue read %v units with 2 keys and %v with 60; want 1 (one item under 4 KB, read consistently)", small, large)
 	}
 	meter.Reset()
 	all, err := p.KVValues(ctx, "kv-cost-large")
@@ -1703,46 +1701,8 @@ func TestKVValueCostDoesNotGrowWithTheStore(t *testing.T) {
 	}
 }
 
-// unprocessedFirst leaves every key of the first BatchGetItem unprocessed,
-// returning nothing, as DynamoDB may when it throttles the request.
-type unprocessedFirst struct {
-	dynamo.API
-	calls atomic.Int64
-}
-
-func (u *unprocessedFirst) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
-	if u.calls.Add(1) == 1 {
-		return &dynamodb.BatchGetItemOutput{UnprocessedKeys: in.RequestItems}, nil
-	}
-	return u.API.BatchGetItem(ctx, in, optFns...)
-}
-
-// TestKVValueAsksAgainForUnprocessedKeys: keys a BatchGetItem left
-// unprocessed are asked for again, not taken as absent.
-func TestKVValueAsksAgainForUnprocessedKeys(t *testing.T) {
-	t.Parallel()
-	ctx := t.Context()
-	api := &unprocessedFirst{}
-	p, _ := dynamotest.New(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
-		api.API = o.Client
-		o.Client = api
-	}})
-	const inst = "kv-unprocessed"
-	item := startAndFetch(ctx, t, p, inst)
-	must(t, p.AckOrchestrationItem(ctx, item.LockToken, provider.TurnCommit{ExecutionID: 1,
-		HistoryDelta: []provider.Event{started(inst), ev(2, inst, provider.KeyValueSet{Key: "a", Value: "1", LastUpdatedAtMs: 7})},
-		Metadata:     meta()}), "ack setting a")
-	v, ok, err := p.KVValue(ctx, inst, "a")
-	if err != nil || !ok || v != "1" {
-		t.Fatalf("KVValue(a) = %q, %v, %v; want 1", v, ok, err)
-	}
-	if n := api.calls.Load(); n != 2 {
-		t.Errorf("%d BatchGetItem requests; want 2 (the first left everything unprocessed)", n)
-	}
-}
-
-// TestKVValueUnderThrottlingAndLostResponses: a throttled BatchGetItem and
-// one whose response was lost are sent again (reads are safe to resend),
+// TestKVValueUnderThrottlingAndLostResponses: a throttled GetItem and one
+// whose response was lost are sent again (reads are safe to resend),
 // and KVValue returns the value.
 func TestKVValueUnderThrottlingAndLostResponses(t *testing.T) {
 	t.Parallel()
@@ -1755,14 +1715,14 @@ func TestKVValueUnderThrottlingAndLostResponses(t *testing.T) {
 	must(t, p.AckOrchestrationItem(ctx, item.LockToken, provider.TurnCommit{ExecutionID: 1,
 		HistoryDelta: []provider.Event{started(inst), ev(2, inst, provider.KeyValueSet{Key: "a", Value: "1", LastUpdatedAtMs: 7})},
 		Metadata:     meta()}), "ack setting a")
-	in.Add(faults.Rule{Ops: []string{faults.OpBatchGetItem}, Rate: 1, Count: 1, Fault: faults.Throttle("ProvisionedThroughputExceededException")})
-	in.Add(faults.Rule{Ops: []string{faults.OpBatchGetItem}, Rate: 1, Count: 1, Fault: faults.LostResponse()})
+	in.Add(faults.Rule{Ops: []string{faults.OpGetItem}, Rate: 1, Count: 1, Fault: faults.Throttle("ProvisionedThroughputExceededException")})
+	in.Add(faults.Rule{Ops: []string{faults.OpGetItem}, Rate: 1, Count: 1, Fault: faults.LostResponse()})
 	v, ok, err := p.KVValue(ctx, inst, "a")
 	if err != nil || !ok || v != "1" {
 		t.Fatalf("KVValue(a) = %q, %v, %v; want 1", v, ok, err)
 	}
 	st := in.Stats()
-	if st.Faults[faults.KindThrottle] != 1 || st.Faults[faults.KindLostResponse] != 1 || st.Ops[faults.OpBatchGetItem].Requests != 3 {
-		t.Errorf("faults %v, BatchGetItem %+v; want a throttle and a lost response, then the read (3 requests)", st.Faults, st.Ops[faults.OpBatchGetItem])
+	if st.Faults[faults.KindThrottle] != 1 || st.Faults[faults.KindLostResponse] != 1 || st.Ops[faults.OpGetItem].Requests != 3 {
+		t.Errorf("faults %v, GetItem %+v; want a throttle and a lost response, then the read (3 requests)", st.Faults, st.Ops[faults.OpGetItem])
 	}
 }

@@ -34,7 +34,8 @@ const (
 )
 
 // kvDigest digests a KV state: the store and the current execution's
-// delta, as parseState reads them and as an ack leaves them.
+// delta, as the KV rows hold them (kvRows), so that parseState's reading of
+// the rows an ack leaves digests as the ack's state does.
 func kvDigest(store map[string]provider.KVEntry, delta provider.KVDelta) string {
 	h := sha256.New()
 	field := func(s string) {
@@ -43,30 +44,27 @@ func kvDigest(store map[string]provider.KVEntry, delta provider.KVDelta) string 
 		h.Write(n[:])
 		h.Write([]byte(s))
 	}
-	number := func(v uint64) {
+	entry := func(e *provider.KVEntry) {
+		if e == nil {
+			h.Write([]byte{0})
+			return
+		}
+		h.Write([]byte{1})
+		field(e.Value)
 		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], v)
+		binary.BigEndian.PutUint64(n[:], e.LastUpdatedAtMs)
 		h.Write(n[:])
 	}
-	for _, k := range slices.Sorted(maps.Keys(store)) {
+	rows := kvRows(store, delta)
+	for _, k := range slices.Sorted(maps.Keys(rows)) {
+		r := rows[k]
 		field(k)
-		field(store[k].Value)
-		number(store[k].LastUpdatedAtMs)
-	}
-	h.Write([]byte{0xff}) // the store ends
-	if delta.ClearedAll {
-		h.Write([]byte{1})
-	} else {
-		h.Write([]byte{0})
-	}
-	for _, k := range slices.Sorted(maps.Keys(delta.Entries)) {
-		field(k)
-		if e := delta.Entries[k]; e == nil {
-			h.Write([]byte{0})
-		} else {
+		entry(r.stored)
+		entry(r.set)
+		if r.cleared {
 			h.Write([]byte{1})
-			field(e.Value)
-			number(e.LastUpdatedAtMs)
+		} else {
+			h.Write([]byte{0})
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)[:8])

@@ -26,7 +26,14 @@ const (
 // LayoutVersion is the version of the stored data's layout this package
 // writes and reads. A table whose layout record names another version is
 // refused by [Provider.CheckLayout].
-const LayoutVersion = 1
+//
+// Version 2 holds a KV key's stored value and the current execution's
+// write of it in one row, so that a client's read of a key is one item;
+// version 1 kept them in separate rows, with a row for a clear of every
+// key. Nothing converts one into the other: a version-1 table is refused
+// rather than misread; serve it with the release that wrote it until its
+// instances end, and start new work on a new table.
+const LayoutVersion = 2
 
 // OpCheckLayout names [Provider.CheckLayout] in its errors.
 const OpCheckLayout = "CheckLayout"

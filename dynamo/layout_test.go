@@ -2,6 +2,7 @@ package dynamo_test
 
 import (
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/dynoxide/dynoxide/dynamo"
 	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
+	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
 	"github.com/dynoxide/dynoxide/provider"
 )
 
@@ -67,6 +69,30 @@ func TestLayoutMismatchRefused(t *testing.T) {
 	got, _, err := dynamo.ReadLayout(ctx, env.DB, env.Table)
 	if err != nil || got.Shards != 4 {
 		t.Fatalf("stored layout after a refused check = %+v, %v; want 4 shards", got, err)
+	}
+}
+
+// TestLayoutOfAnOlderVersionRefused: a table whose layout record names
+// version 1 (KV rows apart) is refused with ErrLayoutMismatch naming both
+// versions, before anything reads its rows.
+func TestLayoutOfAnOlderVersionRefused(t *testing.T) {
+	t.Parallel()
+	p, env := dynamotest.New(t, dynamotest.Config{Shards: 8})
+	ctx := t.Context()
+	_, err := env.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(env.Table), Item: map[string]types.AttributeValue{
+		"pk":             &types.AttributeValueMemberS{Value: keys.LayoutPK},
+		"sk":             &types.AttributeValueMemberS{Value: keys.LayoutSK},
+		"shards":         &types.AttributeValueMemberN{Value: "8"},
+		"layout_version": &types.AttributeValueMemberN{Value: "1"},
+	}})
+	must(t, err, "write a version-1 layout record")
+	err = p.CheckLayout(ctx)
+	var me *dynamo.LayoutMismatchError
+	if !errors.Is(err, dynamo.ErrLayoutMismatch) || !errors.As(err, &me) || me.Stored.Version != 1 || me.Configured.Version != dynamo.LayoutVersion {
+		t.Fatalf("CheckLayout on a version-1 table = %v; want a LayoutMismatchError with stored version 1 and configured %d", err, dynamo.LayoutVersion)
+	}
+	if want := "data layout version 1; this provider reads version 2"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not say %q", err, want)
 	}
 }
 

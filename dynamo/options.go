@@ -23,9 +23,6 @@ import (
 type API interface {
 	// GetItem is [dynamodb.Client.GetItem].
 	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-	// BatchGetItem is [dynamodb.Client.BatchGetItem]. The provider reads a
-	// few keyed rows of one partition with it (a KV key's rows).
-	BatchGetItem(ctx context.Context, params *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 	// PutItem is [dynamodb.Client.PutItem].
 	PutItem(ctx context.Context, params *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
 	// UpdateItem is [dynamodb.Client.UpdateItem].

@@ -298,43 +298,6 @@ func (p *Provider) queryPartition(ctx context.Context, pk, from, to string, proj
 	return rows, err
 }
 
-// maxUnprocessedWait caps the wait before asking again for keys a
-// BatchGetItem left unprocessed without returning anything.
-const maxUnprocessedWait = time.Second
-
-// getRows reads the rows of partition pk with the sort keys sks (at most
-// 100) with consistent BatchGetItem requests, asking again for the keys
-// DynamoDB leaves unprocessed (throttling, 16 MB), and returns those that
-// exist, in no particular order. Each request is read-committed across its
-// items, as a Query is.
-func (p *Provider) getRows(ctx context.Context, pk string, sks ...string) ([]item, error) {
-	keys := make([]map[string]types.AttributeValue, len(sks))
-	for i, sk := range sks {
-		keys[i] = map[string]types.AttributeValue{attrPK: s(pk), attrSK: s(sk)}
-	}
-	request := map[string]types.KeysAndAttributes{*p.table: {Keys: keys, ConsistentRead: aws.Bool(true)}}
-	var rows []item
-	wait := 10 * time.Millisecond
-	for len(request) > 0 {
-		out, err := p.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: request})
-		if err != nil {
-			return nil, err
-		}
-		got := out.Responses[*p.table]
-		rows = append(rows, got...)
-		request = out.UnprocessedKeys
-		if len(request) == 0 || len(got) > 0 {
-			wait = 10 * time.Millisecond
-			continue
-		}
-		if err := sleepCtx(ctx, jitter(wait)); err != nil {
-			return nil, err
-		}
-		wait = min(2*wait, maxUnprocessedWait)
-	}
-	return rows, nil
-}
-
 // partitionRange is a consistent read of the rows of partition pk whose
 // sort key lies in [from, to), in sort-key order.
 type partitionRange struct {

@@ -60,21 +60,32 @@ func (p *Provider) liveKV(ctx context.Context, op, instance string) (map[string]
 // KVValue returns one key as clients see it (the current execution's writes
 // included); ok is false when the key or the instance does not exist.
 //
-// Requests: one consistent BatchGetItem of the three rows the key's value
-// depends on (its delta row, the delta clear-all row, its store row),
-// whatever else the store holds; keys left unprocessed are asked again.
-func (p *Provider) KVValue(ctx context.Context, instance, key string) (string, bool, error) {
-	rows, err := p.getRows(ctx, keys.InstancePK(instance), keys.DeltaSK(key), keys.DeltaAll, keys.KVSK(key))
+// Requests: one consistent GetItem of the key's row, which holds both the
+// stored value and the current execution's write of it, whatever else the
+// store holds.
+func (p *Provider) KVValue(ctx context.Context, instance, kvKey string) (string, bool, error) {
+	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      p.table,
+		Key:            key(keys.InstancePK(instance), keys.KVSK(kvKey)),
+		ConsistentRead: aws.Bool(true),
+	})
 	if err != nil {
 		return "", false, translate(provider.OpKVValue, err)
 	}
-	st, err := parseState(instance, rows)
-	if err != nil {
-		return "", false, translate(provider.OpKVValue, err)
+	if out.Item == nil {
+		return "", false, nil
+	}
+	var d decoder
+	name, r := d.str(out.Item, attrKVKey), d.kvRow(out.Item)
+	if d.err != nil {
+		return "", false, translate(provider.OpKVValue, d.err)
 	}
 	// A row of a hashed sort key names its key: one of another key (a
-	// digest collision) is filed under that key, not this one.
-	e, ok := provider.MergeKV(st.kvStore, st.kvDelta)[key]
+	// digest collision) is not this key's.
+	if name != kvKey {
+		return "", false, nil
+	}
+	e, ok := r.value()
 	return e.Value, ok, nil
 }
 

@@ -252,15 +252,6 @@ func (r resendSafe) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optF
 	return out, err
 }
 
-// BatchGetItem is [API.BatchGetItem], resent on transient failures.
-func (r resendSafe) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (out *dynamodb.BatchGetItemOutput, err error) {
-	_, err = r.p.resend(ctx, "batch_get_item", func() error {
-		out, err = r.API.BatchGetItem(ctx, in, optFns...)
-		return err
-	})
-	return out, err
-}
-
 // BatchWriteItem is [API.BatchWriteItem], resent on transient failures.
 func (r resendSafe) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (out *dynamodb.BatchWriteItemOutput, err error) {
 	_, err = r.p.resend(ctx, "batch_write_item", func() error {

@@ -24,11 +24,12 @@ type instanceState struct {
 	lock  lockRow
 	execs map[uint64]*execRow
 	// msgs are the queued orchestrator messages in queue (sort-key) order.
-	msgs    []queueRow
+	msgs []queueRow
+	// kvStore is the KV store as the last execution to end left it, and
+	// kvDelta the current execution's writes, as the KV rows hold them
+	// (kvRow): a clear of every key is a clear of each stored key.
 	kvStore map[string]provider.KVEntry
 	kvDelta provider.KVDelta
-	// deltaKeys are the keys that have a delta row (tombstones included).
-	deltaKeys []string
 	// msgsReadTo is, when the read stopped before the last message
 	// (loadFetchState), the sort key of the last row read: messages after
 	// it were not read. Empty when msgs holds every queued message.
@@ -306,19 +307,16 @@ func parseState(instance string, rows []item) (*instanceState, error) {
 				visible: d.int(row, attrVisible),
 			})
 		case strings.HasPrefix(sk, keys.KVPrefix), strings.HasPrefix(sk, keys.KVHashedPrefix):
-			st.kvStore[d.str(row, attrKVKey)] = provider.KVEntry{Value: d.str(row, attrValue), LastUpdatedAtMs: d.uint(row, attrTS)}
-		case sk == keys.DeltaAll:
-			st.kvDelta.ClearedAll = true
-		case strings.HasPrefix(sk, keys.DeltaPrefix), strings.HasPrefix(sk, keys.DeltaHashedPrefix):
 			k := d.str(row, attrKVKey)
-			st.deltaKeys = append(st.deltaKeys, k)
-			if st.kvDelta.Entries == nil {
-				st.kvDelta.Entries = map[string]*provider.KVEntry{}
+			r := d.kvRow(row)
+			if r.stored != nil {
+				st.kvStore[k] = *r.stored
 			}
-			if v := d.optStr(row, attrValue); v != nil {
-				st.kvDelta.Entries[k] = &provider.KVEntry{Value: *v, LastUpdatedAtMs: d.uint(row, attrTS)}
-			} else {
-				st.kvDelta.Entries[k] = nil
+			if r.set != nil || r.cleared {
+				if st.kvDelta.Entries == nil {
+					st.kvDelta.Entries = map[string]*provider.KVEntry{}
+				}
+				st.kvDelta.Entries[k] = r.set
 			}
 		}
 	}

@@ -227,10 +227,6 @@ func (c instrumentedDynamoDB) GetItem(ctx context.Context, in *dynamodb.GetItemI
 	return c.api.GetItem(ctx, in, withOpt(optFns, c.opt)...)
 }
 
-func (c instrumentedDynamoDB) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
-	return c.api.BatchGetItem(ctx, in, withOpt(optFns, c.opt)...)
-}
-
 func (c instrumentedDynamoDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	return c.api.PutItem(ctx, in, withOpt(optFns, c.opt)...)
 }

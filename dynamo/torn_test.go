@@ -341,7 +341,7 @@ func TestKVRowsEditedOutsideTurnsDoNotStopTheInstance(t *testing.T) {
 	must(t, p.AckOrchestrationItem(ctx, first.LockToken, provider.TurnCommit{ExecutionID: 1,
 		HistoryDelta: []provider.Event{started(inst), ev(2, inst, provider.KeyValueSet{Key: "k", Value: "v1", LastUpdatedAtMs: 2})}, Metadata: meta()}), "first ack")
 	row := rowsWithPrefix(ctx, t, env, inst, keys.KVRowsPrefix)[0]
-	row["val"] = &types.AttributeValueMemberS{Value: "by hand"}
+	row["dval"] = &types.AttributeValueMemberS{Value: "by hand"} // the execution's write of k
 	_, err := env.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(env.Table), Item: row})
 	must(t, err, "edit the KV row")
 

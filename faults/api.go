@@ -18,8 +18,6 @@ type SQS = queues.API
 const (
 	// OpGetItem is DynamoDB's GetItem.
 	OpGetItem = "GetItem"
-	// OpBatchGetItem is DynamoDB's BatchGetItem.
-	OpBatchGetItem = "BatchGetItem"
 	// OpPutItem is DynamoDB's PutItem.
 	OpPutItem = "PutItem"
 	// OpUpdateItem is DynamoDB's UpdateItem.
@@ -51,7 +49,6 @@ const (
 // serviceOf maps every operation the wrappers serve to its service.
 var serviceOf = map[string]string{
 	OpGetItem:            serviceDynamoDB,
-	OpBatchGetItem:       serviceDynamoDB,
 	OpPutItem:            serviceDynamoDB,
 	OpUpdateItem:         serviceDynamoDB,
 	OpDeleteItem:         serviceDynamoDB,

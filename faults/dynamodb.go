@@ -32,15 +32,6 @@ func (d *dynamoClient) GetItem(ctx context.Context, params *dynamodb.GetItemInpu
 	})
 }
 
-func (d *dynamoClient) BatchGetItem(ctx context.Context, params *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
-	return run(ctx, d.in, call[*dynamodb.BatchGetItemOutput]{
-		op: OpBatchGetItem, input: params,
-		send: func(ctx context.Context, _ bool, _ Fault) (*dynamodb.BatchGetItemOutput, error) {
-			return d.api.BatchGetItem(ctx, params, optFns...)
-		},
-	})
-}
-
 func (d *dynamoClient) PutItem(ctx context.Context, params *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
 	return run(ctx, d.in, call[*dynamodb.PutItemOutput]{
 		op: OpPutItem, input: params,

@@ -39,8 +39,6 @@ const (
 	ExecPrefix  = "#EXEC#"
 	QueuePrefix = "#Q#"
 	KVPrefix    = "#KV#"
-	DeltaPrefix = "#KD#"
-	DeltaAll    = "#KDALL"
 	ChildPrefix = "C#"
 	HistPrefix  = "H#"
 	Session     = "#SESSION"
@@ -48,13 +46,12 @@ const (
 	// Hashed variants of the prefixes above, for values too long for a
 	// sort key (see bounded).
 	KVHashedPrefix    = "#KH#"
-	DeltaHashedPrefix = "#KE#"
 	ChildHashedPrefix = "CH#"
 	StagePrefix       = "T#" // staging rows of a large turn (outside the control range)
 	ControlEnd        = "$"  // the byte after '#': sk < ControlEnd selects control rows
 
-	// KVRowsPrefix starts the sort key of every KV row (store, delta,
-	// their hashed forms and the delta clear-all) and of no other row.
+	// KVRowsPrefix starts the sort key of every KV row (plain and hashed)
+	// and of no other row.
 	KVRowsPrefix = "#K"
 )
 
@@ -134,11 +131,9 @@ func ParseHistorySK(sk string) (executionID, eventID uint64, err error) {
 // QueueSK is the sort key of an orchestrator message.
 func QueueSK(seq string) string { return QueuePrefix + seq }
 
-// KVSK is the sort key of a KV store entry.
+// KVSK is the sort key of a KV key's row, which holds the key's stored
+// value and the current execution's write of it.
 func KVSK(key string) string { return bounded(KVPrefix, KVHashedPrefix, key) }
-
-// DeltaSK is the sort key of a KV delta entry.
-func DeltaSK(key string) string { return bounded(DeltaPrefix, DeltaHashedPrefix, key) }
 
 // ChildSK is the sort key of a child link in the parent's partition.
 func ChildSK(child string) string { return bounded(ChildPrefix, ChildHashedPrefix, child) }

@@ -18,7 +18,7 @@ var hostile = []string{
 func TestKeysAreInjective(t *testing.T) {
 	builders := map[string]func(string) string{
 		"InstancePK": InstancePK, "WorkerPK": WorkerPK, "SessionPK": SessionPK,
-		"KVSK": KVSK, "DeltaSK": DeltaSK, "ChildSK": ChildSK, "QueueSK": QueueSK,
+		"KVSK": KVSK, "ChildSK": ChildSK, "QueueSK": QueueSK,
 	}
 	for name, build := range builders {
 		seen := map[string]string{}
@@ -33,14 +33,14 @@ func TestKeysAreInjective(t *testing.T) {
 	// Different item kinds of one partition never share a sort key.
 	kinds := map[string]bool{}
 	for _, v := range hostile {
-		for _, k := range []string{KVSK(v), DeltaSK(v), ChildSK(v), QueueSK(v)} {
+		for _, k := range []string{KVSK(v), ChildSK(v), QueueSK(v)} {
 			if kinds[k] {
 				t.Errorf("sort key %q is built for two kinds or values", k)
 			}
 			kinds[k] = true
 		}
 	}
-	for _, fixed := range []string{Meta, Lock, DeltaAll, ExecSK(1), HistorySK(1, 1)} {
+	for _, fixed := range []string{Meta, Lock, ExecSK(1), HistorySK(1, 1)} {
 		if kinds[fixed] {
 			t.Errorf("fixed sort key %q collides with a built one", fixed)
 		}
@@ -84,7 +84,7 @@ func TestHistoryKeysSortNumerically(t *testing.T) {
 }
 
 func TestControlRangeHoldsControlRowsOnly(t *testing.T) {
-	control := []string{Meta, Lock, ExecSK(1), QueueSK("x"), KVSK("k"), DeltaSK("k"), DeltaAll}
+	control := []string{Meta, Lock, ExecSK(1), QueueSK("x"), KVSK("k")}
 	for _, sk := range control {
 		if sk >= ControlEnd {
 			t.Errorf("control row %q is outside sk < %q", sk, ControlEnd)
@@ -153,19 +153,14 @@ func TestReadyShardParsesReadyPK(t *testing.T) {
 // holds every KV row, hashed or not, and no other row of an instance.
 func TestKVRowsPrefixSelectsKVRowsOnly(t *testing.T) {
 	for _, v := range hostile {
-		for _, k := range []string{KVSK(v), DeltaSK(v)} {
-			if !strings.HasPrefix(k, KVRowsPrefix) {
-				t.Errorf("KV row key %q is outside the KV range", k)
-			}
+		if k := KVSK(v); !strings.HasPrefix(k, KVRowsPrefix) {
+			t.Errorf("KV row key %q is outside the KV range", k)
 		}
 		for _, k := range []string{ChildSK(v), QueueSK(v), ExecSK(uint64(len(v))), HistorySK(1, uint64(len(v)))} {
 			if strings.HasPrefix(k, KVRowsPrefix) {
 				t.Errorf("non-KV key %q is inside the KV range", k)
 			}
 		}
-	}
-	if !strings.HasPrefix(DeltaAll, KVRowsPrefix) {
-		t.Errorf("%q is outside the KV range", DeltaAll)
 	}
 	for _, fixed := range []string{Meta, Lock, Session, LayoutSK} {
 		if strings.HasPrefix(fixed, KVRowsPrefix) {
