@@ -27,12 +27,18 @@ locals {
 
   provisioned = var.billing_mode == "PROVISIONED"
 
-  table_arn = try(aws_dynamodb_table.this[0].arn, null)
+  # With autoscaling the table is aws_dynamodb_table.autoscaled, which
+  # ignores changes to its capacities; without, aws_dynamodb_table.this. At
+  # most one of the two exists.
+  autoscaling = var.create && var.autoscaling != null
+  table       = one(concat(aws_dynamodb_table.this, aws_dynamodb_table.autoscaled))
+
+  table_arn = try(local.table.arn, null)
 
   # The region the table lives in, read from its ARN
   # (arn:aws:dynamodb:REGION:ACCOUNT:table/NAME). This works alike with the
   # 5.x and 6.x AWS providers, whose aws_region data sources differ.
-  region = try(split(":", aws_dynamodb_table.this[0].arn)[3], null)
+  region = try(split(":", local.table.arn)[3], null)
 
   queue_names = {
     orchestrator = coalesce(var.orchestrator_queue_name, "${var.table_name}-orchestrator")
@@ -46,8 +52,9 @@ locals {
 # Table
 ################################################################################
 
+# Without autoscaling (the default): Terraform owns the capacities.
 resource "aws_dynamodb_table" "this" {
-  count = var.create ? 1 : 0
+  count = var.create && var.autoscaling == null ? 1 : 0
 
   name         = var.table_name
   billing_mode = var.billing_mode
@@ -98,6 +105,135 @@ resource "aws_dynamodb_table" "this" {
   deletion_protection_enabled = var.deletion_protection_enabled
 
   tags = merge(var.tags, var.table_tags)
+}
+
+# With autoscaling: the same table, except that Application Auto Scaling owns
+# the capacities once the table exists. A lifecycle block cannot depend on a
+# variable, hence a second resource. Keep its arguments identical to those
+# of aws_dynamodb_table.this above (tests/module.tftest.hcl checks both
+# against schema.json).
+#
+# global_secondary_index is a set of blocks whose capacities cannot be
+# ignored one by one, so the whole block is ignored: Terraform creates the
+# indexes with the table but does not update them afterwards (see the
+# README, "Auto scaling").
+resource "aws_dynamodb_table" "autoscaled" {
+  count = local.autoscaling ? 1 : 0
+
+  name         = var.table_name
+  billing_mode = var.billing_mode
+  hash_key     = local.schema.partition_key.name
+  range_key    = local.schema.sort_key.name != "" ? local.schema.sort_key.name : null
+
+  read_capacity  = local.provisioned ? var.provisioned_capacity.table.read : null
+  write_capacity = local.provisioned ? var.provisioned_capacity.table.write : null
+
+  dynamic "attribute" {
+    for_each = local.key_attributes
+    content {
+      name = attribute.key
+      type = attribute.value
+    }
+  }
+
+  dynamic "global_secondary_index" {
+    for_each = local.schema.global_secondary_indexes
+    iterator = ix
+    content {
+      name               = ix.value.name
+      hash_key           = ix.value.partition_key.name
+      range_key          = ix.value.sort_key.name != "" ? ix.value.sort_key.name : null
+      projection_type    = ix.value.projection_type
+      non_key_attributes = ix.value.projection_type == "INCLUDE" ? ix.value.non_key_attributes : null
+      read_capacity      = local.provisioned ? var.provisioned_capacity[ix.value.name].read : null
+      write_capacity     = local.provisioned ? var.provisioned_capacity[ix.value.name].write : null
+    }
+  }
+
+  ttl {
+    enabled        = local.schema.ttl_attribute != ""
+    attribute_name = local.schema.ttl_attribute
+  }
+
+  point_in_time_recovery {
+    enabled = var.point_in_time_recovery_enabled
+  }
+
+  # DynamoDB always encrypts at rest. Without a key ARN it uses an AWS owned
+  # key; with one, the customer managed key.
+  server_side_encryption {
+    enabled     = var.table_kms_key_arn != null
+    kms_key_arn = var.table_kms_key_arn
+  }
+
+  deletion_protection_enabled = var.deletion_protection_enabled
+
+  tags = merge(var.tags, var.table_tags)
+
+  lifecycle {
+    ignore_changes = [read_capacity, write_capacity, global_secondary_index]
+  }
+}
+
+################################################################################
+# Auto scaling
+################################################################################
+
+# With var.autoscaling, Application Auto Scaling adjusts the read and write
+# capacity of the table and of each index between a minimum and a maximum,
+# to keep consumed/provisioned capacity near the target utilization: one
+# scalable target and one target-tracking policy per table or index and
+# per read or write, six of each.
+
+locals {
+  autoscaling_targets = local.autoscaling ? {
+    for t in flatten([
+      for part in concat(["table"], [for ix in local.schema.global_secondary_indexes : ix.name]) : [
+        for dim in ["read", "write"] : {
+          key  = "${part}-${dim}"
+          part = part
+          kind = part == "table" ? "table" : "index"
+          unit = dim == "read" ? "Read" : "Write"
+          # The minimum defaults to provisioned_capacity, the capacity the
+          # table is created with.
+          min = try(coalesce(var.autoscaling[part][dim].min, var.provisioned_capacity[part][dim]), null)
+          max = var.autoscaling[part][dim].max
+        }
+      ]
+    ]) : t.key => t
+  } : {}
+}
+
+resource "aws_appautoscaling_target" "this" {
+  for_each = local.autoscaling_targets
+
+  service_namespace  = "dynamodb"
+  resource_id        = each.value.kind == "table" ? "table/${aws_dynamodb_table.autoscaled[0].name}" : "table/${aws_dynamodb_table.autoscaled[0].name}/index/${each.value.part}"
+  scalable_dimension = "dynamodb:${each.value.kind}:${each.value.unit}CapacityUnits"
+  min_capacity       = each.value.min
+  max_capacity       = each.value.max
+
+  tags = var.tags
+}
+
+resource "aws_appautoscaling_policy" "this" {
+  for_each = aws_appautoscaling_target.this
+
+  # Policy names are unique per scalable target only.
+  name               = "dynoxide-${each.key}"
+  policy_type        = "TargetTrackingScaling"
+  service_namespace  = each.value.service_namespace
+  resource_id        = each.value.resource_id
+  scalable_dimension = each.value.scalable_dimension
+
+  target_tracking_scaling_policy_configuration {
+    predefined_metric_specification {
+      predefined_metric_type = "DynamoDB${local.autoscaling_targets[each.key].unit}CapacityUtilization"
+    }
+    target_value       = var.autoscaling.target_utilization
+    scale_in_cooldown  = var.autoscaling.scale_in_cooldown
+    scale_out_cooldown = var.autoscaling.scale_out_cooldown
+  }
 }
 
 ################################################################################

@@ -4,17 +4,17 @@
 
 output "table_name" {
   description = "Name of the DynamoDB table."
-  value       = try(aws_dynamodb_table.this[0].name, null)
+  value       = try(local.table.name, null)
 }
 
 output "table_arn" {
   description = "ARN of the DynamoDB table."
-  value       = try(aws_dynamodb_table.this[0].arn, null)
+  value       = local.table_arn
 }
 
 output "table_index_arns" {
   description = "ARNs of the table's global secondary indexes, keyed by index name (ready, instances)."
-  value       = try({ for ix in local.schema.global_secondary_indexes : ix.name => "${aws_dynamodb_table.this[0].arn}/index/${ix.name}" }, null)
+  value       = try({ for ix in local.schema.global_secondary_indexes : ix.name => "${local.table.arn}/index/${ix.name}" }, null)
 }
 
 output "region" {

@@ -44,7 +44,7 @@ variable "billing_mode" {
 }
 
 variable "provisioned_capacity" {
-  description = "Read and write capacity units of the table and of each global secondary index (ready, instances). Required when billing_mode is PROVISIONED, must be null otherwise."
+  description = "Read and write capacity units of the table and of each global secondary index (ready, instances). Required when billing_mode is PROVISIONED, must be null otherwise. With autoscaling, the capacities the table is created with and the default minimums of auto scaling."
   type = object({
     table = object({
       read  = number
@@ -72,6 +72,77 @@ variable "provisioned_capacity" {
       [for n in [c.read, c.write] : n >= 1 && n == floor(n)]
     ]))
     error_message = "Every read and write capacity in provisioned_capacity must be a whole number of at least 1."
+  }
+}
+
+variable "autoscaling" {
+  description = <<-EOT
+    DynamoDB auto scaling of the read and write capacity of the table and of each global secondary index (ready, instances), with billing_mode "PROVISIONED" only. Default null: no auto scaling, the capacities stay at provisioned_capacity.
+
+    For each of table, ready and instances, read and write take a max and an optional min (whole numbers, min at least 1, min at most max); min defaults to the provisioned_capacity figure, which is also the capacity the table is created with. target_utilization is the percentage of consumed to provisioned capacity that auto scaling keeps (20 to 90, default 70). scale_in_cooldown and scale_out_cooldown are the seconds after a scaling activity before the next one in the same direction (default 0, as AWS for DynamoDB).
+
+    With autoscaling set, Terraform no longer updates the capacities, nor the indexes, of the existing table: see the README. Turning it on or off moves the table to another resource address; move the state (a moved block) first.
+  EOT
+  type = object({
+    target_utilization = optional(number, 70)
+    scale_in_cooldown  = optional(number, 0)
+    scale_out_cooldown = optional(number, 0)
+    table = object({
+      read  = object({ min = optional(number), max = number })
+      write = object({ min = optional(number), max = number })
+    })
+    ready = object({
+      read  = object({ min = optional(number), max = number })
+      write = object({ min = optional(number), max = number })
+    })
+    instances = object({
+      read  = object({ min = optional(number), max = number })
+      write = object({ min = optional(number), max = number })
+    })
+  })
+  default = null
+
+  validation {
+    condition     = var.autoscaling == null || var.billing_mode == "PROVISIONED"
+    error_message = "autoscaling needs billing_mode = \"PROVISIONED\" (and provisioned_capacity): an on-demand table scales by itself."
+  }
+
+  validation {
+    condition = alltrue(flatten([
+      for part in(var.autoscaling == null ? [] : ["table", "ready", "instances"]) : [
+        # A min left out counts as 1 here; a max left out (null) fails.
+        for dim in ["read", "write"] : [
+          for n in [try(coalesce(var.autoscaling[part][dim].min, 1), null), try(var.autoscaling[part][dim].max, null)] :
+          n == null ? false : n >= 1 && n == floor(n)
+        ]
+      ]
+    ]))
+    error_message = "In autoscaling, every read and write of table, ready and instances needs a max, and every min and max must be a whole number of at least 1."
+  }
+
+  validation {
+    # A min left out is the provisioned_capacity figure; a missing
+    # provisioned_capacity is reported by its own validation.
+    condition = alltrue(flatten([
+      for part in(var.autoscaling == null ? [] : ["table", "ready", "instances"]) : [
+        for dim in ["read", "write"] :
+        try(coalesce(var.autoscaling[part][dim].min, var.provisioned_capacity[part][dim]) <= var.autoscaling[part][dim].max, true)
+      ]
+    ]))
+    error_message = "In autoscaling, every max must be at least its min; a min left out is the provisioned_capacity figure of the same table or index, read or write."
+  }
+
+  validation {
+    condition     = var.autoscaling == null ? true : var.autoscaling.target_utilization >= 20 && var.autoscaling.target_utilization <= 90
+    error_message = "autoscaling.target_utilization must be a percentage from 20 to 90."
+  }
+
+  validation {
+    condition = alltrue([
+      for n in(var.autoscaling == null ? [] : [var.autoscaling.scale_in_cooldown, var.autoscaling.scale_out_cooldown]) :
+      n >= 0 && n == floor(n)
+    ])
+    error_message = "autoscaling.scale_in_cooldown and scale_out_cooldown must be whole numbers of seconds, at least 0."
   }
 }
 

@@ -20,6 +20,23 @@ override_resource {
   }
 }
 
+# The table when autoscaling is set, and its scalable targets and policies.
+override_resource {
+  target = aws_dynamodb_table.autoscaled[0]
+  values = {
+    name = "dynoxide"
+    arn  = "arn:aws:dynamodb:eu-west-1:123456789012:table/dynoxide"
+  }
+}
+
+override_resource {
+  target = aws_appautoscaling_target.this
+}
+
+override_resource {
+  target = aws_appautoscaling_policy.this
+}
+
 override_resource {
   target = aws_sqs_queue.this["orchestrator"]
   values = {
@@ -85,5 +102,36 @@ run "policy_with_kms" {
       ["dynamodb.eu-west-1.amazonaws.com", "sqs.eu-west-1.amazonaws.com"],
     ]])
     error_message = "Unexpected KMS statement: ${output.iam_policy_json}"
+  }
+}
+
+run "policy_with_autoscaling" {
+  # Its own state: the table is aws_dynamodb_table.autoscaled here.
+  state_key = "autoscaling"
+
+  variables {
+    billing_mode = "PROVISIONED"
+    provisioned_capacity = {
+      table     = { read = 5, write = 5 }
+      ready     = { read = 5, write = 5 }
+      instances = { read = 5, write = 5 }
+    }
+    autoscaling = {
+      table     = { read = { max = 50 }, write = { max = 50 } }
+      ready     = { read = { max = 50 }, write = { max = 50 } }
+      instances = { read = { max = 50 }, write = { max = 50 } }
+    }
+  }
+
+  assert {
+    condition     = length(aws_dynamodb_table.autoscaled) == 1 && output.region == "eu-west-1"
+    error_message = "With autoscaling the table must be aws_dynamodb_table.autoscaled, and the region output must come from its ARN."
+  }
+
+  # Auto scaling is Terraform's business, not the process's: the policy is
+  # the same as without it.
+  assert {
+    condition     = output.iam_policy_json == run.policy_without_kms.iam_policy_json
+    error_message = "Unexpected policy with autoscaling: ${output.iam_policy_json}"
   }
 }

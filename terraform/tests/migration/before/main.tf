@@ -1,0 +1,26 @@
+# A root module calling the module with provisioned capacity and no auto
+# scaling: the starting point of tests/autoscaling.tftest.hcl's migration.
+
+terraform {
+  required_providers {
+    aws = {
+      source = "hashicorp/aws"
+    }
+  }
+}
+
+module "dynoxide" {
+  source = "../../.."
+
+  table_name   = "dynoxide"
+  billing_mode = "PROVISIONED"
+  provisioned_capacity = {
+    table     = { read = 5, write = 5 }
+    ready     = { read = 5, write = 5 }
+    instances = { read = 5, write = 5 }
+  }
+}
+
+output "table_arn" {
+  value = module.dynoxide.table_arn
+}

@@ -1,0 +1,31 @@
+# Auto scaling turned off again, with the moved block back to
+# aws_dynamodb_table.this.
+
+terraform {
+  required_providers {
+    aws = {
+      source = "hashicorp/aws"
+    }
+  }
+}
+
+module "dynoxide" {
+  source = "../../.."
+
+  table_name   = "dynoxide"
+  billing_mode = "PROVISIONED"
+  provisioned_capacity = {
+    table     = { read = 5, write = 5 }
+    ready     = { read = 5, write = 5 }
+    instances = { read = 5, write = 5 }
+  }
+}
+
+moved {
+  from = module.dynoxide.aws_dynamodb_table.autoscaled[0]
+  to   = module.dynoxide.aws_dynamodb_table.this[0]
+}
+
+output "table_arn" {
+  value = module.dynoxide.table_arn
+}
