@@ -9,6 +9,9 @@
 //
 //	go run ./cmd/benche2e [-out results] [-short] [-scenarios HelloCities5,Chain1000,...]
 //
+// -systems and -peers select the dynoxide systems and the go-workflows
+// backends; -systems none runs only the peers.
+//
 // It finds or starts DynamoDB and SQS as package localstack does (the
 // endpoints in the environment, LocalStack with Docker, else the embedded
 // DynamoDB Local and SQS emulator), once per run, and Redis for the

@@ -46,7 +46,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.out, "out", "results", "directory the results are written to")
 	fs.BoolVar(&c.short, "short", false, "tiny sizes (a few iterations of each scenario); size flags given explicitly still apply")
 	fs.StringVar(&c.scenarios, "scenarios", "", "comma-separated scenarios to run (HelloCities5, EndpointCeiling, HelloCities5Payload1KB, Chain1000, FanOut1000, FanOut10000, StartAfterIdle, Idle, History10000, FetchCost); empty runs all")
-	fs.StringVar(&c.systems, "systems", "", "comma-separated dynoxide systems to run on; empty runs all")
+	fs.StringVar(&c.systems, "systems", "", "comma-separated dynoxide systems to run on; empty runs all, \"none\" none (only the peers)")
 	fs.StringVar(&c.peers, "peers", strings.Join(goworkflows.Backends(), ","), "comma-separated go-workflows backends to run beside dynoxide; empty runs none")
 	def := scenario.DefaultSizes()
 	hello := fs.Int("hello-instances", def.HelloInstances, "HelloCities5: instances")
@@ -220,10 +220,17 @@ func needsPeers(selected []scenario.Scenario) bool {
 	return false
 }
 
+// noSystems is the -systems value that runs no dynoxide system, only the
+// peers.
+const noSystems = "none"
+
 func selectSystems(names string) ([]scenario.System, error) {
 	list := splitList(names)
 	if len(list) == 0 {
 		return scenario.Systems(), nil
+	}
+	if len(list) == 1 && list[0] == noSystems {
+		return []scenario.System{}, nil
 	}
 	var out []scenario.System
 	for _, n := range list {

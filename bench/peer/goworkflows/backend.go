@@ -104,15 +104,24 @@ func openPeer(ctx context.Context, c Config, opts ...backend.BackendOption) (p *
 }
 
 // finishRecorder wraps a backend and notes when each expected workflow
-// instance's finishing workflow task was committed.
+// instance's finishing workflow task was committed, and how it finished.
 type finishRecorder struct {
 	backend.Backend
 
 	mu       sync.Mutex
 	expected map[string]bool
 	finished map[string]time.Time
+	// failures holds the error of each finished instance whose finishing
+	// event carries no result.
+	failures map[string]error
 	done     chan struct{}
 }
+
+// errNoResult is the failure of an instance that finished with neither a
+// result nor an error: go-workflows finishes a workflow so when the
+// coroutines of its workflow function were stopped before it returned, as
+// closing its executor in the middle of a workflow task does.
+var errNoResult = errors.New("finished with neither a result nor an error: its workflow function never returned (go-workflows finishes a workflow so when its executor is closed in the middle of a workflow task)")
 
 // newFinishRecorder wraps b, expecting the instances ids to finish.
 func newFinishRecorder(b backend.Backend, ids []string) *finishRecorder {
@@ -120,6 +129,7 @@ func newFinishRecorder(b backend.Backend, ids []string) *finishRecorder {
 		Backend:  b,
 		expected: make(map[string]bool, len(ids)),
 		finished: make(map[string]time.Time, len(ids)),
+		failures: make(map[string]error),
 		done:     make(chan struct{}),
 	}
 	for _, id := range ids {
@@ -132,7 +142,7 @@ func newFinishRecorder(b backend.Backend, ids []string) *finishRecorder {
 }
 
 // CompleteWorkflowTask commits the task and, when it finishes an expected
-// instance, notes the time.
+// instance, notes the time and, when the instance failed, its error.
 func (f *finishRecorder) CompleteWorkflowTask(
 	ctx context.Context, task *backend.WorkflowTask, state core.WorkflowInstanceState,
 	executedEvents, activityEvents, timerEvents []*history.Event, workflowEvents []*history.WorkflowEvent,
@@ -151,10 +161,44 @@ func (f *finishRecorder) CompleteWorkflowTask(
 		return nil
 	}
 	f.finished[id] = at
+	if err := finishFailure(executedEvents); err != nil {
+		f.failures[id] = err
+	}
 	if len(f.finished) == len(f.expected) {
 		close(f.done)
 	}
 	return nil
+}
+
+// finishFailure is the failure the WorkflowExecutionFinished event among
+// events records: the workflow's error, or errNoResult when it has no
+// result either; nil when the workflow returned a result or no such event
+// is among events.
+func finishFailure(events []*history.Event) error {
+	for _, e := range events {
+		if e.Type != history.EventType_WorkflowExecutionFinished {
+			continue
+		}
+		a, ok := e.Attributes.(*history.ExecutionCompletedAttributes)
+		switch {
+		case !ok:
+			return nil
+		case a.Error != nil:
+			return a.Error
+		case len(a.Result) == 0:
+			return errNoResult
+		}
+	}
+	return nil
+}
+
+// Failure returns the error instance id finished with (the workflow's
+// error or errNoResult), or nil if it returned a result or has not
+// finished.
+func (f *finishRecorder) Failure(id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.failures[id]
 }
 
 // Done is closed when every expected instance finished.

@@ -51,6 +51,12 @@ var ErrConfig = errors.New("goworkflows: invalid config")
 // output other than the scenario expects.
 var ErrWrongOutput = errors.New("goworkflows: wrong workflow output")
 
+// ErrWorkflowFailed is returned (wrapped, with the workflow's own error)
+// when a workflow instance finished without its output: it failed (for
+// example on reaching the backend's maximum history size), was canceled
+// or terminated, or finished with neither a result nor an error.
+var ErrWorkflowFailed = errors.New("goworkflows: workflow failed")
+
 // ErrTimeout is returned (wrapped) when the workflows did not all complete
 // within the run's time limit.
 var ErrTimeout = errors.New("goworkflows: workflows did not complete in time")

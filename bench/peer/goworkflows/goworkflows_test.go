@@ -1,6 +1,7 @@
 package goworkflows
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -10,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cschleiden/go-workflows/backend"
+	"github.com/cschleiden/go-workflows/backend/history"
+	"github.com/cschleiden/go-workflows/core"
+	"github.com/cschleiden/go-workflows/workflow"
 	"github.com/dynoxide/dynoxide/bench/report"
 	"github.com/redis/go-redis/v9"
 )
@@ -339,4 +344,181 @@ func TestWaitStoppedGivesUpOnAStuckWorker(t *testing.T) {
 	if err := waitStopped(func() error { return boom }, time.Minute); !errors.Is(err, boom) {
 		t.Fatalf("waitStopped of a stopped worker = %v, want its error", err)
 	}
+}
+
+// helloStart is one HelloCities5 instance and what it returns.
+func helloStart() ([]start, []string) {
+	want := make([]string, len(Cities))
+	for i, city := range Cities {
+		want[i] = Greeting(city)
+	}
+	return []start{{id: "hello-000000", workflow: helloCities5Name}}, want
+}
+
+// TestMaxHistoryBoundIsWhatGoWorkflowsWrites: an instance whose activities
+// each wake a workflow task of their own (HelloCities5's sequential ones)
+// writes exactly historyEventsPerActivity events per activity and
+// historyEventsPerWorkflow more, the most an instance of that many
+// activities can write; go-workflows completes it under a maximum history
+// of that many events and fails it under one less, and the run reports
+// the workflow's own error.
+func TestMaxHistoryBoundIsWhatGoWorkflowsWrites(t *testing.T) {
+	starts, want := helloStart()
+	exact := int64(historyEventsPerActivity*len(Cities) + historyEventsPerWorkflow)
+	c := Config{Backend: BackendMonoprocess}
+	r := report.Result{Scenario: "HelloCities5", System: System(c.Backend)}
+
+	if _, _, err := runScenario(t.Context(), c, r, starts, len(Cities), exact, want); err != nil {
+		t.Fatalf("max history %d: %v", exact, err)
+	}
+	r, _, err := runScenario(t.Context(), c, r, starts, len(Cities), exact-1, want)
+	if !errors.Is(err, ErrWorkflowFailed) {
+		t.Fatalf("max history %d: err = %v, want ErrWorkflowFailed", exact-1, err)
+	}
+	t.Log(err)
+	if msg := err.Error(); !strings.Contains(msg, "workflow history size exceeded") || strings.Contains(msg, "JSON") {
+		t.Errorf("max history %d: err = %q, want go-workflows' own error, not a decoding one", exact-1, msg)
+	}
+	if !strings.Contains(r.Notes, "max history raised to "+strconv.FormatInt(exact-1, 10)+" events") {
+		t.Errorf("Notes = %q, want the max history", r.Notes)
+	}
+}
+
+// TestMaxHistorySizeLeavesRoomForEveryEvent checks the bound's arithmetic
+// at the benchmark's sizes: room for historyEventsPerActivity events per
+// activity and historyEventsPerWorkflow more (what
+// TestMaxHistoryBoundIsWhatGoWorkflowsWrites counts go-workflows writing
+// at most), never below go-workflows' default, and the notes say the
+// bound used.
+func TestMaxHistorySizeLeavesRoomForEveryEvent(t *testing.T) {
+	if historyHeadroom < historyEventsPerWorkflow {
+		t.Fatalf("historyHeadroom %d < historyEventsPerWorkflow %d", historyHeadroom, historyEventsPerWorkflow)
+	}
+	for _, n := range []int{1, 5, 1000, 3300, 10000, 100000} {
+		need := int64(historyEventsPerActivity*n + historyEventsPerWorkflow)
+		if got := maxHistorySize(n); got < need {
+			t.Errorf("maxHistorySize(%d) = %d, want at least %d", n, got, need)
+		}
+	}
+	if got, def := maxHistorySize(len(Cities)), backend.DefaultOptions.MaxHistorySize; got != def {
+		t.Errorf("maxHistorySize(%d) = %d, want the default %d", len(Cities), got, def)
+	}
+	if got := maxHistorySize(10000); got != 30100 {
+		t.Errorf("maxHistorySize(10000) = %d, want 30100", got)
+	}
+	n := notes(BackendMonoprocess, workerOptions(BackendMonoprocess, 10000), maxHistorySize(10000))
+	if !strings.Contains(n, "max history raised to 30100 events") {
+		t.Errorf("notes = %q, want the raised max history", n)
+	}
+}
+
+// TestExecutorCacheOutlastsTheRun: go-workflows closes a cached executor
+// whose TTL expires even while it runs a workflow task; with the default
+// 10 s, FanOut10000's fan-in tasks (minutes long) had their executor
+// closed under them and the workflow finished without a result. The TTL
+// the worker gets is at least the run's time limit, and the notes say so.
+func TestExecutorCacheOutlastsTheRun(t *testing.T) {
+	for _, backendName := range Backends() {
+		for _, n := range []int{1, 500, 1000, 10000} {
+			wo := workerOptions(backendName, n)
+			if wo.WorkflowExecutorCacheTTL < runTimeout(n) {
+				t.Errorf("%s, %d activities: WorkflowExecutorCacheTTL = %v, want at least the run's limit %v", backendName, n, wo.WorkflowExecutorCacheTTL, runTimeout(n))
+			}
+			if wo.WorkflowExecutorCacheSize != executorCacheSize {
+				t.Errorf("%s: WorkflowExecutorCacheSize = %d, want %d", backendName, wo.WorkflowExecutorCacheSize, executorCacheSize)
+			}
+		}
+	}
+	n := notes(BackendRedis, workerOptions(BackendRedis, 10000), maxHistorySize(10000))
+	if want := "executor cache TTL raised from 10s to " + runTimeout(10000).String(); !strings.Contains(n, want) {
+		t.Errorf("notes = %q, want %q", n, want)
+	}
+}
+
+// TestUnknownWorkflowFailsWithItsError: a workflow that fails is reported
+// with ErrWorkflowFailed and go-workflows' error, not as an unreadable
+// result.
+func TestUnknownWorkflowFailsWithItsError(t *testing.T) {
+	c := Config{Backend: BackendMonoprocess}
+	r := report.Result{Scenario: "Unknown", System: System(c.Backend)}
+	starts := []start{{id: "unknown", workflow: "NoSuchWorkflow"}}
+	_, _, err := runScenario(t.Context(), c, r, starts, 1, maxHistorySize(1), []string{"x"})
+	if !errors.Is(err, ErrWorkflowFailed) {
+		t.Fatalf("err = %v, want ErrWorkflowFailed", err)
+	}
+	if !strings.Contains(err.Error(), "NoSuchWorkflow not found") {
+		t.Errorf("err = %q, want go-workflows' error naming the workflow", err)
+	}
+}
+
+// completer is a backend whose CompleteWorkflowTask succeeds and does
+// nothing.
+type completer struct{ backend.Backend }
+
+func (completer) CompleteWorkflowTask(context.Context, *backend.WorkflowTask, core.WorkflowInstanceState,
+	[]*history.Event, []*history.Event, []*history.Event, []*history.WorkflowEvent,
+) error {
+	return nil
+}
+
+// TestFinishRecorderKeepsHowEachInstanceFinished: the recorder keeps a
+// finished instance's error, and errNoResult for one that finished with
+// neither a result nor an error (what an executor closed mid-task
+// writes).
+func TestFinishRecorderKeepsHowEachInstanceFinished(t *testing.T) {
+	finished := func(a *history.ExecutionCompletedAttributes) []*history.Event {
+		return []*history.Event{
+			history.NewPendingEvent(time.Now(), history.EventType_WorkflowTaskStarted, &history.WorkflowTaskStartedAttributes{}),
+			history.NewPendingEvent(time.Now(), history.EventType_WorkflowExecutionFinished, a),
+		}
+	}
+	boom := &workflow.Error{Message: "boom"}
+	rec := newFinishRecorder(completer{}, []string{"ok", "failed", "empty"})
+	for id, events := range map[string][]*history.Event{
+		"ok":     finished(&history.ExecutionCompletedAttributes{Result: []byte(`["Hello, Tokyo!"]`)}),
+		"failed": finished(&history.ExecutionCompletedAttributes{Error: boom}),
+		"empty":  finished(&history.ExecutionCompletedAttributes{}),
+	} {
+		task := &backend.WorkflowTask{WorkflowInstance: core.NewWorkflowInstance(id, "1")}
+		if err := rec.CompleteWorkflowTask(t.Context(), task, core.WorkflowInstanceStateFinished, events, nil, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-rec.Done():
+	default:
+		t.Fatal("Done not closed after every instance finished")
+	}
+	if err := rec.Failure("ok"); err != nil {
+		t.Errorf("Failure(ok) = %v, want nil", err)
+	}
+	if err := rec.Failure("failed"); err == nil || err.Error() != "boom" {
+		t.Errorf("Failure(failed) = %v, want the workflow's error boom", err)
+	}
+	if err := rec.Failure("empty"); !errors.Is(err, errNoResult) {
+		t.Errorf("Failure(empty) = %v, want errNoResult", err)
+	}
+}
+
+// TestFanOut10000CompletesOnMonoprocess runs FanOut10000 as the benchmark
+// does, on the quickest backend: its fan-in tasks run for minutes, longer
+// than go-workflows' default executor cache TTL, and its history is over
+// 20,000 events, twice the default maximum.
+func TestFanOut10000CompletesOnMonoprocess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: FanOut10000 takes minutes (its fan-in tasks alone run for over two on 2 cores); TestMaxHistoryBoundIsWhatGoWorkflowsWrites and TestExecutorCacheOutlastsTheRun check the bounds it depends on")
+	}
+	if raceEnabled {
+		t.Skip("race detector: FanOut10000 would take several times its minutes, past go test's default timeout")
+	}
+	const n = 10000
+	r, outputs, err := fanOutRun(t.Context(), Config{Backend: BackendMonoprocess, FanOut: n})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResult(t, r, BackendMonoprocess, "FanOut10000", n, 1)
+	if len(outputs) != 1 || len(outputs[0]) != n {
+		t.Fatalf("%d outputs, want 1 of %d greetings", len(outputs), n)
+	}
+	logFigures(t, r)
 }

@@ -25,7 +25,8 @@ const startConcurrency = 16
 // five Cities one after the other (five sequential "Hello" activities),
 // all at once, on c.Backend, and measures from the first start to the last
 // completion, with each instance's latency from its start. It checks every
-// instance's output. Activities is c.Instances*5; for the "redis" backend,
+// instance's output (ErrWorkflowFailed with the workflow's error when one
+// failed). Activities is c.Instances*5; for the "redis" backend,
 // PeerCommands is the Redis commands executed in the measured part.
 func HelloCities5(ctx context.Context, c Config) (report.Result, error) {
 	r, _, err := helloCities5Run(ctx, c)
@@ -34,8 +35,9 @@ func HelloCities5(ctx context.Context, c Config) (report.Result, error) {
 
 // FanOut runs one workflow on c.Backend that schedules c.FanOut "Hello"
 // activities at once and waits for all of them, and measures from its
-// start to its completion (also its one latency). It checks the output.
-// Activities is c.FanOut; for the "redis" backend, PeerCommands is the
+// start to its completion (also its one latency). It checks the output
+// (ErrWorkflowFailed with the workflow's error when it failed). Activities
+// is c.FanOut; for the "redis" backend, PeerCommands is the
 // Redis commands executed in the measured part.
 func FanOut(ctx context.Context, c Config) (report.Result, error) {
 	r, _, err := fanOutRun(ctx, c)
@@ -56,7 +58,7 @@ func helloCities5Run(ctx context.Context, c Config) (report.Result, [][]string, 
 	for i, city := range Cities {
 		want[i] = Greeting(city)
 	}
-	return runScenario(ctx, c, r, starts, len(Cities), want)
+	return runScenario(ctx, c, r, starts, len(Cities), maxHistorySize(len(Cities)), want)
 }
 
 // fanOutRun is FanOut, also returning the workflow's output.
@@ -70,7 +72,7 @@ func fanOutRun(ctx context.Context, c Config) (report.Result, [][]string, error)
 		want[i] = Greeting(fanOutCity(i))
 	}
 	starts := []start{{id: "fan-out", workflow: fanOutName, args: []any{c.FanOut}}}
-	return runScenario(ctx, c, r, starts, c.FanOut, want)
+	return runScenario(ctx, c, r, starts, c.FanOut, maxHistorySize(c.FanOut), want)
 }
 
 // start is one workflow instance a scenario starts.
@@ -86,15 +88,68 @@ type start struct {
 // no limit on parallel tasks.
 const executorCacheSize = 128
 
-// historyEventsPerActivity bounds the history events an activity adds (its
-// scheduled and completed events); runs with large fan-outs raise the
-// backend's maximum history size accordingly.
-const historyEventsPerActivity = 3
+// History bound. go-workflows fails a workflow whose history reaches the
+// backend's MaxHistorySize (default 10,000 events): its executor checks,
+// before each workflow task's commands, that the history so far plus the
+// task's WorkflowTaskStarted and new events stay below it. Runs whose
+// instances may write more raise it to maxHistorySize.
+const (
+	// historyEventsPerActivity bounds the events one activity adds: its
+	// ActivityScheduled and ActivityCompleted events and at most one
+	// WorkflowTaskStarted, that of the workflow task its completion wakes
+	// (a task starts only for new events, and often takes many
+	// completions at once).
+	historyEventsPerActivity = 3
+	// historyEventsPerWorkflow is what an instance writes besides its
+	// activities: WorkflowExecutionStarted, the first task's
+	// WorkflowTaskStarted and WorkflowExecutionFinished.
+	historyEventsPerWorkflow = 3
+	// historyHeadroom covers the events per workflow and leaves room for
+	// retried activities (an ActivityFailed, a backoff timer's two events,
+	// a new ActivityScheduled and the tasks they wake).
+	historyHeadroom = 100
+)
 
-// runScenario runs starts on a fresh c.Backend, measures until every
-// instance finished, and checks that each returned want; perInstance is
-// how many activities one instance runs.
-func runScenario(ctx context.Context, c Config, r report.Result, starts []start, perInstance int, want []string) (report.Result, [][]string, error) {
+// maxHistorySize is the backend's MaxHistorySize for instances of
+// perInstance activities each: the default, or historyEventsPerActivity
+// per activity and historyHeadroom when that is more.
+func maxHistorySize(perInstance int) int64 {
+	return max(backend.DefaultOptions.MaxHistorySize, int64(historyEventsPerActivity*perInstance+historyHeadroom))
+}
+
+// executorCacheTTL is the worker's WorkflowExecutorCacheTTL for a run of
+// the given activities: the run's time limit, or the default when that is
+// longer. go-workflows' executor cache closes an executor whose entry
+// expires even while the executor runs a workflow task (the entry's TTL
+// restarts when a task takes the executor, not when it ends); its
+// workflow's coroutines are then stopped, and the workflow either hangs or
+// finishes with neither a result nor an error. A fan-in task is long: each
+// ActivityCompleted event resumes every coroutine still waiting (one per
+// activity not yet completed, as DefaultActivityOptions retries), so
+// FanOut10000's last tasks took minutes against the default 10 s, and its
+// workflow finished without a result. No task outlives the run.
+func executorCacheTTL(activities int) time.Duration {
+	return max(worker.DefaultOptions.WorkflowExecutorCacheTTL, runTimeout(activities))
+}
+
+// workerOptions is the worker configuration of a run of the given
+// activities on backendName.
+func workerOptions(backendName string, activities int) worker.Options {
+	wo := worker.DefaultOptions
+	wo.WorkflowExecutorCacheSize = executorCacheSize
+	wo.WorkflowExecutorCacheTTL = executorCacheTTL(activities)
+	if backendName == BackendRedis {
+		wo.WorkflowPollingInterval = 0
+		wo.ActivityPollingInterval = 0
+	}
+	return wo
+}
+
+// runScenario runs starts on a fresh c.Backend whose maximum history size
+// is maxHistory, measures until every instance finished, and checks that
+// each returned want; perInstance is how many activities one instance
+// runs.
+func runScenario(ctx context.Context, c Config, r report.Result, starts []start, perInstance int, maxHistory int64, want []string) (report.Result, [][]string, error) {
 	if err := c.check(); err != nil {
 		return r, nil, err
 	}
@@ -104,9 +159,7 @@ func runScenario(ctx context.Context, c Config, r report.Result, starts []start,
 
 	logs := &errorLog{}
 	opts := []backend.BackendOption{backend.WithLogger(slog.New(logs))}
-	maxHistory := backend.DefaultOptions.MaxHistorySize
-	if need := int64(historyEventsPerActivity*perInstance + 100); need > maxHistory {
-		maxHistory = need
+	if maxHistory != backend.DefaultOptions.MaxHistorySize {
 		opts = append(opts, backend.WithMaxHistorySize(maxHistory))
 	}
 	p, err := openPeer(ctx, c, opts...)
@@ -119,12 +172,7 @@ func runScenario(ctx context.Context, c Config, r report.Result, starts []start,
 	}
 	rec := newFinishRecorder(p.backend, ids)
 
-	wo := worker.DefaultOptions
-	wo.WorkflowExecutorCacheSize = executorCacheSize
-	if c.Backend == BackendRedis {
-		wo.WorkflowPollingInterval = 0
-		wo.ActivityPollingInterval = 0
-	}
+	wo := workerOptions(c.Backend, activities)
 	r.Notes = notes(c.Backend, wo, maxHistory)
 
 	g := &greeter{}
@@ -239,13 +287,27 @@ func measure(ctx context.Context, p *peer, rec *finishRecorder, cl *client.Clien
 
 	outputs := make([][]string, len(starts))
 	for i, inst := range instances {
+		if err := rec.Failure(starts[i].id); err != nil {
+			return outputs, fmt.Errorf("%w: %s: %w", ErrWorkflowFailed, starts[i].id, err)
+		}
 		out, err := client.GetWorkflowResult[[]string](ctx, cl, inst, time.Minute)
 		if err != nil {
-			return outputs, fmt.Errorf("result of %s: %w", starts[i].id, err)
+			return outputs, resultError(starts[i].id, err)
 		}
 		outputs[i] = out
 	}
 	return outputs, nil
+}
+
+// resultError is the error of an instance whose result could not be read:
+// ErrWorkflowFailed with the workflow's own error when it failed, was
+// canceled or was terminated, else the reading's error.
+func resultError(id string, err error) error {
+	var wfErr *workflow.Error
+	if errors.As(err, &wfErr) || errors.Is(err, client.ErrWorkflowCanceled) || errors.Is(err, client.ErrWorkflowTerminated) {
+		return fmt.Errorf("%w: %s: %w", ErrWorkflowFailed, id, err)
+	}
+	return fmt.Errorf("result of %s: %w", id, err)
 }
 
 // startAll creates every instance, startConcurrency at a time, and returns
@@ -304,6 +366,10 @@ func notes(backendName string, wo worker.Options, maxHistory int64) string {
 	}
 	if maxHistory != backend.DefaultOptions.MaxHistorySize {
 		fmt.Fprintf(&b, "; max history raised to %d events", maxHistory)
+	}
+	if ttl := wo.WorkflowExecutorCacheTTL; ttl != worker.DefaultOptions.WorkflowExecutorCacheTTL {
+		fmt.Fprintf(&b, "; executor cache TTL raised from %v to %v, the run's time limit (go-workflows closes a cached executor whose TTL expires even while it runs a workflow task)",
+			worker.DefaultOptions.WorkflowExecutorCacheTTL, ttl)
 	}
 	fmt.Fprintf(&b, "; logging off; %d concurrent starters; latency from start to the commit of the finishing workflow task", startConcurrency)
 	return b.String()
