@@ -20,19 +20,6 @@ type kvRow struct {
 	cleared bool
 }
 
-// value is the key's value as clients see it: the current execution's
-// write, else the store's.
-func (r kvRow) value() (provider.KVEntry, bool) {
-	switch {
-	case r.set != nil:
-		return *r.set, true
-	case r.cleared || r.stored == nil:
-		return provider.KVEntry{}, false
-	default:
-		return *r.stored, true
-	}
-}
-
 func (r kvRow) equal(o kvRow) bool {
 	return sameEntry(r.stored, o.stored) && sameEntry(r.set, o.set) && r.cleared == o.cleared
 }

@@ -75,17 +75,13 @@ func (p *Provider) KVValue(ctx context.Context, instance, kvKey string) (string,
 	if out.Item == nil {
 		return "", false, nil
 	}
-	var d decoder
-	name, r := d.str(out.Item, attrKVKey), d.kvRow(out.Item)
-	if d.err != nil {
-		return "", false, translate(provider.OpKVValue, d.err)
+	st, err := parseState(instance, []item{out.Item})
+	if err != nil {
+		return "", false, translate(provider.OpKVValue, err)
 	}
 	// A row of a hashed sort key names its key: one of another key (a
-	// digest collision) is not this key's.
-	if name != kvKey {
-		return "", false, nil
-	}
-	e, ok := r.value()
+	// digest collision) is filed under that key, not this one.
+	e, ok := provider.MergeKV(st.kvStore, st.kvDelta)[kvKey]
 	return e.Value, ok, nil
 }
 
