@@ -61,3 +61,43 @@ func TestSignalForHeldWorkMakesNoRequest(t *testing.T) {
 	must(t, p.AckWorkItem(ctx, again.LockToken, provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: again.Item.ID, Result: "r"}), "ack")
 	noRequestFor("this process acked")
 }
+
+// TestShardBacklogNeedsNoSweep: the activities of a fan-out share one
+// shard of the ready index. With sweeps an hour apart, one fetcher takes
+// them all one after another, each fetch led by the signal the fetch
+// before it handed on, even when the signals the process keeps filled up
+// with signals naming rows (what a sweep hands the process's other
+// fetches) that the fetcher then took: those went stale, and the shard's
+// own signal, crowded out of the list, had been lost with them.
+func TestShardBacklogNeedsNoSweep(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	p, _ := dynamotest.New(t, dynamotest.Config{Queues: true, Shards: 1, Options: func(o *dynamo.Options) {
+		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
+	}})
+	// The first fetch sweeps; none after it does.
+	if got, err := p.FetchWorkItem(ctx, longLock, 10*time.Millisecond, nil, provider.AnyTag()); err != nil || got != nil {
+		t.Fatalf("fetch of an empty queue: %+v, %v", got, err)
+	}
+	const inst, n = "backlog", 120
+	item := startAndFetch(ctx, t, p, inst)
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, activities(inst, n)), "ack scheduling")
+	// A full list of signals naming the rows after the first.
+	var named []queues.Signal
+	for id := uint64(3); len(named) < queues.DefaultMaxPending; id++ {
+		named = append(named, queues.Signal{Kind: queues.Worker, Shard: 0, Instance: inst, Work: keys.WorkerSK(1, id)})
+	}
+	dynamo.RequeueSignals(p, named...)
+	seen := map[uint64]bool{}
+	for i := range n {
+		w, err := p.FetchWorkItem(ctx, longLock, 2*time.Second, nil, provider.AnyTag())
+		if err != nil || w == nil {
+			t.Fatalf("fetch %d of %d: %+v, %v; want an activity (the process lost track of its backlog)", i+1, n, w, err)
+		}
+		if seen[w.Item.ID] {
+			t.Fatalf("fetch %d: activity %d again", i+1, w.Item.ID)
+		}
+		seen[w.Item.ID] = true
+		must(t, p.AckWorkItem(ctx, w.LockToken, provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: w.Item.ID, Result: "r"}), "ack")
+	}
+}

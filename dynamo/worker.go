@@ -117,13 +117,18 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 		}
 		return true, false, nil
 	}
-	tryRows := func(rows []readyRow) (bool, error) {
-		for _, r := range rows {
+	// tryRows tries rows in order; after a claim, next holds a signal for
+	// each shard of the rows after the one taken (nextRows).
+	tryRows := func(rows []readyRow) (done bool, next []queues.Signal, err error) {
+		for i, r := range rows {
 			if _, done, err := tryRow(r); done || err != nil {
-				return done, err
+				if done {
+					next = nextRows(rows[i+1:])
+				}
+				return done, next, err
 			}
 		}
-		return false, nil
+		return false, nil, nil
 	}
 	// stale reports whether sig names a row this process holds or has just
 	// acked (hints.heldWork).
@@ -149,7 +154,7 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 			if done || err != nil {
 				var rest []queues.Signal
 				for _, sig := range sigs {
-					if sig != claimed {
+					if sig != claimed && !stale(sig) {
 						rest = append(rest, sig)
 					}
 				}
@@ -185,32 +190,37 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 			// gets work (the shard may hold more); if it gets none, what a
 			// signal only this fetch received announced is found by the
 			// next sweep.
-			signalsOf := func(shard int) []queues.Signal {
-				var of []queues.Signal
-				for _, sig := range sigs {
-					if sig.Shard == shard {
-						of = append(of, sig)
-					}
-				}
-				return of
-			}
-			// The signals of the shards not yet done, this one included (it
-			// may hold more work), go back when this fetch gets work.
-			untried := func(i int) []queues.Signal {
+			//
+			// When this fetch gets work, the signals of the shards not yet
+			// done go back, but for those naming rows this process took
+			// since: they announce nothing, and would crowd the others out
+			// of the process's list of signals. So does a signal naming the
+			// next row the fetch saw in its shard (next): the shard's
+			// backlog is handed on from fetch to fetch, and does not depend
+			// on the signal that announced it, which a full list may have
+			// dropped.
+			untried := func(i int, next []queues.Signal) []queues.Signal {
 				var rest []queues.Signal
 				for _, shard := range shards[i:] {
-					rest = append(rest, signalsOf(shard)...)
+					for _, sig := range sigs {
+						if sig.Shard == shard && !stale(sig) {
+							rest = append(rest, sig)
+						}
+					}
 				}
-				return rest
+				return append(rest, next...)
 			}
 			// tryShard looks for the work of one signalled shard.
-			tryShard := func(shard int) (bool, error) {
+			tryShard := func(shard int) (bool, []queues.Signal, error) {
 				rows, err := p.queryReadyShard(ctx, keys.ReadyWorkerPK(shard), readyBound(p.nowMs()), keep)
 				if err != nil {
-					return false, err
+					return false, nil, err
 				}
-				if done, err := tryRows(rows); done || err != nil {
-					return done, err
+				for i := range rows {
+					rows[i].shard = shard
+				}
+				if done, next, err := tryRows(rows); done || err != nil {
+					return done, next, err
 				}
 				if sigs := named[shard]; len(sigs) > 0 {
 					// The index may lag the signals (missing the new rows,
@@ -224,7 +234,7 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 						}
 						found, notForUs, err := p.readyWorkRow(ctx, sig.Instance, sig.Work, keep)
 						if err != nil {
-							return false, err
+							return false, nil, err
 						}
 						if notForUs {
 							declined = append(declined, sig)
@@ -233,42 +243,39 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 					}
 					p.decline(ctx, declined)
 					slices.SortFunc(direct, func(a, b readyRow) int { return cmp.Compare(a.readySK, b.readySK) })
-					if done, err := tryRows(direct); done || err != nil {
-						return done, err
-					}
-					return false, nil
+					return tryRows(direct)
 				}
 				if len(rows) > 0 {
-					return false, nil
+					return false, nil, nil
 				}
 				// Only shard signals, and the index shows nothing yet.
 				wait := indexLagRetry
 				for range indexLagRetries {
 					if err := sleepCtx(ctx, wait); err != nil {
-						return false, err
+						return false, nil, err
 					}
 					wait *= 2
 					if rows, err = p.queryReadyShard(ctx, keys.ReadyWorkerPK(shard), readyBound(p.nowMs()), keep); err != nil {
-						return false, err
+						return false, nil, err
 					}
 					if len(rows) > 0 {
-						if done, err := tryRows(rows); done || err != nil {
-							return done, err
+						for i := range rows {
+							rows[i].shard = shard
 						}
-						return false, nil
+						return tryRows(rows)
 					}
 				}
-				return false, nil
+				return false, nil, nil
 			}
 			for i, shard := range shards {
 				shardKey := fmt.Sprintf("\x00shard\x00%s\x00%d", filterKey, shard)
 				if !p.hints.beginTry(shardKey) {
 					continue
 				}
-				done, err := tryShard(shard)
+				done, next, err := tryShard(shard)
 				p.hints.endTry(shardKey)
 				if done || err != nil {
-					return done, untried(i), err
+					return done, untried(i, next), err
 				}
 			}
 			return false, nil, nil
@@ -282,16 +289,11 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 				schedule.active(time.Now())
 			}
 			// The rows after the one taken go to the process's other
-			// fetches, each as a signal naming its row.
+			// fetches, by shard (nextRows): a signal per row would fill
+			// the process's list of signals with one sweep.
 			for i := range rows {
-				if done, err := tryRows(rows[i : i+1]); done || err != nil {
-					var untried []queues.Signal
-					for _, r := range unannounced(rows[i+1:], p.nowMs()) {
-						if instance, _, _, err := keys.ParseWorkerKey(r.pk, r.sk); err == nil {
-							untried = append(untried, queues.Signal{Kind: queues.Worker, Shard: r.shard, Instance: instance, Work: r.sk})
-						}
-					}
-					return done, untried, err
+				if done, _, err := tryRows(rows[i : i+1]); done || err != nil {
+					return done, nextRows(unannounced(rows[i+1:], p.nowMs())), err
 				}
 			}
 			return false, nil, nil
@@ -309,6 +311,31 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 		return hand.got, nil
 	}
 	return result, nil
+}
+
+// nextRows hands on rows a fetch saw and did not take: for each shard, a
+// signal naming its oldest row. The fetch it reaches queries the shard's
+// index, which shows the row and those after it oldest first (reading the
+// named row itself only when the index shows none), and hands on the rest
+// in turn. A signal per row would hand on no more work, and fill the
+// process's list of signals; a signal naming no row would cost, in a
+// shard others have emptied meanwhile, the Queries that wait out index
+// lag, where this one costs a read of its row.
+func nextRows(rows []readyRow) []queues.Signal {
+	var next []queues.Signal
+	seen := map[int]bool{}
+	for _, r := range rows {
+		if seen[r.shard] {
+			continue
+		}
+		instance, _, _, err := keys.ParseWorkerKey(r.pk, r.sk)
+		if err != nil {
+			continue
+		}
+		seen[r.shard] = true
+		next = append(next, queues.Signal{Kind: queues.Worker, Shard: r.shard, Instance: instance, Work: r.sk})
+	}
+	return next
 }
 
 // workRowKey names a worker row in hints.

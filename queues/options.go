@@ -42,7 +42,7 @@ type Options struct {
 
 	// MaxPending bounds the signals kept per kind for the next [Signals.Wait]
 	// when they arrive while nobody waits (the oldest are dropped first).
-	// Default 100; must not be negative.
+	// Default [DefaultMaxPending]; must not be negative.
 	MaxPending int
 
 	// MaxDeferred bounds the signals more than [MaxDelay] away that this
@@ -66,6 +66,9 @@ type Options struct {
 	Now func() time.Time
 }
 
+// DefaultMaxPending is the default of [Options.MaxPending].
+const DefaultMaxPending = 100
+
 // resolve applies defaults to a copy of o and validates it.
 func (o Options) resolve() (Options, error) {
 	if o.MaxLongPoll == 0 {
@@ -85,7 +88,7 @@ func (o Options) resolve() (Options, error) {
 		return o, fmt.Errorf("queues: negative MaxPending %d", o.MaxPending)
 	}
 	if o.MaxPending == 0 {
-		o.MaxPending = 100
+		o.MaxPending = DefaultMaxPending
 	}
 	if o.MaxDeferred < 0 {
 		return o, fmt.Errorf("queues: negative MaxDeferred %d", o.MaxDeferred)
