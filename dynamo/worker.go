@@ -239,7 +239,10 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 						if notForUs {
 							declined = append(declined, sig)
 						}
-						direct = append(direct, found...)
+						for _, r := range found {
+							r.shard = shard
+							direct = append(direct, r)
+						}
 					}
 					p.decline(ctx, declined)
 					slices.SortFunc(direct, func(a, b readyRow) int { return cmp.Compare(a.readySK, b.readySK) })
