@@ -350,11 +350,7 @@ func (p *Provider) sweepReady(ctx context.Context, prefix string, keep func(item
 	}
 	if !whole {
 		found, err = eachShard(p.o.Shards, func(shard int) ([]readyRow, error) {
-			rows, err := p.queryReadyShard(ctx, keys.ReadyPK(prefix, shard), bound, keep)
-			for i := range rows {
-				rows[i].shard = shard
-			}
-			return rows, err
+			return p.queryReadyShard(ctx, prefix, shard, bound, keep)
 		})
 		if err != nil {
 			return nil, err
@@ -477,10 +473,12 @@ func eachShard[T any](shards int, query func(shard int) ([]T, error)) ([]T, erro
 	return out, nil
 }
 
-// queryReadyShard returns the eligible rows of one ready-index partition,
+// queryReadyShard returns the eligible rows of one shard of the queue with
+// prefix (one ready-index partition),
 // oldest first: the first page that holds rows keep accepts (all rows of
 // that page that it accepts), looking at most maxSweepPages pages deep.
-func (p *Provider) queryReadyShard(ctx context.Context, readyPK, bound string, keep func(item) bool) ([]readyRow, error) {
+func (p *Provider) queryReadyShard(ctx context.Context, prefix string, shard int, bound string, keep func(item) bool) ([]readyRow, error) {
+	readyPK := keys.ReadyPK(prefix, shard)
 	in := &dynamodb.QueryInput{
 		TableName:                 p.table,
 		IndexName:                 aws.String(tables.IndexReady),
@@ -502,7 +500,7 @@ func (p *Provider) queryReadyShard(ctx context.Context, readyPK, bound string, k
 			pk, _, _ := strAttr(row, attrPK)
 			sk, _, _ := strAttr(row, attrSK)
 			rsk, _, _ := strAttr(row, attrReadySK)
-			out = append(out, readyRow{pk: pk, sk: sk, readySK: rsk, row: row})
+			out = append(out, readyRow{pk: pk, sk: sk, readySK: rsk, shard: shard, row: row})
 		}
 		if len(out) > 0 || len(page.LastEvaluatedKey) == 0 || pages == maxSweepPages {
 			return out, nil

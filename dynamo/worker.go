@@ -212,12 +212,9 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 			}
 			// tryShard looks for the work of one signalled shard.
 			tryShard := func(shard int) (bool, []queues.Signal, error) {
-				rows, err := p.queryReadyShard(ctx, keys.ReadyWorkerPK(shard), readyBound(p.nowMs()), keep)
+				rows, err := p.queryReadyShard(ctx, keys.ReadyWorkerPrefix, shard, readyBound(p.nowMs()), keep)
 				if err != nil {
 					return false, nil, err
-				}
-				for i := range rows {
-					rows[i].shard = shard
 				}
 				if done, next, err := tryRows(rows); done || err != nil {
 					return done, next, err
@@ -258,13 +255,10 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 						return false, nil, err
 					}
 					wait *= 2
-					if rows, err = p.queryReadyShard(ctx, keys.ReadyWorkerPK(shard), readyBound(p.nowMs()), keep); err != nil {
+					if rows, err = p.queryReadyShard(ctx, keys.ReadyWorkerPrefix, shard, readyBound(p.nowMs()), keep); err != nil {
 						return false, nil, err
 					}
 					if len(rows) > 0 {
-						for i := range rows {
-							rows[i].shard = shard
-						}
 						return tryRows(rows)
 					}
 				}
