@@ -264,7 +264,7 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 			// so that one busy instance's messages do not hide a shard's
 			// other work.
 			now := p.nowMs()
-			candidates, err := p.sweepReady(ctx, keys.ReadyOrchestratorPrefix, func(row item) bool {
+			candidates, more, err := p.sweepReady(ctx, keys.ReadyOrchestratorPrefix, func(row item) bool {
 				pk, _, _ := strAttr(row, attrPK)
 				id, err := keys.InstanceFromPK(pk)
 				return err == nil && !p.hints.isLocked(id, now) && !p.waits.ownLocked(id, now) && !p.hints.isParked(id, now) &&
@@ -279,8 +279,12 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 			// Candidates go oldest first. One whose stored data this process
 			// cannot read is parked and passed over (try); a transient
 			// failure ends the fetch, so that its retry tries the same
-			// oldest candidate again. The instances after the one taken go
-			// to the process's other fetches.
+			// oldest candidate again. The oldest instances after the one
+			// taken go to the process's other fetches, no more than its
+			// list of signals keeps with room to spare; when the sweep saw
+			// more than that, or a shard holds more than it read, the next
+			// sweep is due at once, for the fetch that finds no signal left
+			// (sweepSchedule.backlog).
 			seen := map[string]bool{}
 			for i, c := range candidates {
 				id, err := keys.InstanceFromPK(c.pk)
@@ -292,9 +296,16 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 					var untried []queues.Signal
 					for _, rest := range unannounced(candidates[i+1:], now) {
 						if id, err := keys.InstanceFromPK(rest.pk); err == nil && !seen[id] {
+							if len(untried) == sweepHandLimit {
+								more = true
+								break
+							}
 							seen[id] = true
 							untried = append(untried, queues.Signal{Kind: queues.Orchestrator, Shard: rest.shard, Instance: id})
 						}
+					}
+					if done && more && len(untried) > 0 {
+						schedule.backlog()
 					}
 					return done, untried, err
 				}
@@ -306,6 +317,12 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 	}
 	return result, nil
 }
+
+// sweepHandLimit is how many instances an orchestrator sweep hands to the
+// process's other fetches at most: half the signals a process keeps
+// (queues.DefaultMaxPending), which drops the oldest past that, so that
+// the signals arriving meanwhile fit too.
+const sweepHandLimit = queues.DefaultMaxPending / 2
 
 // handOutAge is how long a row a sweep saw must have been eligible for the
 // sweep to hand it to the process's other fetches: a younger row's signal
@@ -333,8 +350,8 @@ type readyRow struct {
 
 // sweepReady returns the rows of one queue's ready index (prefix
 // keys.ReadyOrchestratorPrefix or keys.ReadyWorkerPrefix) eligible now,
-// oldest first. keep, when set, filters rows by their projected
-// attributes.
+// oldest first, and whether a shard holds eligible rows past those read.
+// keep, when set, filters rows by their projected attributes.
 //
 // While the whole index (both queues) holds at most sweepScanLimit rows,
 // which is the case in an idle deployment and in a modest busy one, one
@@ -342,22 +359,31 @@ type readyRow struct {
 // is queried in parallel, each paged until it yields a kept row or ends;
 // a Scan that met a larger index makes the sweeps go by shard for
 // sweepScanRetry before one tries a Scan again.
-func (p *Provider) sweepReady(ctx context.Context, prefix string, keep func(item) bool) ([]readyRow, error) {
+func (p *Provider) sweepReady(ctx context.Context, prefix string, keep func(item) bool) (rows []readyRow, more bool, err error) {
 	bound := readyBound(p.nowMs())
 	found, whole, err := p.scanReady(ctx, prefix, bound, keep)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if !whole {
-		found, err = eachShard(p.o.Shards, func(shard int) ([]readyRow, error) {
-			return p.queryReadyShard(ctx, prefix, shard, bound, keep)
+		type shardRows struct {
+			rows []readyRow
+			more bool
+		}
+		shards, err := eachShard(p.o.Shards, func(shard int) ([]shardRows, error) {
+			rows, more, err := p.queryReadyShard(ctx, prefix, shard, bound, keep)
+			return []shardRows{{rows, more}}, err
 		})
 		if err != nil {
-			return nil, err
+			return nil, false, err
+		}
+		for _, sh := range shards {
+			found = append(found, sh.rows...)
+			more = more || sh.more
 		}
 	}
 	slices.SortFunc(found, func(a, b readyRow) int { return cmp.Compare(a.readySK, b.readySK) })
-	return found, nil
+	return found, more, nil
 }
 
 // Sweeps by Scan (docs/design.md §8).
@@ -476,8 +502,9 @@ func eachShard[T any](shards int, query func(shard int) ([]T, error)) ([]T, erro
 // queryReadyShard returns the eligible rows of one shard of the queue with
 // prefix (one ready-index partition),
 // oldest first: the first page that holds rows keep accepts (all rows of
-// that page that it accepts), looking at most maxSweepPages pages deep.
-func (p *Provider) queryReadyShard(ctx context.Context, prefix string, shard int, bound string, keep func(item) bool) ([]readyRow, error) {
+// that page that it accepts), looking at most maxSweepPages pages deep;
+// more reports that the shard holds eligible rows past those read.
+func (p *Provider) queryReadyShard(ctx context.Context, prefix string, shard int, bound string, keep func(item) bool) (rows []readyRow, more bool, err error) {
 	readyPK := keys.ReadyPK(prefix, shard)
 	in := &dynamodb.QueryInput{
 		TableName:                 p.table,
@@ -490,7 +517,7 @@ func (p *Provider) queryReadyShard(ctx context.Context, prefix string, shard int
 	for pages := 1; ; pages++ {
 		page, err := p.db.Query(ctx, in)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		var out []readyRow
 		for _, row := range page.Items {
@@ -503,7 +530,7 @@ func (p *Provider) queryReadyShard(ctx context.Context, prefix string, shard int
 			out = append(out, readyRow{pk: pk, sk: sk, readySK: rsk, shard: shard, row: row})
 		}
 		if len(out) > 0 || len(page.LastEvaluatedKey) == 0 || pages == maxSweepPages {
-			return out, nil
+			return out, len(page.LastEvaluatedKey) > 0, nil
 		}
 		in.ExclusiveStartKey = page.LastEvaluatedKey
 	}

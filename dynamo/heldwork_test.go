@@ -1,6 +1,7 @@
 package dynamo_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -99,5 +100,45 @@ func TestShardBacklogNeedsNoSweep(t *testing.T) {
 		}
 		seen[w.Item.ID] = true
 		must(t, p.AckWorkItem(ctx, w.LockToken, provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: w.Item.ID, Result: "r"}), "ack")
+	}
+}
+
+// TestInstanceBacklogNeedsNoSweep: instances with messages whose signals
+// were lost (a writer without queues here; a crash on AWS) are found by a
+// sweep. One sweep saw them all and handed the process more signals than
+// it keeps; with sweeps an hour apart, the process went on taking
+// instances only while those lasted, then waited for the next sweep. Now
+// a sweep that handed signals on is followed by another as soon as the
+// process runs out of them, and the backlog is taken without a wait.
+func TestInstanceBacklogNeedsNoSweep(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, true)
+	quiet := *env
+	quiet.OrchestratorQueueURL, quiet.WorkerQueueURL = "", ""
+	writer := quiet.NewProvider(t, dynamotest.Config{Shards: 1})
+	const n = 2*queues.DefaultMaxPending + 30
+	for i := range n {
+		must(t, writer.EnqueueForOrchestrator(ctx, startItem(fmt.Sprintf("lost-%03d", i)), 0), "enqueue")
+	}
+	p := env.NewProvider(t, dynamotest.Config{Shards: 1, Options: func(o *dynamo.Options) {
+		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
+		// Rows a sweep hands on must have been eligible for a while (a
+		// younger row's signal may be on its way): this process's clock
+		// is ahead, so every row is old enough.
+		o.Now = func() time.Time { return time.Now().Add(time.Minute) }
+	}})
+	seen := map[string]bool{}
+	for i := range n {
+		item, err := p.FetchOrchestrationItem(ctx, longLock, 2*time.Second, nil)
+		if err != nil || item == nil {
+			t.Fatalf("fetch %d of %d: %+v, %v; want an instance (the process lost track of the backlog its sweep saw)", i+1, n, item, err)
+		}
+		if seen[item.Instance] {
+			t.Fatalf("fetch %d: instance %s again", i+1, item.Instance)
+		}
+		seen[item.Instance] = true
+		done := provider.TurnCommit{ExecutionID: 1, HistoryDelta: []provider.Event{started(item.Instance)}, Metadata: meta()}
+		must(t, p.AckOrchestrationItem(ctx, item.LockToken, done), "ack")
 	}
 }

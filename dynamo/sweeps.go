@@ -76,6 +76,18 @@ func (s *sweepSchedule) active(now time.Time) {
 	}
 }
 
+// backlog records that a sweep saw more eligible work than it handed to
+// the process's fetches: the next sweep is due at once, made by the first
+// fetch that finds no signal to follow, instead of an interval later while
+// the process's slots stand idle beside a backlog. Each such sweep took
+// work itself, so a backlog costs at most one sweep per fetch.
+func (s *sweepSchedule) backlog() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.next = time.Time{}
+	s.interval = s.base
+}
+
 // sweepSchedules holds a provider's schedules, one per queue kind and fetch
 // filter.
 type sweepSchedules struct {

@@ -212,7 +212,7 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 			}
 			// tryShard looks for the work of one signalled shard.
 			tryShard := func(shard int) (bool, []queues.Signal, error) {
-				rows, err := p.queryReadyShard(ctx, keys.ReadyWorkerPrefix, shard, readyBound(p.nowMs()), keep)
+				rows, _, err := p.queryReadyShard(ctx, keys.ReadyWorkerPrefix, shard, readyBound(p.nowMs()), keep)
 				if err != nil {
 					return false, nil, err
 				}
@@ -255,7 +255,7 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 						return false, nil, err
 					}
 					wait *= 2
-					if rows, err = p.queryReadyShard(ctx, keys.ReadyWorkerPrefix, shard, readyBound(p.nowMs()), keep); err != nil {
+					if rows, _, err = p.queryReadyShard(ctx, keys.ReadyWorkerPrefix, shard, readyBound(p.nowMs()), keep); err != nil {
 						return false, nil, err
 					}
 					if len(rows) > 0 {
@@ -278,7 +278,7 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 			return false, nil, nil
 		},
 		func() (bool, []queues.Signal, error) {
-			rows, err := p.sweepReady(ctx, keys.ReadyWorkerPrefix, keep)
+			rows, _, err := p.sweepReady(ctx, keys.ReadyWorkerPrefix, keep)
 			if err != nil {
 				return false, nil, err
 			}
