@@ -121,7 +121,8 @@ func TestInstanceBacklogNeedsNoSweep(t *testing.T) {
 	for i := range n {
 		must(t, writer.EnqueueForOrchestrator(ctx, startItem(fmt.Sprintf("lost-%03d", i)), 0), "enqueue")
 	}
-	p := env.NewProvider(t, dynamotest.Config{Shards: 1, Options: func(o *dynamo.Options) {
+	meter := &dynamotest.Meter{}
+	p := env.NewProvider(t, dynamotest.Config{Shards: 1, Meter: meter, Options: func(o *dynamo.Options) {
 		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
 		// Rows a sweep hands on must have been eligible for a while (a
 		// younger row's signal may be on its way): this process's clock
@@ -140,5 +141,13 @@ func TestInstanceBacklogNeedsNoSweep(t *testing.T) {
 		seen[item.Instance] = true
 		done := provider.TurnCommit{ExecutionID: 1, HistoryDelta: []provider.Event{started(item.Instance)}, Metadata: meta()}
 		must(t, p.AckOrchestrationItem(ctx, item.LockToken, done), "ack")
+	}
+	// A first turn is 3 requests (control rows, lock, commit); the sweeps
+	// come on top, one for every sweepHandLimit instances and a Scan that
+	// found the index too large: not one per fetch.
+	used := meter.Usage()
+	t.Logf("requests: %v", used.Requests)
+	if sweeps := used.Total() - 3*n; sweeps > 2*(n/50+1) {
+		t.Errorf("%d requests for %d first turns: %d beyond their 3 each; want a sweep per 50 instances at most (%v)", used.Total(), n, sweeps, used.Requests)
 	}
 }
