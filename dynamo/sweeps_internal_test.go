@@ -56,4 +56,12 @@ func TestSweepSchedule(t *testing.T) {
 	if due := s.untilDue(at(155 * time.Second)); due != 5*time.Second {
 		t.Fatalf("untilDue after more work at 155 s = %v, want 5 s: work must not put a sweep off", due)
 	}
+	// A sweep at 160 s saw more backlog than it handed on: the next is due
+	// at once, for one fetch only, and then an interval of the base later.
+	claims(step{160 * time.Second, true})
+	s.backlog()
+	if due := s.untilDue(at(161 * time.Second)); due != 0 {
+		t.Fatalf("untilDue after a backlog = %v, want 0", due)
+	}
+	claims(step{161 * time.Second, true}, step{162 * time.Second, false}, step{170 * time.Second, false}, step{171 * time.Second, true})
 }
