@@ -203,6 +203,11 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 	turn.done = true
 	p.turns.ackedTurn(lockToken)
 	p.hints.unlocked(turn.st.id)
+	// The messages the turn consumed are gone; a lagging ready index shows
+	// them a while longer, and sweeps pass over them (ackedWorkMs).
+	for _, sk := range turn.batch {
+		p.hints.heldWork(messageRowKeyOf(turn.st.id, sk), now+ackedWorkMs)
+	}
 	if large {
 		p.history.drop(turn.st.id) // its lock row records the large turn
 	} else {

@@ -232,7 +232,8 @@ type hints struct {
 	trying map[string]*queues.Signal
 	// held maps the worker rows this process claimed to when a signal
 	// naming them stops being stale (ms): the end of the lease, or a
-	// while after the ack deleted the row. See heldWork.
+	// while after the ack deleted the row; and the orchestrator messages
+	// its acks consumed, to a while after. See heldWork.
 	held map[string]int64
 }
 

@@ -260,15 +260,16 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 			return false, nil, nil
 		},
 		func() (bool, []queues.Signal, error) {
-			// Instances seen locked are passed over inside the index query,
-			// so that one busy instance's messages do not hide a shard's
+			// Instances seen locked, and messages this process consumed a
+			// moment ago (a lagging index still shows them), are passed over
+			// inside the index query, so that they do not hide a shard's
 			// other work.
 			now := p.nowMs()
 			candidates, more, err := p.sweepReady(ctx, keys.ReadyOrchestratorPrefix, func(row item) bool {
 				pk, _, _ := strAttr(row, attrPK)
 				id, err := keys.InstanceFromPK(pk)
 				return err == nil && !p.hints.isLocked(id, now) && !p.waits.ownLocked(id, now) && !p.hints.isParked(id, now) &&
-					!p.hints.isParked(filteredKey(id, filter), now)
+					!p.hints.isParked(filteredKey(id, filter), now) && !p.hints.holdsWork(queueRowKey(row), now)
 			})
 			if err != nil {
 				return false, nil, err

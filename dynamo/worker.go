@@ -78,7 +78,7 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 		return nil, nil
 	}
 	keep := func(row item) bool {
-		if p.hints.isParked(workRowKey(row), p.nowMs()) {
+		if p.hints.isParked(queueRowKey(row), p.nowMs()) {
 			return false
 		}
 		tag, hasTag, _ := strAttr(row, attrTag)
@@ -102,7 +102,7 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 	// tryRow tries one candidate; tried is false when another fetch of
 	// this process is trying it.
 	tryRow := func(r readyRow) (tried, done bool, err error) {
-		k := workRowKey(r.row)
+		k := queueRowKey(r.row)
 		if !p.hints.beginTry(k) {
 			return false, false, nil
 		}
@@ -335,15 +335,20 @@ func nextRows(rows []readyRow) []queues.Signal {
 	return next
 }
 
-// workRowKey names a worker row in hints.
-func workRowKey(row item) string {
+// queueRowKey names a queue row (an activity or an orchestrator message)
+// in hints.
+func queueRowKey(row item) string {
 	pk, _, _ := strAttr(row, attrPK)
 	sk, _, _ := strAttr(row, attrSK)
 	return pk + "\x00" + sk
 }
 
-// workRowKeyOf is workRowKey of the activity row work of instance.
+// workRowKeyOf is queueRowKey of the activity row work of instance.
 func workRowKeyOf(instance, work string) string { return keys.WorkerPK(instance) + "\x00" + work }
+
+// messageRowKeyOf is queueRowKey of the orchestrator message row sk of
+// instance.
+func messageRowKeyOf(instance, sk string) string { return keys.InstancePK(instance) + "\x00" + sk }
 
 // readyWorkRow reads the activity row work of instance consistently and
 // returns it as a candidate when it is eligible now and keep accepts it.
