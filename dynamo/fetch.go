@@ -73,24 +73,39 @@ func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, schedu
 		}
 		return found(done, err)
 	}
+	// A fetch holds the schedule (sweepSchedule.hold) while it sweeps or
+	// tries signals it took, until it has handed back what it did not use:
+	// a backlog sweep waits for it. A signal whose try failed goes back,
+	// so that the retry of this fetch (or another dispatcher) still goes
+	// straight to its work.
+	trySigs := func(sigs []queues.Signal, release func()) (bool, error) {
+		defer release()
+		schedule.active(time.Now())
+		done, err := tried(trySignals(sigs))
+		if err != nil {
+			p.signals.Requeue(sigs...)
+		}
+		return done, err
+	}
+	sweepHeld := func() (bool, error) {
+		defer schedule.hold()()
+		return tried(sweep())
+	}
+	release := schedule.hold() // before the list is taken, which empties it
 	pending, err := p.signals.Wait(ctx, kind, 0)
 	if err != nil {
+		release()
 		p.forwardUnsent(ctx, pending)
 		return translate(op, err)
 	}
-	// A signal whose try failed goes back, so that the retry of this
-	// fetch (or another dispatcher) still goes straight to its work.
 	if len(pending) > 0 {
-		schedule.active(time.Now())
-		if done, err := tried(trySignals(pending)); done || err != nil {
-			if err != nil {
-				p.signals.Requeue(pending...)
-			}
+		if done, err := trySigs(pending, release); done || err != nil {
 			return err
 		}
 	}
+	release()
 	if !amortised || schedule.claim(time.Now()) {
-		if done, err := tried(sweep()); done || err != nil || p.o.ShortPoll {
+		if done, err := sweepHeld(); done || err != nil || p.o.ShortPoll {
 			return err
 		}
 	}
@@ -116,17 +131,13 @@ func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, schedu
 		}
 		if len(sigs) == 0 {
 			if amortised && schedule.claim(time.Now()) {
-				if done, err := tried(sweep()); done || err != nil {
+				if done, err := sweepHeld(); done || err != nil {
 					return err
 				}
 			}
 			continue
 		}
-		schedule.active(time.Now())
-		if done, err := tried(trySignals(sigs)); done || err != nil {
-			if err != nil {
-				p.signals.Requeue(sigs...)
-			}
+		if done, err := trySigs(sigs, schedule.hold()); done || err != nil {
 			return err
 		}
 	}

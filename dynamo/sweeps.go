@@ -39,6 +39,13 @@ type sweepSchedule struct {
 	mu       sync.Mutex
 	next     time.Time     // the next sweep is due
 	interval time.Duration // the gap after the next sweep
+	// backlogged is set when a sweep saw more eligible work than it handed
+	// on (backlog): the next sweep is due as soon as no fetch holds
+	// signals.
+	backlogged bool
+	// holding counts the fetches that are sweeping or trying signals they
+	// took from the process's list (hold).
+	holding int
 }
 
 func newSweepSchedule(base, max time.Duration) *sweepSchedule {
@@ -50,20 +57,31 @@ func newSweepSchedule(base, max time.Duration) *sweepSchedule {
 func (s *sweepSchedule) claim(now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if now.Before(s.next) {
+	if now.Before(s.next) && !s.backlogDue() {
 		return false
 	}
+	s.backlogged = false
 	s.next = now.Add(s.interval)
 	s.interval = min(2*s.interval, s.max)
 	return true
 }
 
-// untilDue is how long until the next sweep is due (0: due now).
+// untilDue is how long until the next sweep is due (0: due now). A backlog
+// sweep waiting for a fetch to give signals back is not due: that fetch
+// hands back what it did not try, or sweeps itself when it ends, and the
+// process's next fetch to look sweeps when none is left.
 func (s *sweepSchedule) untilDue(now time.Time) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.backlogDue() {
+		return 0
+	}
 	return max(s.next.Sub(now), 0)
 }
+
+// backlogDue reports whether a backlog makes the next sweep due now. s.mu
+// is held.
+func (s *sweepSchedule) backlogDue() bool { return s.backlogged && s.holding == 0 }
 
 // active records a sign of work: the interval starts again from its base,
 // and the next sweep is at most that far away.
@@ -77,15 +95,36 @@ func (s *sweepSchedule) active(now time.Time) {
 }
 
 // backlog records that a sweep saw more eligible work than it handed to
-// the process's fetches: the next sweep is due at once, made by the first
-// fetch that finds no signal to follow, instead of an interval later while
-// the process's slots stand idle beside a backlog. Each such sweep took
-// work itself, so a backlog costs at most one sweep per fetch.
+// the process's fetches: the next sweep is due as soon as the process has
+// no signal left, made by the first fetch that finds none, instead of an
+// interval later while the process's slots stand idle beside a backlog.
+// "No signal left" means none kept and none held: a fetch takes the whole
+// list of signals at once (queues.Signals.Wait), and another that finds
+// it empty meanwhile must not sweep again, for the first hands back what
+// it does not use. Each backlog sweep took work itself, so a backlog
+// costs at most one sweep per handful of signals handed on.
 func (s *sweepSchedule) backlog() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.next = time.Time{}
+	s.backlogged = true
 	s.interval = s.base
+}
+
+// hold records that a fetch sweeps or tries signals it took from the
+// process's list, until the release it returns is called (once, after the
+// fetch has handed back the signals it did not use).
+func (s *sweepSchedule) hold() (release func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.holding++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.holding--
+		})
+	}
 }
 
 // sweepSchedules holds a provider's schedules, one per queue kind and fetch

@@ -64,4 +64,23 @@ func TestSweepSchedule(t *testing.T) {
 		t.Fatalf("untilDue after a backlog = %v, want 0", due)
 	}
 	claims(step{161 * time.Second, true}, step{162 * time.Second, false}, step{170 * time.Second, false}, step{171 * time.Second, true})
+	// A backlog sweep waits while a fetch holds signals: the list is empty
+	// because that fetch took it. It is due once the last holder lets go
+	// (twice letting go counts once), not on a sweep's interval.
+	claims(step{172 * time.Second, false})
+	release := s.hold()
+	s.backlog()
+	other := s.hold()
+	if due := s.untilDue(at(173 * time.Second)); due != 18*time.Second {
+		t.Fatalf("untilDue after a backlog while fetches hold signals = %v, want 18 s (the next sweep by interval)", due)
+	}
+	claims(step{173 * time.Second, false})
+	release()
+	release()
+	claims(step{174 * time.Second, false})
+	other()
+	if due := s.untilDue(at(175 * time.Second)); due != 0 {
+		t.Fatalf("untilDue once no fetch holds signals = %v, want 0", due)
+	}
+	claims(step{175 * time.Second, true}, step{176 * time.Second, false})
 }
