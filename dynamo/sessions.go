@@ -89,6 +89,7 @@ func (p *Provider) RenewSessionLock(ctx context.Context, ownerIDs []string, exte
 				return renewed, translate(provider.OpRenewSessionLock, err)
 			}
 			renewed++
+			p.sweeps.sessionsHeld(owner, now+durMs(extendFor))
 		}
 	}
 	return renewed, nil

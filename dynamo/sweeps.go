@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dynoxide/dynoxide/provider"
 	"github.com/dynoxide/dynoxide/queues"
 )
 
@@ -21,8 +22,8 @@ const (
 // process that stopped, a signal sent on too often.
 //
 // The process's fetches of one kind and one filter (fetches with another
-// capability filter, tag filter or session owner see other rows, so their
-// sweeps are not interchangeable) share one sweep per interval: the first
+// capability filter or tag filter see other rows, and so may a session
+// owner's: sweepSchedules.workerFilter) share one sweep per interval: the first
 // fetch to find a sweep due makes it, the others wait for signals, and a
 // fetch that waits wakes when the next sweep falls due. The interval
 // doubles after each sweep, up to IdleSweepInterval. Any sign of work sets
@@ -128,12 +129,54 @@ func (s *sweepSchedule) hold() (release func()) {
 }
 
 // sweepSchedules holds a provider's schedules, one per queue kind and fetch
-// filter.
+// filter, and knows which of the process's session owners hold sessions
+// (workerFilter).
 type sweepSchedules struct {
 	base, max time.Duration
 
 	mu        sync.Mutex
 	schedules map[sweepKey]*sweepSchedule
+	// holders maps the session owners of this process that took or
+	// renewed a session lease to the end of the latest (epoch ms).
+	holders map[string]int64
+}
+
+// workerFilter is the schedule filter of a worker fetch with tags filter
+// tags and session config session (nil: none). Worker fetches see the
+// same rows, and so share one sweep, unless they differ in tags filter,
+// in whether they take sessions' activities, or in holding sessions: a
+// session's activities pass only for the owner that holds it (and for
+// every owner once it has expired). So an owner holding sessions sweeps
+// on its own schedule, and the owners that hold none share one. Before,
+// every owner had its own, and a runtime's worker slots (one owner each)
+// each swept every interval: with 8 slots, 8 sweeps where one does, 8
+// Queries per shard while work is about.
+//
+// An owner counts as holding sessions from a lease it took or renewed in
+// this process until that lease's end: an owner that comes to hold one
+// sweeps for its activities at once (its schedule is new), and one whose
+// leases lapsed joins the others.
+func (ss *sweepSchedules) workerFilter(tags string, session *provider.SessionFetchConfig, nowMs int64) string {
+	if session == nil {
+		return tags
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.holders[session.OwnerID] > nowMs {
+		return tags + "\x00owner\x00" + session.OwnerID
+	}
+	return tags + "\x00sessions"
+}
+
+// sessionsHeld records that owner, a session owner of this process, holds
+// a session lease until untilMs.
+func (ss *sweepSchedules) sessionsHeld(owner string, untilMs int64) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.holders == nil || len(ss.holders) >= maxSweepSchedules {
+		ss.holders = make(map[string]int64)
+	}
+	ss.holders[owner] = max(ss.holders[owner], untilMs)
 }
 
 // sweepKey names the fetches that share a schedule: one kind, one filter.
@@ -142,9 +185,11 @@ type sweepKey struct {
 	filter string
 }
 
-// maxSweepSchedules bounds the schedules kept: a process has a few fetch
-// filters, but session owners could be many. Past it, they are dropped and
-// made again (their next sweep is then due at once).
+// maxSweepSchedules bounds the schedules kept, and the session holders
+// known: a process has a few fetch filters, but session owners could be
+// many. Past it, they are dropped and made again (their next sweep is then
+// due at once; an owner forgotten sweeps with the owners that hold no
+// session until it takes or renews a lease again).
 const maxSweepSchedules = 1024
 
 // of returns the schedule of the fetches of kind with filter.

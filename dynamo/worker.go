@@ -135,11 +135,14 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 	stale := func(sig queues.Signal) bool {
 		return sig.Work != "" && sig.Instance != "" && p.hints.holdsWork(workRowKeyOf(sig.Instance, sig.Work), p.nowMs())
 	}
-	filterKey := tags.String()
+	// The rows a fetch can take depend on its tags filter and session
+	// owner: fetches that differ in either do not pass over each other's
+	// shards (below). Sweeps are shared more widely (workerFilter).
+	shardFilter := tags.String()
 	if session != nil {
-		filterKey += "\x00" + session.OwnerID
+		shardFilter += "\x00" + session.OwnerID
 	}
-	schedule := p.sweeps.of(queues.Worker, filterKey)
+	schedule := p.sweeps.of(queues.Worker, p.sweeps.workerFilter(tags.String(), session, p.nowMs()))
 	// A fetch that takes untagged activities may be handed one by a turn
 	// of this process while it waits (handoff.go).
 	var hand *handoff
@@ -265,7 +268,7 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 				return false, nil, nil
 			}
 			for i, shard := range shards {
-				shardKey := fmt.Sprintf("\x00shard\x00%s\x00%d", filterKey, shard)
+				shardKey := fmt.Sprintf("\x00shard\x00%s\x00%d", shardFilter, shard)
 				if !p.hints.beginTry(shardKey) {
 					continue
 				}
@@ -509,6 +512,9 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 	}
 	p.leases.set(token, until)
 	p.hints.heldWork(workRowKeyOf(instance, r.sk), until)
+	if sid != nil {
+		p.sweeps.sessionsHeld(session.OwnerID, start+durMs(session.LockTimeout))
+	}
 	return &provider.LockedWorkItem{Item: act, LockToken: token, AttemptCount: uint32(attempts + 1)}, nil
 }
 
