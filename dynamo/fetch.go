@@ -233,11 +233,17 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 	schedule := p.sweeps.of(queues.Orchestrator, filterKey)
 	err := p.poll(ctx, provider.OpFetchOrchestrationItem, queues.Orchestrator, schedule, pollTimeout, nil,
 		func(sigs []queues.Signal) (bool, []queues.Signal, error) {
+			// A signal naming a message an ack of this process consumed
+			// announces nothing: every waiting fetch received it, and
+			// another took the instance (hints.heldWork).
+			stale := func(sig queues.Signal) bool {
+				return sig.Work != "" && p.hints.holdsWork(messageRowKeyOf(sig.Instance, sig.Work), p.nowMs())
+			}
 			seen := map[string]bool{}
 			var declined []queues.Signal
 			defer func() { p.decline(ctx, declined) }()
 			for i, sig := range sigs {
-				if seen[sig.Instance] {
+				if seen[sig.Instance] || stale(sig) {
 					continue
 				}
 				seen[sig.Instance] = true
@@ -248,7 +254,7 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 				if done || err != nil {
 					var untried []queues.Signal
 					for _, rest := range sigs[i+1:] {
-						if !seen[rest.Instance] {
+						if !seen[rest.Instance] && !stale(rest) {
 							untried = append(untried, rest)
 						}
 					}

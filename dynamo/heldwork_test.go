@@ -6,6 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/dynoxide/dynoxide/dynamo"
 	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
 	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
@@ -208,5 +212,71 @@ func testInstanceBacklog(t *testing.T, fetchers int, lag time.Duration) {
 		if extra := used.Total() - 3*n; extra > 2*(n/50+1)+n/20*(fetchers-1) {
 			t.Errorf("%d requests for %d first turns: %d beyond their 3 each; want a sweep per 50 instances at most (%v)", used.Total(), n, extra, used.Requests)
 		}
+	}
+}
+
+// TestSignalForConsumedMessageMakesNoRequest: an orchestrator signal
+// reaches every waiting fetch of a process. One that names a message this
+// process's ack has consumed announces nothing new: a fetch that receives it
+// after another took the instance makes no request for it (before, a
+// Query of the instance's control rows, which found nothing to do; with 8
+// orchestration slots, a third more such Queries than turns). A message
+// of an abandoned turn is not consumed: its signal leads to it again.
+func TestSignalForConsumedMessageMakesNoRequest(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	meter := &dynamotest.Meter{}
+	p, env := dynamotest.New(t, dynamotest.Config{Queues: true, Shards: 1, Meter: meter, Options: func(o *dynamo.Options) {
+		// One sweep an hour: every request counted below is one a
+		// signal caused.
+		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
+	}})
+	// The first fetch sweeps; none after it does.
+	if got, err := p.FetchOrchestrationItem(ctx, longLock, 10*time.Millisecond, nil); err != nil || got != nil {
+		t.Fatalf("fetch of an empty queue: %+v, %v", got, err)
+	}
+	// signalOf is the signal of instance's one queued message.
+	signalOf := func(instance string) queues.Signal {
+		t.Helper()
+		out, err := env.DB.Query(ctx, &dynamodb.QueryInput{
+			TableName:                 &env.Table,
+			KeyConditionExpression:    aws.String("pk = :pk AND begins_with(sk, :q)"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: keys.InstancePK(instance)}, ":q": &types.AttributeValueMemberS{Value: keys.QueuePrefix}},
+		})
+		if err != nil || len(out.Items) != 1 {
+			t.Fatalf("messages of %s: %v, %v; want one", instance, out, err)
+		}
+		sk := out.Items[0]["sk"].(*types.AttributeValueMemberS).Value
+		return queues.Signal{Kind: queues.Orchestrator, Shard: 0, Instance: instance, Work: sk}
+	}
+
+	must(t, p.EnqueueForOrchestrator(ctx, startItem("consumed"), 0), "enqueue")
+	sig := signalOf("consumed")
+	item, err := p.FetchOrchestrationItem(ctx, longLock, 5*time.Second, nil)
+	if err != nil || item == nil {
+		t.Fatalf("FetchOrchestrationItem: %+v, %v", item, err)
+	}
+	done := provider.TurnCommit{ExecutionID: 1, HistoryDelta: []provider.Event{started(item.Instance)}, Metadata: meta()}
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, done), "ack")
+	meter.Reset()
+	dynamo.RequeueSignals(p, sig)
+	if got, err := p.FetchOrchestrationItem(ctx, longLock, 200*time.Millisecond, nil); err != nil || got != nil {
+		t.Fatalf("fetch with a signal for a consumed message: %+v, %v; want nothing", got, err)
+	}
+	if used := meter.Usage(); used.Total() != 0 {
+		t.Errorf("a signal for a message this process consumed cost %v; want no request", used.Requests)
+	}
+
+	must(t, p.EnqueueForOrchestrator(ctx, startItem("abandoned"), 0), "enqueue")
+	sig = signalOf("abandoned")
+	item, err = p.FetchOrchestrationItem(ctx, longLock, 5*time.Second, nil)
+	if err != nil || item == nil {
+		t.Fatalf("FetchOrchestrationItem: %+v, %v", item, err)
+	}
+	must(t, p.AbandonOrchestrationItem(ctx, item.LockToken, 0, false), "abandon")
+	dynamo.RequeueSignals(p, sig)
+	again, err := p.FetchOrchestrationItem(ctx, longLock, 5*time.Second, nil)
+	if err != nil || again == nil || again.Instance != "abandoned" {
+		t.Fatalf("fetch after the abandon: %+v, %v; want instance abandoned again", again, err)
 	}
 }
