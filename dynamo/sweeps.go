@@ -102,8 +102,9 @@ func (s *sweepSchedule) active(now time.Time) {
 // "No signal left" means none kept and none held: a fetch takes the whole
 // list of signals at once (queues.Signals.Wait), and another that finds
 // it empty meanwhile must not sweep again, for the first hands back what
-// it does not use. Each backlog sweep took work itself, so a backlog
-// costs at most one sweep per handful of signals handed on.
+// it does not use. Each backlog sweep takes work itself and hands on up
+// to sweepHandLimit instances, so a backlog costs about one sweep per
+// sweepHandLimit instances.
 func (s *sweepSchedule) backlog() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
