@@ -138,7 +138,7 @@ func checkPeers(t *testing.T, env *scenario.Env, results map[string]report.Resul
 
 func TestHelloCities5(t *testing.T) {
 	env := newEnv(t, true)
-	results, err := scenario.HelloCities5(t.Context(), env, sizes.HelloInstances)
+	results, err := scenario.HelloCities5(t.Context(), env, sizes.HelloInstances, sizes.HelloRuntimes)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,13 +21,14 @@ const HelloCities5Name = "HelloCities5"
 
 // HelloCities5 starts instances instances of an orchestration that greets
 // five cities one after the other (five sequential activities), all at once,
-// on every system with a runtime of default options, and measures from the
-// first start to the last completion, with each instance's latency. Then it
-// runs go-workflows' HelloCities5 on env.Peers.
-func HelloCities5(ctx context.Context, env *Env, instances int) ([]report.Result, error) {
+// on every system with the runtimes rt describes (one of default options
+// for the zero value), and measures from the first start to the last
+// completion, with each instance's latency. Then it runs go-workflows'
+// HelloCities5 on env.Peers, with the peer's own defaults whatever rt.
+func HelloCities5(ctx context.Context, env *Env, instances int, rt Runtimes) ([]report.Result, error) {
 	timeout := 5*time.Minute + time.Duration(instances)*100*time.Millisecond
 	results, err := onEverySystem(ctx, env, HelloCities5Name, timeout, func(ctx context.Context, d *Deployment) (report.Result, error) {
-		return helloCities5On(ctx, d, instances)
+		return helloCities5On(ctx, d, instances, rt)
 	})
 	peers := runPeers(ctx, env, HelloCities5Name, func(ctx context.Context, c goworkflows.Config) (report.Result, error) {
 		c.Instances = instances
@@ -36,12 +37,12 @@ func HelloCities5(ctx context.Context, env *Env, instances int) ([]report.Result
 	return append(results, peers...), err
 }
 
-func helloCities5On(ctx context.Context, d *Deployment, instances int) (report.Result, error) {
+func helloCities5On(ctx context.Context, d *Deployment, instances int, rt Runtimes) (report.Result, error) {
 	want := make([]string, len(cities))
 	for i, c := range cities {
 		want[i] = greeting(c)
 	}
-	return instancesOn(ctx, d, instances, "hello", func(ctx context.Context, id string) error {
+	return instancesOn(ctx, d, instances, "hello", rt, func(ctx context.Context, id string) error {
 		return helloCities5.Start(ctx, d.Client, id, struct{}{})
 	}, func(ctx context.Context, id string) (int, error) {
 		got, err := durable.WaitForOutput[[]string](ctx, d.Observer, id)
@@ -80,7 +81,7 @@ func HelloCities5Payload(ctx context.Context, env *Env, instances, bytes int) ([
 		}
 	}
 	return onSystems(ctx, env, systems, HelloCities5PayloadName(bytes), timeout, func(ctx context.Context, d *Deployment) (report.Result, error) {
-		r, err := instancesOn(ctx, d, instances, "hello-payload", func(ctx context.Context, id string) error {
+		r, err := instancesOn(ctx, d, instances, "hello-payload", Runtimes{}, func(ctx context.Context, id string) error {
 			return helloCities5Padded.Start(ctx, d.Client, id, bytes)
 		}, func(ctx context.Context, id string) (int, error) {
 			return durable.WaitForOutput[int](ctx, d.Observer, id)
@@ -90,14 +91,52 @@ func HelloCities5Payload(ctx context.Context, env *Env, instances, bytes int) ([
 	})
 }
 
-// instancesOn starts instances instances named prefix-000000, ... with
-// start, all at once, and measures from the first start to the last
-// completion, with each instance's latency; check returns how many
-// activities an instance completed, or why its output is wrong.
-func instancesOn(ctx context.Context, d *Deployment, instances int, prefix string,
+// Runtimes is how many runtimes a scenario starts on a dynoxide system, and
+// with how many slots. The zero value is one runtime of default options.
+type Runtimes struct {
+	// Count is the number of runtimes, each on its own provider as
+	// separate processes would be (0: one).
+	Count int
+	// Slots, when above 0, is each runtime's OrchestrationConcurrency and
+	// WorkerConcurrency (0: the runtime's defaults, 2 and 2).
+	Slots int
+}
+
+// start starts the runtimes rt describes on d.
+func (rt Runtimes) start(ctx context.Context, d *Deployment) error {
+	for range max(rt.Count, 1) {
+		if _, err := d.StartRuntime(ctx, func(o *durable.Options) {
+			if rt.Slots > 0 {
+				o.OrchestrationConcurrency, o.WorkerConcurrency = rt.Slots, rt.Slots
+			}
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// String describes rt for a result's notes.
+func (rt Runtimes) String() string {
+	slots := "default options (2 orchestration and 2 worker slots)"
+	if rt.Slots > 0 {
+		slots = fmt.Sprintf("%d orchestration and %d worker slots, other options default", rt.Slots, rt.Slots)
+	}
+	if rt.Count > 1 {
+		return fmt.Sprintf("%d runtimes on one table, each with its own provider and %s", rt.Count, slots)
+	}
+	return "runtime with " + slots
+}
+
+// instancesOn starts the runtimes rt describes, then instances instances
+// named prefix-000000, ... with start, all at once, and measures from the
+// first start to the last completion, with each instance's latency; check
+// returns how many activities an instance completed, or why its output is
+// wrong.
+func instancesOn(ctx context.Context, d *Deployment, instances int, prefix string, rt Runtimes,
 	start func(ctx context.Context, id string) error, check func(ctx context.Context, id string) (int, error)) (report.Result, error) {
 	var r report.Result
-	if _, err := d.StartRuntime(ctx); err != nil {
+	if err := rt.start(ctx, d); err != nil {
 		return r, err
 	}
 	ids := make([]string, instances)
@@ -124,7 +163,7 @@ func instancesOn(ctx context.Context, d *Deployment, instances int, prefix strin
 		}
 		r.Activities += n
 	}
-	r.Notes = "runtime with default options (2 orchestration and 2 worker slots); latency from start to the commit of the terminal turn"
+	r.Notes = rt.String() + "; latency from start to the commit of the terminal turn"
 	return r, nil
 }
 
@@ -223,7 +262,7 @@ func WarmUp(ctx context.Context, env *Env, instances int) error {
 		quiet := *env
 		quiet.Logf = nil
 		_, err := onSystem(ctx, &quiet, s, "WarmUp", 5*time.Minute, func(ctx context.Context, d *Deployment) (report.Result, error) {
-			return helloCities5On(ctx, d, instances)
+			return helloCities5On(ctx, d, instances, Runtimes{})
 		})
 		return err
 	}

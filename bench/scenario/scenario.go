@@ -18,6 +18,9 @@ type Sizes struct {
 	// HelloInstances is HelloCities5's number of instances, and
 	// HelloCities5Payload1KB's.
 	HelloInstances int
+	// HelloRuntimes is the runtimes HelloCities5 runs them on, on each
+	// dynoxide system: one of default options unless set.
+	HelloRuntimes Runtimes
 	// PayloadBytes is the activity payload of the scenario selected as
 	// "HelloCities5Payload1KB".
 	PayloadBytes int
@@ -58,6 +61,9 @@ func (s Sizes) Validate() error {
 		if c.n < 1 {
 			return fmt.Errorf("%w: %s is %d, want at least 1", ErrBadSize, c.name, c.n)
 		}
+	}
+	if s.HelloRuntimes.Count < 0 || s.HelloRuntimes.Slots < 0 {
+		return fmt.Errorf("%w: HelloRuntimes is %+v, want counts of 0 or more", ErrBadSize, s.HelloRuntimes)
 	}
 	if s.PayloadBytes < 0 {
 		return fmt.Errorf("%w: PayloadBytes is %d, want 0 or more", ErrBadSize, s.PayloadBytes)
@@ -124,7 +130,7 @@ type Scenario struct {
 func All(s Sizes) []Scenario {
 	return []Scenario{
 		{HelloCities5Name, func(ctx context.Context, env *Env) ([]report.Result, error) {
-			return HelloCities5(ctx, env, s.HelloInstances)
+			return HelloCities5(ctx, env, s.HelloInstances, s.HelloRuntimes)
 		}},
 		{EndpointCeilingName, func(ctx context.Context, env *Env) ([]report.Result, error) {
 			return EndpointCeiling(ctx, env, s.Ceiling)

@@ -46,6 +46,7 @@ func TestSizesValidateRejectsWhatNoScenarioCanRun(t *testing.T) {
 		"ChainSteps":      func(s *Sizes) { s.ChainSteps = 0 },
 		"PayloadBytes":    func(s *Sizes) { s.PayloadBytes = -1 },
 		"HelloInstances":  func(s *Sizes) { s.HelloInstances = -3 },
+		"HelloRuntimes":   func(s *Sizes) { s.HelloRuntimes.Slots = -1 },
 		"IdleBeforeStart": func(s *Sizes) { s.IdleBeforeStart = -time.Second },
 	} {
 		s := ShortSizes()
@@ -53,6 +54,21 @@ func TestSizesValidateRejectsWhatNoScenarioCanRun(t *testing.T) {
 		err := s.Validate()
 		if !errors.Is(err, ErrBadSize) || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: err = %v, want ErrBadSize naming it", name, err)
+		}
+	}
+}
+
+func TestRuntimesSayWhatRuns(t *testing.T) {
+	for _, c := range []struct {
+		rt   Runtimes
+		want string
+	}{
+		{Runtimes{}, "runtime with default options (2 orchestration and 2 worker slots)"},
+		{Runtimes{Count: 1, Slots: 8}, "runtime with 8 orchestration and 8 worker slots, other options default"},
+		{Runtimes{Count: 2}, "2 runtimes on one table, each with its own provider and default options (2 orchestration and 2 worker slots)"},
+	} {
+		if got := c.rt.String(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.rt, got, c.want)
 		}
 	}
 }

@@ -50,6 +50,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.peers, "peers", strings.Join(goworkflows.Backends(), ","), "comma-separated go-workflows backends to run beside dynoxide; empty runs none")
 	def := scenario.DefaultSizes()
 	hello := fs.Int("hello-instances", def.HelloInstances, "HelloCities5: instances")
+	helloRuntimes := fs.Int("hello-runtimes", 1, "HelloCities5: runtimes on each dynoxide system, each with its own provider")
+	helloSlots := fs.Int("hello-slots", 0, "HelloCities5: orchestration and worker slots of each dynoxide runtime (0: the runtime's defaults, 2 and 2)")
 	payload := fs.Int("payload-bytes", def.PayloadBytes, "HelloCities5Payload1KB: bytes of filler in each activity's input and output")
 	chainSteps := fs.Int("chain-steps", def.ChainSteps, "Chain1000: activities in the chain")
 	fanSmall := fs.Int("fanout-small", def.FanOutSmall, "FanOut1000: activities")
@@ -78,6 +80,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		switch f.Name {
 		case "hello-instances":
 			c.sizes.HelloInstances = *hello
+		case "hello-runtimes":
+			c.sizes.HelloRuntimes.Count = *helloRuntimes
+		case "hello-slots":
+			c.sizes.HelloRuntimes.Slots = *helloSlots
 		case "payload-bytes":
 			c.sizes.PayloadBytes = *payload
 		case "chain-steps":
