@@ -152,6 +152,36 @@ func TestHelloCities5(t *testing.T) {
 	}
 }
 
+func TestHelloCities5Load(t *testing.T) {
+	env := newEnv(t, false)
+	results, err := scenario.HelloCities5Load(t.Context(), env, sizes.LoadInstances)
+	if err != nil {
+		t.Fatal(err)
+	}
+	variants := scenario.LoadVariants()
+	if len(results) != len(variants) {
+		t.Fatalf("%d results, want one per variant (%d)", len(results), len(variants))
+	}
+	for i, rt := range variants {
+		r := results[i]
+		if want := scenario.DynamoDBSQS + " (" + rt.Label() + ")"; r.System != want {
+			t.Errorf("result %d: system %q, want %q", i, r.System, want)
+		}
+		if r.Scenario != scenario.HelloCities5LoadName || strings.Contains(r.Notes, "FAILED") {
+			t.Errorf("%s: scenario %q, notes %q", r.System, r.Scenario, r.Notes)
+		}
+		if r.Activities != 5*sizes.LoadInstances || len(r.Latencies) != sizes.LoadInstances {
+			t.Errorf("%s: %d activities and %d latencies, want %d and %d", r.System, r.Activities, len(r.Latencies), 5*sizes.LoadInstances, sizes.LoadInstances)
+		}
+		if total(r.DynamoDB) == 0 || r.WRU == 0 {
+			t.Errorf("%s: no DynamoDB requests or write units counted: %v, WRU %v", r.System, r.DynamoDB, r.WRU)
+		}
+		if got := r.Extra[scenario.ExtraRuntimes]; got != float64(max(rt.Count, 1)) {
+			t.Errorf("%s: %v runtimes recorded", r.System, got)
+		}
+	}
+}
+
 func TestFanOut(t *testing.T) {
 	env := newEnv(t, true)
 	results, err := scenario.FanOut(t.Context(), env, sizes.FanOutSmall)

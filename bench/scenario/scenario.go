@@ -21,6 +21,9 @@ type Sizes struct {
 	// HelloRuntimes is the runtimes HelloCities5 runs them on, on each
 	// dynoxide system: one of default options unless set.
 	HelloRuntimes Runtimes
+	// LoadInstances is HelloCities5Load's number of instances: more than
+	// one process keeps signals for.
+	LoadInstances int
 	// PayloadBytes is the activity payload of the scenario selected as
 	// "HelloCities5Payload1KB".
 	PayloadBytes int
@@ -53,7 +56,7 @@ func (s Sizes) Validate() error {
 		name string
 		n    int
 	}{
-		{"HelloInstances", s.HelloInstances}, {"ChainSteps", s.ChainSteps},
+		{"HelloInstances", s.HelloInstances}, {"LoadInstances", s.LoadInstances}, {"ChainSteps", s.ChainSteps},
 		{"FanOutSmall", s.FanOutSmall}, {"FanOutLarge", s.FanOutLarge},
 		{"HistoryEvents", s.HistoryEvents}, {"HistoryReads", s.HistoryReads},
 		{"FetchCost.RoundTrips", s.FetchCost.RoundTrips},
@@ -83,6 +86,7 @@ func (s Sizes) Validate() error {
 func DefaultSizes() Sizes {
 	return Sizes{
 		HelloInstances:  100,
+		LoadInstances:   300,
 		PayloadBytes:    1024,
 		ChainSteps:      1000,
 		FanOutSmall:     1000,
@@ -101,6 +105,7 @@ func DefaultSizes() Sizes {
 func ShortSizes() Sizes {
 	return Sizes{
 		HelloInstances:  3,
+		LoadInstances:   4,
 		PayloadBytes:    1024,
 		ChainSteps:      20,
 		FanOutSmall:     10,
@@ -134,6 +139,9 @@ func All(s Sizes) []Scenario {
 		}},
 		{EndpointCeilingName, func(ctx context.Context, env *Env) ([]report.Result, error) {
 			return EndpointCeiling(ctx, env, s.Ceiling)
+		}},
+		{HelloCities5LoadName, func(ctx context.Context, env *Env) ([]report.Result, error) {
+			return HelloCities5Load(ctx, env, s.LoadInstances)
 		}},
 		{"HelloCities5Payload1KB", func(ctx context.Context, env *Env) ([]report.Result, error) {
 			return HelloCities5Payload(ctx, env, s.HelloInstances, s.PayloadBytes)

@@ -47,6 +47,7 @@ func TestSizesValidateRejectsWhatNoScenarioCanRun(t *testing.T) {
 		"PayloadBytes":    func(s *Sizes) { s.PayloadBytes = -1 },
 		"HelloInstances":  func(s *Sizes) { s.HelloInstances = -3 },
 		"HelloRuntimes":   func(s *Sizes) { s.HelloRuntimes.Slots = -1 },
+		"LoadInstances":   func(s *Sizes) { s.LoadInstances = 0 },
 		"IdleBeforeStart": func(s *Sizes) { s.IdleBeforeStart = -time.Second },
 	} {
 		s := ShortSizes()
@@ -70,6 +71,17 @@ func TestRuntimesSayWhatRuns(t *testing.T) {
 		if got := c.rt.String(); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.rt, got, c.want)
 		}
+	}
+}
+
+func TestLoadVariantsAreNamedByWhatRuns(t *testing.T) {
+	var got []string
+	for _, rt := range LoadVariants() {
+		got = append(got, rt.Label())
+	}
+	want := []string{"1 runtime, 2+2 slots", "1 runtime, 8+8 slots", "2 runtimes, 2+2 slots"}
+	if !slices.Equal(got, want) {
+		t.Errorf("labels %q, want %q", got, want)
 	}
 }
 

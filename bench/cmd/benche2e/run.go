@@ -45,11 +45,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs.StringVar(&c.out, "out", "results", "directory the results are written to")
 	fs.BoolVar(&c.short, "short", false, "tiny sizes (a few iterations of each scenario); size flags given explicitly still apply")
-	fs.StringVar(&c.scenarios, "scenarios", "", "comma-separated scenarios to run (HelloCities5, EndpointCeiling, HelloCities5Payload1KB, Chain1000, FanOut1000, FanOut10000, StartAfterIdle, Idle, History10000, FetchCost); empty runs all")
+	fs.StringVar(&c.scenarios, "scenarios", "", "comma-separated scenarios to run (HelloCities5, EndpointCeiling, HelloCities5Load, HelloCities5Payload1KB, Chain1000, FanOut1000, FanOut10000, StartAfterIdle, Idle, History10000, FetchCost); empty runs all")
 	fs.StringVar(&c.systems, "systems", "", "comma-separated dynoxide systems to run on; empty runs all, \"none\" none (only the peers)")
 	fs.StringVar(&c.peers, "peers", strings.Join(goworkflows.Backends(), ","), "comma-separated go-workflows backends to run beside dynoxide; empty runs none")
 	def := scenario.DefaultSizes()
 	hello := fs.Int("hello-instances", def.HelloInstances, "HelloCities5: instances")
+	load := fs.Int("load-instances", def.LoadInstances, "HelloCities5Load: instances")
 	helloRuntimes := fs.Int("hello-runtimes", 1, "HelloCities5: runtimes on each dynoxide system, each with its own provider")
 	helloSlots := fs.Int("hello-slots", 0, "HelloCities5: orchestration and worker slots of each dynoxide runtime (0: the runtime's defaults, 2 and 2)")
 	payload := fs.Int("payload-bytes", def.PayloadBytes, "HelloCities5Payload1KB: bytes of filler in each activity's input and output")
@@ -80,6 +81,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		switch f.Name {
 		case "hello-instances":
 			c.sizes.HelloInstances = *hello
+		case "load-instances":
+			c.sizes.LoadInstances = *load
 		case "hello-runtimes":
 			c.sizes.HelloRuntimes.Count = *helloRuntimes
 		case "hello-slots":
