@@ -300,6 +300,15 @@ func TestFetchCost(t *testing.T) {
 		if r.Extra[scenario.ExtraRequestsPerTurn] <= 0 || r.Extra[scenario.ExtraRRUPerTurn] <= 0 {
 			t.Errorf("result %d: per-turn figures %v", i, r.Extra)
 		}
+		// One Scan of the ready index; the listing (a Query per shard) and
+		// a Query per instance.
+		if got := r.Extra[scenario.ExtraQueueDepthsRequests]; got != 1 {
+			t.Errorf("result %d: QueueDepths made %v requests, want 1", i, got)
+		}
+		terminal := r.Extra[scenario.ExtraTerminalInstances]
+		if got := r.Extra[scenario.ExtraSystemMetricsRequests]; got < terminal {
+			t.Errorf("result %d: SystemMetrics made %v requests with %v terminal instances", i, got, terminal)
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dynoxide/dynoxide/bench/report"
 	"github.com/dynoxide/dynoxide/durable"
+	"github.com/dynoxide/dynoxide/provider"
 )
 
 // FetchCostName is the name of the FetchCost scenario.
@@ -21,6 +22,12 @@ const (
 	ExtraRequestsPerTurn   = "ddb req/turn"
 	ExtraRRUPerTurn        = "RRU/turn"
 	ExtraWRUPerTurn        = "WRU/turn"
+	// The requests and read units of one QueueDepths and one
+	// SystemMetrics at the size, with no runtime running.
+	ExtraQueueDepthsRequests   = "QueueDepths requests"
+	ExtraQueueDepthsRRU        = "QueueDepths RRU"
+	ExtraSystemMetricsRequests = "SystemMetrics requests"
+	ExtraSystemMetricsRRU      = "SystemMetrics RRU"
 )
 
 // seedChunk is how many terminal instances are started before their
@@ -52,7 +59,8 @@ type FetchCostConfig struct {
 // client and completed by a seeding runtime; then a runtime of default
 // options runs one warm-up and RoundTrips one-activity instances (two
 // turns each), and the requests of those round trips are divided by their
-// turns. Each size is its own result.
+// turns. Each size is its own result, with what one QueueDepths and one
+// SystemMetrics cost at that size.
 func FetchCost(ctx context.Context, env *Env, c FetchCostConfig) ([]report.Result, error) {
 	var system System
 	found := false
@@ -84,14 +92,18 @@ func FetchCost(ctx context.Context, env *Env, c FetchCostConfig) ([]report.Resul
 			terminal := seeded + measured
 			res, err := roundTripCost(ctx, d, terminal, roundTrips)
 			measured += 1 + roundTrips
+			if err == nil {
+				err = adminReadCost(ctx, d, &res, 1+roundTrips+terminal)
+			}
 			res.Scenario, res.System = FetchCostName, system.Name
 			res.Notes = joinNotes(system.Notes, fmt.Sprintf("%d terminal instances", terminal), note, res.Notes)
 			if err != nil {
 				return report.Result{}, err
 			}
 			results = append(results, res)
-			env.logf("%s: %d terminal instances: %.1f DynamoDB requests, %.2f RRU and %.2f WRU per turn",
-				FetchCostName, terminal, res.Extra[ExtraRequestsPerTurn], res.Extra[ExtraRRUPerTurn], res.Extra[ExtraWRUPerTurn])
+			env.logf("%s: %d terminal instances: %.1f DynamoDB requests, %.2f RRU and %.2f WRU per turn; QueueDepths %.0f requests, %.1f RRU; SystemMetrics %.0f requests, %.1f RRU",
+				FetchCostName, terminal, res.Extra[ExtraRequestsPerTurn], res.Extra[ExtraRRUPerTurn], res.Extra[ExtraWRUPerTurn],
+				res.Extra[ExtraQueueDepthsRequests], res.Extra[ExtraQueueDepthsRRU], res.Extra[ExtraSystemMetricsRequests], res.Extra[ExtraSystemMetricsRRU])
 		}
 		return report.Result{}, nil
 	})
@@ -193,6 +205,36 @@ func roundTripCost(ctx context.Context, d *Deployment, terminal, roundTrips int)
 	setExtra(&r, ExtraWRUPerTurn, u.WRU/turns)
 	r.Notes = fmt.Sprintf("%d one-activity round trips (2 turns each) after a warm-up, runtime with default options; per-turn figures are the round trips' requests (the activity's included) over their turns", roundTrips)
 	return r, nil
+}
+
+// adminReadCost measures one QueueDepths and one SystemMetrics on d's
+// metered provider, with no runtime running, into r's extras, and checks
+// that SystemMetrics counts instances, all of them completed; it reports
+// the requests and read units each made.
+func adminReadCost(ctx context.Context, d *Deployment, r *report.Result, instances int) error {
+	admin, ok := provider.AdminOf(d.Provider)
+	if !ok {
+		return fmt.Errorf("%s: the provider offers no management reads", FetchCostName)
+	}
+	before := d.Usage()
+	if _, err := admin.QueueDepths(ctx); err != nil {
+		return fmt.Errorf("QueueDepths: %w", err)
+	}
+	u := d.Usage().Sub(before)
+	setExtra(r, ExtraQueueDepthsRequests, float64(u.DynamoDBRequests()))
+	setExtra(r, ExtraQueueDepthsRRU, u.RRU)
+	before = d.Usage()
+	m, err := admin.SystemMetrics(ctx)
+	if err != nil {
+		return fmt.Errorf("SystemMetrics: %w", err)
+	}
+	u = d.Usage().Sub(before)
+	setExtra(r, ExtraSystemMetricsRequests, float64(u.DynamoDBRequests()))
+	setExtra(r, ExtraSystemMetricsRRU, u.RRU)
+	if m.TotalInstances < uint64(instances) || m.RunningInstances != 0 {
+		return fmt.Errorf("SystemMetrics counted %d instances, %d running; want at least %d, none running", m.TotalInstances, m.RunningInstances, instances)
+	}
+	return nil
 }
 
 // roundDown rounds n down to two significant digits.
