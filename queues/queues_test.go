@@ -65,6 +65,19 @@ func goWait(ctx context.Context, s *queues.Signals, kind queues.Kind, timeout ti
 	return ch
 }
 
+// awaitWaiting waits (at most generous) until n calls of Wait for kind
+// are blocked on s.
+func awaitWaiting(t *testing.T, s *queues.Signals, kind queues.Kind, n int) {
+	t.Helper()
+	deadline := time.Now().Add(generous)
+	for s.Waiting(kind) != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d waiters of kind %v blocked, want %d", s.Waiting(kind), kind, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // result waits (at most generous) for a goWait result.
 func result(t *testing.T, ch <-chan waitResult) waitResult {
 	t.Helper()
@@ -215,7 +228,7 @@ func TestSignals_InProcessWakesWithoutRequests(t *testing.T) {
 	t.Parallel()
 	s := newSignals(t, nil)
 	ch := goWait(t.Context(), s, queues.Orchestrator, time.Minute)
-	time.Sleep(50 * time.Millisecond) // let Wait block (a Notify before it is kept for it anyway)
+	awaitWaiting(t, s, queues.Orchestrator, 1)
 	sig := queues.Signal{Kind: queues.Orchestrator, Shard: 2, Instance: "order-1"}
 	if err := s.Notify(t.Context(), sig); err != nil {
 		t.Fatal(err)
@@ -238,7 +251,7 @@ func TestSignals_InProcessWakeDoesNotWaitForSQS(t *testing.T) {
 	s := newSignals(t, gated, queueURLs(newQueue(t, "orch"), newQueue(t, "work")))
 
 	ch := goWait(t.Context(), s, queues.Worker, time.Minute)
-	time.Sleep(50 * time.Millisecond)
+	awaitWaiting(t, s, queues.Worker, 1)
 	sig := queues.Signal{Kind: queues.Worker, Shard: 1}
 	notified := make(chan error, 1)
 	go func() { notified <- s.Notify(t.Context(), sig) }()
@@ -269,7 +282,7 @@ func TestSignals_WakesAcrossProcesses(t *testing.T) {
 	sender := newSignals(t, c, queueURLs(orch, work))
 
 	ch := goWait(t.Context(), receiver, queues.Orchestrator, 15*time.Second)
-	time.Sleep(200 * time.Millisecond)
+	awaitWaiting(t, receiver, queues.Orchestrator, 1)
 	sig := queues.Signal{Kind: queues.Orchestrator, Shard: 7, Instance: "order-42"}
 	if err := sender.Notify(t.Context(), sig); err != nil {
 		t.Fatal(err)
@@ -334,7 +347,7 @@ func TestSignals_NoRequestsForKindWithoutQueue(t *testing.T) {
 	s := newSignals(t, c, queueURLs(newQueue(t, "orch"), ""))
 	sig := queues.Signal{Kind: queues.Worker, Shard: 3}
 	ch := goWait(t.Context(), s, queues.Worker, 1500*time.Millisecond)
-	time.Sleep(50 * time.Millisecond)
+	awaitWaiting(t, s, queues.Worker, 1)
 	if err := s.Notify(t.Context(), sig); err != nil {
 		t.Fatal(err)
 	}
@@ -577,7 +590,7 @@ func TestSignals_WaitersShareOnePoll(t *testing.T) {
 	for i := range chans {
 		chans[i] = goWait(t.Context(), receiver, queues.Orchestrator, 15*time.Second)
 	}
-	time.Sleep(300 * time.Millisecond)
+	awaitWaiting(t, receiver, queues.Orchestrator, n)
 	sig := queues.Signal{Kind: queues.Orchestrator, Shard: 1, Instance: "shared"}
 	if err := sender.Notify(t.Context(), sig); err != nil {
 		t.Fatal(err)
@@ -628,7 +641,7 @@ func TestSignals_WaitContextCancelled(t *testing.T) {
 	s := newSignals(t, c, queueURLs(newQueue(t, "orch"), ""))
 	ctx, cancel := context.WithCancel(t.Context())
 	ch := goWait(ctx, s, queues.Orchestrator, time.Minute)
-	time.Sleep(100 * time.Millisecond)
+	awaitWaiting(t, s, queues.Orchestrator, 1)
 	cancel()
 	if r := result(t, ch); !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("Wait = %v, %v; want context.Canceled", r.sigs, r.err)
@@ -662,10 +675,7 @@ func TestSignals_Close(t *testing.T) {
 	if err := s.Notify(t.Context(), queues.Signal{Kind: queues.Worker, VisibleAt: time.Now().Add(10 * time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // both pollers are in long polls now
-	if st := s.Stats(); st.ReceiveMessageRequests < 2 {
-		t.Errorf("Stats = %+v, want both pollers running", st)
-	}
+	awaitStats(t, s, "both pollers in long polls", func(st queues.Stats) bool { return st.ReceiveMessageRequests >= 2 })
 	closeStart := time.Now()
 	closed := make(chan struct{})
 	go func() {
