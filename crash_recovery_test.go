@@ -352,6 +352,18 @@ func checkCrashRecovery(t *testing.T, client *durable.Client, env *dynamotest.En
 		t.Errorf("queue depths %+v, want all zero", depths)
 	}
 
+	// The counter cells, moved by turns killed before, during and after
+	// their commits (large ones included), agree with the table.
+	metrics, err := client.SystemMetrics(ctx)
+	if err != nil {
+		t.Fatalf("system metrics: %v", err)
+	}
+	if scanned, err := env.ScanMetrics(ctx); err != nil {
+		t.Fatalf("scan metrics: %v", err)
+	} else if metrics != scanned || metrics.TotalInstances != uint64(len(ids)) || metrics.CompletedInstances != uint64(len(ids)) {
+		t.Errorf("SystemMetrics = %+v; the table holds %+v (%d instances, all completed)", metrics, scanned, len(ids))
+	}
+
 	// Nothing left in the table either, locked or not: no orchestrator
 	// message (#Q# rows), no worker row (W# partitions), no committed large
 	// turn still pending (a lock row with "turn", a turn mark H#…#~).
@@ -782,7 +794,8 @@ func (f *crashFetchKillPoint) FetchOrchestrationItem(ctx context.Context, lockTi
 // is step (the commit, "apply-<n>", or the finish; see dynamo/largeturn.go)
 // is held before it is sent, and reports it through mark. Writes are told
 // apart by the rows they touch (docs/design.md §3 and §5): staging rows
-// (sort key T#…), the lock row's "SET #turn" commit, and the deletion of
+// (sort key T#…), the commit transaction that starts with the lock row's
+// "SET #turn", and the deletion of
 // the turn mark (H#<execution>#~) that ends a turn.
 func crashLargeTurnKillPoint(db dynamo.API, step string, mark func(detail string)) dynamo.API {
 	in := faults.New(1)
@@ -807,14 +820,13 @@ func crashLargeTurnKillPoint(db dynamo.API, step string, mark func(detail string
 				}
 			}
 			return false
-		case faults.OpUpdateItem:
-			u := r.Input.(*dynamodb.UpdateItemInput)
-			if crashAttrS(u.Key, "sk") != "#LOCK" || !strings.HasPrefix(aws.ToString(u.UpdateExpression), "SET #turn = :tid") {
-				return false
-			}
-			pk, got = crashAttrS(u.Key, "pk"), "commit"
 		case faults.OpTransactWriteItems:
-			for _, a := range r.Input.(*dynamodb.TransactWriteItemsInput).TransactItems {
+			items := r.Input.(*dynamodb.TransactWriteItemsInput).TransactItems
+			if u := items[0].Update; u != nil && crashAttrS(u.Key, "sk") == "#LOCK" && strings.HasPrefix(aws.ToString(u.UpdateExpression), "SET #turn = :tid") {
+				pk, got = crashAttrS(u.Key, "pk"), "commit"
+				break
+			}
+			for _, a := range items {
 				if a.Delete == nil {
 					continue
 				}
@@ -845,7 +857,7 @@ func crashLargeTurnKillPoint(db dynamo.API, step string, mark func(detail string
 		return true
 	}
 	in.Add(faults.Rule{
-		Ops:   []string{faults.OpBatchWriteItem, faults.OpUpdateItem, faults.OpTransactWriteItems},
+		Ops:   []string{faults.OpBatchWriteItem, faults.OpTransactWriteItems},
 		Match: match, Rate: 1, Count: 1, Fault: faults.Hold(gate),
 	})
 	go func() {

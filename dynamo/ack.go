@@ -66,17 +66,30 @@ type rowCondition struct {
 var rowExists = &rowCondition{expr: "attribute_exists(#pk)", names: map[string]string{"#pk": attrPK}}
 
 // metaAsRead conditions a put of the instance record on the record being
-// the one the fetch read (m; nil when it read none). Only acks write it,
-// each with a new update time.
+// the one the fetch read (m; nil when it read none): its update time,
+// custom status version and current execution, and its status and figures
+// (figuresAsRead), from which the turn computes its change of the counter
+// cells. Acks write it, each with a new update time; prunes and appends
+// change its figures.
 func metaAsRead(m *metaRow) *rowCondition {
 	if m == nil {
-		return &rowCondition{expr: "attribute_not_exists(#pk)", names: map[string]string{"#pk": attrPK}}
+		return figuresAsRead(nil)
 	}
-	return &rowCondition{
+	return (&rowCondition{
 		expr:   "#ua = :ua AND #cv = :cv AND #cur = :cur",
 		names:  map[string]string{"#ua": attrUpdatedAt, "#cv": attrCStatusVer, "#cur": attrCurrent},
 		values: map[string]types.AttributeValue{":ua": n(m.updatedAt), ":cv": nu(m.cstatVersion), ":cur": nu(m.current)},
+	}).and(figuresAsRead(m))
+}
+
+// sameRecord reports whether now, a record read again, is still read: the
+// fields metaAsRead conditions on are equal.
+func sameRecord(now, read *metaRow) bool {
+	if now == nil || read == nil {
+		return now == read
 	}
+	return now.updatedAt == read.updatedAt && now.cstatVersion == read.cstatVersion && now.current == read.current &&
+		now.status == read.status && now.execs == read.execs && now.events == read.events
 }
 
 // turnPlan is every write of one turn except the lock release, and the
@@ -98,6 +111,11 @@ type turnPlan struct {
 	// histEnd is where the turn leaves the history (historyend.go; nil
 	// when unknown).
 	histEnd *historyEnd
+	// cell is the change of the instance's counter cell (metrics.go), nil
+	// when the turn leaves the instance's contribution as it was. It is
+	// written in the transaction that writes the instance record, or in
+	// the commit of a large turn.
+	cell *types.Update
 	// claimable is the activity a direct claim may take (directclaim.go),
 	// which the turn may hand to a waiting fetch instead (handoff.go).
 	claimable *claimableActivity
@@ -182,12 +200,21 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 	if err := p.readExecIfNeeded(ctx, turn.st, commit.ExecutionID, commit.Metadata); err != nil {
 		return translate(provider.OpAckOrchestrationItem, err)
 	}
+	if err := p.countEndingHistory(ctx, turn, commit); err != nil {
+		return translate(provider.OpAckOrchestrationItem, err)
+	}
 	now := p.nowMs()
 	plan, digest, err := p.planTurn(turn, commit, now)
 	if err != nil {
 		return err
 	}
-	large := len(plan.actions)+1 > maxTransactActions || plan.size > maxTransactBytes
+	// The lock release, and the cell change if any, go beside the plan's
+	// actions.
+	beside := 1
+	if plan.cell != nil {
+		beside++
+	}
+	large := len(plan.actions)+beside > maxTransactActions || plan.size > maxTransactBytes
 	if large {
 		if plan.meta.put != nil {
 			plan.actions = append(plan.actions, plan.meta)
@@ -264,6 +291,9 @@ func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPla
 		for _, a := range plan.actions {
 			actions = append(actions, p.transactAction(a))
 		}
+		if plan.cell != nil {
+			actions = append(actions, types.TransactWriteItem{Update: plan.cell})
+		}
 		return &dynamodb.TransactWriteItemsInput{TransactItems: actions}
 	})
 	p.settleHanded(ctx, hand, turn.txHanded, err == nil)
@@ -273,6 +303,7 @@ func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPla
 	switch i := conditionFailedAt(cancelReasons(err)); {
 	case i == 0:
 		return invalidToken(provider.OpAckOrchestrationItem)
+	case i > len(plan.actions):
 	case i > 0 && plan.actions[i-1].eventID != 0:
 		return provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrDuplicateEvent,
 			"event_id %d already exists in execution of instance %s", plan.actions[i-1].eventID, turn.st.id)
@@ -425,12 +456,30 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 		if newMeta.current == commit.ExecutionID {
 			current = exec
 		}
+		// The record's figures (metrics.go).
+		newMeta.status = ""
+		if current != nil {
+			newMeta.status = current.status
+		}
+		before := st.execs[commit.ExecutionID]
+		if before == nil {
+			newMeta.execs++
+		}
+		switch {
+		case before != nil && provider.IsTerminalStatus(before.status):
+			newMeta.events += uint64(len(commit.HistoryDelta))
+		case provider.IsTerminalStatus(exec.status):
+			newMeta.events += turn.endingEvents(commit)
+		}
+		plan.cell = p.cellChange(id, st.meta, newMeta)
+		figuresChanged := st.meta == nil || newMeta.status != st.meta.status ||
+			newMeta.execs != st.meta.execs || newMeta.events != st.meta.events
 		// Written only when what it holds changes (the time of each ack
 		// goes on the lock row): the record, which holds the custom
 		// status (up to 256 KB), was rewritten by every turn.
 		plan.meta = planAction{put: metaItem(id, newMeta, current, p.o.Shards), asRead: metaAsRead(st.meta)}
 		cstatChanged := newMeta.cstatVersion != 0 && (st.meta == nil || newMeta.cstatVersion != st.meta.cstatVersion)
-		if st.meta == nil || created || cstatChanged || newMeta.current != st.meta.current ||
+		if figuresChanged || created || cstatChanged || newMeta.current != st.meta.current ||
 			newMeta.name != st.meta.name || newMeta.version != st.meta.version ||
 			(execChanged && newMeta.current == commit.ExecutionID) {
 			add(plan.meta)
@@ -591,7 +640,8 @@ func execItem(instance string, e *execRow) item {
 }
 
 // metaItem is an instance's metadata row, with the status and completion
-// time of its current execution copied for the instances index.
+// time of its current execution copied for the instances index, and its
+// figures (metrics.go). m.status must be current's status.
 func metaItem(instance string, m *metaRow, current *execRow, shards int) item {
 	row := key(keys.InstancePK(instance), keys.Meta)
 	row[attrName] = s(m.name)
@@ -616,8 +666,14 @@ func metaItem(instance string, m *metaRow, current *execRow, shards int) item {
 			row[attrExecPinned] = s(current.pinned.String())
 		}
 	}
+	row[attrExecCount] = nu(m.execs)
+	row[attrEndedEvs] = nu(m.events)
 	row[attrListPK] = s(keys.ListInstancesPK(keys.ShardOf(instance, shards)))
-	row[attrListSK] = s(keys.ListInstancesSK(uint64(max(m.createdAt, 0)), instance))
+	listSK := keys.ListInstancesSK(uint64(max(m.createdAt, 0)), instance)
+	if ended(m.status) {
+		listSK = keys.EndedListSK(listSK)
+	}
+	row[attrListSK] = s(listSK)
 	return row
 }
 

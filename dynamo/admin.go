@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -29,13 +28,31 @@ type listedInstance struct {
 // first: one Query per shard, in parallel. The index is eventually
 // consistent: an instance created in the last moment may be missing.
 func (p *Provider) listInstances(ctx context.Context) ([]listedInstance, error) {
+	return p.listEntries(ctx, false)
+}
+
+// listRunning lists the instances that have not ended (Completed or
+// Failed): the entries before keys.EndedListPrefix, in creation order.
+func (p *Provider) listRunning(ctx context.Context) ([]listedInstance, error) {
+	return p.listEntries(ctx, true)
+}
+
+// listEntries reads the instances index, every shard, in creation order;
+// with notEnded, only the entries of instances that have not ended.
+func (p *Provider) listEntries(ctx context.Context, notEnded bool) ([]listedInstance, error) {
 	out, err := eachShard(p.o.Shards, func(shard int) ([]listedInstance, error) {
-		rows, err := p.queryAll(ctx, &dynamodb.QueryInput{
+		in := &dynamodb.QueryInput{
 			IndexName:                 aws.String(tables.IndexInstances),
 			KeyConditionExpression:    aws.String("#lp = :lp"),
 			ExpressionAttributeNames:  map[string]string{"#lp": attrListPK},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":lp": s(keys.ListInstancesPK(shard))},
-		})
+		}
+		if notEnded {
+			*in.KeyConditionExpression += " AND #ls < :ended"
+			in.ExpressionAttributeNames["#ls"] = attrListSK
+			in.ExpressionAttributeValues[":ended"] = s(keys.EndedListPrefix)
+		}
+		rows, err := p.queryAll(ctx, in)
 		if err != nil {
 			return nil, err
 		}
@@ -47,7 +64,7 @@ func (p *Provider) listInstances(ctx context.Context) ([]listedInstance, error) 
 				continue
 			}
 			found = append(found, listedInstance{
-				id: id, listSK: d.str(row, attrListSK), status: d.str(row, attrStatus),
+				id: id, listSK: keys.ListOrderSK(d.str(row, attrListSK)), status: d.str(row, attrStatus),
 				parent: d.str(row, attrParent), completedAt: d.int(row, attrCompletedAt),
 			})
 		}
@@ -200,47 +217,6 @@ func (p *Provider) ExecutionInfo(ctx context.Context, instance string, execution
 		info.CompletedAt = &c
 	}
 	return info, nil
-}
-
-// SystemMetrics counts instances (by the status of their current
-// execution), executions and history events, leaving out the executions a
-// prune is removing and their events.
-//
-// Requests: the instance listing, then one keys-only Query per instance.
-// It reads every instance: call it rarely on large tables.
-func (p *Provider) SystemMetrics(ctx context.Context) (provider.SystemMetrics, error) {
-	var m provider.SystemMetrics
-	all, err := p.listInstances(ctx)
-	if err != nil {
-		return m, translate(provider.OpSystemMetrics, err)
-	}
-	for _, li := range all {
-		m.CountInstance(li.status)
-		rows, err := p.queryPartition(ctx, keys.InstancePK(li.id), keys.ExecPrefix, "I", attrSK, attrPruning, attrEventCount)
-		if err != nil {
-			return m, translate(provider.OpSystemMetrics, err)
-		}
-		// Execution records sort before history rows.
-		var pruning []uint64
-		for _, row := range rows {
-			sk, _, _ := strAttr(row, attrSK)
-			switch {
-			case strings.HasPrefix(sk, keys.ExecPrefix):
-				if _, ok := row[attrPruning]; ok {
-					id, _ := keys.ParseNum20(sk[len(keys.ExecPrefix):])
-					pruning = append(pruning, id)
-					continue
-				}
-				m.TotalExecutions++
-			case isHistorySK(sk):
-				if id, _, err := keys.ParseHistorySK(sk); err == nil && slices.Contains(pruning, id) {
-					continue
-				}
-				m.TotalEvents += rowEventCount(row)
-			}
-		}
-	}
-	return m, nil
 }
 
 // QueueDepths counts the messages of each queue that no live lock holds.

@@ -58,6 +58,10 @@ type turnState struct {
 	// histIDs are the ids of the events of that history (nil when the
 	// fetch did not decode one).
 	histIDs eventIDs
+	// stored is the number of events the history of an execution the turn
+	// ends holds, counted at the ack when histEnd does not tell
+	// (countEndingHistory).
+	stored *historyEnd
 }
 
 // leaseEnd is the lease's end as this process last set it (epoch ms).

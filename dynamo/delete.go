@@ -2,13 +2,13 @@ package dynamo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
@@ -71,7 +71,13 @@ func (p *Provider) collect(ctx context.Context, instance string) (*doomed, error
 // [provider.ErrStillRunning]; a child of a listed instance that is not
 // listed fails it with [provider.ErrTreeChanged], also when a turn of a
 // listed running instance committed between the read and the delete (it
-// may have started a child).
+// may have started a child). At most 33 instances go at once (see
+// maxAtomicDelete); more fail with [provider.ErrInvalidInput].
+//
+// Each instance record is deleted conditioned on it being as read, and
+// its contribution leaves the SystemMetrics counter cells in the same
+// transaction; a delete that meets a record changed since (a turn, a
+// prune, a concurrent delete) reads everything again, up to four times.
 //
 // Requests: three Queries per instance to collect its rows, then one
 // TransactWriteItems when everything fits one transaction. Larger
@@ -79,10 +85,10 @@ func (p *Provider) collect(ctx context.Context, instance string) (*doomed, error
 // lock row (the instances cease to exist and no ack can land), then remove
 // the remaining rows in batches.
 func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, force bool) (provider.DeleteInstanceResult, error) {
-	return p.deleteInstances(ctx, provider.OpDeleteInstancesAtomic, ids, force)
+	return p.deleteInstances(ctx, provider.OpDeleteInstancesAtomic, ids, force, 1)
 }
 
-func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string, force bool) (provider.DeleteInstanceResult, error) {
+func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string, force bool, tries int) (provider.DeleteInstanceResult, error) {
 	var res provider.DeleteInstanceResult
 	var set []string
 	for _, id := range ids {
@@ -117,6 +123,7 @@ func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string,
 	// may have started a child (it links its children in the same
 	// transaction), and only a running instance's turns start children.
 	var commit, rest []types.TransactWriteItem
+	cells := cellChanges{}
 	for _, d := range all {
 		running := false
 		if e := d.st.currentExec(); e != nil && e.status == provider.StatusRunning {
@@ -141,12 +148,21 @@ func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string,
 					a.Delete.ExpressionAttributeNames = map[string]string{"#ver": attrLockVer}
 					a.Delete.ExpressionAttributeValues = map[string]types.AttributeValue{":ver": nu(d.st.lock.ver)}
 				}
+				if sk == keys.Meta && d.st.meta != nil {
+					// Its contribution leaves the counter cells: the
+					// record must be the one read (metrics.go).
+					c := figuresAsRead(d.st.meta)
+					a.Delete.ConditionExpression = aws.String(c.expr)
+					a.Delete.ExpressionAttributeNames, a.Delete.ExpressionAttributeValues = c.names, c.values
+					cells.add(d.st.id, d.st.meta, nil)
+				}
 				commit = append(commit, a)
 			default:
 				rest = append(rest, a)
 			}
 		}
 	}
+	commit = append(commit, p.cellActions(cells)...)
 	if len(commit)+len(rest) <= maxTransactActions {
 		commit, rest = append(commit, rest...), nil
 	}
@@ -160,6 +176,11 @@ func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string,
 	// any, remain to be removed.
 	if len(commit) > 0 {
 		if err := p.sendFresh(ctx, op, commit); err != nil {
+			if i := conditionFailedAt(cancelReasons(err)); i >= 0 && commit[i].Delete != nil && isMetaKey(commit[i].Delete.Key) && tries < maxDeleteTries {
+				// An instance record changed since it was read (a turn,
+				// a prune, another delete): read everything again.
+				return p.deleteInstances(ctx, op, ids, force, tries+1)
+			}
 			if reasons := cancelReasons(err); slices.Contains(reasons, "ConditionalCheckFailed") {
 				return provider.DeleteInstanceResult{}, provider.Permanent(op, provider.ErrTreeChanged,
 					"Cannot delete: a child was created after tree traversal. Re-fetch the tree and retry.")
@@ -181,8 +202,20 @@ func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string,
 }
 
 // maxAtomicDelete is the most instances one delete transaction takes: the
-// metadata and lock rows of each.
-const maxAtomicDelete = maxTransactActions / 2
+// metadata and lock rows of each, and the counter cells (at most
+// keys.MetricsCells) their contributions leave.
+const maxAtomicDelete = maxTransactActions / 3
+
+// maxDeleteTries bounds the reads of a delete whose instance records
+// changed between its reads and its commit.
+const maxDeleteTries = 4
+
+// isMetaKey reports whether k is an instance record's key.
+func isMetaKey(k item) bool {
+	pk, _, _ := strAttr(k, attrPK)
+	sk, _, _ := strAttr(k, attrSK)
+	return sk == keys.Meta && strings.HasPrefix(pk, keys.InstancePrefix)
+}
 
 func deleteAction(table *string, k item) types.TransactWriteItem {
 	return types.TransactWriteItem{Delete: &types.Delete{TableName: table, Key: k}}
@@ -254,7 +287,7 @@ func (p *Provider) DeleteInstanceBulk(ctx context.Context, filter provider.Insta
 		ids := tree.AllIDs
 		for end := len(ids); end > 0; end -= maxAtomicDelete {
 			part := ids[max(0, end-maxAtomicDelete):end]
-			res, err := p.deleteInstances(ctx, provider.OpDeleteInstanceBulk, part, true)
+			res, err := p.deleteInstances(ctx, provider.OpDeleteInstanceBulk, part, true, 1)
 			if err != nil {
 				return total, err
 			}
@@ -284,7 +317,8 @@ func (p *Provider) DeleteInstanceBulk(ctx context.Context, filter provider.Insta
 // Requests: a Query of the control rows, one keys-only Query of the
 // history from the first pruned execution to the last, then
 // TransactWriteItems of up to 100 actions (each small execution whole,
-// each large one's flag; an UpdateItem for a lone flag), then
+// each large one's flag, with the update of the instance record's figures,
+// the change of its counter cell and a check of its lock row), then
 // BatchWriteItem deletes of the large ones' history and then their
 // records.
 func (p *Provider) PruneExecutions(ctx context.Context, instance string, options provider.PruneOptions) (provider.PruneResult, error) {
@@ -309,6 +343,9 @@ type pruned struct {
 	rows    []item
 	events  uint64
 	flagged bool
+	// terminal is whether the record had a terminal status: its events
+	// are then among the instance record's figures.
+	terminal bool
 }
 
 // pruneUnit is what one transaction of a prune does for one execution:
@@ -320,9 +357,40 @@ type pruneUnit struct {
 }
 
 // prune prunes one existing instance: the executions options select, and
-// those a failed prune flagged.
+// those a failed prune flagged. A prune that meets a change of the
+// instance's record or of a selected execution since it read them (a turn,
+// another prune or a delete) reads them again and goes on.
 func (p *Provider) prune(ctx context.Context, op string, st *instanceState, options provider.PruneOptions) (provider.PruneResult, error) {
-	res := provider.PruneResult{InstancesProcessed: 1}
+	total := provider.PruneResult{InstancesProcessed: 1}
+	for try := 1; ; try++ {
+		res, err := p.pruneOnce(ctx, op, st, options)
+		total.ExecutionsDeleted += res.ExecutionsDeleted
+		total.EventsDeleted += res.EventsDeleted
+		if !errors.Is(err, errPruneRaced) {
+			return total, err
+		}
+		if try == maxPruneTries {
+			return total, provider.Retryable(op, err, "instance %q changed while it was pruned, %d times", st.id, try)
+		}
+		if st, err = p.loadState(ctx, st.id); err != nil {
+			return total, err
+		}
+		if st.meta == nil {
+			return total, nil // deleted meanwhile
+		}
+	}
+}
+
+// errPruneRaced reports that a prune's transaction found the instance
+// record or an execution record changed since the prune read it.
+var errPruneRaced = errors.New("instance changed since the prune read it")
+
+// maxPruneTries bounds the reads of a prune that keeps meeting changes.
+const maxPruneTries = 4
+
+// pruneOnce prunes on the state st read.
+func (p *Provider) pruneOnce(ctx context.Context, op string, st *instanceState, options provider.PruneOptions) (provider.PruneResult, error) {
+	var res provider.PruneResult
 	var ids []uint64
 	execs := make([]provider.ExecutionSummary, 0, len(st.execs))
 	for id, e := range st.execs {
@@ -347,7 +415,7 @@ func (p *Provider) prune(ctx context.Context, op string, st *instanceState, opti
 	byID := make(map[uint64]*pruned, len(ids))
 	all := make([]*pruned, 0, len(ids))
 	for _, id := range ids {
-		e := &pruned{id: id, flagged: st.execs[id].pruning}
+		e := &pruned{id: id, flagged: st.execs[id].pruning, terminal: provider.IsTerminalStatus(st.execs[id].status)}
 		byID[id] = e
 		all = append(all, e)
 	}
@@ -366,16 +434,23 @@ func (p *Provider) prune(ctx context.Context, op string, st *instanceState, opti
 	}
 
 	// Transactions: each execution that fits one is deleted whole, the
-	// others are flagged.
+	// others are flagged. An execution flagged by an earlier prune left
+	// the record's figures then; the others leave them now, in the
+	// transaction that deletes or flags them, beside the record's update,
+	// the change of its counter cell, and a check that no large turn is
+	// about to rewrite the record.
+	const beside = 3
 	var units []pruneUnit
 	var large []*pruned
 	for _, e := range all {
-		if len(e.rows)+1 <= maxTransactActions {
+		if len(e.rows)+1+beside <= maxTransactActions {
 			u := pruneUnit{e: e}
 			for _, row := range e.rows {
 				u.actions = append(u.actions, deleteAction(p.table, row))
 			}
-			u.actions = append(u.actions, deleteAction(p.table, key(pk, keys.ExecSK(e.id))))
+			del := deleteAction(p.table, key(pk, keys.ExecSK(e.id)))
+			del.Delete.ConditionExpression, del.Delete.ExpressionAttributeNames = unflaggedRecord()
+			u.actions = append(u.actions, del)
 			units = append(units, u)
 			continue
 		}
@@ -384,34 +459,46 @@ func (p *Provider) prune(ctx context.Context, op string, st *instanceState, opti
 			units = append(units, pruneUnit{e: e, flag: true, actions: []types.TransactWriteItem{{Update: p.pruneFlag(pk, e.id)}}})
 		}
 	}
-	gone := map[*pruned]bool{}
+	meta := *st.meta
 	for len(units) > 0 {
-		n, size := 0, 0
+		n, size := 0, beside
 		for n < len(units) && size+len(units[n].actions) <= maxTransactActions {
 			size += len(units[n].actions)
 			n++
 		}
 		group := units[:n]
 		units = units[n:]
-		done, err := p.sendPrune(ctx, op, group)
-		if err != nil {
+		next := meta
+		var actions []types.TransactWriteItem
+		for _, u := range group {
+			actions = append(actions, u.actions...)
+			if !u.e.flagged {
+				next.execs -= min(next.execs, 1)
+				if u.e.terminal {
+					next.events -= min(next.events, u.e.events)
+				}
+			}
+		}
+		actions = append(actions, p.figuresUpdate(st.id, &meta, &next), p.noStagedTurn(st.id))
+		if cell := p.cellChange(st.id, &meta, &next); cell != nil {
+			actions = append(actions, types.TransactWriteItem{Update: cell})
+		}
+		if err := p.sendFresh(ctx, op, actions); err != nil {
+			if conditionFailedAt(cancelReasons(err)) >= 0 {
+				return res, errPruneRaced
+			}
 			return res, err
 		}
-		for _, u := range done {
+		meta = next
+		for _, u := range group {
 			if !u.flag {
 				res.ExecutionsDeleted++
 				res.EventsDeleted += u.e.events
 			}
 		}
-		for _, u := range group {
-			if u.flag && !slices.ContainsFunc(done, func(d pruneUnit) bool { return d.e == u.e }) {
-				gone[u.e] = true
-			}
-		}
 	}
 
 	// The flagged executions: history first, the records last.
-	large = slices.DeleteFunc(large, func(e *pruned) bool { return gone[e] })
 	if len(large) == 0 {
 		return res, nil
 	}
@@ -435,69 +522,41 @@ func (p *Provider) prune(ctx context.Context, op string, st *instanceState, opti
 	return res, nil
 }
 
-// pruneFlag sets the pruning flag on an execution record, conditioned on
-// the record existing (another prune or a delete may have removed it).
+// unflaggedRecord conditions the delete or flag of an execution record on
+// the record existing without the pruning flag: another prune or a delete
+// has not taken it, and its figures are still in the instance record.
+func unflaggedRecord() (*string, map[string]string) {
+	return aws.String("attribute_exists(#pk) AND attribute_not_exists(#pr)"), map[string]string{"#pk": attrPK, "#pr": attrPruning}
+}
+
+// pruneFlag sets the pruning flag on an execution record (unflaggedRecord).
 func (p *Provider) pruneFlag(pk string, id uint64) *types.Update {
+	cond, names := unflaggedRecord()
 	return &types.Update{
 		TableName:                 p.table,
 		Key:                       key(pk, keys.ExecSK(id)),
 		UpdateExpression:          aws.String("SET #pr = :now"),
-		ConditionExpression:       aws.String("attribute_exists(#pk)"),
-		ExpressionAttributeNames:  map[string]string{"#pr": attrPruning, "#pk": attrPK},
+		ConditionExpression:       cond,
+		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: map[string]types.AttributeValue{":now": n(p.nowMs())},
 	}
 }
 
-// sendPrune commits one transaction of a prune and returns the units it
-// committed: a flag whose record is gone is left out (the execution is
-// gone already), and the rest sent again.
-func (p *Provider) sendPrune(ctx context.Context, op string, group []pruneUnit) ([]pruneUnit, error) {
-	for len(group) > 0 {
-		if len(group) == 1 && group[0].flag {
-			// A lone flag: one UpdateItem, safe to send again.
-			u := group[0].actions[0].Update
-			_, err := p.resend(ctx, op, func() error {
-				_, err := p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-					TableName: u.TableName, Key: u.Key, UpdateExpression: u.UpdateExpression, ConditionExpression: u.ConditionExpression,
-					ExpressionAttributeNames: u.ExpressionAttributeNames, ExpressionAttributeValues: u.ExpressionAttributeValues,
-				})
-				return err
-			})
-			switch {
-			case conditionFailed(err):
-				return nil, nil
-			case err != nil:
-				return nil, err
-			}
-			return group, nil
-		}
-		var actions []types.TransactWriteItem
-		for _, u := range group {
-			actions = append(actions, u.actions...)
-		}
-		err := p.sendFresh(ctx, op, actions)
-		if err == nil {
-			return group, nil
-		}
-		reasons := cancelReasons(err)
-		if !slices.Contains(reasons, "ConditionalCheckFailed") {
-			return nil, err
-		}
-		// Only flags carry a condition.
-		var kept []pruneUnit
-		i := 0
-		for _, u := range group {
-			if !(u.flag && i < len(reasons) && reasons[i] == "ConditionalCheckFailed") {
-				kept = append(kept, u)
-			}
-			i += len(u.actions)
-		}
-		if len(kept) == len(group) {
-			return nil, err
-		}
-		group = kept
-	}
-	return nil, nil
+// figuresUpdate is the transaction action that changes the figures of
+// instance's record from those of read to those of next, conditioned on
+// the record being as read (figuresAsRead).
+func (p *Provider) figuresUpdate(instance string, read, next *metaRow) types.TransactWriteItem {
+	c := figuresAsRead(read)
+	c.names["#nx"], c.names["#xev"] = attrExecCount, attrEndedEvs
+	c.values[":nx2"], c.values[":xev2"] = nu(next.execs), nu(next.events)
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName:                 p.table,
+		Key:                       key(keys.InstancePK(instance), keys.Meta),
+		UpdateExpression:          aws.String("SET #nx = :nx2, #xev = :xev2"),
+		ConditionExpression:       aws.String(c.expr),
+		ExpressionAttributeNames:  c.names,
+		ExpressionAttributeValues: c.values,
+	}}
 }
 
 // historyExecution returns the execution id of a history row's or a turn

@@ -303,12 +303,18 @@ func TestLargeTurnAllOrNothing(t *testing.T) {
 		// succeeds.
 		absorbed bool
 	}{
-		{name: "BeforeCommit", fail: func(op string, n int) bool { return op == "UpdateItem" && n == 1 }},
-		{name: "CommitResponseLost", fail: func(op string, n int) bool { return op == "UpdateItem" && n == 1 }, sent: true},
+		// The commit is the turn's first transaction; the ack sends it up
+		// to four times. Every attempt fails: nothing is committed.
+		{name: "BeforeCommit", fail: func(op string, n int) bool { return op == "TransactWriteItems" && n <= 4 }},
+		// The first attempt's response is lost: sent again with its
+		// ClientRequestToken, which DynamoDB answers as the first.
+		{name: "CommitResponseLost", fail: func(op string, n int) bool { return op == "TransactWriteItems" && n == 1 }, sent: true, absorbed: true},
+		// Every attempt's response is lost: committed, and the ack fails.
+		{name: "CommitResponsesLost", fail: func(op string, n int) bool { return op == "TransactWriteItems" && n <= 4 }, sent: true},
 		// Every apply attempt fails: the ack gives up with a retryable error.
-		{name: "DuringApply", fail: func(op string, n int) bool { return op == "TransactWriteItems" && n >= 3 }},
+		{name: "DuringApply", fail: func(op string, n int) bool { return op == "TransactWriteItems" && n >= 4 }},
 		// One apply attempt fails: retried inside the ack.
-		{name: "DuringApplyTransient", fail: func(op string, n int) bool { return op == "TransactWriteItems" && n == 3 }, absorbed: true},
+		{name: "DuringApplyTransient", fail: func(op string, n int) bool { return op == "TransactWriteItems" && n == 4 }, absorbed: true},
 		{name: "Success", fail: func(string, int) bool { return false }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

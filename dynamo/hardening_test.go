@@ -59,11 +59,12 @@ func instanceRow(ctx context.Context, t *testing.T, env *dynamotest.Env, instanc
 	return out.Item
 }
 
-// isLockCommit picks the large-turn commit: the UpdateItem that sets the
-// lock row's turn pointer.
+// isLockCommit picks the large-turn commit: the transaction whose first
+// action sets the lock row's turn pointer.
 func isLockCommit(r faults.Request) bool {
-	in, ok := r.Input.(*dynamodb.UpdateItemInput)
-	return ok && strings.Contains(aws.ToString(in.UpdateExpression), "#turn = :tid")
+	in, ok := r.Input.(*dynamodb.TransactWriteItemsInput)
+	return ok && len(in.TransactItems) > 0 && in.TransactItems[0].Update != nil &&
+		strings.Contains(aws.ToString(in.TransactItems[0].Update.UpdateExpression), "#turn = :tid")
 }
 
 // isLockPut picks a fetch's lock write.
@@ -198,8 +199,8 @@ func TestLargeTurnStealInterleavings(t *testing.T) {
 			}
 
 			commitGate, applyGate, stealGate := faults.NewGate(), faults.NewGate(), faults.NewGate()
-			in.Add(faults.Rule{Ops: []string{faults.OpUpdateItem}, Rate: 1, Match: isLockCommit, Count: 1, Fault: faults.Hold(commitGate)})
-			in.Add(faults.Rule{Ops: []string{faults.OpTransactWriteItems}, Rate: 1, Count: 1, Fault: faults.Hold(applyGate)})
+			in.Add(faults.Rule{Ops: []string{faults.OpTransactWriteItems}, Rate: 1, Match: isLockCommit, Count: 1, Fault: faults.Hold(commitGate)})
+			in.Add(faults.Rule{Ops: []string{faults.OpTransactWriteItems}, Rate: 1, Match: func(r faults.Request) bool { return !isLockCommit(r) }, Count: 1, Fault: faults.Hold(applyGate)})
 			acked := make(chan error, 1)
 			go func() { acked <- a.AckOrchestrationItem(ctx, item.LockToken, activities(inst, n)) }()
 			must(t, commitGate.Wait(ctx, 1), "commit at its gate")

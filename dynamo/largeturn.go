@@ -138,18 +138,43 @@ func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan tu
 	} else {
 		remove = " REMOVE #hexec, #hlen"
 	}
-	_, err = p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:        p.table,
-		Key:              key(pk, keys.Lock),
-		UpdateExpression: aws.String(set + " ADD #ver :one" + remove),
-		ConditionExpression: aws.String("#tok = :tok AND (#until > :now OR #turn = :tid) AND " +
-			"(attribute_not_exists(#turn) OR #turn = :tid)"),
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: values,
-	})
-	if err != nil {
-		if conditionFailed(err) {
+	// In one transaction with a check that the instance record is as the
+	// fetch read it (the staged put of the record replaces it, figures and
+	// all: a prune that changed them before the commit fails the commit,
+	// and one after it waits for the apply, metrics.go), and with the
+	// change of the counter cell, so that it is added once: a resend after
+	// a lost response carries the same ClientRequestToken.
+	commit := []types.TransactWriteItem{
+		{Update: &types.Update{
+			TableName:                 p.table,
+			Key:                       key(pk, keys.Lock),
+			UpdateExpression:          aws.String(set + " ADD #ver :one" + remove),
+			ConditionExpression:       aws.String("#tok = :tok AND #until > :now AND attribute_not_exists(#turn)"),
+			ExpressionAttributeNames:  names,
+			ExpressionAttributeValues: values,
+		}},
+		p.conditionCheck(key(pk, keys.Meta), metaAsRead(turn.st.meta)),
+	}
+	if plan.cell != nil {
+		commit = append(commit, types.TransactWriteItem{Update: plan.cell})
+	}
+	if err := p.sendFresh(ctx, provider.OpAckOrchestrationItem, commit); err != nil {
+		switch conditionFailedAt(cancelReasons(err)) {
+		case 0:
+			// An earlier attempt of this call may have committed.
+			out, gerr := p.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: p.table, Key: key(pk, keys.Lock), ConsistentRead: aws.Bool(true)})
+			if gerr != nil {
+				return translate(provider.OpAckOrchestrationItem, gerr)
+			}
+			if pending, _, _ := strAttr(out.Item, attrTurn); pending == tid {
+				return translateNil(provider.OpAckOrchestrationItem, p.rollForward(ctx, id, tid))
+			}
+			if done, _, _ := strAttr(out.Item, attrTurnDone); done == tid {
+				return nil
+			}
 			return invalidToken(provider.OpAckOrchestrationItem)
+		case 1:
+			return p.staleRead(ctx, turn)
 		}
 		return translate(provider.OpAckOrchestrationItem, err)
 	}
@@ -280,7 +305,7 @@ func (p *Provider) changedSinceRead(ctx context.Context, turn *turnState) (bool,
 	if err != nil {
 		return false, err
 	}
-	return now.meta.updatedAt != read.updatedAt || now.meta.cstatVersion != read.cstatVersion || now.meta.current != read.current, nil
+	return !sameRecord(now.meta, read), nil
 }
 
 // chunkActions splits actions into staging rows. The first row takes one

@@ -27,13 +27,17 @@ const (
 // writes and reads. A table whose layout record names another version is
 // refused by [Provider.CheckLayout].
 //
+// Version 3 keeps counter cells of the instances that have ended, with
+// each instance record's figures, and lists ended instances after running
+// ones in the instances index, so that SystemMetrics reads the cells and
+// the running instances only; version 2 lacked the figures and cells.
 // Version 2 holds a KV key's stored value and the current execution's
 // write of it in one row, so that a client's read of a key is one item;
 // version 1 kept them in separate rows, with a row for a clear of every
-// key. Nothing converts one into the other: a version-1 table is refused
-// rather than misread; serve it with the release that wrote it until its
-// instances end, and start new work on a new table.
-const LayoutVersion = 2
+// key. Nothing converts one into another: a table of an older version is
+// refused rather than misread; serve it with the release that wrote it
+// until its instances end, and start new work on a new table.
+const LayoutVersion = 3
 
 // OpCheckLayout names [Provider.CheckLayout] in its errors.
 const OpCheckLayout = "CheckLayout"

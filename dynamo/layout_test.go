@@ -2,6 +2,8 @@ package dynamo_test
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -73,26 +75,32 @@ func TestLayoutMismatchRefused(t *testing.T) {
 }
 
 // TestLayoutOfAnOlderVersionRefused: a table whose layout record names
-// version 1 (KV rows apart) is refused with ErrLayoutMismatch naming both
-// versions, before anything reads its rows.
+// version 1 (KV rows apart) or version 2 (no counter cells for
+// SystemMetrics) is refused with ErrLayoutMismatch naming both versions,
+// before anything reads its rows.
 func TestLayoutOfAnOlderVersionRefused(t *testing.T) {
 	t.Parallel()
-	p, env := dynamotest.New(t, dynamotest.Config{Shards: 8})
-	ctx := t.Context()
-	_, err := env.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(env.Table), Item: map[string]types.AttributeValue{
-		"pk":             &types.AttributeValueMemberS{Value: keys.LayoutPK},
-		"sk":             &types.AttributeValueMemberS{Value: keys.LayoutSK},
-		"shards":         &types.AttributeValueMemberN{Value: "8"},
-		"layout_version": &types.AttributeValueMemberN{Value: "1"},
-	}})
-	must(t, err, "write a version-1 layout record")
-	err = p.CheckLayout(ctx)
-	var me *dynamo.LayoutMismatchError
-	if !errors.Is(err, dynamo.ErrLayoutMismatch) || !errors.As(err, &me) || me.Stored.Version != 1 || me.Configured.Version != dynamo.LayoutVersion {
-		t.Fatalf("CheckLayout on a version-1 table = %v; want a LayoutMismatchError with stored version 1 and configured %d", err, dynamo.LayoutVersion)
-	}
-	if want := "data layout version 1; this provider reads version 2"; !strings.Contains(err.Error(), want) {
-		t.Errorf("error %q does not say %q", err, want)
+	for _, old := range []int{1, 2} {
+		t.Run(fmt.Sprintf("version %d", old), func(t *testing.T) {
+			t.Parallel()
+			p, env := dynamotest.New(t, dynamotest.Config{Shards: 8})
+			ctx := t.Context()
+			_, err := env.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(env.Table), Item: map[string]types.AttributeValue{
+				"pk":             &types.AttributeValueMemberS{Value: keys.LayoutPK},
+				"sk":             &types.AttributeValueMemberS{Value: keys.LayoutSK},
+				"shards":         &types.AttributeValueMemberN{Value: "8"},
+				"layout_version": &types.AttributeValueMemberN{Value: strconv.Itoa(old)},
+			}})
+			must(t, err, "write an older layout record")
+			err = p.CheckLayout(ctx)
+			var me *dynamo.LayoutMismatchError
+			if !errors.Is(err, dynamo.ErrLayoutMismatch) || !errors.As(err, &me) || me.Stored.Version != old || me.Configured.Version != dynamo.LayoutVersion {
+				t.Fatalf("CheckLayout on a version-%d table = %v; want a LayoutMismatchError with stored version %d and configured %d", old, err, old, dynamo.LayoutVersion)
+			}
+			if want := fmt.Sprintf("data layout version %d; this provider reads version 3", old); !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+		})
 	}
 }
 

@@ -297,9 +297,12 @@ func (p *Provider) latestExecution(ctx context.Context, instance string) (uint64
 // AppendWithExecution stores events in an execution's history as given
 // (for tests and tools; it creates no instance or execution record), and
 // marks the instance's lock row, if any, so that no process uses a history
-// it cached before. Requests: two Queries for the ids stored,
-// TransactWriteItems of up to 100 history rows (events with consecutive
-// ids packed as a turn packs them), and one UpdateItem of the lock row.
+// it cached before. Requests: two Queries for the ids stored, one Query of
+// the control rows, TransactWriteItems of up to 100 history rows (events
+// with consecutive ids packed as a turn packs them; with an execution that
+// has a terminal status, 97 and the update of the instance record's
+// figures, of its counter cell and a check of its lock row), and one
+// UpdateItem of the lock row.
 // Execution id 0, event id 0, an id twice in events (all
 // [provider.ErrInvalidInput]) and an id already stored with other content
 // ([provider.ErrDuplicateEvent]) are rejected, and then nothing is stored;
@@ -322,24 +325,56 @@ func (p *Provider) AppendWithExecution(ctx context.Context, instance string, exe
 	if encoded, err = p.unstoredEvents(ctx, instance, executionID, encoded); err != nil {
 		return err
 	}
+	// Events appended to an execution with a terminal status count in the
+	// instance record's figures (metrics.go): each transaction adds its
+	// own, conditioned on the record as read.
+	st, err := p.loadState(ctx, instance)
+	if err != nil {
+		return translate(provider.OpAppendWithExecution, err)
+	}
+	var meta *metaRow
+	if e := st.execs[executionID]; st.meta != nil && e != nil && !e.pruning && provider.IsTerminalStatus(e.status) {
+		m := *st.meta
+		meta = &m
+	}
 	var actions []planAction
 	for _, run := range packHistory(instance, executionID, encoded, !p.o.DisablePayloadCompression) {
 		actions = append(actions, planAction{put: run.row, eventID: run.first, lastEventID: run.first + uint64(run.events) - 1})
 	}
-	for start := 0; start < len(actions); start += maxTransactActions {
-		chunk := actions[start:min(len(actions), start+maxTransactActions)]
+	perTx := maxTransactActions
+	if meta != nil {
+		perTx -= 3 // the record's figures, its cell, the lock row's check
+	}
+	for start := 0; start < len(actions); start += perTx {
+		chunk := actions[start:min(len(actions), start+perTx)]
 		tx := make([]types.TransactWriteItem, len(chunk))
+		var next metaRow
 		for i, a := range chunk {
 			tx[i] = p.transactAction(a)
 		}
+		if meta != nil {
+			next = *meta
+			for _, a := range chunk {
+				next.events += a.lastEventID - a.eventID + 1
+			}
+			tx = append(tx, p.figuresUpdate(instance, meta, &next), p.noStagedTurn(instance))
+			if cell := p.cellChange(instance, meta, &next); cell != nil {
+				tx = append(tx, types.TransactWriteItem{Update: cell})
+			}
+		}
 		if err := p.sendFresh(ctx, provider.OpAppendWithExecution, tx); err != nil {
-			for i, r := range cancelReasons(err) {
-				if r == "ConditionalCheckFailed" {
-					return provider.Permanent(provider.OpAppendWithExecution, provider.ErrDuplicateEvent,
-						"event_id %d already exists in execution %d of instance %s", chunk[i].eventID, executionID, instance)
-				}
+			switch i := conditionFailedAt(cancelReasons(err)); {
+			case i >= len(chunk):
+				return provider.Retryable(provider.OpAppendWithExecution, err,
+					"instance %q changed while events were appended to it; append again (events stored are passed over)", instance)
+			case i >= 0:
+				return provider.Permanent(provider.OpAppendWithExecution, provider.ErrDuplicateEvent,
+					"event_id %d already exists in execution %d of instance %s", chunk[i].eventID, executionID, instance)
 			}
 			return translate(provider.OpAppendWithExecution, err)
+		}
+		if meta != nil {
+			meta = &next
 		}
 	}
 	// Histories cached by the processes that run the instance must not

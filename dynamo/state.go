@@ -45,6 +45,13 @@ type metaRow struct {
 	cstatVersion  uint64
 	createdAt     int64
 	updatedAt     int64
+	// status is the current execution's status as the record holds it
+	// ("" when it holds none).
+	status string
+	// execs and events are the record's figures (metrics.go): the
+	// instance's executions, and the events of those with a terminal
+	// status.
+	execs, events uint64
 	// current is the copy of the current execution's record the instance
 	// record holds (all but its output); nil when the record was written
 	// without it.
@@ -241,6 +248,9 @@ func parseState(instance string, rows []item) (*instanceState, error) {
 				cstatVersion: d.uint(row, attrCStatusVer),
 				createdAt:    d.int(row, attrCreatedAt),
 				updatedAt:    d.int(row, attrUpdatedAt),
+				status:       d.str(row, attrStatus),
+				execs:        d.uint(row, attrExecCount),
+				events:       d.uint(row, attrEndedEvs),
 			}
 			if _, ok := row[attrExecStartedAt]; ok {
 				e := &execRow{id: m.current, status: d.str(row, attrStatus), startedAt: d.int(row, attrExecStartedAt)}

@@ -27,6 +27,8 @@
 //     provider.
 //   - "#LAYOUT" ([LayoutPK]), the whole key: the table's layout record.
 //     Workflow provider.
+//   - "#METRICS" ([MetricsPK]), the whole key: the counter cells of
+//     instances that have ended. Workflow provider.
 //   - "J#" + job id ([JobPrefix]): a job. Package jobs.
 //   - "K#" + lock key ([LockPrefix]): a lock. Package locks.
 //

@@ -20,8 +20,11 @@ const (
 	// SessionPrefix starts the partition of a session record.
 	SessionPrefix = "S#"
 	// LayoutPK is the whole partition key of the table's layout record. It
-	// starts with '#', which no other partition key does.
+	// starts with '#', which no other partition key does but MetricsPK.
 	LayoutPK = "#LAYOUT"
+	// MetricsPK is the whole partition key of the counter cells of the
+	// workflow provider's SystemMetrics.
+	MetricsPK = "#METRICS"
 	// JobPrefix starts the partition of a job.
 	JobPrefix = "J#"
 	// LockPrefix starts the partition of a lock.

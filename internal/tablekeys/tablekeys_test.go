@@ -86,6 +86,7 @@ var partitionPrefixes = map[string][]prefix{
 		{"dynamo", "WorkerPrefix", WorkerPrefix, false},
 		{"dynamo", "SessionPrefix", SessionPrefix, false},
 		{"dynamo", "LayoutPK", LayoutPK, true},
+		{"dynamo", "MetricsPK", MetricsPK, true},
 		{"jobs", "JobPrefix", JobPrefix, false},
 		{"locks", "LockPrefix", LockPrefix, false},
 	},

@@ -28,7 +28,21 @@ const (
 	// starts with '#', so it is none of the prefixed partitions above.
 	LayoutPK = tablekeys.LayoutPK
 	LayoutSK = "#LAYOUT"
+
+	// MetricsPK is the partition of the counter cells (MetricsCellSK).
+	MetricsPK = tablekeys.MetricsPK
 )
+
+// MetricsCells is the number of counter cells. An instance's figures go
+// to one cell chosen by its id, so that instances ending at once seldom
+// write the same item.
+const MetricsCells = 32
+
+// MetricsCellSK is the sort key of counter cell k, 0 <= k < MetricsCells.
+func MetricsCellSK(k int) string { return fmt.Sprintf("C#%02d", k) }
+
+// MetricsCellOf is the counter cell of an instance.
+func MetricsCellOf(instance string) int { return ShardOf(instance, MetricsCells) }
 
 // Sort keys and sort-key prefixes inside an instance partition. Control
 // rows start with '#', so the range sk < ControlEnd holds all of them and no
@@ -210,6 +224,20 @@ func ListInstancesPK(shard int) string { return ListInstancesPrefix + strconv.It
 func ListInstancesSK(createdAtMs uint64, instance string) string {
 	return bounded(Num20(createdAtMs)+"#", Num20(createdAtMs)+"~", instance)
 }
+
+// EndedListPrefix starts the instances-index sort key of an instance that
+// has ended (Completed or Failed): ListInstancesSK sort keys start with a
+// digit, so the entries of running instances all sort before
+// EndedListPrefix and those of ended ones after it.
+const EndedListPrefix = "~"
+
+// EndedListSK is the instances-index sort key of an ended instance whose
+// running entry would be listSK.
+func EndedListSK(listSK string) string { return EndedListPrefix + listSK }
+
+// ListOrderSK is the sort key an instances-index entry is listed by:
+// creation time, then id, whether the instance has ended or not.
+func ListOrderSK(listSK string) string { return strings.TrimPrefix(listSK, EndedListPrefix) }
 
 // StageSK is the sort key of staging row n of large turn turnID (a
 // fixed-width hex id).

@@ -1,0 +1,132 @@
+package dynamotest
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/provider"
+)
+
+// ScanMetrics computes what SystemMetrics must report from the table
+// itself, without the provider's counter cells: a consistent Scan of every
+// item, counting each instance by its record's status, each execution
+// record without the pruning flag, and the events of those executions'
+// history rows. Tests compare the provider's answer with it after a
+// workload, faults and all; it reads the whole table, so it is for small
+// test tables only.
+func (e *Env) ScanMetrics(ctx context.Context) (provider.SystemMetrics, error) {
+	var m provider.SystemMetrics
+	type instance struct {
+		status  string
+		found   bool
+		pruning map[uint64]bool
+		execs   uint64
+		events  map[uint64]uint64
+	}
+	all := map[string]*instance{}
+	get := func(pk string) *instance {
+		in := all[pk]
+		if in == nil {
+			in = &instance{pruning: map[uint64]bool{}, events: map[uint64]uint64{}}
+			all[pk] = in
+		}
+		return in
+	}
+	var start map[string]types.AttributeValue
+	for {
+		out, err := e.DB.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(e.Table), ConsistentRead: aws.Bool(true), ExclusiveStartKey: start})
+		if err != nil {
+			return m, err
+		}
+		for _, row := range out.Items {
+			pk := strAttr(row, "pk")
+			if !strings.HasPrefix(pk, keys.InstancePrefix) {
+				continue
+			}
+			sk := strAttr(row, "sk")
+			in := get(pk)
+			switch {
+			case sk == keys.Meta:
+				in.found, in.status = true, strAttr(row, "status")
+			case strings.HasPrefix(sk, keys.ExecPrefix):
+				id, err := keys.ParseNum20(sk[len(keys.ExecPrefix):])
+				if err != nil {
+					return m, err
+				}
+				if _, ok := row["pruning"]; ok {
+					in.pruning[id] = true
+				} else {
+					in.execs++
+				}
+			case strings.HasPrefix(sk, keys.HistPrefix) && !keys.IsTurnMarkSK(sk):
+				id, _, err := keys.ParseHistorySK(sk)
+				if err != nil {
+					return m, err
+				}
+				in.events[id] += rowEvents(row)
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			break
+		}
+		start = out.LastEvaluatedKey
+	}
+	for _, in := range all {
+		if !in.found {
+			continue
+		}
+		m.CountInstance(in.status)
+		m.TotalExecutions += in.execs
+		for id, n := range in.events {
+			if !in.pruning[id] {
+				m.TotalEvents += n
+			}
+		}
+	}
+	return m, nil
+}
+
+// rowEvents is the number of events a history row holds: a list of them,
+// or their count beside a compressed body, or one.
+func rowEvents(row map[string]types.AttributeValue) uint64 {
+	if l, ok := row["evs"].(*types.AttributeValueMemberL); ok {
+		return uint64(len(l.Value))
+	}
+	if n, ok := row["nev"].(*types.AttributeValueMemberN); ok {
+		if v, err := strconv.ParseUint(n.Value, 10, 64); err == nil && v > 0 {
+			return v
+		}
+	}
+	return 1
+}
+
+func strAttr(row map[string]types.AttributeValue, name string) string {
+	if v, ok := row[name].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+// CheckMetrics compares p's SystemMetrics with ScanMetrics and describes
+// the difference ("" when they agree). Call it with nothing running.
+func (e *Env) CheckMetrics(ctx context.Context, p provider.Admin) (string, error) {
+	got, err := p.SystemMetrics(ctx)
+	if err != nil {
+		return "", fmt.Errorf("SystemMetrics: %w", err)
+	}
+	want, err := e.ScanMetrics(ctx)
+	if err != nil {
+		return "", fmt.Errorf("scan the table: %w", err)
+	}
+	if got != want {
+		return fmt.Sprintf("SystemMetrics = %+v; the table holds %+v", got, want), nil
+	}
+	return "", nil
+}
