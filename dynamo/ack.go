@@ -462,6 +462,16 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 			newMeta.status = current.status
 		}
 		before := st.execs[commit.ExecutionID]
+		if created {
+			// Turns acked without a name write execution records and no
+			// instance record (no runtime sends them): count those.
+			for _, e := range st.execs {
+				if !e.pruning {
+					newMeta.execs++
+				}
+			}
+			newMeta.events += turn.unrecorded
+		}
 		if before == nil {
 			newMeta.execs++
 		}

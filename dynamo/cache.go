@@ -62,6 +62,10 @@ type turnState struct {
 	// ends holds, counted at the ack when histEnd does not tell
 	// (countEndingHistory).
 	stored *historyEnd
+	// unrecorded is the number of events of the executions with a
+	// terminal status that turns acked without an orchestration name left
+	// without an instance record (countEndingHistory).
+	unrecorded uint64
 }
 
 // leaseEnd is the lease's end as this process last set it (epoch ms).

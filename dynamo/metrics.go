@@ -214,8 +214,26 @@ func (t *turnState) endingEvents(commit provider.TurnCommit) uint64 {
 // countEndingHistory counts the stored events of the execution a turn
 // gives a terminal status when its fetch did not decode that history (the
 // turn was fetched by another process, or its history did not decode): a
-// keys-only Query, once per execution that ends.
+// keys-only Query, once per execution that ends. A turn that creates the
+// instance record also counts the events of executions that ended before
+// it.
 func (p *Provider) countEndingHistory(ctx context.Context, turn *turnState, commit provider.TurnCommit) error {
+	if turn.st.meta == nil && commit.Metadata.OrchestrationName != "" {
+		// The turn creates the instance record: count the executions that
+		// ended without one (turns acked without a name; no runtime sends
+		// them, so this costs nothing in practice).
+		turn.unrecorded = 0
+		for id, e := range turn.st.execs {
+			if e.pruning || id == commit.ExecutionID || !provider.IsTerminalStatus(e.status) {
+				continue
+			}
+			events, err := p.executionEvents(ctx, turn.st.id, id)
+			if err != nil {
+				return err
+			}
+			turn.unrecorded += events
+		}
+	}
 	if !provider.IsTerminalStatus(commit.Metadata.Status) {
 		return nil
 	}

@@ -444,3 +444,27 @@ func TestSystemMetricsCellsAreOnePartition(t *testing.T) {
 	}
 	checkMetrics(ctx, t, env, p, "40 completed")
 }
+
+// TestSystemMetricsRecordCreatedAfterExecutions: a turn acked without an
+// orchestration name writes its execution record and no instance record;
+// the turn that creates the record later counts that execution.
+func TestSystemMetricsRecordCreatedAfterExecutions(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	p, env := dynamotest.New(t, dynamotest.Config{ShortPoll: true})
+	const inst = "nameless-first"
+	item := startAndFetch(ctx, t, p, inst)
+	// Execution 1 runs and continues as new without a name.
+	first := lifeTurn(inst, 1, life{execs: 2, extra: 1})
+	first.Metadata.OrchestrationName, first.Metadata.OrchestrationVersion = "", ""
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, first), "ack without a name")
+	item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	if err != nil || item == nil {
+		t.Fatalf("fetch: %v, %v", item, err)
+	}
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, lifeTurn(inst, 2, life{execs: 2, status: provider.StatusCompleted})), "ack that names and ends it")
+	m := checkMetrics(ctx, t, env, p, "after the record was created")
+	if m.CompletedInstances != 1 || m.TotalExecutions != 2 || m.TotalEvents != 3+2 {
+		t.Fatalf("SystemMetrics = %+v; want one completed instance, 2 executions of 5 events", m)
+	}
+}

@@ -612,8 +612,9 @@ func mapKeys(m map[string]string) func(func(string) bool) {
 	}
 }
 
-// metricsWarnAbove is the instance count above which metrics warns about
-// its cost: on DynamoDB it reads every instance.
+// metricsWarnAbove is the running-instance count above which metrics warns
+// about its cost: on DynamoDB it reads each instance that has not ended
+// (those that have are summed in counter cells).
 const metricsWarnAbove = 10000
 
 func cmdMetrics(a *app, fs *flag.FlagSet) func([]string) error {
@@ -632,8 +633,8 @@ func cmdMetrics(a *app, fs *flag.FlagSet) func([]string) error {
 		if err != nil {
 			return a.awsError(err)
 		}
-		if m.TotalInstances > metricsWarnAbove {
-			fmt.Fprintf(a.stderr, "dynoxide: warning: metrics read all %d instances; on a large table this is slow and costly\n", m.TotalInstances)
+		if m.RunningInstances > metricsWarnAbove {
+			fmt.Fprintf(a.stderr, "dynoxide: warning: metrics read each of the %d running instances; with that many this is slow and costly\n", m.RunningInstances)
 		}
 		if a.jsonOut() {
 			return a.printJSON(map[string]any{
