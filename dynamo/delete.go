@@ -546,8 +546,7 @@ func (p *Provider) pruneFlag(pk string, id uint64) *types.Update {
 // instance's record from those of read to those of next, conditioned on
 // the record being as read (figuresAsRead).
 func (p *Provider) figuresUpdate(instance string, read, next *metaRow) types.TransactWriteItem {
-	c := figuresAsRead(read)
-	c.names["#nx"], c.names["#xev"] = attrExecCount, attrEndedEvs
+	c := figuresAsRead(read) // names #nx and #xev
 	c.values[":nx2"], c.values[":xev2"] = nu(next.execs), nu(next.events)
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName:                 p.table,

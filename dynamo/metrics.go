@@ -67,22 +67,27 @@ func contribution(m *metaRow) figures {
 	return f
 }
 
-// minus is f - g.
-func (f figures) minus(g figures) figures {
+// plus is f + sign*g.
+func (f figures) plus(sign int64, g figures) figures {
 	return figures{
-		instances:  f.instances - g.instances,
-		completed:  f.completed - g.completed,
-		failed:     f.failed - g.failed,
-		executions: f.executions - g.executions,
-		events:     f.events - g.events,
+		instances:  f.instances + sign*g.instances,
+		completed:  f.completed + sign*g.completed,
+		failed:     f.failed + sign*g.failed,
+		executions: f.executions + sign*g.executions,
+		events:     f.events + sign*g.events,
 	}
+}
+
+// change is what replacing record before by after changes in a cell.
+func change(before, after *metaRow) figures {
+	return contribution(after).plus(-1, contribution(before))
 }
 
 // cellChange is the transaction action that replaces the contribution of
 // instance's record before by that of after in the instance's cell; nil
 // when they are the same.
 func (p *Provider) cellChange(instance string, before, after *metaRow) *types.Update {
-	return p.cellUpdate(keys.MetricsCellOf(instance), contribution(after).minus(contribution(before)))
+	return p.cellUpdate(keys.MetricsCellOf(instance), change(before, after))
 }
 
 // cellChanges collects the cell changes of several records' writes in one
@@ -92,8 +97,7 @@ type cellChanges map[int]figures
 // add records the change of instance's record from before to after.
 func (c cellChanges) add(instance string, before, after *metaRow) {
 	k := keys.MetricsCellOf(instance)
-	d := contribution(after).minus(contribution(before))
-	c[k] = c[k].minus(figures{}.minus(d))
+	c[k] = c[k].plus(1, change(before, after))
 }
 
 // cellActions returns one update per changed cell of c.
@@ -357,7 +361,7 @@ func (p *Provider) SystemMetrics(ctx context.Context) (provider.SystemMetrics, e
 	return m, nil
 }
 
-// unsigned is v, or 0 when negative (a cell is never negative in sum; a
-// read that races a write of two cells' worth cannot happen either, since
-// an instance's figures stay in its one cell).
+// unsigned is v, or 0 when negative: each cell sums the contributions of
+// records that exist, so no sum is negative unless cells were written by
+// something other than this package.
 func unsigned(v int64) uint64 { return uint64(max(v, 0)) }
