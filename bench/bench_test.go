@@ -2,12 +2,14 @@ package bench_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dynoxide/dynoxide/bench/peer/goworkflows"
 	"github.com/dynoxide/dynoxide/bench/report"
@@ -310,6 +312,30 @@ func TestFetchCost(t *testing.T) {
 		if got, want := r.Extra[scenario.ExtraSystemMetricsRequests], float64(1+dynamo.DefaultShards); got != want {
 			t.Errorf("result %d: SystemMetrics made %v requests with %v terminal instances, want %v", i, got, r.Extra[scenario.ExtraTerminalInstances], want)
 		}
+	}
+}
+
+func TestFetchCostMeasuresWhatItSeededWhenTheBudgetRunsOut(t *testing.T) {
+	env := newEnv(t, false)
+	env.Systems = []scenario.System{mustSystem(t, scenario.DynamoDBSQS)}
+	// The budget runs out before the first chunk, or at worst after it.
+	asked := 1001
+	results, err := scenario.FetchCost(t.Context(), env, scenario.FetchCostConfig{Sizes: []int{asked}, RoundTrips: 1, SeedBudget: time.Nanosecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 1 {
+		t.Fatalf("%d results, want 1", len(results))
+	}
+	r := results[0]
+	if got := r.Extra[scenario.ExtraTerminalInstances]; got >= float64(asked) {
+		t.Errorf("%v terminal instances with a budget of 1ns, want fewer than the %d asked for", got, asked)
+	}
+	if want := fmt.Sprintf("%d terminal instances asked for", asked); !strings.Contains(r.Notes, want) || !strings.Contains(r.Notes, "budget of 1ns ran out") {
+		t.Errorf("notes %q do not say that seeding stopped short of %d when its budget ran out", r.Notes, asked)
+	}
+	if r.Activities != 1 || r.Extra[scenario.ExtraRequestsPerTurn] <= 0 {
+		t.Errorf("%d activities, %v requests a turn: the size was not measured", r.Activities, r.Extra[scenario.ExtraRequestsPerTurn])
 	}
 }
 

@@ -95,7 +95,7 @@ func DefaultSizes() Sizes {
 		Idle:            5 * time.Minute,
 		HistoryEvents:   10000,
 		HistoryReads:    5,
-		FetchCost:       FetchCostConfig{Sizes: []int{10, 100000}, RoundTrips: 5, SeedBudget: 25 * time.Minute},
+		FetchCost:       FetchCostConfig{Sizes: []int{10, 100000}, RoundTrips: 5, SeedBudget: 50 * time.Minute},
 		Ceiling:         20 * time.Second,
 	}
 }

@@ -85,14 +85,6 @@ func TestLoadVariantsAreNamedByWhatRuns(t *testing.T) {
 	}
 }
 
-func TestRoundDownKeepsTwoSignificantDigits(t *testing.T) {
-	for _, c := range []struct{ in, want int }{{7, 7}, {99, 99}, {123, 120}, {21874, 21000}, {100000, 100000}, {999999, 990000}} {
-		if got := roundDown(c.in); got != c.want {
-			t.Errorf("roundDown(%d) = %d, want %d", c.in, got, c.want)
-		}
-	}
-}
-
 func TestSanitizedSystemNamesAreValidTableNames(t *testing.T) {
 	for _, s := range Systems() {
 		name := sanitize(s.Name)

@@ -64,7 +64,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fetchSizes := fs.String("fetchcost-sizes", joinInts(def.FetchCost.Sizes), "FetchCost: comma-separated numbers of terminal instances")
 	fetchTrips := fs.Int("fetchcost-roundtrips", def.FetchCost.RoundTrips, "FetchCost: round trips measured at each size")
 	ceiling := fs.Duration("ceiling", def.Ceiling, "EndpointCeiling: time measured")
-	fetchBudget := fs.Duration("fetchcost-budget", def.FetchCost.SeedBudget, "FetchCost: the most time seeding may take (the largest size is lowered to fit)")
+	fetchBudget := fs.Duration("fetchcost-budget", def.FetchCost.SeedBudget, "FetchCost: the most time seeding may take (a size it does not reach is measured with what was seeded)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
