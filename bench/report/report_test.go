@@ -229,13 +229,29 @@ func TestColumnsPresentInAnyRowAreKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	header := tableHeader(t, string(table))
-	want := "| System | Activities | Elapsed | Activities/s | DynamoDB requests/activity | WRU/activity | RRU/activity | Peer commands/activity | a | z | Notes |"
+	want := "| System | Activities | Elapsed | Activities/s | DynamoDB requests/activity | DynamoDB requests/activity by operation | WRU/activity | RRU/activity | Peer commands/activity | a | z | Notes |"
 	if header != want {
 		t.Errorf("header = %q, want %q", header, want)
 	}
 	// WRU is 0 for a system with DynamoDB: a figure, not a missing one.
-	if !strings.Contains(string(table), "| dynamodb | 10 | 1 s | 10 | 2 | 0 | 0.5 |  |  |  |  |") {
+	if !strings.Contains(string(table), "| dynamodb | 10 | 1 s | 10 | 2 | GetItem 2 | 0 | 0.5 |  |  |  |  |") {
 		t.Errorf("dynamodb row not as expected in\n%s", table)
+	}
+}
+
+func TestRequestsByOperationAreInNameOrderWithoutUnusedOnes(t *testing.T) {
+	dir := t.TempDir()
+	results := []report.Result{{Scenario: "Ops", System: "dynamodb", Activities: 4, Elapsed: time.Second,
+		DynamoDB: map[string]int{"UpdateItem": 2, "Query": 10, "GetItem": 0, "TransactWriteItems": 8}}}
+	if err := report.Write(dir, results); err != nil {
+		t.Fatal(err)
+	}
+	table, err := os.ReadFile(filepath.Join(dir, "Ops.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "| 5 | Query 2.5, TransactWriteItems 2, UpdateItem 0.5 |"; !strings.Contains(string(table), want) {
+		t.Errorf("no %q in\n%s", want, table)
 	}
 }
 

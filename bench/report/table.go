@@ -1,6 +1,7 @@
 package report
 
 import (
+	"maps"
 	"slices"
 	"strings"
 )
@@ -11,6 +12,13 @@ type column struct {
 	header string
 	cell   func(Result) string
 }
+
+// byOperationHeader heads the column of DynamoDB requests by operation.
+const byOperationHeader = "DynamoDB requests/activity by operation"
+
+// textColumns are the headers of the columns that hold text, which align
+// left; figures align right.
+var textColumns = []string{"System", byOperationHeader, "Notes"}
 
 // tableColumns returns the columns of a table of results, in order, without
 // those whose cells are empty in every row.
@@ -40,6 +48,7 @@ func tableColumns(results []Result) []column {
 			}
 			return perActivity(r, float64(r.DynamoDBRequests()))
 		}},
+		{byOperationHeader, func(r Result) string { return byOperation(r, r.DynamoDB) }},
 		{"WRU/activity", func(r Result) string {
 			if r.DynamoDB == nil {
 				return ""
@@ -95,6 +104,23 @@ func tableColumns(results []Result) []column {
 		}
 	}
 	return used
+}
+
+// byOperation formats counts per activity by operation name, in name
+// order ("PutItem 1.2, Query 2.4"), leaving out operations never made; ""
+// when there are none or no activity completed. It tells where a change of
+// the requests per activity between runs came from.
+func byOperation(r Result, counts map[string]int) string {
+	if r.Activities == 0 {
+		return ""
+	}
+	var parts []string
+	for _, op := range slices.Sorted(maps.Keys(counts)) {
+		if n := counts[op]; n != 0 {
+			parts = append(parts, op+" "+formatNumber(r.PerActivity(float64(n))))
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // nonZero formats v, or returns "" when it is zero.
@@ -156,8 +182,8 @@ func markdownTable(results []Result) string {
 	for i, c := range columns {
 		headers[i] = c.header
 		rule[i] = "---"
-		if i > 0 && c.header != "Notes" {
-			rule[i] = "---:" // figures align right
+		if !slices.Contains(textColumns, c.header) {
+			rule[i] = "---:"
 		}
 	}
 	row(headers)
