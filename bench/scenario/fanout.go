@@ -18,7 +18,7 @@ func FanOutName(n int) string { return fmt.Sprintf("FanOut%d", n) }
 // all, and checks that every result is present and right. The provider
 // hands a turn at most 45 completions (docs/design.md §8), so the fan-in
 // takes about n/45 turns, each replaying the whole history. Then it runs
-// go-workflows' FanOut on env.Peers.
+// go-workflows' FanOut on env.Peers, with the same time limit.
 func FanOut(ctx context.Context, env *Env, n int) ([]report.Result, error) {
 	name := FanOutName(n)
 	// 10,000 activities took 8.5 minutes on DynamoDB Local with SQS on a
@@ -29,7 +29,7 @@ func FanOut(ctx context.Context, env *Env, n int) ([]report.Result, error) {
 		return fanOutOn(ctx, d, n)
 	})
 	peers := runPeers(ctx, env, name, func(ctx context.Context, c goworkflows.Config) (report.Result, error) {
-		c.FanOut = n
+		c.FanOut, c.Timeout = n, timeout
 		return goworkflows.FanOut(ctx, c)
 	})
 	return append(results, peers...), err

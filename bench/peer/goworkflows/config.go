@@ -3,6 +3,7 @@ package goworkflows
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Backend names accepted in Config.Backend.
@@ -41,6 +42,11 @@ type Config struct {
 	// FanOut is how many activities FanOut's one workflow schedules at
 	// once before waiting for all of them.
 	FanOut int
+	// Timeout bounds the run, from opening the backend to the last
+	// output read; zero gives one minute and 50 ms an activity. A scenario
+	// sets the limit its dynoxide systems get, so that both sides have the
+	// same room.
+	Timeout time.Duration
 }
 
 // ErrConfig is returned (wrapped) when a Config cannot be run: an unknown

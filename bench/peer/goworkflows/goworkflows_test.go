@@ -406,7 +406,7 @@ func TestMaxHistorySizeLeavesRoomForEveryEvent(t *testing.T) {
 	if got := maxHistorySize(10000); got != 30100 {
 		t.Errorf("maxHistorySize(10000) = %d, want 30100", got)
 	}
-	n := notes(BackendMonoprocess, workerOptions(BackendMonoprocess, 10000), maxHistorySize(10000))
+	n := notes(BackendMonoprocess, workerOptions(BackendMonoprocess, Config{}.runTimeout(10000)), maxHistorySize(10000))
 	if !strings.Contains(n, "max history raised to 30100 events") {
 		t.Errorf("notes = %q, want the raised max history", n)
 	}
@@ -420,18 +420,31 @@ func TestMaxHistorySizeLeavesRoomForEveryEvent(t *testing.T) {
 func TestExecutorCacheOutlastsTheRun(t *testing.T) {
 	for _, backendName := range Backends() {
 		for _, n := range []int{1, 500, 1000, 10000} {
-			wo := workerOptions(backendName, n)
-			if wo.WorkflowExecutorCacheTTL < runTimeout(n) {
-				t.Errorf("%s, %d activities: WorkflowExecutorCacheTTL = %v, want at least the run's limit %v", backendName, n, wo.WorkflowExecutorCacheTTL, runTimeout(n))
+			limit := Config{}.runTimeout(n)
+			wo := workerOptions(backendName, limit)
+			if wo.WorkflowExecutorCacheTTL < limit {
+				t.Errorf("%s, %d activities: WorkflowExecutorCacheTTL = %v, want at least the run's limit %v", backendName, n, wo.WorkflowExecutorCacheTTL, limit)
 			}
 			if wo.WorkflowExecutorCacheSize != executorCacheSize {
 				t.Errorf("%s: WorkflowExecutorCacheSize = %d, want %d", backendName, wo.WorkflowExecutorCacheSize, executorCacheSize)
 			}
 		}
 	}
-	n := notes(BackendRedis, workerOptions(BackendRedis, 10000), maxHistorySize(10000))
-	if want := "executor cache TTL raised from 10s to " + runTimeout(10000).String(); !strings.Contains(n, want) {
+	limit := Config{}.runTimeout(10000)
+	n := notes(BackendRedis, workerOptions(BackendRedis, limit), maxHistorySize(10000))
+	if want := "executor cache TTL raised from 10s to " + limit.String(); !strings.Contains(n, want) {
 		t.Errorf("notes = %q, want %q", n, want)
+	}
+}
+
+// TestTimeoutSetIsTheRunsLimit: a scenario gives the peer the limit its
+// dynoxide systems get; unset, the limit grows with the activities.
+func TestTimeoutSetIsTheRunsLimit(t *testing.T) {
+	if got := (Config{Timeout: 21 * time.Minute}).runTimeout(10000); got != 21*time.Minute {
+		t.Errorf("limit with Timeout 21m = %v, want 21m", got)
+	}
+	if small, large := (Config{}).runTimeout(10), (Config{}).runTimeout(10000); small >= large {
+		t.Errorf("default limits %v for 10 activities and %v for 10,000: want more room for more", small, large)
 	}
 }
 

@@ -117,8 +117,8 @@ func maxHistorySize(perInstance int) int64 {
 	return max(backend.DefaultOptions.MaxHistorySize, int64(historyEventsPerActivity*perInstance+historyHeadroom))
 }
 
-// executorCacheTTL is the worker's WorkflowExecutorCacheTTL for a run of
-// the given activities: the run's time limit, or the default when that is
+// executorCacheTTL is the worker's WorkflowExecutorCacheTTL for a run
+// whose time limit is limit: the limit, or the default when that is
 // longer. go-workflows' executor cache closes an executor whose entry
 // expires even while the executor runs a workflow task (the entry's TTL
 // restarts when a task takes the executor, not when it ends); its
@@ -128,16 +128,16 @@ func maxHistorySize(perInstance int) int64 {
 // activity not yet completed, as DefaultActivityOptions retries), so
 // FanOut10000's last tasks took minutes against the default 10 s, and its
 // workflow finished without a result. No task outlives the run.
-func executorCacheTTL(activities int) time.Duration {
-	return max(worker.DefaultOptions.WorkflowExecutorCacheTTL, runTimeout(activities))
+func executorCacheTTL(limit time.Duration) time.Duration {
+	return max(worker.DefaultOptions.WorkflowExecutorCacheTTL, limit)
 }
 
-// workerOptions is the worker configuration of a run of the given
-// activities on backendName.
-func workerOptions(backendName string, activities int) worker.Options {
+// workerOptions is the worker configuration of a run on backendName whose
+// time limit is limit.
+func workerOptions(backendName string, limit time.Duration) worker.Options {
 	wo := worker.DefaultOptions
 	wo.WorkflowExecutorCacheSize = executorCacheSize
-	wo.WorkflowExecutorCacheTTL = executorCacheTTL(activities)
+	wo.WorkflowExecutorCacheTTL = executorCacheTTL(limit)
 	if backendName == BackendRedis {
 		wo.WorkflowPollingInterval = 0
 		wo.ActivityPollingInterval = 0
@@ -154,7 +154,8 @@ func runScenario(ctx context.Context, c Config, r report.Result, starts []start,
 		return r, nil, err
 	}
 	activities := perInstance * len(starts)
-	ctx, cancel := context.WithTimeout(ctx, runTimeout(activities))
+	limit := c.runTimeout(activities)
+	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 
 	logs := &errorLog{}
@@ -172,7 +173,7 @@ func runScenario(ctx context.Context, c Config, r report.Result, starts []start,
 	}
 	rec := newFinishRecorder(p.backend, ids)
 
-	wo := workerOptions(c.Backend, activities)
+	wo := workerOptions(c.Backend, limit)
 	r.Notes = notes(c.Backend, wo, maxHistory)
 
 	g := &greeter{}
@@ -204,7 +205,7 @@ func runScenario(ctx context.Context, c Config, r report.Result, starts []start,
 		}
 	}
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		err = fmt.Errorf("%w: %d of %d finished within %v: %w", ErrTimeout, rec.Finished(), len(starts), runTimeout(activities), err)
+		err = fmt.Errorf("%w: %d of %d finished within %v: %w", ErrTimeout, rec.Finished(), len(starts), limit, err)
 	}
 	if err != nil {
 		if logged := logs.Errors(); len(logged) > 0 {
@@ -240,8 +241,12 @@ func waitStopped(wait func() error, timeout time.Duration) error {
 	}
 }
 
-// runTimeout bounds one run: generous for a loaded 2-core machine.
-func runTimeout(activities int) time.Duration {
+// runTimeout bounds one run of the given activities: c.Timeout when set,
+// or a default generous for a loaded 2-core machine.
+func (c Config) runTimeout(activities int) time.Duration {
+	if c.Timeout > 0 {
+		return c.Timeout
+	}
 	return time.Minute + time.Duration(activities)*50*time.Millisecond
 }
 
