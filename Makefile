@@ -11,7 +11,7 @@
 #   make bench-e2e  the end-to-end benchmarks (bench/, its own module): the
 #               runtime on memprovider and on DynamoDB Local (with and
 #               without SQS, and behind a 4 ms proxy) beside go-workflows;
-#               writes bench/results/ (about 110 minutes)
+#               writes bench/results/ (about 115 minutes)
 #   make tf-validate  terraform fmt, init and validate of terraform/, offline
 #   make tf-test      terraform apply of terraform/examples/basic against an
 #                     AWS emulator, checked from Go (cmd/tfsmoke), then destroy
@@ -53,7 +53,7 @@ bench:
 bench-e2e:
 	./bench/scripts/install-redis
 	cd bench && $(BENCH_ENV) $(GO) run ./cmd/benche2e -out results \
-		-scenarios HelloCities5,EndpointCeiling,HelloCities5Load,HelloCities5Payload1KB,Chain1000,FanOut1000,FanOut10000,StartAfterIdle,Idle,History10000,FetchCost
+		-scenarios HelloCities5,EndpointCeiling,HelloCities5Load,HelloCities5Payload1KB,Chain1000,Chain1000Payload1KB,FanOut1000,FanOut10000,StartAfterIdle,Idle,History10000,FetchCost
 
 tf-validate:
 	./scripts/tf-validate

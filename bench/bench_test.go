@@ -405,11 +405,56 @@ func TestChain(t *testing.T) {
 				t.Errorf("%s: %s = %v (present %v), want at least 4", s.Name, k, n, ok)
 			}
 		}
-		for _, k := range []string{scenario.ExtraRRUFirst, scenario.ExtraRRULast} {
+		for _, k := range []string{scenario.ExtraRRUFirst, scenario.ExtraRRULast, scenario.ExtraWRUFirst, scenario.ExtraWRULast} {
 			if _, ok := r.Extra[k]; !ok {
 				t.Errorf("%s: no %s", s.Name, k)
 			}
 		}
+	}
+}
+
+func TestChainPayload(t *testing.T) {
+	env := newEnv(t, false)
+	results, err := scenario.ChainPayload(t.Context(), env, sizes.ChainSteps, sizes.PayloadBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := bySystem(t, results)
+	if len(rs) != 2 {
+		t.Errorf("results on %d systems, want %s and %s only", len(rs), scenario.DynamoDBSQS, scenario.DynamoDBSQSUncompressed)
+	}
+	name := scenario.ChainPayloadName(sizes.ChainSteps, sizes.PayloadBytes)
+	perStep := map[string]float64{}
+	for _, system := range []string{scenario.DynamoDBSQS, scenario.DynamoDBSQSUncompressed} {
+		r, ok := rs[system]
+		switch {
+		case !ok:
+			t.Fatalf("%s: no result", system)
+		case r.Scenario != name:
+			t.Errorf("%s: scenario %q, want %q", system, r.Scenario, name)
+		case strings.Contains(r.Notes, "FAILED") || r.Activities != sizes.ChainSteps:
+			t.Fatalf("%s: %d activities (%s), want %d", system, r.Activities, r.Notes, sizes.ChainSteps)
+		}
+		if got, want := r.Extra["events"], float64(2+2*sizes.ChainSteps); got != want {
+			t.Errorf("%s: history of %v events, want %v", system, got, want)
+		}
+		for _, k := range []string{scenario.ExtraRequestsFirst, scenario.ExtraRequestsLast} {
+			if n, ok := r.Extra[k]; !ok || n < 4 {
+				t.Errorf("%s: %s = %v (present %v), want at least 4", system, k, n, ok)
+			}
+		}
+		// The last tenth is the steady state: no start, no end.
+		perStep[system] = r.Extra[scenario.ExtraWRULast]
+		// As in TestHelloCities5Payload: each KB of input and of output is
+		// written at least twice.
+		if floor := 4 * float64(sizes.PayloadBytes) / 1024; perStep[system] < floor {
+			t.Errorf("%s: %.1f WRU per step with %d-byte payloads, want at least %.0f", system, perStep[system], sizes.PayloadBytes, floor)
+		}
+	}
+	compressed, plain := perStep[scenario.DynamoDBSQS], perStep[scenario.DynamoDBSQSUncompressed]
+	t.Logf("WRU per step in the last tenth: %.1f compressed, %.1f uncompressed", compressed, plain)
+	if saved, want := plain-compressed, 3*float64(sizes.PayloadBytes)/1024; saved < want {
+		t.Errorf("compressed payloads take %.1f WRU per step, uncompressed %.1f: %.1f saved, want at least %.0f", compressed, plain, saved, want)
 	}
 }
 

@@ -11,14 +11,16 @@ import (
 	"github.com/dynoxide/dynoxide/durable"
 )
 
-// Extra columns of the Chain scenario: DynamoDB requests and read units per
-// step (an activity and the turn its completion starts), over the first and
-// the last tenth of the chain.
+// Extra columns of the Chain scenario: DynamoDB requests, read units and
+// write units per step (an activity and the turn its completion starts),
+// over the first and the last tenth of the chain.
 const (
 	ExtraRequestsFirst = "step requests, first tenth"
 	ExtraRequestsLast  = "step requests, last tenth"
 	ExtraRRUFirst      = "step RRU, first tenth"
 	ExtraRRULast       = "step RRU, last tenth"
+	ExtraWRUFirst      = "step WRU, first tenth"
+	ExtraWRULast       = "step WRU, last tenth"
 )
 
 // ChainName is the name of the Chain scenario of n steps.
@@ -35,12 +37,45 @@ func Chain(ctx context.Context, env *Env, n int) ([]report.Result, error) {
 	// 100 ms behind the proxy or with short polling.
 	timeout := 5*time.Minute + time.Duration(n)*300*time.Millisecond
 	return onEverySystem(ctx, env, ChainName(n), timeout, func(ctx context.Context, d *Deployment) (report.Result, error) {
-		return chainOn(ctx, d, n)
+		return chainOn(ctx, d, n, "", func(ctx context.Context, id string) error { return chain.Start(ctx, d.Client, id, n) })
 	})
 }
 
-func chainOn(ctx context.Context, d *Deployment, n int) (report.Result, error) {
-	r := report.Result{Notes: "runtime with default options (2 orchestration and 2 worker slots); one instance, activities one after the other; a step is an activity and the turn its completion starts"}
+// ChainPayloadName is the name of the ChainPayload scenario of n steps
+// with payloads of bytes.
+func ChainPayloadName(n, bytes int) string {
+	if bytes%1024 == 0 {
+		return fmt.Sprintf("%sPayload%dKB", ChainName(n), bytes/1024)
+	}
+	return fmt.Sprintf("%sPayload%dB", ChainName(n), bytes)
+}
+
+// ChainPayload is Chain with payloads: each activity's input carries bytes
+// of filler and its output returns it, so both are about bytes long. It
+// measures a chain's steady state with payloads, which HelloCities5Payload
+// mixes with its instances' starts and ends. It runs on DynamoDBSQS and
+// then on DynamoDBSQSUncompressed, when env's systems include DynamoDBSQS:
+// what a step with payloads costs, and what compressing them saves.
+func ChainPayload(ctx context.Context, env *Env, n, bytes int) ([]report.Result, error) {
+	timeout := 5*time.Minute + time.Duration(n)*300*time.Millisecond
+	var systems []System
+	for _, s := range env.systems() {
+		if s.Name == DynamoDBSQS {
+			systems = append(systems, s, uncompressedSystem())
+		}
+	}
+	note := fmt.Sprintf("activity inputs and outputs of %d pseudo-random hex digits and a step number", bytes)
+	return onSystems(ctx, env, systems, ChainPayloadName(n, bytes), timeout, func(ctx context.Context, d *Deployment) (report.Result, error) {
+		return chainOn(ctx, d, n, note, func(ctx context.Context, id string) error {
+			return chainPadded.Start(ctx, d.Client, id, chainPad{Steps: n, Bytes: bytes})
+		})
+	})
+}
+
+// chainOn runs on d one instance that start starts with n steps, and
+// returns its result with notes added.
+func chainOn(ctx context.Context, d *Deployment, n int, notes string, start func(ctx context.Context, id string) error) (report.Result, error) {
+	r := report.Result{Notes: joinNotes("runtime with default options (2 orchestration and 2 worker slots); one instance, activities one after the other; a step is an activity and the turn its completion starts", notes)}
 	if _, err := d.StartRuntime(ctx); err != nil {
 		return r, err
 	}
@@ -64,7 +99,7 @@ func chainOn(ctx context.Context, d *Deployment, n int) (report.Result, error) {
 			mu.Unlock()
 		}
 	})
-	err := measureInstance(ctx, d, &r, id, func(ctx context.Context) error { return chain.Start(ctx, d.Client, id, n) })
+	err := measureInstance(ctx, d, &r, id, func(ctx context.Context) error { return start(ctx, id) })
 	if err != nil {
 		return r, err
 	}
@@ -90,6 +125,8 @@ func chainOn(ctx context.Context, d *Deployment, n int) (report.Result, error) {
 		setExtra(&r, ExtraRequestsLast, float64(last.DynamoDBRequests())/float64(tenth))
 		setExtra(&r, ExtraRRUFirst, first.RRU/float64(tenth))
 		setExtra(&r, ExtraRRULast, last.RRU/float64(tenth))
+		setExtra(&r, ExtraWRUFirst, first.WRU/float64(tenth))
+		setExtra(&r, ExtraWRULast, last.WRU/float64(tenth))
 	}
 	return r, setEvents(ctx, d, &r, id)
 }

@@ -24,11 +24,11 @@ type Sizes struct {
 	// LoadInstances is HelloCities5Load's number of instances: more than
 	// one process keeps signals for.
 	LoadInstances int
-	// PayloadBytes is the activity payload of the scenario selected as
-	// "HelloCities5Payload1KB".
+	// PayloadBytes is the activity payload of the scenarios selected as
+	// "HelloCities5Payload1KB" and "Chain1000Payload1KB".
 	PayloadBytes int
-	// ChainSteps is the length of the chain of the scenario selected as
-	// "Chain1000".
+	// ChainSteps is the length of the chains of the scenarios selected as
+	// "Chain1000" and "Chain1000Payload1KB".
 	ChainSteps int
 	// FanOutSmall and FanOutLarge are the activities of the scenarios
 	// selected as "FanOut1000" and "FanOut10000".
@@ -147,6 +147,9 @@ func All(s Sizes) []Scenario {
 			return HelloCities5Payload(ctx, env, s.HelloInstances, s.PayloadBytes)
 		}},
 		{"Chain1000", func(ctx context.Context, env *Env) ([]report.Result, error) { return Chain(ctx, env, s.ChainSteps) }},
+		{"Chain1000Payload1KB", func(ctx context.Context, env *Env) ([]report.Result, error) {
+			return ChainPayload(ctx, env, s.ChainSteps, s.PayloadBytes)
+		}},
 		{"FanOut1000", func(ctx context.Context, env *Env) ([]report.Result, error) { return FanOut(ctx, env, s.FanOutSmall) }},
 		{"FanOut10000", func(ctx context.Context, env *Env) ([]report.Result, error) { return FanOut(ctx, env, s.FanOutLarge) }},
 		{StartAfterIdleName, func(ctx context.Context, env *Env) ([]report.Result, error) {

@@ -2,6 +2,8 @@ package scenario
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -28,6 +30,29 @@ func TestSelectKeepsTheOrderOfAllAndRejectsUnknownNames(t *testing.T) {
 	}
 	if _, err := Select(all, "HelloCities5,Nope"); !errors.Is(err, ErrUnknownScenario) {
 		t.Errorf("unknown name: err = %v, want ErrUnknownScenario", err)
+	}
+}
+
+// TestMakeBenchE2ERunsEveryScenario holds the repository's make target to
+// the list of scenarios: a scenario added here and not there would be
+// missing from the committed results.
+func TestMakeBenchE2ERunsEveryScenario(t *testing.T) {
+	makefile, err := os.ReadFile(filepath.Join("..", "..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, line := range strings.Split(string(makefile), "\n") {
+		if _, list, ok := strings.Cut(line, "-scenarios "); ok {
+			listed = strings.Split(strings.TrimSpace(list), ",")
+		}
+	}
+	var names []string
+	for _, s := range All(DefaultSizes()) {
+		names = append(names, s.Name)
+	}
+	if !slices.Equal(listed, names) {
+		t.Errorf("make bench-e2e runs %q, want every scenario in order: %q", listed, names)
 	}
 }
 

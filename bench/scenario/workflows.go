@@ -71,7 +71,7 @@ var trivial = durable.NewOrchestration("Trivial", func(_ *durable.OrchestrationC
 
 // newRegistry registers every orchestration and activity of the scenarios.
 func newRegistry() (*durable.Registry, error) {
-	return durable.NewRegistry(helloActivity, helloCities5, helloCities5Padded, helloOnce, fanOut, step, chain, awaitNever, trivial)
+	return durable.NewRegistry(helloActivity, helloCities5, helloCities5Padded, helloOnce, fanOut, step, chain, paddedStep, chainPadded, awaitNever, trivial)
 }
 
 // step returns its input plus one: the activity of Chain.
@@ -93,6 +93,44 @@ var chain = durable.NewOrchestration("Chain", func(ctx *durable.OrchestrationCon
 	}
 	return n, nil
 })
+
+// paddedInput is the input and the output of paddedStep: a step's number
+// and filler that makes the payload the size asked for.
+type paddedInput struct {
+	I   int    `json:"i"`
+	Pad string `json:"pad"`
+}
+
+// paddedStep is step with a payload: it returns its input's number plus
+// one and its filler unchanged, so that its output is as large as its
+// input.
+var paddedStep = durable.NewActivity("PaddedStep", func(_ context.Context, in paddedInput) (paddedInput, error) {
+	return paddedInput{I: in.I + 1, Pad: in.Pad}, nil
+})
+
+// chainPadded is chain with payloads: it calls paddedStep pad.Steps times
+// one after the other, each with pad.Bytes of filler of its own, and
+// returns how many steps returned their number plus one and their filler.
+// Its own input and output stay small.
+var chainPadded = durable.NewOrchestration("ChainPadded", func(ctx *durable.OrchestrationContext, pad chainPad) (int, error) {
+	for i := range pad.Steps {
+		in := paddedInput{I: i, Pad: filler(uint64(i), pad.Bytes)}
+		got, err := paddedStep.Call(ctx, in).Get(ctx)
+		if err != nil {
+			return i, err
+		}
+		if got.I != i+1 || got.Pad != in.Pad {
+			return i, fmt.Errorf("%w: step %d returned %d and %.40q", ErrWrongOutput, i, got.I, got.Pad)
+		}
+	}
+	return pad.Steps, nil
+})
+
+// chainPad is chainPadded's input.
+type chainPad struct {
+	Steps int `json:"steps"`
+	Bytes int `json:"bytes"`
+}
 
 // filler is n pseudo-random hex digits drawn from seed: text that JSON
 // encodes as n bytes and that compresses to about half, as identifiers and
