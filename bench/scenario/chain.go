@@ -43,12 +43,7 @@ func Chain(ctx context.Context, env *Env, n int) ([]report.Result, error) {
 
 // ChainPayloadName is the name of the ChainPayload scenario of n steps
 // with payloads of bytes.
-func ChainPayloadName(n, bytes int) string {
-	if bytes%1024 == 0 {
-		return fmt.Sprintf("%sPayload%dKB", ChainName(n), bytes/1024)
-	}
-	return fmt.Sprintf("%sPayload%dB", ChainName(n), bytes)
-}
+func ChainPayloadName(n, bytes int) string { return ChainName(n) + payloadSuffix(bytes) }
 
 // ChainPayload is Chain with payloads: each activity's input carries bytes
 // of filler and its output returns it, so both are about bytes long. It

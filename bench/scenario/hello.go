@@ -58,11 +58,15 @@ func helloCities5On(ctx context.Context, d *Deployment, instances int, rt Runtim
 
 // HelloCities5PayloadName is the name of the HelloCities5Payload scenario
 // with payloads of bytes.
-func HelloCities5PayloadName(bytes int) string {
+func HelloCities5PayloadName(bytes int) string { return HelloCities5Name + payloadSuffix(bytes) }
+
+// payloadSuffix names payloads of bytes in a scenario's name: "Payload1KB"
+// for whole KB, "Payload100B" otherwise.
+func payloadSuffix(bytes int) string {
 	if bytes%1024 == 0 {
-		return fmt.Sprintf("HelloCities5Payload%dKB", bytes/1024)
+		return fmt.Sprintf("Payload%dKB", bytes/1024)
 	}
-	return fmt.Sprintf("HelloCities5Payload%dB", bytes)
+	return fmt.Sprintf("Payload%dB", bytes)
 }
 
 // HelloCities5Payload is HelloCities5 with payloads: each activity's input

@@ -146,3 +146,17 @@ func TestMinimalRequestsAreTheWritesAndSends(t *testing.T) {
 		t.Errorf("minimalRequests = %d, %v; want 10 writes and sends taking 117ms", n, took)
 	}
 }
+
+func TestPayloadScenarioNamesSayTheSize(t *testing.T) {
+	for got, want := range map[string]string{
+		HelloCities5PayloadName(1024): "HelloCities5Payload1KB",
+		HelloCities5PayloadName(100):  "HelloCities5Payload100B",
+		ChainPayloadName(1000, 1024):  "Chain1000Payload1KB",
+		ChainPayloadName(20, 3*1024):  "Chain20Payload3KB",
+		ChainPayloadName(20, 1500):    "Chain20Payload1500B",
+	} {
+		if got != want {
+			t.Errorf("name %q, want %q", got, want)
+		}
+	}
+}
