@@ -671,35 +671,43 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 	for _, m := range batch {
 		out.AttemptCount = max(out.AttemptCount, turn.attempts[m.sk])
 	}
+	// The lock row read may be the one this process's last ack left: the
+	// history is then what that ack knew, decoded (historycache.go).
+	var events []provider.Event
+	cached := false
 	if !historyLoaded {
-		// The lock row read is the one this process's last ack left:
-		// the history is what that ack knew (historycache.go).
-		if cached, ok := p.history.lookup(instance, out.ExecutionID, st.lock); ok {
-			historyRows = cached
-		} else if historyRows, err = p.historyRows(ctx, instance, out.ExecutionID); err != nil {
+		events, cached = p.history.lookup(instance, out.ExecutionID, st.lock)
+	}
+	if !historyLoaded && !cached {
+		if historyRows, err = p.historyRows(ctx, instance, out.ExecutionID); err == nil {
+			historyRows, err = p.settledHistory(ctx, instance, out.ExecutionID, st.lock, historyRows)
+		}
+		if err != nil {
 			// Ok(Some) means the lock is held; an error means it is not.
-			p.releaseUndelivered(instance, turn)
-			return nil, err
-		} else if historyRows, err = p.settledHistory(ctx, instance, out.ExecutionID, st.lock, historyRows); err != nil {
 			p.releaseUndelivered(instance, turn)
 			return nil, err
 		}
 	}
 	out.KVSnapshot = map[string]provider.KVEntry{}
-	events, err := decodeHistory(provider.OpFetchOrchestrationItem, instance, out.ExecutionID, historyRows)
-	if err != nil {
-		out.HistoryError = err
+	var historyBytes int
+	var decodeErr error
+	if !cached {
+		events, historyBytes, decodeErr = decodeHistorySized(provider.OpFetchOrchestrationItem, instance, out.ExecutionID, historyRows)
+	}
+	if decodeErr != nil {
+		out.HistoryError = decodeErr
 		out.History = []provider.Event{}
+		p.history.drop(instance)
 	} else {
 		out.History = events
 		out.KVSnapshot = st.kvStore
 		turn.outstanding, turn.outstandingExec = outstandingActivities(events), out.ExecutionID
 		turn.histEnd = &historyEnd{exec: out.ExecutionID, events: uint64(len(events))}
 		turn.histIDs = idsOf(events)
+		p.history.fetched(instance, out.ExecutionID, turn.token, st.lock, events, historyBytes)
 	}
 	p.turns.put(turn)
 	p.waits.locked(instance, turn.token, now, turn.leaseEnd(), capped, turn.batch)
-	p.history.fetched(instance, out.ExecutionID, turn.token, st.lock, historyRows)
 	return out, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"slices"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -11,15 +12,17 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/provider"
 )
 
 // attrHistMark is the lock row's history mark (lockRow.histMark).
 const attrHistMark = "hmark"
 
-// historyCache keeps, per instance, the history rows of its current
-// execution as this process last knew them, so that a fetch that follows
-// this process's own ack of the instance's previous turn reads no history
-// (docs/design.md §5: every fetch re-read the whole execution before).
+// historyCache keeps, per instance, the history of its current execution
+// as this process last knew it, decoded, so that a fetch that follows this
+// process's own ack of the instance's previous turn neither reads nor
+// decodes it (docs/design.md §5: every fetch re-read the whole execution
+// before, and then decoded every event of it on every turn).
 //
 // An entry is valid for exactly one state of the lock row: the one this
 // process's ack left. A turn that fits one transaction records its id
@@ -30,10 +33,17 @@ const attrHistMark = "hmark"
 // row's removal. Lock writes that append nothing (fetches, renewals,
 // abandons) keep all three. So a fetch that reads the lock row and finds
 // the turn records as the entry's ack left them, and the history mark as
-// the entry's fetch read it, knows the stored history is the entry's rows;
-// and its own lock write is conditioned on the row it read, so nothing can
-// slip in between. (The mark is compared with the fetch's read, not the
-// ack's: an append during the turn is missing from the entry.)
+// the entry's fetch read it, knows the stored history is the entry's
+// events; and its own lock write is conditioned on the row it read, so
+// nothing can slip in between. (The mark is compared with the fetch's
+// read, not the ack's: an append during the turn is missing from the
+// entry.)
+//
+// The events are what decoding the stored rows gives (an ack's rows are
+// decoded as a fetch would decode them), and a fetch hands them to its
+// caller without a copy: [provider.OrchestrationItem] callers do not
+// modify its History. Slices handed out are clipped to their length, so
+// that an ack appending to an entry never writes where a holder can read.
 type historyCache struct {
 	mu      sync.Mutex
 	entries map[string]*historyEntry
@@ -45,76 +55,78 @@ type historyCache struct {
 type historyEntry struct {
 	execution uint64
 	// smallDone, largeDone and histMark are the lock row's records the
-	// rows are valid for; valid is false until an ack has set them.
+	// events are valid for; valid is false until an ack has set them.
 	smallDone, largeDone, histMark string
 	valid                          bool
-	// token is the lock token of the turn that last fetched these rows:
+	// token is the lock token of the turn that last fetched these events:
 	// only its ack may extend them.
-	token string
-	rows  []item
-	bytes int
+	token  string
+	events []provider.Event
+	bytes  int
 }
 
 // maxHistoryCacheBytes and maxHistoryCacheEntries bound the cache; the
-// oldest entries go first.
+// oldest entries go first. An entry's bytes are its events' stored JSON
+// and a fixed amount per event (eventMemory).
 const (
 	maxHistoryCacheBytes   = 64 << 20
 	maxHistoryCacheEntries = 4096
+	eventMemory            = 128
 )
 
-// lookup returns the cached rows of instance's execution when the lock row
-// read (lock) is the state they are valid for.
-func (c *historyCache) lookup(instance string, execution uint64, lock lockRow) ([]item, bool) {
+// lookup returns the cached events of instance's execution when the lock
+// row read (lock) is the state they are valid for.
+func (c *historyCache) lookup(instance string, execution uint64, lock lockRow) ([]provider.Event, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.entries[instance]
 	if e == nil || !e.valid || e.execution != execution || lock.smallDone != e.smallDone || lock.turnDone != e.largeDone || lock.histMark != e.histMark {
 		return nil, false
 	}
-	return e.rows, true
+	return slices.Clip(e.events), true
 }
 
-// fetched records the rows a fetch returned for the turn token locked,
-// having read lock. The entry becomes valid when that turn's ack commits
-// (acked).
-func (c *historyCache) fetched(instance string, execution uint64, token string, lock lockRow, rows []item) {
+// fetched records the events (of stored size bytes) a fetch returned for
+// the turn token locked, having read lock. The entry becomes valid when
+// that turn's ack commits (acked).
+func (c *historyCache) fetched(instance string, execution uint64, token string, lock lockRow, events []provider.Event, bytes int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e := c.entries[instance]; e != nil && e.execution == execution && sameRows(e.rows, rows) {
-		e.token = token // rows from the cache: the entry stays as it is
+	if e := c.entries[instance]; e != nil && e.execution == execution && sameEvents(e.events, events) {
+		e.token = token // events from the cache: the entry stays as it is
 		return
 	}
 	if c.entries == nil {
 		c.entries = map[string]*historyEntry{}
 	}
 	c.removeLocked(instance)
-	rows = plainRows(rows)
-	size := rowsBytes(rows)
-	if size > maxHistoryCacheBytes {
+	if bytes > maxHistoryCacheBytes {
 		return
 	}
-	c.entries[instance] = &historyEntry{execution: execution, token: token, histMark: lock.histMark, rows: rows, bytes: size}
+	c.entries[instance] = &historyEntry{execution: execution, token: token, histMark: lock.histMark, events: slices.Clip(events), bytes: bytes}
 	c.order = append(c.order, instance)
-	c.bytes += size
+	c.bytes += bytes
 	c.evictLocked(instance)
 }
 
 // acked extends the entry of the turn token held by the history rows its
-// ack wrote and makes it valid for the lock row the ack left: smallDone as
-// the ack recorded it, largeDone as the fetch read it.
+// ack wrote (uncompressed) and makes it valid for the lock row the ack
+// left: smallDone as the ack recorded it, largeDone as the fetch read it.
+// Rows that do not decode drop the entry.
 func (c *historyCache) acked(instance, token string, execution uint64, added []item, smallDone, largeDone string) {
+	events, bytes, err := decodeHistorySized(provider.OpAckOrchestrationItem, instance, execution, added)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.entries[instance]
-	if e == nil || e.token != token || e.execution != execution {
+	if err != nil || e == nil || e.token != token || e.execution != execution {
 		c.removeLocked(instance)
 		return
 	}
-	rows := make([]item, 0, len(e.rows)+len(added))
-	rows = append(append(rows, e.rows...), added...)
-	size := rowsBytes(added)
-	e.rows, e.bytes = rows, e.bytes+size
-	c.bytes += size
+	// Appending may write past the end of a slice handed out, never
+	// inside one: lookup clips what it returns.
+	e.events = append(e.events, events...)
+	e.bytes += bytes
+	c.bytes += bytes
 	e.smallDone, e.largeDone, e.valid, e.token = smallDone, largeDone, true, ""
 	if e.bytes > maxHistoryCacheBytes {
 		c.removeLocked(instance)
@@ -181,21 +193,8 @@ func (c *historyCache) evictLocked(keep string) {
 	}
 }
 
-// sameRows reports whether a and b are the same slice (a fetch that took
-// its rows from the cache hands them back).
-func sameRows(a, b []item) bool {
+// sameEvents reports whether a and b are the same events (a fetch that
+// took its events from the cache hands them back).
+func sameEvents(a, b []provider.Event) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
-}
-
-// rowsBytes approximates the memory of history rows: their event JSON.
-func rowsBytes(rows []item) int {
-	n := 0
-	for _, r := range rows {
-		events, _ := rowEvents(r)
-		for _, ev := range events {
-			n += len(ev) + 16
-		}
-		n += 64
-	}
-	return n
 }

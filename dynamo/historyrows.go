@@ -153,44 +153,6 @@ func rowEvents(r item) ([]string, error) {
 	return []string{data}, nil
 }
 
-// plainRows returns rows with their events uncompressed, copying the rows
-// that were compressed; a row that cannot be decoded stays as it is, for
-// decodeHistory to report.
-func plainRows(rows []item) []item {
-	var out []item
-	for i, r := range rows {
-		_, ev := r[attrEvent].(*types.AttributeValueMemberB)
-		_, evs := r[attrEvents].(*types.AttributeValueMemberB)
-		if !ev && !evs {
-			if out != nil {
-				out = append(out, r)
-			}
-			continue
-		}
-		events, err := rowEvents(r)
-		if err != nil {
-			if out != nil {
-				out = append(out, r)
-			}
-			continue
-		}
-		if out == nil {
-			out = append(make([]item, 0, len(rows)), rows[:i]...)
-		}
-		plain := maps.Clone(r)
-		if ev {
-			plain[attrEvent] = s(events[0])
-		} else {
-			plain[attrEvents] = stringList(events)
-		}
-		out = append(out, plain)
-	}
-	if out == nil {
-		return rows
-	}
-	return out
-}
-
 // rowEventCount returns how many events history row r holds, from its
 // count when it holds several (a row read by its keys and count alone).
 func rowEventCount(r item) uint64 {

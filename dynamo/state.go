@@ -399,13 +399,24 @@ func (st *instanceState) cloneKV() (map[string]provider.KVEntry, provider.KVDelt
 // decodeHistory decodes stored history rows (historyrows.go), in order. A
 // failure wraps [provider.ErrCorruptData].
 func decodeHistory(op, instance string, executionID uint64, rows []item) ([]provider.Event, error) {
+	events, _, err := decodeHistorySized(op, instance, executionID, rows)
+	return events, err
+}
+
+// decodeHistorySized is decodeHistory that also returns the memory the
+// events take, approximately: their stored JSON and eventMemory each.
+func decodeHistorySized(op, instance string, executionID uint64, rows []item) ([]provider.Event, int, error) {
 	stored := make([]string, 0, historyEvents(rows))
+	bytes := 0
 	for _, r := range rows {
 		data, err := rowEvents(r)
 		if err != nil {
-			return nil, provider.Corrupt(op, err, "history event at position %d of instance %q execution %d: %v", len(stored), instance, executionID, err)
+			return nil, 0, provider.Corrupt(op, err, "history event at position %d of instance %q execution %d: %v", len(stored), instance, executionID, err)
 		}
 		stored = append(stored, data...)
+		for _, d := range data {
+			bytes += len(d) + eventMemory
+		}
 	}
 	events := make([]provider.Event, len(stored))
 	decode := func(from, to int) error {
@@ -419,7 +430,10 @@ func decodeHistory(op, instance string, executionID uint64, rows []item) ([]prov
 	}
 	workers := min(runtime.GOMAXPROCS(0), len(stored)/parallelDecodeEvents)
 	if workers < 2 {
-		return events, decode(0, len(stored))
+		if err := decode(0, len(stored)); err != nil {
+			return nil, 0, err
+		}
+		return events, bytes, nil
 	}
 	// A long history (a fan-in's, a cold fetch of an old instance) is
 	// decoded on every core.
@@ -431,10 +445,10 @@ func decodeHistory(op, instance string, executionID uint64, rows []item) ([]prov
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return nil, err // the first part's error first: the earliest bad event
+			return nil, 0, err // the first part's error first: the earliest bad event
 		}
 	}
-	return events, nil
+	return events, bytes, nil
 }
 
 // parallelDecodeEvents is the number of events per core below which a

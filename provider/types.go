@@ -51,7 +51,9 @@ type OrchestrationItem struct {
 	// Version is the orchestration version, or [UnknownVersion].
 	Version string
 	// History holds the current execution's events in event-id order. Empty
-	// when HistoryError is set.
+	// when HistoryError is set. Read-only: a provider may hand the same
+	// events to later fetches of the instance (a cache of decoded history),
+	// so callers copy what they change.
 	History []Event
 	// HistoryError is non-nil when the stored history could not be decoded.
 	// The lock is still held and attempt counts were still incremented, so

@@ -15,8 +15,10 @@
 // # Storage model
 //
 // History events are stored as the JSON bytes [encoding/json] produces when
-// they are appended, and decoded on every read. A stored event that no
-// longer decodes makes [Provider.Read] fail with an error wrapping
+// they are appended, and decoded by the first read that needs them; later
+// reads return the decoded events again, without a copy of what they
+// reference, so callers must not modify a returned history. A stored event
+// that no longer decodes makes [Provider.Read] fail with an error wrapping
 // [provider.ErrCorruptData], and makes [Provider.FetchOrchestrationItem]
 // return the item with HistoryError set (lock held, attempt counts
 // incremented). Acks only append, so a turn can still be committed onto

@@ -15,6 +15,7 @@ func CorruptHistory(p *Provider, instance string) bool {
 	found := false
 	for _, h := range inst.history {
 		for i := range h {
+			h[i].decoded = nil
 			h[i].data = fmt.Appendf(nil, `{"event_id":%d,"source_event_id":null,"instance_id":%q,"execution_id":0,"timestamp_ms":0,"duroxide_version":"99.0.0","type":"FutureEventKind"}`, h[i].id, instance)
 			found = true
 		}

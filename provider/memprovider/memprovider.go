@@ -116,10 +116,13 @@ type execution struct {
 	completedAtMs *int64
 }
 
-// storedEvent is one history event in its encoded form.
+// storedEvent is one history event in its encoded form, and the event
+// decoded from it once a read has decoded it (reads then share it: callers
+// do not modify a returned history).
 type storedEvent struct {
-	id   uint64
-	data []byte
+	id      uint64
+	data    []byte
+	decoded *provider.Event
 }
 
 // orchMessage is one orchestrator-queue message.
@@ -270,16 +273,21 @@ func encodeEvents(op string, inst *instance, executionID uint64, events []provid
 	return out, nil
 }
 
-// decodeEvents decodes stored events. A failure wraps
-// [provider.ErrCorruptData].
+// decodeEvents decodes stored events, each once: the decoded event is
+// kept in stored for later reads, so that a turn of a long history costs
+// what its new events cost, not what the whole history does. A failure
+// wraps [provider.ErrCorruptData]. Callers hold p.mu.
 func decodeEvents(op, instance string, executionID uint64, stored []storedEvent) ([]provider.Event, error) {
 	events := make([]provider.Event, 0, len(stored))
-	for i, s := range stored {
-		e, err := provider.DecodeStoredEvent(op, instance, executionID, i, s.data)
-		if err != nil {
-			return nil, err
+	for i := range stored {
+		if stored[i].decoded == nil {
+			e, err := provider.DecodeStoredEvent(op, instance, executionID, i, stored[i].data)
+			if err != nil {
+				return nil, err
+			}
+			stored[i].decoded = &e
 		}
-		events = append(events, e)
+		events = append(events, *stored[i].decoded)
 	}
 	return events, nil
 }

@@ -414,6 +414,11 @@ func TestCorruptHistory(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// A read decodes the history, and the provider keeps what it decoded:
+	// corruption of the stored bytes still shows.
+	if h, err := p.Read(ctx, "corrupt"); err != nil || len(h) != 1 {
+		t.Fatalf("Read before the corruption = %d events, %v; want the started event", len(h), err)
+	}
 	memprovider.CorruptHistory(p, "corrupt")
 	if _, err := p.Read(ctx, "corrupt"); !errors.Is(err, provider.ErrCorruptData) || !errors.Is(err, provider.ErrUnknownKind) {
 		t.Fatalf("Read = %v, want ErrCorruptData wrapping ErrUnknownKind", err)

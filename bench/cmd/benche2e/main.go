@@ -7,7 +7,7 @@
 //
 // Usage (from the bench module):
 //
-//	go run ./cmd/benche2e [-out results] [-short] [-scenarios HelloCities5,Chain1000,...]
+//	go run ./cmd/benche2e [-out results] [-short] [-scenarios HelloCities5,Chain1000,...] [-cpuprofile file]
 //
 // -systems and -peers select the dynoxide systems and the go-workflows
 // backends; -systems none runs only the peers.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,7 +37,10 @@ type config struct {
 	scenarios string
 	systems   string
 	peers     string
-	sizes     scenario.Sizes
+	// cpuProfile is the file a CPU profile of the scenarios (not of the
+	// start-up and warm-up) is written to; "" writes none.
+	cpuProfile string
+	sizes      scenario.Sizes
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -48,6 +52,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.scenarios, "scenarios", "", "comma-separated scenarios to run (HelloCities5, EndpointCeiling, HelloCities5Load, HelloCities5Payload1KB, Chain1000, Chain1000Payload1KB, FanOut1000, FanOut10000, StartAfterIdle, Idle, History10000, FetchCost); empty runs all")
 	fs.StringVar(&c.systems, "systems", "", "comma-separated dynoxide systems to run on; empty runs all, \"none\" none (only the peers)")
 	fs.StringVar(&c.peers, "peers", strings.Join(goworkflows.Backends(), ","), "comma-separated go-workflows backends to run beside dynoxide; empty runs none")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the benchmark's process while the scenarios run (go tool pprof reads it)")
 	def := scenario.DefaultSizes()
 	hello := fs.Int("hello-instances", def.HelloInstances, "HelloCities5: instances")
 	load := fs.Int("load-instances", def.LoadInstances, "HelloCities5Load: instances")
@@ -189,6 +194,12 @@ func run(ctx context.Context, args []string) int {
 	if err := scenario.WarmUp(ctx, env, warmUpInstances); err != nil {
 		failures = append(failures, fmt.Errorf("warm-up: %w", err))
 	}
+	stopProfile := func() {}
+	if c.cpuProfile != "" {
+		if stopProfile, err = startCPUProfile(c.cpuProfile); err != nil {
+			return exitf("%v", err)
+		}
+	}
 	for _, s := range selected {
 		if ctx.Err() != nil {
 			failures = append(failures, fmt.Errorf("%s: not run: %w", s.Name, context.Cause(ctx)))
@@ -201,6 +212,7 @@ func run(ctx context.Context, args []string) int {
 			failures = append(failures, err)
 		}
 	}
+	stopProfile()
 
 	header := runHeader(em.Endpoints, c, began, startLoad)
 	if err := report.WriteWithHeader(c.out, header, results); err != nil {
@@ -360,4 +372,21 @@ func joinInts(ns []int) string {
 		s[i] = strconv.Itoa(n)
 	}
 	return strings.Join(s, ",")
+}
+
+// startCPUProfile starts a CPU profile written to path, and returns what
+// stops it.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
