@@ -674,9 +674,10 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 	// The lock row read may be the one this process's last ack left: the
 	// history is then what that ack knew, decoded (historycache.go).
 	var events []provider.Event
+	var historyBytes int
 	cached := false
 	if !historyLoaded {
-		events, cached = p.history.lookup(instance, out.ExecutionID, st.lock)
+		events, historyBytes, cached = p.history.lookup(instance, out.ExecutionID, st.lock)
 	}
 	if !historyLoaded && !cached {
 		if historyRows, err = p.historyRows(ctx, instance, out.ExecutionID); err == nil {
@@ -689,7 +690,6 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 		}
 	}
 	out.KVSnapshot = map[string]provider.KVEntry{}
-	var historyBytes int
 	var decodeErr error
 	if !cached {
 		events, historyBytes, decodeErr = decodeHistorySized(provider.OpFetchOrchestrationItem, instance, out.ExecutionID, historyRows)

@@ -74,16 +74,17 @@ const (
 	eventMemory            = 128
 )
 
-// lookup returns the cached events of instance's execution when the lock
-// row read (lock) is the state they are valid for.
-func (c *historyCache) lookup(instance string, execution uint64, lock lockRow) ([]provider.Event, bool) {
+// lookup returns the cached events of instance's execution, and the bytes
+// they count, when the lock row read (lock) is the state they are valid
+// for.
+func (c *historyCache) lookup(instance string, execution uint64, lock lockRow) ([]provider.Event, int, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.entries[instance]
 	if e == nil || !e.valid || e.execution != execution || lock.smallDone != e.smallDone || lock.turnDone != e.largeDone || lock.histMark != e.histMark {
-		return nil, false
+		return nil, 0, false
 	}
-	return slices.Clip(e.events), true
+	return slices.Clip(e.events), e.bytes, true
 }
 
 // fetched records the events (of stored size bytes) a fetch returned for
