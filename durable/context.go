@@ -204,9 +204,10 @@ func (c *OrchestrationContext) KV() KV { return KV{c} }
 // recorded in history.
 type KV struct{ c *OrchestrationContext }
 
-// Set sets key to value.
+// Set sets key to value, updated at the time of the turn that runs the Set
+// first (replays of it keep that time).
 func (kv KV) Set(key, value string) {
-	kv.c.rc.Emit(replay.Action{Kind: replay.KindKVSet, Key: key, Value: value, AtMs: uint64(kv.c.rc.TurnTime().UnixMilli())})
+	kv.c.rc.Emit(replay.Action{Kind: replay.KindKVSet, Key: key, Value: value})
 }
 
 // Delete removes key.

@@ -691,3 +691,22 @@ func TestReplayReproducesRecordedNondeterminism(t *testing.T) {
 		t.Fatalf("code that no longer fails: %v", err)
 	}
 }
+
+// A key keeps the time it was set: a later turn, which replays the Set,
+// prunes it by that time, not by the time of the turn that replays it.
+func TestKVPruneUsesTheTimeAKeyWasSet(t *testing.T) {
+	orch := durable.NewOrchestration("Prune", func(ctx *durable.OrchestrationContext, _ string) ([]string, error) {
+		ctx.KV().Set("old", "1")
+		if err := ctx.Sleep(time.Hour); err != nil {
+			return nil, err
+		}
+		ctx.KV().Set("new", "2")
+		pruned := ctx.KV().PruneUpdatedBefore(ctx.Now().Add(-30 * time.Minute))
+		return append([]string{fmt.Sprint(pruned)}, ctx.KV().Keys()...), nil
+	})
+	env := durabletest.New(t, newRegistry(t, orch))
+	env.Start("Prune", "p-1", "")
+	if got := output[[]string](t, env.Wait("p-1")); strings.Join(got, ",") != "1,new" {
+		t.Fatalf("pruned and kept %v, want 1 pruned and [new] kept", got)
+	}
+}

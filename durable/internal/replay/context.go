@@ -25,8 +25,9 @@ type Context struct {
 	replaying bool
 	nowMs     uint64 // timestamp of the last applied event
 
-	status *string
-	kv     map[string]provider.KVEntry
+	status  *string
+	kv      map[string]provider.KVEntry
+	kvSetBy map[string]*Action // the set each key of kv holds, of this run
 
 	external map[string][]*Future // pending positional subscriptions by name
 	queues   map[string][]*Future // pending persistent subscriptions by name
@@ -61,8 +62,7 @@ func (c *Context) IsReplaying() bool { return c.replaying }
 func (c *Context) Now() time.Time { return time.UnixMilli(int64(c.nowMs)).UTC() }
 
 // TurnTime returns the wall-clock time of the turn being computed; it is
-// used for values that are recorded but not matched (timer fire times, KV
-// timestamps).
+// used for values that are recorded but not matched (timer fire times).
 func (c *Context) TurnTime() time.Time { return c.e.in.Now }
 
 // Emit records an action and returns its future. While history remains the
@@ -77,13 +77,17 @@ func (c *Context) Emit(a Action) *Future {
 		c.status = a.Status
 		f.done = true
 	case KindKVSet:
+		a.AtMs = c.setTimeMs()
 		c.kv[a.Key] = provider.KVEntry{Value: a.Value, LastUpdatedAtMs: a.AtMs}
+		c.kvSetBy[a.Key] = &a
 		f.done = true
 	case KindKVClear:
 		delete(c.kv, a.Key)
+		delete(c.kvSetBy, a.Key)
 		f.done = true
 	case KindKVClearAll:
 		clear(c.kv)
+		clear(c.kvSetBy)
 		f.done = true
 	case KindChained:
 		f.done = true
@@ -100,6 +104,29 @@ func (c *Context) Emit(a Action) *Future {
 		c.flush()
 	}
 	return f
+}
+
+// setTimeMs is when a KV set the code makes now happens. Running live, it
+// is the turn's time. Replaying, it is the time of the turn that first made
+// the set, which every event that turn added carries, so the timestamp of
+// the event applied last: a key keeps the time it was set, whichever turn
+// replays the set, and code reading it back sees what the first run saw. A
+// set that history turns out not to hold is recorded with the turn's time
+// (see stampRecordedSet).
+func (c *Context) setTimeMs() uint64 {
+	if c.replaying {
+		return c.nowMs
+	}
+	return c.e.nowMs
+}
+
+// stampRecordedSet gives a KV set recorded this turn the turn's time, in
+// the key's state too while that set is what the key holds.
+func (c *Context) stampRecordedSet(a *Action) {
+	a.AtMs = c.e.nowMs
+	if c.kvSetBy[a.Key] == a {
+		c.kv[a.Key] = provider.KVEntry{Value: a.Value, LastUpdatedAtMs: a.AtMs}
+	}
 }
 
 // Await blocks the calling coroutine until f is done.

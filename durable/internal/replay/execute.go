@@ -49,6 +49,7 @@ func (e *engine) execute() (*Turn, error) {
 		sched:    sched,
 		status:   started.InitialCustomStatus,
 		kv:       maps.Clone(e.item.KVSnapshot),
+		kvSetBy:  map[string]*Action{},
 		external: map[string][]*Future{},
 		queues:   map[string][]*Future{},
 		children: map[string]*[]*Future{},
@@ -388,6 +389,7 @@ func (e *engine) record(a *Action) {
 	case KindCustomStatus:
 		kind = provider.CustomStatusUpdated{Status: a.Status}
 	case KindKVSet:
+		e.ctx.stampRecordedSet(a)
 		kind = provider.KeyValueSet{Key: a.Key, Value: a.Value, LastUpdatedAtMs: a.AtMs}
 	case KindKVClear:
 		kind = provider.KeyValueCleared{Key: a.Key}

@@ -110,7 +110,8 @@ type Action struct {
 	Status    *string
 	Key       string
 	Value     string
-	AtMs      uint64
+	// AtMs is a KV set's update time, which [Context.Emit] fills in.
+	AtMs uint64
 
 	future *Future
 }
