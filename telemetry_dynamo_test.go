@@ -105,6 +105,22 @@ func TestTelemetryDynamoDB(t *testing.T) {
 				t.Errorf("%d %q spans in the trace; want %d: %v", count[name], name, want, count)
 			}
 		}
+		// The turns after the first resume the code the runtime kept: the
+		// history the provider hands back is the one the last turn
+		// committed, event for event.
+		resumed := map[bool]int{}
+		for _, s := range inTrace {
+			if s.Name == "orchestration turn Hello" {
+				for _, a := range s.Attributes {
+					if a.Key == "durable.turn.resumed" {
+						resumed[a.Value.AsBool()]++
+					}
+				}
+			}
+		}
+		if resumed[true] != 2 || resumed[false] != 1 {
+			t.Errorf("%d turns resumed and %d replayed; want 2 and 1", resumed[true], resumed[false])
+		}
 		requests, underAck := 0, 0
 		for _, s := range inTrace {
 			if !strings.HasPrefix(s.Name, "DynamoDB/") {

@@ -21,7 +21,8 @@ const (
 )
 
 // OrchestrationContext is what orchestration code uses to do anything
-// durable. The code is re-run from the start on every turn and must make
+// durable. The code is re-run from the start on any turn its runtime does
+// not resume from the last one (Options.ExecutionCacheSize) and must make
 // the same calls in the same order each time: no goroutines, channels,
 // select, clocks, randomness or map iteration of its own (cmd/durablevet
 // reports them). Use the context's equivalents instead.

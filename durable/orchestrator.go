@@ -68,6 +68,10 @@ func (r *Runtime) processOrchestration(ctx context.Context, item *provider.Orche
 	log := r.log.With("instance_id", item.Instance, "execution_id", item.ExecutionID)
 	ctx, tt := r.tel.startTurn(ctx, item, r.opts.Now())
 	defer tt.end()
+	// The code this runtime kept from the execution's last turn, if any:
+	// consumed by the turn's run, closed if the turn does not run.
+	held := r.held.take(item.Instance)
+	defer func() { held.Close() }()
 	if item.HistoryError != nil {
 		r.corruptHistory(ctx, log, item)
 		return
@@ -83,6 +87,7 @@ func (r *Runtime) processOrchestration(ctx context.Context, item *provider.Orche
 		Resolve:      r.reg.resolve,
 		Env:          &turnEnv{logger: r.opts.Logger},
 		YieldTimeout: r.opts.TurnTimeout,
+		Keep:         r.held.enabled(),
 	}
 	if item.AttemptCount > r.opts.MaxAttempts {
 		in.Abort = provider.PoisonDetails{
@@ -101,7 +106,14 @@ func (r *Runtime) processOrchestration(ctx context.Context, item *provider.Orche
 			return r.p.RenewOrchestrationItemLock(ctx, item.LockToken, r.opts.OrchestratorLockTimeout)
 		},
 		func(err error) { lost <- err })
-	turn, err := replay.Run(in)
+	turn, err := replay.Resume(held, in)
+	held = nil
+	if turn != nil {
+		// Kept for the execution's next turn only once this one's commit
+		// has landed.
+		held, turn.Held = turn.Held, nil
+		tt.resumed(turn.Resumed)
+	}
 	switch {
 	case errors.Is(err, replay.ErrUnregistered):
 		delay := r.opts.UnregisteredBackoff.Delay(item.AttemptCount)
@@ -132,12 +144,16 @@ func (r *Runtime) processOrchestration(ctx context.Context, item *provider.Orche
 		r.abandonOrchestration(ctx, log, item, 50*time.Millisecond, true)
 		return
 	}
-	r.commitTurn(ctx, log, item, in, turn)
+	if r.commitTurn(ctx, log, item, in, turn) && held != nil {
+		r.held.put(item.Instance, held)
+		held = nil
+	}
 }
 
 // commitTurn acks the turn, retrying transient failures; a commit the
-// provider refuses fails the orchestration instead.
-func (r *Runtime) commitTurn(ctx context.Context, log *slog.Logger, item *provider.OrchestrationItem, in replay.Input, turn *replay.Turn) {
+// provider refuses fails the orchestration instead. It reports whether the
+// turn's own commit landed.
+func (r *Runtime) commitTurn(ctx context.Context, log *slog.Logger, item *provider.OrchestrationItem, in replay.Input, turn *replay.Turn) bool {
 	err := r.ackWithRetry(ctx, item.LockToken, turn.Commit)
 	switch {
 	case err == nil:
@@ -145,15 +161,15 @@ func (r *Runtime) commitTurn(ctx context.Context, log *slog.Logger, item *provid
 		if turn.Outcome == replay.Completed || turn.Outcome == replay.Failed {
 			log.Debug("orchestration ended", "outcome", turn.Outcome, "name", turn.Name)
 		}
-		return
+		return true
 	case errors.Is(err, provider.ErrInvalidLockToken):
 		log.Warn("orchestration lock lost before the commit; another runtime owns the instance", "error", err)
 		r.tel.turn(ctx).lockLost()
-		return
+		return false
 	case provider.IsRetryable(err):
 		log.Warn("orchestration commit failed; abandoning the turn", "error", err)
 		r.abandonOrchestration(ctx, log, item, 50*time.Millisecond, false)
-		return
+		return false
 	}
 	log.Error("orchestration commit refused; failing the orchestration", "error", err)
 	in.Abort = provider.ToInfrastructureDetails(err)
@@ -167,9 +183,10 @@ func (r *Runtime) commitTurn(ctx context.Context, log *slog.Logger, item *provid
 	if ferr != nil {
 		log.Error("recording the failure failed; abandoning the turn", "error", ferr)
 		r.abandonOrchestration(ctx, log, item, 50*time.Millisecond, false)
-		return
+		return false
 	}
 	r.tel.turn(ctx).committed(failed)
+	return false
 }
 
 // ackWithRetry acks a turn, retrying retryable failures five times.

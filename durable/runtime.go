@@ -108,6 +108,16 @@ type Options struct {
 	// TurnTimeout bounds how long orchestration code may run without
 	// awaiting; default 60 s.
 	TurnTimeout time.Duration
+	// ExecutionCacheSize is how many executions' code the runtime keeps
+	// between their turns, blocked where the last turn left it, so that an
+	// execution's next turn on this runtime runs only the code its new
+	// events wake instead of replaying the whole history; default 1024,
+	// negative keeps none. A turn resumes kept code only when the history
+	// it brings is exactly the one its last turn here committed (another
+	// runtime's turn in between replays). Kept code is a few parked
+	// goroutines an execution, unwound (its deferred calls run) when it
+	// is evicted, least recently used first, and at Shutdown.
+	ExecutionCacheSize int
 	// TracerProvider, when set, receives a span per orchestration turn, per
 	// activity delivery and per provider call the runtime makes, all of one
 	// instance in one trace (docs/runtime.md, "Observability"). Default
@@ -167,6 +177,9 @@ func (o *Options) setDefaults() {
 	}
 	def(&o.ShutdownTimeout, 10*time.Second)
 	def(&o.TurnTimeout, 60*time.Second)
+	if o.ExecutionCacheSize == 0 {
+		o.ExecutionCacheSize = 1024
+	}
 }
 
 func (o *Options) validate() error {
@@ -214,6 +227,7 @@ type Runtime struct {
 	stopWork context.CancelCauseFunc // cancels activities and turns
 	wg       sync.WaitGroup
 	sessions *sessionTracker
+	held     *heldCode
 	// stableOwners: the worker slots' session owner ids were given
 	// (WorkerNodeID or RuntimeID), so a runtime that follows a stopped
 	// one may own its sessions; random ids own none at the start.
@@ -246,6 +260,7 @@ func NewRuntime(p provider.Provider, reg *Registry, optFns ...func(*Options)) (*
 		client:   NewClient(p),
 		tel:      tel,
 		sessions: newSessionTracker(),
+		held:     newHeldCode(o.ExecutionCacheSize),
 
 		stableOwners: stableOwners,
 	}
@@ -319,9 +334,10 @@ func (r *Runtime) spawn(fn func()) {
 // Shutdown stops the runtime gracefully: fetches stop at once, turns in
 // flight finish and commit, running activities are cancelled with cause
 // [ErrShutdown] and abandoned without counting an attempt unless they
-// finish first. It returns when every goroutine the runtime started has
-// exited, or with ctx's error when ctx ends first (the rest are then
-// cancelled and exit shortly).
+// finish first. The code of executions kept between turns
+// (ExecutionCacheSize) is unwound once the turns are done. It returns when
+// every goroutine the runtime started has exited, or with ctx's error when
+// ctx ends first (the rest are then cancelled and exit shortly).
 func (r *Runtime) Shutdown(ctx context.Context) error {
 	r.mu.Lock()
 	if !r.started || r.stopped {
@@ -335,6 +351,7 @@ func (r *Runtime) Shutdown(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		r.wg.Wait()
+		r.held.close()
 		close(done)
 	}()
 	select {

@@ -39,6 +39,7 @@ const (
 	attrProviderName         = attribute.Key("durable.provider.name")
 	attrProviderOperation    = attribute.Key("durable.provider.operation")
 	attrErrorType            = attribute.Key("error.type")
+	attrTurnResumed          = attribute.Key("durable.turn.resumed")
 )
 
 // Outcomes of a turn or an activity (attribute durable.outcome).
@@ -232,6 +233,15 @@ func (tt *turnTelemetry) committed(turn *replay.Turn) {
 			tt.t.failures.Add(tt.ctx, 1, metric.WithAttributes(attrKind.String(kindOrchestration), attrOrchestrationName.String(tt.name)))
 		}
 	}
+}
+
+// resumed records whether the turn resumed code kept from the
+// execution's last turn (ExecutionCacheSize) instead of replaying history.
+func (tt *turnTelemetry) resumed(resumed bool) {
+	if tt == nil || tt.span == nil {
+		return
+	}
+	tt.span.SetAttributes(attrTurnResumed.Bool(resumed))
 }
 
 // failedExecution records a failure committed outside the engine (a

@@ -295,6 +295,15 @@ func scnSeen(ctx *durable.OrchestrationContext, in string) string {
 	return fmt.Sprintf("%s|%s|%s|exec=%d", ctx.Name(), ctx.Version(), in, ctx.ExecutionID())
 }
 
+// serveReplaying serves defs on a runtime that replays every turn's
+// history rather than resuming code it kept from the last turn
+// (ExecutionCacheSize): the scenarios that check what code sees on a
+// completion-only turn need the code to run again on that turn.
+func (h *H) serveReplaying(defs ...durable.Definition) *durable.Runtime {
+	h.Helper()
+	return h.Runtime(h.Registry(defs...), func(o *durable.Options) { o.ExecutionCacheSize = -1 })
+}
+
 // scnAllEqual fails unless seen has at least n entries, all want.
 func scnAllEqual(h *H, what string, seen []string, want string, n int) {
 	h.Helper()
@@ -390,7 +399,7 @@ func scnChildFields(h *H, version, newer string) {
 			return verAct(ctx, "OtherActivity", in)
 		}, durable.Version(newer)))
 	}
-	h.Serve(defs...)
+	h.serveReplaying(defs...)
 	h.Start("Parent", "parent-inst", durable.Raw(""))
 	h.verWant("parent output", h.Completed("parent-inst"), "result:activity-input")
 	scnAllEqual(h, "the child", seen.list(), "test-orch|"+version+"|original-input|exec=1", 2)
@@ -427,7 +436,7 @@ func unitWorkitemReaderCompletionOnlyTupleFieldAnalysis(h *H) {
 // with input can-input; 2.0.0 calls SomeActivity; 3.0.0 (the latest) must
 // never run. seen records what 2.0.0 saw.
 func scnCANThenActivity(h *H, seen, latest *verCalls) {
-	h.Serve(
+	h.serveReplaying(
 		durable.ActivityFunc("SomeActivity", func(_ context.Context, in string) (string, error) { return in, nil }),
 		durable.OrchestrationFunc("test-orch", func(ctx *durable.OrchestrationContext, _ string) (string, error) {
 			return "", ctx.ContinueAsNew(durable.Raw("can-input"), durable.Version("2.0.0"))
@@ -476,7 +485,7 @@ func unitNthExecutionHistoryStartsWithOrchestrationStarted(h *H) {
 
 func unitInputComesFromExtractContextNotWorkitemReader(h *H) {
 	seen := &verCalls{}
-	h.Serve(
+	h.serveReplaying(
 		durable.ActivityFunc("SomeActivity", func(_ context.Context, in string) (string, error) { return in, nil }),
 		durable.OrchestrationFunc("test-orch", func(ctx *durable.OrchestrationContext, in string) (string, error) {
 			seen.add(in)
@@ -491,7 +500,7 @@ func unitInputComesFromExtractContextNotWorkitemReader(h *H) {
 
 func e2eCANInputPreservedDuringCompletionOnlyReplay(h *H) {
 	v1, v2 := &verCalls{}, &verCalls{}
-	h.Serve(
+	h.serveReplaying(
 		durable.ActivityFunc("Echo", func(_ context.Context, in string) (string, error) { return in, nil }),
 		durable.OrchestrationFunc("InputTest", func(ctx *durable.OrchestrationContext, in string) (string, error) {
 			v1.add(in)
@@ -513,7 +522,7 @@ func e2eCANInputPreservedDuringCompletionOnlyReplay(h *H) {
 
 func unitCompletionOnlyReplayUsesNthExecutionInput(h *H) {
 	seen := &verCalls{}
-	h.Serve(
+	h.serveReplaying(
 		durable.ActivityFunc("SomeActivity", func(_ context.Context, in string) (string, error) { return in, nil }),
 		durable.OrchestrationFunc("test-orch", func(ctx *durable.OrchestrationContext, in string) (string, error) {
 			seen.add(fmt.Sprintf("%d|%s", ctx.ExecutionID(), in))

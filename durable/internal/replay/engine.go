@@ -54,6 +54,10 @@ type Input struct {
 	// YieldTimeout bounds how long orchestration code may run without
 	// awaiting; zero means no bound.
 	YieldTimeout time.Duration
+	// Keep asks for the code of a turn that leaves the execution waiting
+	// to be kept where it blocked, in [Turn.Held], so that the execution's
+	// next turn can resume it instead of replaying its history.
+	Keep bool
 }
 
 // Outcome is how a turn leaves the execution.
@@ -93,6 +97,14 @@ type Turn struct {
 	Panic *coro.PanicError
 	// Name and Version are the orchestration this turn ran.
 	Name, Version string
+	// Held is the code of the execution where this turn left it, set when
+	// [Input.Keep] was and the execution waits (Continue). Its owner hands
+	// it to [Resume] for the execution's next turn, once this turn's
+	// commit landed, or closes it.
+	Held *Held
+	// Resumed reports a turn that [Resume] computed from held code, without
+	// running the code over the history.
+	Resumed bool
 }
 
 // ParentLink names the schedule event of a parent orchestration that a
@@ -150,6 +162,11 @@ type engine struct {
 	byEvent map[uint64]*Action
 	ctx     *Context
 	turn    *Turn
+
+	// How the main coroutine, the orchestration's code, returned.
+	output   string
+	err      error
+	returned bool
 }
 
 func newEngine(in Input) *engine {

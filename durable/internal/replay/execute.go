@@ -43,7 +43,6 @@ func (e *engine) execute() (*Turn, error) {
 		return e.turn, e.terminate(result{outcome: Failed, failure: nondeterminism("corrupted history: first event must be OrchestrationStarted")})
 	}
 	sched := coro.New(e.in.YieldTimeout)
-	defer sched.Close()
 	c := &Context{
 		e:        e,
 		sched:    sched,
@@ -59,16 +58,26 @@ func (e *engine) execute() (*Turn, error) {
 		c.kv = map[string]provider.KVEntry{}
 	}
 	e.ctx = c
-	var (
-		output   string
-		err      error
-		returned bool
-	)
 	sched.Go("main", func() {
-		output, err = e.handler(c, e.input)
-		returned = true
+		e.output, e.err = e.handler(c, e.input)
+		e.returned = true
 	})
-	r, runErr := e.replay(working, &returned)
+	return e.runCode(working, e.persisted)
+}
+
+// runCode runs the code over working, whose first replayed events are
+// history already recorded, and decides the turn's outcome. The code's
+// coroutines are unwound when the turn ends, unless the turn is kept for
+// the execution's next one (Input.Keep).
+func (e *engine) runCode(working []provider.Event, replayed int) (*Turn, error) {
+	sched := e.ctx.sched
+	kept := false
+	defer func() {
+		if !kept {
+			sched.Close()
+		}
+	}()
+	r, runErr := e.replay(working, replayed)
 	if runErr != nil {
 		var failed *errTurnFailed
 		var panicked *coro.PanicError
@@ -87,15 +96,24 @@ func (e *engine) execute() (*Turn, error) {
 	if r != nil {
 		return e.turn, e.terminate(*r)
 	}
-	if returned {
-		if err != nil {
+	if e.returned {
+		if e.err != nil {
 			return e.turn, e.terminate(result{outcome: Failed, failure: provider.ApplicationDetails{
-				Kind: provider.AppErrorKind{Code: provider.AppOrchestrationFailed}, Message: err.Error(),
+				Kind: provider.AppErrorKind{Code: provider.AppOrchestrationFailed}, Message: e.err.Error(),
 			}})
 		}
-		return e.turn, e.terminate(result{outcome: Completed, output: output})
+		return e.turn, e.terminate(result{outcome: Completed, output: e.output})
 	}
-	return e.turn, e.proceed()
+	if err := e.proceed(); err != nil {
+		return e.turn, err
+	}
+	turn := e.turn
+	if e.in.Keep && turn.Outcome == Continue {
+		if h := e.hold(); h != nil {
+			turn.Held, kept = h, true
+		}
+	}
+	return turn, nil
 }
 
 func panicMessage(v any) string {
@@ -110,20 +128,22 @@ func panicMessage(v any) string {
 	return "orchestration panicked"
 }
 
-// replay applies the working history, running the code between events,
-// then records the actions beyond history and runs the code until it
-// blocks. It returns a cancellation or continue-as-new result, or nil.
-func (e *engine) replay(working []provider.Event, returned *bool) (*result, error) {
+// replay applies the working events, running the code between them (the
+// first replayed of them are history recorded before this turn, which the
+// code replays), then records the actions beyond history and runs the code
+// until it blocks. It returns a cancellation or continue-as-new result, or
+// nil.
+func (e *engine) replay(working []provider.Event, replayed int) (*result, error) {
 	c := e.ctx
-	c.replaying = e.persisted > 0
+	c.replaying = replayed > 0
 	for i, ev := range working {
-		if i >= e.persisted {
+		if i >= replayed {
 			c.replaying = false
 		}
 		if err := c.sched.Run(); err != nil {
 			return nil, err
 		}
-		if *returned {
+		if e.returned {
 			// Actions emitted before the code returned are matched against
 			// the events history already has for them (see bindRest).
 			// Queued messages recorded after the code returned still

@@ -57,47 +57,52 @@ func cancelBreadcrumb(ev provider.Event) (Kind, string, bool) {
 
 // reconcileCancellations checks that the code still cancels what history
 // says it cancelled, and records a breadcrumb for each new cancellation.
+// It reads history in one pass, allocating only for cancellations: it
+// runs every turn, over the whole history.
 func (e *engine) reconcileCancellations() error {
 	byKind := map[Kind][]uint64{}
+	cancelled := map[uint64]bool{} // ids of cancelled schedules, until found in persisted history
 	for _, f := range e.ctx.cancelled {
 		if f.eventID != 0 {
 			byKind[f.kind] = append(byKind[f.kind], f.eventID)
+			cancelled[f.eventID] = false
 		}
 	}
 	persisted := e.baseline[:min(e.persisted, len(e.baseline))]
-	scheduledBefore := map[uint64]bool{}
-	for _, ev := range persisted {
-		scheduledBefore[ev.EventID] = true
-	}
-	for _, kind := range breadcrumbKinds {
-		var recorded []uint64
-		for _, ev := range persisted {
-			if k, reason, ok := cancelBreadcrumb(ev); ok && k == kind && reason == ReasonDroppedFuture {
-				recorded = append(recorded, *ev.SourceEventID)
+	recorded := map[Kind][]uint64{} // dropped-future breadcrumbs in persisted history
+	already := map[Kind]map[uint64]bool{}
+	for i, evs := range [][]provider.Event{e.baseline, e.delta} {
+		for j, ev := range evs {
+			if i == 0 && j < len(persisted) {
+				if _, ok := cancelled[ev.EventID]; ok {
+					cancelled[ev.EventID] = true
+				}
+			}
+			k, reason, ok := cancelBreadcrumb(ev)
+			if !ok {
+				continue
+			}
+			if already[k] == nil {
+				already[k] = map[uint64]bool{}
+			}
+			already[k][*ev.SourceEventID] = true
+			if i == 0 && j < len(persisted) && reason == ReasonDroppedFuture {
+				recorded[k] = append(recorded[k], *ev.SourceEventID)
 			}
 		}
+	}
+	for _, kind := range breadcrumbKinds {
 		var now []uint64
 		for _, id := range byKind[kind] {
-			if scheduledBefore[id] {
+			if cancelled[id] { // scheduled before this turn
 				now = append(now, id)
 			}
 		}
-		for _, id := range recorded {
+		for _, id := range recorded[kind] {
 			if !slices.Contains(now, id) {
-				slices.Sort(recorded)
+				slices.Sort(recorded[kind])
 				slices.Sort(now)
-				return &errTurnFailed{nondeterminism("cancellation mismatch (%s): baseline_dropped_future_cancel_requests=%v ctx_cancelled_in_replayed_segment=%v", kindWords[kind], recorded, now)}
-			}
-		}
-	}
-	already := map[Kind]map[uint64]bool{}
-	for _, evs := range [][]provider.Event{e.baseline, e.delta} {
-		for _, ev := range evs {
-			if k, _, ok := cancelBreadcrumb(ev); ok {
-				if already[k] == nil {
-					already[k] = map[uint64]bool{}
-				}
-				already[k][*ev.SourceEventID] = true
+				return &errTurnFailed{nondeterminism("cancellation mismatch (%s): baseline_dropped_future_cancel_requests=%v ctx_cancelled_in_replayed_segment=%v", kindWords[kind], recorded[kind], now)}
 			}
 		}
 	}
