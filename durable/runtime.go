@@ -114,9 +114,10 @@ type Options struct {
 	// events wake instead of replaying the whole history; default 1024,
 	// negative keeps none. A turn resumes kept code only when the history
 	// it brings is exactly the one its last turn here committed (another
-	// runtime's turn in between replays). Kept code is a few parked
-	// goroutines an execution, unwound (its deferred calls run) when it
-	// is evicted, least recently used first, and at Shutdown.
+	// runtime's turn in between replays). An execution's kept code is its
+	// parked goroutines and the engine's state of it (a few words per
+	// schedule); it is unwound (its deferred calls run) when it is
+	// evicted, least recently used first, and at Shutdown.
 	ExecutionCacheSize int
 	// TracerProvider, when set, receives a span per orchestration turn, per
 	// activity delivery and per provider call the runtime makes, all of one
