@@ -93,9 +93,12 @@
 // signals it returns within half a second are kept for the next Wait, as a
 // dispatcher that found nothing, or swept, waits again within milliseconds;
 // later ones are sent back to their queue unchanged ([Stats.SignalsReturned]:
-// one SendMessageBatch per receive, besides its delete), so that a process
-// whose dispatchers are busy does not hold signals that idle processes
-// could act on. Only [Signals.Close] cancels a receive; a message SQS hands
+// one SendMessageBatch per receive, besides its delete), and so are
+// received signals kept for a Wait (by the poller, or handed back with
+// [Signals.Requeue]) that none has taken half a second later (the
+// process's dispatchers stopped, as a runtime's do at shutdown while its
+// provider stays open, or are all busy), so that a process does not hold
+// signals that idle processes could act on. Only [Signals.Close] cancels a receive; a message SQS hands
 // it afterwards, or one whose delete failed, is back on the queue within 2 s.
 //
 // SQS's WaitTimeSeconds takes whole seconds. A Wait of t long-polls for

@@ -104,6 +104,7 @@ type Signal struct {
 	hops       int
 	declinedBy string
 	from       string // received from SQS: the sender's id, if the body named one
+	received   bool   // received from SQS (its message is deleted)
 	unsent     bool   // posted, not sent: a waiter of this process was free for it
 }
 
@@ -243,6 +244,10 @@ type kindState struct {
 	waiters  map[*waiter]struct{}
 	pending  []Signal // arrived while nobody waited
 	consumer bool     // some Wait for the kind has run in this process
+	// keptSince holds when each received signal of pending was kept, for
+	// returnUntaken; returning is set while its timer runs.
+	keptSince map[signalKey]time.Time
+	returning bool
 	// idleSince is when the kind's last waiter left (zero before any).
 	idleSince time.Time
 }
@@ -404,7 +409,9 @@ func closedError(op string) error {
 // them anywhere: what a waiter does with signals it received but could not
 // act on because of a transient failure, so that the next wait (its own
 // retry, or another dispatcher's) still learns of the work. Signals of a
-// kind that is not configured are ignored.
+// kind that is not configured are ignored. A signal received from SQS that
+// no Wait takes within half a second goes back to its queue, as the
+// poller's kept signals do (see the package documentation).
 func (s *Signals) Requeue(signals ...Signal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -426,6 +433,7 @@ func (s *Signals) deliverLocked(k *kindState, sigs []Signal) {
 	}
 	if len(k.waiters) == 0 {
 		k.pending = appendSignals(k.pending, sigs, s.opts.MaxPending)
+		s.keepReceivedLocked(k, sigs)
 		return
 	}
 	for w := range k.waiters {
@@ -435,6 +443,79 @@ func (s *Signals) deliverLocked(k *kindState, sigs []Signal) {
 		case w.ready <- struct{}{}:
 		default: // already signalled: this delivery coalesces with it
 		}
+	}
+}
+
+// keepReceivedLocked notes when the received signals of sigs, just kept in
+// k.pending, were kept, and arms returnUntaken for them. s.mu is held.
+func (s *Signals) keepReceivedLocked(k *kindState, sigs []Signal) {
+	now := time.Now()
+	armed := false
+	for _, sig := range sigs {
+		if !sig.received || sig.Kind == Lock {
+			continue
+		}
+		if k.keptSince == nil {
+			k.keptSince = make(map[signalKey]time.Time)
+		}
+		if _, ok := k.keptSince[sig.key()]; !ok {
+			k.keptSince[sig.key()] = now
+		}
+		armed = true
+	}
+	if armed && !k.returning && !s.closed {
+		k.returning = true
+		s.wg.Add(1)
+		time.AfterFunc(idleGrace, func() { s.returnUntaken(k) })
+	}
+}
+
+// returnUntaken sends back to their queue the signals received from SQS
+// that k has kept for its next Wait for idleGrace or longer (while s
+// closes, all of them), and runs again for those kept more recently. A
+// Wait takes every kept signal at once, so one still kept was taken by
+// none: the process's dispatchers have stopped (a runtime shut down while
+// its provider stays open), or are all busy, and the signal's message is
+// already deleted. Sent back, it reaches a process that waits. A signal
+// this process had only locally is not sent: its copy went to SQS when it
+// was sent, or, unsent, its fetch declines it ([Signal.Unsent]).
+func (s *Signals) returnUntaken(k *kindState) {
+	defer s.wg.Done()
+	s.mu.Lock()
+	now := time.Now()
+	var back, kept []Signal
+	var next time.Duration // until the next kept signal is idleGrace old
+	since := make(map[signalKey]time.Time)
+	for _, sig := range k.pending {
+		key := sig.key()
+		at, ok := k.keptSince[key]
+		switch {
+		case !ok:
+			kept = append(kept, sig)
+		case s.closed || now.Sub(at) >= idleGrace:
+			back = append(back, sig)
+		default:
+			kept = append(kept, sig)
+			since[key] = at
+			if wait := idleGrace - now.Sub(at); next == 0 || wait < next {
+				next = wait
+			}
+		}
+	}
+	k.pending, k.keptSince = kept, since
+	k.returning = len(since) > 0 && !s.closed
+	if k.returning {
+		s.wg.Add(1)
+		time.AfterFunc(next, func() { s.returnUntaken(k) })
+	}
+	s.mu.Unlock()
+	if len(back) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), deleteTimeout)
+	defer cancel()
+	if err := s.giveBack(ctx, back); err != nil {
+		s.opts.Logf("queues: sending back %d signals no wait of this process took: %v", len(back), err)
 	}
 }
 

@@ -790,6 +790,79 @@ func TestSignals_SignalForABusyProcessGoesBack(t *testing.T) {
 	}
 }
 
+// A signal the poll receives within the grace period after the last waiter
+// left is kept for the next Wait of the process. When none comes for it
+// within the grace period (the process's dispatchers have stopped, as a
+// runtime's do at shutdown while its provider stays open), it goes back to
+// the queue and reaches a process that waits, instead of staying with a
+// process that will never use it.
+func TestSignals_KeptSignalNobodyTakesGoesBack(t *testing.T) {
+	t.Parallel()
+	c := sqsClient(t)
+	orch := newQueue(t, "orch")
+	stopped := newSignals(t, c, queueURLs(orch, ""))
+	ctx, cancel := context.WithCancel(t.Context())
+	ch := goWait(ctx, stopped, queues.Orchestrator, 15*time.Second)
+	awaitStats(t, stopped, "the poll is in flight", func(st queues.Stats) bool { return st.ReceiveMessageRequests == 1 })
+	cancel()
+	if r := result(t, ch); !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("Wait = %v, %v", r.sigs, r.err)
+	}
+	// At once, so that the poll in flight receives it within the grace
+	// period and keeps it for a Wait that never comes.
+	sender := newSignals(t, c, queueURLs(orch, ""))
+	sig := queues.Signal{Kind: queues.Orchestrator, Shard: 1, Instance: "cancel-me"}
+	if err := sender.Notify(t.Context(), sig); err != nil {
+		t.Fatal(err)
+	}
+	awaitStats(t, stopped, "the stopped process receives the signal", func(st queues.Stats) bool { return st.MessagesReceived == 1 })
+	waiting := newSignals(t, c, queueURLs(orch, ""))
+	collect(t, waiting, queues.Orchestrator, []queues.Signal{sig})
+	if st := stopped.Stats(); st.SignalsReturned != 1 {
+		t.Errorf("stopped process: %+v, want the signal sent back", st)
+	}
+	if sigs, err := stopped.Wait(t.Context(), queues.Orchestrator, 0); err != nil || len(sigs) != 0 {
+		t.Errorf("stopped process kept %v, %v; want nothing kept", sigs, err)
+	}
+}
+
+// A received signal a waiter hands back (Requeue: a fetch whose try failed
+// as its runtime stopped) and that no Wait takes goes back to the queue the
+// same way; a signal the process had only locally is not sent, as its copy
+// went to SQS when it was sent.
+func TestSignals_RequeuedSignalNobodyTakesGoesBack(t *testing.T) {
+	t.Parallel()
+	c := sqsClient(t)
+	orch := newQueue(t, "orch")
+	stopping := newSignals(t, c, queueURLs(orch, ""))
+	sender := newSignals(t, c, queueURLs(orch, ""))
+	sig := queues.Signal{Kind: queues.Orchestrator, Shard: 2, Instance: "requeued"}
+	ch := goWait(t.Context(), stopping, queues.Orchestrator, 15*time.Second)
+	awaitWaiting(t, stopping, queues.Orchestrator, 1)
+	if err := sender.Notify(t.Context(), sig); err != nil {
+		t.Fatal(err)
+	}
+	r := result(t, ch)
+	if r.err != nil || !containsSignal(r.sigs, sig) {
+		t.Fatalf("Wait = %v, %v; want the signal", r.sigs, r.err)
+	}
+	local := queues.Signal{Kind: queues.Orchestrator, Shard: 2, Instance: "local"}
+	stopping.Requeue(append(r.sigs, local)...)
+	st := awaitStats(t, stopping, "the requeued signal goes back", func(st queues.Stats) bool { return st.SignalsReturned == 1 })
+	if st.SendMessageBatchRequests != 1 {
+		t.Errorf("stopping process: %+v, want one send (the received signal)", st)
+	}
+	waiting := newSignals(t, c, queueURLs(orch, ""))
+	got := collect(t, waiting, queues.Orchestrator, []queues.Signal{sig})
+	if containsSignal(got, local) {
+		t.Errorf("the local signal was sent: %v", got)
+	}
+	// The local signal is still there for the process's next Wait.
+	if sigs, err := stopping.Wait(t.Context(), queues.Orchestrator, 0); err != nil || len(sigs) != 1 || !containsSignal(sigs, local) {
+		t.Errorf("stopping process kept %v, %v; want the local signal only", sigs, err)
+	}
+}
+
 // A signal sent back names its original sender, so that the sender's own
 // poller takes it as its own (its waiters had it in the process already)
 // and nobody is woken by it twice there.

@@ -25,11 +25,13 @@ const pollSlack = 20 * time.Millisecond
 const receiveVisibilitySeconds = 2
 
 // idleGrace is how long after its last waiter left a kind still keeps the
-// signals its queue's receive in flight returns. A dispatcher that found
-// nothing, or made a sweep, waits again within milliseconds and takes them
-// without a request; after idleGrace the dispatchers have found work, and
-// the poller sends the signals back to the queue (see poll), so that this
-// process does not hold signals that idle processes could act on.
+// signals its queue's receive in flight returns, and how long it keeps
+// them. A dispatcher that found nothing, or made a sweep, waits again
+// within milliseconds and takes them without a request; after idleGrace
+// the dispatchers have found work (or stopped), and the poller sends the
+// signals it receives back to the queue (see poll), as it does those it
+// kept that no wait took (returnUntaken), so that this process does not
+// hold signals that idle processes could act on.
 const idleGrace = 500 * time.Millisecond
 
 // deleteTimeout bounds one DeleteMessageBatch call. Deletes are not
@@ -78,6 +80,7 @@ func (s *Signals) Wait(ctx context.Context, kind Kind, timeout time.Duration) ([
 	if len(k.pending) > 0 {
 		sigs := k.pending
 		k.pending = nil
+		clear(k.keptSince)
 		s.mu.Unlock()
 		return sigs, nil
 	}
@@ -205,7 +208,7 @@ func (s *Signals) poll(ctx context.Context, k *queueState) {
 				s.opts.Logf("queues: message %s on the %s queue %s names kind %q; taken as %s", deref(m.MessageId), own, k.url, sig.Kind, own)
 				sig.Kind = own
 			}
-			sig.from = from
+			sig.from, sig.received = from, true
 			sigs = append(sigs, sig)
 			of = append(of, i)
 		}

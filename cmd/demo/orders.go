@@ -39,10 +39,12 @@ const (
 
 	// pickupDelay is ShipOrder's durable timer; deliveryTimeout the timer
 	// that races the delivery confirmation. The client cancels order-3
-	// while its ShipOrder waits for pickup, after node-a has stopped: a
-	// wake-up taken by a long poll node-a left behind reaches node-b 2 s
-	// late (the receive's visibility timeout, package queues), so the
-	// pickup waits longer than that for the cancellation to reach it.
+	// while its ShipOrder waits for pickup, just after node-a has stopped:
+	// a wake-up the receive node-a left in flight takes goes back to the
+	// queue half a second later (package queues), and one it took as its
+	// provider closed comes back after the receive's 2 s visibility
+	// timeout, so the pickup waits longer than that for the cancellation
+	// to reach it.
 	pickupDelay     = 4 * time.Second
 	deliveryTimeout = 20 * time.Second
 
