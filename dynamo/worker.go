@@ -152,12 +152,15 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 	err := p.poll(ctx, provider.OpFetchWorkItem, queues.Worker, schedule, pollTimeout, hand,
 		func(sigs []queues.Signal) (bool, []queues.Signal, error) {
 			// Rows their signals address first, oldest first (directclaim.go).
-			// What they do not win is not looked for again below.
+			// What they do not win is not looked for again, below or by
+			// the process's next fetches: a claim lost is a row another
+			// fetch took, and its signal, the oldest, handed back, would be
+			// tried first and lost again by every fetch after.
 			done, claimed, handled, err := p.claimAddressed(sigs, tags, stale, tryRow)
 			if done || err != nil {
 				var rest []queues.Signal
 				for _, sig := range sigs {
-					if sig != claimed && !stale(sig) {
+					if sig != claimed && !stale(sig) && !slices.Contains(handled, sig) {
 						rest = append(rest, sig)
 					}
 				}
