@@ -144,10 +144,23 @@ func (r *Runtime) processOrchestration(ctx context.Context, item *provider.Orche
 		r.abandonOrchestration(ctx, log, item, 50*time.Millisecond, true)
 		return
 	}
+	turn.Commit.CompletionWindow = completionWindow(turn, r.opts.FanInWindow)
 	if r.commitTurn(ctx, log, item, in, turn) && held != nil {
 		r.held.put(item.Instance, held)
 		held = nil
 	}
+}
+
+// completionWindow is how long turn asks the provider to hold back the
+// execution's next turn (Options.FanInWindow): 1 ms per activity and
+// sub-orchestration awaited, up to limit, after a turn that leaves two or
+// more awaited and schedules nothing, and so only waits for them.
+func completionWindow(turn *replay.Turn, limit time.Duration) time.Duration {
+	c := turn.Commit
+	if limit <= 0 || turn.Outcome != replay.Continue || turn.Awaiting < 2 || len(c.WorkerItems) > 0 || len(c.OrchestratorItems) > 0 {
+		return 0
+	}
+	return min(time.Duration(turn.Awaiting)*time.Millisecond, limit)
 }
 
 // commitTurn acks the turn, retrying transient failures; a commit the

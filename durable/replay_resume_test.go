@@ -25,6 +25,8 @@ type driven struct {
 	commits  []provider.TurnCommit
 	outcomes []replay.Outcome
 	outputs  []string
+	awaiting []int // Turn.Awaiting of each turn
+	windows  []time.Duration
 	resumed  int // turns that resumed held code
 }
 
@@ -72,6 +74,8 @@ func driveTurns(t *testing.T, orch rxOrch, input string, perTurn int, keep bool)
 		out.commits = append(out.commits, turn.Commit)
 		out.outcomes = append(out.outcomes, turn.Outcome)
 		out.outputs = append(out.outputs, turn.Output)
+		out.awaiting = append(out.awaiting, turn.Awaiting)
+		out.windows = append(out.windows, completionWindow(turn, 100*time.Millisecond))
 		if turn.Commit.ExecutionID != execID { // a continue-as-new's first turn
 			history, answers, execID = nil, nil, turn.Commit.ExecutionID
 		}

@@ -119,6 +119,18 @@ type Options struct {
 	// schedule); it is unwound (its deferred calls run) when it is
 	// evicted, least recently used first, and at Shutdown.
 	ExecutionCacheSize int
+	// FanInWindow caps how long a turn asks the provider to hold back the
+	// execution's next turn so that it takes several completions at once
+	// (provider.TurnCommit.CompletionWindow): a turn that schedules
+	// nothing new and leaves the execution waiting for two or more
+	// activities and sub-orchestrations asks for 1 ms per one awaited, up
+	// to this; default 100 ms, negative asks for none. A fan-in of
+	// thousands then takes its completions in batches instead of a turn
+	// for every one or two, each turn costing a fetch and a commit; the
+	// window shrinks as the completions arrive, so the last turn waits a
+	// few milliseconds at most. A turn that schedules work (one more
+	// activity per completion, say) asks for no window.
+	FanInWindow time.Duration
 	// TracerProvider, when set, receives a span per orchestration turn, per
 	// activity delivery and per provider call the runtime makes, all of one
 	// instance in one trace (docs/runtime.md, "Observability"). Default
@@ -181,6 +193,7 @@ func (o *Options) setDefaults() {
 	if o.ExecutionCacheSize == 0 {
 		o.ExecutionCacheSize = 1024
 	}
+	def(&o.FanInWindow, 100*time.Millisecond)
 }
 
 func (o *Options) validate() error {

@@ -240,7 +240,11 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 	} else {
 		p.history.acked(turn.st.id, lockToken, commit.ExecutionID, plan.history, smallTurnID(turn.token, digest), turn.st.lock.turnDone)
 	}
-	if p.waits.released(turn.st.id, lockToken) {
+	again := p.waits.released(turn.st.id, lockToken)
+	if window := commit.CompletionWindow; window > 0 {
+		id := turn.st.id
+		p.waits.gather(id, now, min(window, maxCompletionWindow), again, func() { p.signals.Requeue(p.instanceSignal(id)) })
+	} else if again {
 		p.signals.Requeue(p.instanceSignal(turn.st.id))
 	}
 	p.post(plan.signals)

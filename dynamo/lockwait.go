@@ -32,7 +32,9 @@ type lockWaits struct {
 	mu     sync.Mutex
 	own    map[string]*ownTurn
 	timers map[string]*time.Timer
-	closed bool
+	// windows holds the timers that end completion windows (gather).
+	windows map[string]*time.Timer
+	closed  bool
 }
 
 // ownTurn is a turn this process holds.
@@ -48,6 +50,11 @@ type ownTurn struct {
 	// the turn did not take.
 	again bool
 }
+
+// maxCompletionWindow caps the completion window a commit asks for
+// (provider.TurnCommit.CompletionWindow), so that no hint holds an
+// instance's turns back for long.
+const maxCompletionWindow = time.Second
 
 // maxLockWaits bounds the instances kept in each map; past it, what a
 // dropped entry would have re-delivered is left to sweeps.
@@ -129,6 +136,54 @@ func (w *lockWaits) released(instance, token string) bool {
 	return t.again
 }
 
+// gather holds the process's fetches back from instance, whose turn this
+// process just committed, until d has passed (the commit's
+// provider.TurnCommit.CompletionWindow): signals for it are set aside as
+// for a turn the process holds, and sweeps pass over it. Then deliver runs
+// if a signal was set aside meanwhile, or again is set (the turn's ack
+// found the instance may have messages left), so that the instance's next
+// turn takes what arrived in the window together.
+func (w *lockWaits) gather(instance string, nowMs int64, d time.Duration, again bool, deliver func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || len(w.own) >= maxLockWaits || len(w.windows) >= maxLockWaits {
+		if again {
+			go deliver()
+		}
+		return
+	}
+	if w.own == nil {
+		w.own = map[string]*ownTurn{}
+	}
+	if w.windows == nil {
+		w.windows = map[string]*time.Timer{}
+	}
+	if old := w.windows[instance]; old != nil {
+		old.Stop()
+	}
+	// No fetch read the instance for the window: every signal set aside
+	// may announce a message (readMs 0, nothing taken).
+	t := &ownTurn{untilMs: nowMs + durMs(d), again: again}
+	w.own[instance] = t
+	var timer *time.Timer
+	timer = time.AfterFunc(d, func() {
+		w.mu.Lock()
+		if w.windows[instance] == timer {
+			delete(w.windows, instance)
+		}
+		mine := w.own[instance] == t
+		if mine {
+			delete(w.own, instance)
+		}
+		closed := w.closed
+		w.mu.Unlock()
+		if mine && !closed && t.again {
+			deliver()
+		}
+	})
+	w.windows[instance] = timer
+}
+
 // heldElsewhere arranges for deliver to run after d (the rest of another
 // process's lease on instance), unless a delivery for instance is already
 // arranged.
@@ -165,8 +220,10 @@ func (w *lockWaits) close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.closed = true
-	for id, t := range w.timers {
-		t.Stop()
-		delete(w.timers, id)
+	for _, timers := range []map[string]*time.Timer{w.timers, w.windows} {
+		for id, t := range timers {
+			t.Stop()
+			delete(timers, id)
+		}
 	}
 }

@@ -100,6 +100,13 @@ type TurnCommit struct {
 	// CancelledActivities are deleted from the worker queue after
 	// WorkerItems are enqueued; unknown identities are ignored.
 	CancelledActivities []ScheduledActivityIdentifier
+	// CompletionWindow is a hint, not part of the commit: the execution
+	// waits for many completions and would rather its next turn took
+	// several of them at once than start for each. A provider may hold
+	// back the instance's next turn in this process for up to this long
+	// after the commit; zero asks for none. Providers that ignore it are
+	// correct.
+	CompletionWindow time.Duration
 }
 
 // ExecutionMetadata is what the runtime computed about an execution during

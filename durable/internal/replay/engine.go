@@ -105,6 +105,10 @@ type Turn struct {
 	// Resumed reports a turn that [Resume] computed from held code, without
 	// running the code over the history.
 	Resumed bool
+	// Awaiting is how many activities and sub-orchestrations the execution
+	// waits for after a turn whose outcome is Continue: scheduled, not
+	// completed, not cancelled.
+	Awaiting int
 }
 
 // ParentLink names the schedule event of a parent orchestration that a

@@ -160,6 +160,11 @@ func (e *engine) proceed() error {
 	}
 	t := e.turn
 	t.Outcome = Continue
+	for id, f := range e.open {
+		if k := e.kinds[id]; f != nil && !f.cancelled && (k == KindActivity || k == KindSubOrchestration) {
+			t.Awaiting++
+		}
+	}
 	e.dispatchNew(false)
 	e.setMetadata(provider.StatusRunning, nil)
 	t.Commit.ExecutionID = e.executionID
