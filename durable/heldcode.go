@@ -13,12 +13,20 @@ import (
 // At most max executions are kept; the least recently used goes first. A
 // turn takes its execution's code out while it runs, so no two turns use
 // the same code at once.
+//
+// A turn puts its code once its commit has landed, and the commit lets the
+// execution's next turn be fetched, by any dispatcher of the runtime, before
+// the put: so a turn marks its execution committing first, and a take for
+// it waits until the put (or the commit's failure) is done.
 type heldCode struct {
 	mu     sync.Mutex
 	max    int
 	closed bool
 	byID   map[string]*list.Element // of heldEntry
 	order  list.List                // most recently used first
+	// pending holds the executions whose last turn is committing, each
+	// with a channel closed when it is done.
+	pending map[string]chan struct{}
 }
 
 type heldEntry struct {
@@ -29,16 +37,43 @@ type heldEntry struct {
 // newHeldCode returns a cache of at most max executions; none when max is
 // not positive.
 func newHeldCode(max int) *heldCode {
-	return &heldCode{max: max, byID: map[string]*list.Element{}}
+	return &heldCode{max: max, byID: map[string]*list.Element{}, pending: map[string]chan struct{}{}}
+}
+
+// committing marks instance's turn as committing until done is called,
+// after the turn has put its code or decided not to: a take for instance
+// waits until then.
+func (c *heldCode) committing(instance string) (done func()) {
+	if c.max <= 0 {
+		return func() {}
+	}
+	ch := make(chan struct{})
+	c.mu.Lock()
+	c.pending[instance] = ch
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		if c.pending[instance] == ch {
+			delete(c.pending, instance)
+		}
+		c.mu.Unlock()
+		close(ch)
+	}
 }
 
 // enabled reports whether turns should keep their code.
 func (c *heldCode) enabled() bool { return c.max > 0 }
 
-// take removes and returns the code held for instance, or nil.
+// take removes and returns the code held for instance, or nil, once no
+// turn of instance is committing.
 func (c *heldCode) take(instance string) *replay.Held {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for ch := c.pending[instance]; ch != nil; ch = c.pending[instance] {
+		c.mu.Unlock()
+		<-ch
+		c.mu.Lock()
+	}
 	el := c.byID[instance]
 	if el == nil {
 		return nil

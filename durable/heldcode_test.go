@@ -148,3 +148,85 @@ func TestRuntimeResumesTheTurnsOfAChain(t *testing.T) {
 		})
 	}
 }
+
+// lateAck is memprovider whose ack of a turn that schedules activities
+// returns only once the execution's next turn has been fetched (or after
+// a while): the next turn is then taken, by the runtime's other
+// dispatcher, before the committing turn has put its code away.
+type lateAck struct {
+	*memprovider.Provider
+	fetched chan struct{}
+}
+
+func (p *lateAck) FetchOrchestrationItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, filter *provider.CapabilityFilter) (*provider.OrchestrationItem, error) {
+	item, err := p.Provider.FetchOrchestrationItem(ctx, lockTimeout, pollTimeout, filter)
+	if item != nil {
+		select {
+		case p.fetched <- struct{}{}:
+		default:
+		}
+	}
+	return item, err
+}
+
+func (p *lateAck) AckOrchestrationItem(ctx context.Context, lockToken string, commit provider.TurnCommit) error {
+	select {
+	case <-p.fetched: // this turn's own fetch
+	default:
+	}
+	err := p.Provider.AckOrchestrationItem(ctx, lockToken, commit)
+	if err == nil && len(commit.WorkerItems) > 0 {
+		select {
+		case <-p.fetched:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	return err
+}
+
+// A turn's commit lets the execution's next turn be fetched before the
+// committing turn has put its code away: that next turn waits for the put
+// and resumes, instead of finding nothing kept and replaying.
+func TestNextTurnWaitsForTheCommittingTurnsCode(t *testing.T) {
+	const steps = 4
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	step := NewActivity("Step", func(_ context.Context, n int) (int, error) { return n + 1, nil })
+	chain := NewOrchestration("Chain", func(ctx *OrchestrationContext, n int) (int, error) {
+		for range steps {
+			var err error
+			if n, err = step.Call(ctx, n).Get(ctx); err != nil {
+				return 0, err
+			}
+		}
+		return n, nil
+	})
+	reg, err := NewRegistry(step, chain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &lateAck{Provider: memprovider.New(), fetched: make(chan struct{}, 1)}
+	rt := utStart(t, p, reg, utQuick, func(o *Options) { o.TracerProvider = tp })
+	if err := rt.Client().StartOrchestration(utCtx(t), "chain-late", "Chain", 0); err != nil {
+		t.Fatal(err)
+	}
+	if out := utCompleted(t, rt.Client(), "chain-late"); out != strconv.Itoa(steps) {
+		t.Fatalf("output %s, want %d", out, steps)
+	}
+	utShutdown(t, rt)
+	resumed, replayed := 0, 0
+	for _, s := range spans.GetSpans() {
+		for _, a := range s.Attributes {
+			if a.Key == attrTurnResumed {
+				if a.Value.AsBool() {
+					resumed++
+				} else {
+					replayed++
+				}
+			}
+		}
+	}
+	if resumed != steps || replayed != 1 {
+		t.Fatalf("%d turns resumed, %d replayed; want %d and 1", resumed, replayed, steps)
+	}
+}

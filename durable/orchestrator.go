@@ -145,7 +145,15 @@ func (r *Runtime) processOrchestration(ctx context.Context, item *provider.Orche
 		return
 	}
 	turn.Commit.CompletionWindow = completionWindow(turn, r.opts.FanInWindow)
-	if r.commitTurn(ctx, log, item, in, turn) && held != nil {
+	if held == nil {
+		r.commitTurn(ctx, log, item, in, turn)
+		return
+	}
+	// The commit lets the next turn be fetched before the put below: that
+	// turn's take waits for it.
+	done := r.held.committing(item.Instance)
+	defer done()
+	if r.commitTurn(ctx, log, item, in, turn) {
 		r.held.put(item.Instance, held)
 		held = nil
 	}
