@@ -117,18 +117,7 @@ func TestRuntimeResumesTheTurnsOfAChain(t *testing.T) {
 				t.Fatalf("output %s, want %d", out, steps)
 			}
 			utShutdown(t, rt)
-			resumed, replayed := 0, 0
-			for _, s := range spans.GetSpans() {
-				for _, a := range s.Attributes {
-					if a.Key == attrTurnResumed {
-						if a.Value.AsBool() {
-							resumed++
-						} else {
-							replayed++
-						}
-					}
-				}
-			}
+			resumed, replayed := resumedTurns(spans)
 			wantResumed, wantReplayed := steps, 1
 			if size < 0 {
 				wantResumed, wantReplayed = 0, steps+1
@@ -214,7 +203,15 @@ func TestNextTurnWaitsForTheCommittingTurnsCode(t *testing.T) {
 		t.Fatalf("output %s, want %d", out, steps)
 	}
 	utShutdown(t, rt)
-	resumed, replayed := 0, 0
+	resumed, replayed := resumedTurns(spans)
+	if resumed != steps || replayed != 1 {
+		t.Fatalf("%d turns resumed, %d replayed; want %d and 1", resumed, replayed, steps)
+	}
+}
+
+// resumedTurns counts the turn spans of spans that resumed kept code and
+// those that replayed.
+func resumedTurns(spans *tracetest.InMemoryExporter) (resumed, replayed int) {
 	for _, s := range spans.GetSpans() {
 		for _, a := range s.Attributes {
 			if a.Key == attrTurnResumed {
@@ -226,7 +223,5 @@ func TestNextTurnWaitsForTheCommittingTurnsCode(t *testing.T) {
 			}
 		}
 	}
-	if resumed != steps || replayed != 1 {
-		t.Fatalf("%d turns resumed, %d replayed; want %d and 1", resumed, replayed, steps)
-	}
+	return resumed, replayed
 }
