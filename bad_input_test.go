@@ -348,11 +348,17 @@ func TestBadInput(t *testing.T) {
 	})
 
 	// An orchestration no runtime has is retried with backoff (no history
-	// is written) until a runtime with its definition starts.
+	// is written) until a runtime with its definition starts. The runtime
+	// without it stops first, as in a deploy that replaces it: while both
+	// run, each visibility of the instance goes to whichever wins the
+	// race for it, and every attempt the old one takes counts towards
+	// MaxAttempts (the contract's abandon of an unregistered turn), so
+	// the instance may be poisoned before the new one gets it (it was, at
+	// 11 attempts, in one full run of the suite).
 	t.Run("unregistered_then_registered", func(t *testing.T) {
 		e := newBadInputEnv(t)
 		logs := &badInputLogCounter{msg: "orchestration not registered; retrying later"}
-		e.runtime(badInputHealthyDefs(), func(o *durable.Options) {
+		old := e.runtime(badInputHealthyDefs(), func(o *durable.Options) {
 			o.Logger = slog.New(logs)
 			// Slow enough that MaxAttempts is far away while the test
 			// waits for the first attempts.
@@ -367,6 +373,9 @@ func TestBadInput(t *testing.T) {
 		}
 		if st, err := e.c.Status(e.ctx(), "later"); err != nil || st.State == durable.StateCompleted || st.State == durable.StateFailed {
 			t.Fatalf("unregistered instance: %+v (%v), want not yet run", st, err)
+		}
+		if err := old.Shutdown(e.ctx()); err != nil {
+			t.Fatal(err)
 		}
 		e.runtime([]durable.Definition{
 			durable.OrchestrationFunc("Later", func(_ *durable.OrchestrationContext, in string) (string, error) { return "ran:" + in, nil }),
