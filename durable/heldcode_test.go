@@ -91,21 +91,7 @@ func TestRuntimeResumesTheTurnsOfAChain(t *testing.T) {
 			spans := tracetest.NewInMemoryExporter()
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 			var unwound atomic.Int32
-			step := NewActivity("Step", func(_ context.Context, n int) (int, error) { return n + 1, nil })
-			chain := NewOrchestration("Chain", func(ctx *OrchestrationContext, n int) (int, error) {
-				defer unwound.Add(1)
-				for range steps {
-					var err error
-					if n, err = step.Call(ctx, n).Get(ctx); err != nil {
-						return 0, err
-					}
-				}
-				return n, nil
-			})
-			reg, err := NewRegistry(step, chain)
-			if err != nil {
-				t.Fatal(err)
-			}
+			reg := chainRegistry(t, steps, &unwound)
 			rt := utStart(t, memprovider.New(), reg, utQuick, func(o *Options) {
 				o.TracerProvider = tp
 				o.ExecutionCacheSize = size
@@ -180,20 +166,7 @@ func TestNextTurnWaitsForTheCommittingTurnsCode(t *testing.T) {
 	const steps = 4
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
-	step := NewActivity("Step", func(_ context.Context, n int) (int, error) { return n + 1, nil })
-	chain := NewOrchestration("Chain", func(ctx *OrchestrationContext, n int) (int, error) {
-		for range steps {
-			var err error
-			if n, err = step.Call(ctx, n).Get(ctx); err != nil {
-				return 0, err
-			}
-		}
-		return n, nil
-	})
-	reg, err := NewRegistry(step, chain)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := chainRegistry(t, steps, nil)
 	p := &lateAck{Provider: memprovider.New(), fetched: make(chan struct{}, 1)}
 	rt := utStart(t, p, reg, utQuick, func(o *Options) { o.TracerProvider = tp })
 	if err := rt.Client().StartOrchestration(utCtx(t), "chain-late", "Chain", 0); err != nil {
@@ -224,4 +197,29 @@ func resumedTurns(spans *tracetest.InMemoryExporter) (resumed, replayed int) {
 		}
 	}
 	return resumed, replayed
+}
+
+// chainRegistry registers "Chain", steps activities "Step" one after the
+// other, each adding 1; unwound, if set, counts the times the chain's
+// deferred call ran.
+func chainRegistry(t *testing.T, steps int, unwound *atomic.Int32) *Registry {
+	t.Helper()
+	step := NewActivity("Step", func(_ context.Context, n int) (int, error) { return n + 1, nil })
+	chain := NewOrchestration("Chain", func(ctx *OrchestrationContext, n int) (int, error) {
+		if unwound != nil {
+			defer unwound.Add(1)
+		}
+		for range steps {
+			var err error
+			if n, err = step.Call(ctx, n).Get(ctx); err != nil {
+				return 0, err
+			}
+		}
+		return n, nil
+	})
+	reg, err := NewRegistry(step, chain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
 }
