@@ -155,7 +155,10 @@ func (p *Provider) hasQueue(kind queues.Kind) bool {
 // forwardUnsent sends on the signals of sigs that reached this process only
 // (queues.Signal.Unsent) and that a fetch ending before it tried them (ctx
 // done, the provider closing) leaves behind, so that another process
-// learns of their work; a failure is logged, and sweeps find the work.
+// learns of their work; a failure is logged, and sweeps find the work. (A
+// Wait ended by ctx returns only those: it leaves the others with the
+// process, from which received ones go back to their queue if no fetch
+// takes them.)
 func (p *Provider) forwardUnsent(ctx context.Context, sigs []queues.Signal) {
 	var unsent []queues.Signal
 	for _, sig := range sigs {

@@ -94,8 +94,9 @@
 // dispatcher that found nothing, or swept, waits again within milliseconds;
 // later ones are sent back to their queue unchanged ([Stats.SignalsReturned]:
 // one SendMessageBatch per receive, besides its delete), and so are
-// received signals kept for a Wait (by the poller, or handed back with
-// [Signals.Requeue]) that none has taken half a second later (the
+// received signals kept for a Wait (by the poller, handed back with
+// [Signals.Requeue], or left by a Wait whose context ended as they reached
+// it) that none has taken half a second later (the
 // process's dispatchers stopped, as a runtime's do at shutdown while its
 // provider stays open, or are all busy), so that a process does not hold
 // signals that idle processes could act on. Only [Signals.Close] cancels a receive; a message SQS hands

@@ -866,6 +866,74 @@ func TestSignals_RequeuedSignalNobodyTakesGoesBack(t *testing.T) {
 	}
 }
 
+// A Wait whose context ends as signals reach it leaves the received ones
+// with the process, as Requeue would: the caller, a fetch that is stopping,
+// would drop them, and their messages are gone from SQS. Signals the
+// process only posted (Unsent) come back with the error, for the caller to
+// send on. The race is the select of a waiter woken by both at once, so it
+// is run many times.
+func TestSignals_WaitEndedByContextLeavesReceivedSignals(t *testing.T) {
+	t.Parallel()
+	c := sqsClient(t)
+	orch := newQueue(t, "orch")
+	s := newSignals(t, c, queueURLs(orch, ""))
+	sender := newSignals(t, c, queueURLs(orch, ""))
+	received := queues.Signal{Kind: queues.Orchestrator, Shard: 3, Instance: "received"}
+	if err := sender.Notify(t.Context(), received); err != nil {
+		t.Fatal(err)
+	}
+	got := collect(t, s, queues.Orchestrator, []queues.Signal{received})
+	i := slices.IndexFunc(got, func(sig queues.Signal) bool { return sig.Instance == received.Instance })
+	received = got[i] // as the poller delivered it: marked received
+	local := queues.Signal{Kind: queues.Orchestrator, Shard: 3, Instance: "local"}
+	ended, unsent := 0, 0
+	for round := range 100 {
+		ctx, cancel := context.WithCancel(t.Context())
+		ch := goWait(ctx, s, queues.Orchestrator, time.Minute)
+		awaitWaiting(t, s, queues.Orchestrator, 1)
+		cancel()
+		// Posted while the waiter is free, the local signal is handed to it
+		// unsent.
+		if err := s.Post(local); err != nil {
+			t.Fatal(err)
+		}
+		s.Requeue(received)
+		r := result(t, ch)
+		if r.err == nil {
+			// The waiter woke for the signals first: it has them all.
+			if !containsSignal(r.sigs, received) {
+				t.Fatalf("round %d: Wait = %v, nil; want the received signal", round, r.sigs)
+			}
+		} else {
+			if !errors.Is(r.err, context.Canceled) {
+				t.Fatalf("round %d: Wait = %v, %v", round, r.sigs, r.err)
+			}
+			ended++
+			if containsSignal(r.sigs, received) {
+				t.Fatalf("round %d: Wait returned the received signal with %v; want it left with the process", round, r.err)
+			}
+			for _, sig := range r.sigs {
+				if !sig.Unsent() {
+					t.Fatalf("round %d: Wait returned %+v with %v; want only unsent signals", round, sig, r.err)
+				}
+				unsent++
+			}
+			left, _ := s.Wait(t.Context(), queues.Orchestrator, 0)
+			if !containsSignal(left, received) {
+				t.Fatalf("round %d: the next Wait got %v; want the received signal kept", round, left)
+			}
+		}
+		// Empty the list for the next round (the local signal is kept
+		// when the waiter had gone before it was posted).
+		for sigs, _ := s.Wait(t.Context(), queues.Orchestrator, 0); len(sigs) > 0; sigs, _ = s.Wait(t.Context(), queues.Orchestrator, 0) {
+		}
+	}
+	t.Logf("%d of 100 Waits ended with their context, returning %d unsent signals", ended, unsent)
+	if st := s.Stats(); st.SignalsReturned != 0 {
+		t.Errorf("%+v: a signal went back to its queue although the next Wait took it", st)
+	}
+}
+
 // A signal sent back names its original sender, so that the sender's own
 // poller takes it as its own (its waiters had it in the process already)
 // and nobody is woken by it twice there.

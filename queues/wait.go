@@ -59,8 +59,12 @@ const deleteTimeout = 5 * time.Second
 //
 // A timeout of 0 or less only collects the signals already kept for the
 // next waiter; it never blocks and makes no request. When ctx ends, Wait
-// returns what it received with ctx's error; after [Signals.Close] it returns
-// an error wrapping [ErrClosed]. SQS failures are not returned: the poller
+// returns ctx's error, and the signals that reached it meanwhile stay with
+// the process as [Signals.Requeue] would keep them, except those that are
+// [Signal.Unsent], which it returns with the error for the caller to send on
+// ([Signals.Decline]), and a [Lock] waiter's release notices, which it
+// returns with the error for the caller to dispatch. After [Signals.Close] it
+// returns an error wrapping [ErrClosed], with what reached it. SQS failures are not returned: the poller
 // logs them through [Options.Logf], counts them in [Stats.Errors], and
 // waiters fall back to their timeout.
 func (s *Signals) Wait(ctx context.Context, kind Kind, timeout time.Duration) ([]Signal, error) {
@@ -114,8 +118,29 @@ func (s *Signals) Wait(ctx context.Context, kind Kind, timeout time.Duration) ([
 		k.idleSince = time.Now()
 	}
 	sigs := w.signals
+	if err != nil && !s.closed && kind != Lock {
+		sigs = s.leaveLocked(k, sigs)
+	}
 	s.mu.Unlock()
 	return sigs, err
+}
+
+// leaveLocked hands the signals of sigs that a Wait ending with its
+// context's error would otherwise return to a caller that is stopping back
+// to the process, as Requeue does (other waiters, or the list for the next
+// one, from which a received signal nobody takes goes back to its queue),
+// and returns the Unsent ones, which the caller sends on. s.mu is held.
+func (s *Signals) leaveLocked(k *kindState, sigs []Signal) (unsent []Signal) {
+	var kept []Signal
+	for _, sig := range sigs {
+		if sig.unsent {
+			unsent = append(unsent, sig)
+		} else {
+			kept = append(kept, sig)
+		}
+	}
+	s.deliverLocked(k, kept)
+	return unsent
 }
 
 // startPollerLocked starts the poller of queue k unless it runs already, k
