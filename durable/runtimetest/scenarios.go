@@ -125,6 +125,34 @@ func scnV2Phase(h *H, id, prefix string) {
 	}
 }
 
+// scnWantOutput waits for id to complete with want; if it completes with
+// something else, the failure lists both executions' events with the data
+// each event or dequeue delivered, so that a duplicate delivery and a
+// mismatched one tell themselves apart.
+func scnWantOutput(h *H, id, want string) {
+	h.Helper()
+	if got := h.Completed(id); got != want {
+		h.Fatalf("output = %q; want %q\nexecution 1: %s\nexecution 2: %s", got, want,
+			scnDeliveries(verExecution(h, id, 1)), scnDeliveries(verExecution(h, id, 2)))
+	}
+}
+
+// scnDeliveries describes events: each one's id and type, with the data of
+// the events that deliver data.
+func scnDeliveries(events []provider.Event) string {
+	var b strings.Builder
+	for _, ev := range events {
+		fmt.Fprintf(&b, " %d:%s", ev.EventID, ev.Kind.EventType())
+		switch k := ev.Kind.(type) {
+		case provider.ExternalEvent:
+			fmt.Fprintf(&b, "(%s)", k.Data)
+		case provider.QueueEventDelivered:
+			fmt.Fprintf(&b, "(%s)", k.Data)
+		}
+	}
+	return b.String()
+}
+
 // scnCheckBoundary checks that execution 1 holds only positional events and
 // execution 2 only queue events.
 func scnCheckBoundary(h *H, id string) (e1, e2 []provider.Event) {
@@ -156,7 +184,7 @@ func e2eEternalOrchV1ToV2EventUpgrade(h *H) {
 	}
 	scnAwaitExecutionVersion(h, id, "2.0.0")
 	scnV2Phase(h, id, "v2-data-")
-	h.verWant("output", h.Completed(id), "final:v1-data-0+v1-data-1+v1-data-2+v2-data-0+v2-data-1")
+	scnWantOutput(h, id, "final:v1-data-0+v1-data-1+v1-data-2+v2-data-0+v2-data-1")
 	execs, err := h.Client.ListExecutions(h.Ctx(), id)
 	if err == nil && len(execs) < 2 {
 		h.Fatalf("executions %v; want v1 and v2", execs)
@@ -203,7 +231,7 @@ func e2eUpgradeWithPreexistingV1History(h *H) {
 	}
 	scnAwaitExecutionVersion(h, id, "2.0.0")
 	scnV2Phase(h, id, "new-")
-	h.verWant("output", h.Completed(id), "upgraded:old-0+old-1+old-2+new-0+new-1")
+	scnWantOutput(h, id, "upgraded:old-0+old-1+old-2+new-0+new-1")
 	e1, e2 := scnCheckBoundary(h, id)
 	if ev, _ := verStarted(h, e1); ev.DuroxideVersion != old {
 		h.Errorf("v1 OrchestrationStarted stamped %q; want the old %s kept", ev.DuroxideVersion, old)
