@@ -64,9 +64,9 @@ const deleteTimeout = 5 * time.Second
 // [Signal.Unsent], which it returns with the error for the caller to send on
 // ([Signals.Decline]), and a [Lock] waiter's release notices, which it
 // returns with the error for the caller to dispatch. After [Signals.Close] it
-// returns an error wrapping [ErrClosed], with what reached it. SQS failures are not returned: the poller
-// logs them through [Options.Logf], counts them in [Stats.Errors], and
-// waiters fall back to their timeout.
+// returns an error wrapping [ErrClosed], with what reached it. SQS failures
+// are not returned: the poller logs them through [Options.Logf], counts them
+// in [Stats.Errors], and waiters fall back to their timeout.
 func (s *Signals) Wait(ctx context.Context, kind Kind, timeout time.Duration) ([]Signal, error) {
 	k, err := s.kindState(opWait, kind)
 	if err != nil {
