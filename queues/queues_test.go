@@ -3,6 +3,7 @@ package queues_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -886,8 +887,9 @@ func TestSignals_WaitEndedByContextLeavesReceivedSignals(t *testing.T) {
 	i := slices.IndexFunc(got, func(sig queues.Signal) bool { return sig.Instance == received.Instance })
 	received = got[i] // as the poller delivered it: marked received
 	local := queues.Signal{Kind: queues.Orchestrator, Shard: 3, Instance: "local"}
-	ended, unsent := 0, 0
+	ended, unsent, wentBack := 0, 0, 0
 	for round := range 100 {
+		returnedBefore := s.Stats().SignalsReturned
 		ctx, cancel := context.WithCancel(t.Context())
 		ch := goWait(ctx, s, queues.Orchestrator, time.Minute)
 		awaitWaiting(t, s, queues.Orchestrator, 1)
@@ -918,9 +920,12 @@ func TestSignals_WaitEndedByContextLeavesReceivedSignals(t *testing.T) {
 				}
 				unsent++
 			}
-			left, _ := s.Wait(t.Context(), queues.Orchestrator, 0)
-			if !containsSignal(left, received) {
-				t.Fatalf("round %d: the next Wait got %v; want the received signal kept", round, left)
+			// Kept for the next Wait, or, if that came more than half a
+			// second later (a loaded machine), sent back to its queue.
+			if left, _ := s.Wait(t.Context(), queues.Orchestrator, 0); !containsSignal(left, received) {
+				awaitStats(t, s, fmt.Sprintf("round %d: the received signal, not kept for the next Wait (%v), goes back", round, left),
+					func(st queues.Stats) bool { return st.SignalsReturned > returnedBefore })
+				wentBack++
 			}
 		}
 		// Empty the list for the next round (the local signal is kept
@@ -928,10 +933,7 @@ func TestSignals_WaitEndedByContextLeavesReceivedSignals(t *testing.T) {
 		for sigs, _ := s.Wait(t.Context(), queues.Orchestrator, 0); len(sigs) > 0; sigs, _ = s.Wait(t.Context(), queues.Orchestrator, 0) {
 		}
 	}
-	t.Logf("%d of 100 Waits ended with their context, returning %d unsent signals", ended, unsent)
-	if st := s.Stats(); st.SignalsReturned != 0 {
-		t.Errorf("%+v: a signal went back to its queue although the next Wait took it", st)
-	}
+	t.Logf("%d of 100 Waits ended with their context, returning %d unsent signals; %d received signals went back to their queue before the next Wait", ended, unsent, wentBack)
 }
 
 // A signal sent back names its original sender, so that the sender's own
