@@ -54,6 +54,10 @@ func faultRules() []faults.Rule {
 		{Ops: []string{faults.OpTransactWriteItems}, Rate: each / 2, Fault: faults.TransactionCanceled("ThrottlingError", -1)},
 		{Rate: each / 2, Fault: faults.TimeoutBefore()},
 		{Rate: each, Fault: faults.LostResponse()},
+		// The SDK's retryer sends a request again after a lost response
+		// or a 5xx, unknown to the provider: the repeat meets the first
+		// attempt's effect.
+		{Rate: each / 2, Fault: faults.Resend()},
 		{Ops: []string{faults.OpReceiveMessage}, Rate: 0.05, Fault: faults.Duplicate()},
 	}
 }

@@ -111,9 +111,10 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 	if e := st.lock.histEnd; e != nil {
 		row[attrHistExec], row[attrHistLen] = nu(e.exec), nu(e.events) // kept: the history is the last turn's
 	}
-	in := &dynamodb.PutItemInput{TableName: p.table, Item: row}
+	in := &dynamodb.PutItemInput{TableName: p.table, Item: row,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
 	in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = st.stealCondition(start)
-	if _, err := p.db.PutItem(ctx, in); err != nil {
+	if _, err := p.db.PutItem(ctx, in); err != nil && heldItem(err, token) == nil {
 		if conditionFailed(err) {
 			return nil, nil // another dispatcher won, or the lock is live after all
 		}

@@ -2,7 +2,6 @@ package dynamo_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -210,12 +209,7 @@ func TestSignalOfAMessageCommittedAfterTheReadIsKept(t *testing.T) {
 	must(t, complete(2), "first completion")
 
 	// The second completion is stamped now; its write is held.
-	in.Add(faults.Rule{Ops: []string{faults.OpPutItem}, Rate: 1, Count: 1, Fault: faults.Hold(gate),
-		Match: func(r faults.Request) bool {
-			put, ok := r.Input.(*dynamodb.PutItemInput)
-			sk, _ := put.Item["sk"].(*types.AttributeValueMemberS)
-			return ok && sk != nil && strings.HasPrefix(sk.Value, keys.QueuePrefix)
-		}})
+	in.Add(faults.Rule{Rate: 1, Count: 1, Fault: faults.Hold(gate), Match: writesMessage})
 	second := make(chan error, 1)
 	go func() { second <- complete(3) }()
 	must(t, gate.Wait(ctx, 1), "the second completion's write")

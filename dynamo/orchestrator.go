@@ -19,7 +19,8 @@ import (
 // delay, not its FireAtMs. The instance is not created. Invalid items fail
 // with [provider.ErrInvalidInput].
 //
-// Requests: one PutItem, then the wake-up signal.
+// Requests: one TransactWriteItems putting the message (one action, with a
+// ClientRequestToken), then the wake-up signal.
 func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item provider.WorkItem, delay time.Duration) error {
 	if err := provider.ValidateOrchestratorItem(provider.OpEnqueueForOrchestrator, item); err != nil {
 		return err
@@ -36,18 +37,14 @@ func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item provider.Wor
 		return provider.Permanent(provider.OpEnqueueForOrchestrator, provider.ErrInvalidInput,
 			"%s work item is %d bytes stored; it must fit one DynamoDB item (%d bytes)", item.Kind(), size, MaxItemBytes)
 	}
-	// The key is new, so a failed condition on a resend means that an
-	// earlier attempt landed.
-	put := &dynamodb.PutItemInput{
+	// The key is this call's own (its seq is new), so a failed condition
+	// means that an earlier attempt of the call landed.
+	err = p.putOnce(ctx, provider.OpEnqueueForOrchestrator, &types.Put{
 		TableName: p.table, Item: row,
 		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
 		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
-	}
-	resent, err := p.resend(ctx, provider.OpEnqueueForOrchestrator, func() error {
-		_, err := p.db.PutItem(ctx, put)
-		return err
 	})
-	if err != nil && !(resent && conditionFailed(err)) {
+	if err != nil && conditionFailedAt(cancelReasons(err)) != 0 {
 		return translate(provider.OpEnqueueForOrchestrator, err)
 	}
 	p.notify(ctx, []queues.Signal{sig})

@@ -259,6 +259,32 @@ func conditionFailed(err error) bool {
 	return errors.As(err, &cf)
 }
 
+// heldItem returns the row a failed condition came back with
+// (ReturnValuesOnConditionCheckFailure ALL_OLD) when that row holds token,
+// else nil. The token is new to each write, so the row holding it means
+// that an earlier attempt of this very write landed: the SDK's retryer
+// sends a request again after a lost response or a 5xx, unknown to its
+// caller, and the repeat meets the first attempt's effect. The row is then
+// as that attempt left it.
+func heldItem(err error, token string) item {
+	row := failedConditionItem(err)
+	if held, _, _ := strAttr(row, attrToken); held != token {
+		return nil
+	}
+	return row
+}
+
+// failedConditionItem returns the row a failed condition of a single-item
+// write came back with (ReturnValuesOnConditionCheckFailure ALL_OLD), nil
+// when err is no failed condition or the row does not exist.
+func failedConditionItem(err error) item {
+	var cf *types.ConditionalCheckFailedException
+	if !errors.As(err, &cf) {
+		return nil
+	}
+	return cf.Item
+}
+
 // cancelReasons returns the per-action reason codes of a cancelled
 // transaction, or nil when err is not one.
 func cancelReasons(err error) []string {

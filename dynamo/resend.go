@@ -22,12 +22,12 @@ import (
 //   - by construction: the write leaves the same state however often it
 //     lands (a Put of the same row, a renewal to a later lease);
 //   - by a condition that fails once the write landed, read on a resend as
-//     "our earlier attempt landed" (an enqueue's Put on a fresh key; an
-//     abandon conditioned on the token it removes; a lock write, checked by
-//     reading whose token the row holds);
+//     "our earlier attempt landed" (an abandon conditioned on the token it
+//     removes; a lock write, checked by reading whose token the row holds);
 //   - by a ClientRequestToken on a transaction resent unchanged: DynamoDB
 //     answers a repeat within ten minutes with the first outcome and does
-//     not apply it again. The input is kept per call (txCache), so that a
+//     not apply it again (an enqueue's put is such a transaction: putOnce).
+//     The input is kept per call (txCache), so that a
 //     caller retrying the same call resends it unchanged too. A
 //     transaction DynamoDB cancelled has a definite outcome (nothing
 //     written): it is built anew, with a fresh clock read and its own
@@ -86,6 +86,18 @@ func (p *Provider) sendFresh(ctx context.Context, op string, actions []types.Tra
 		}
 		backoff *= 2
 	}
+}
+
+// putOnce puts one row with a transaction of its own, for its
+// ClientRequestToken: DynamoDB answers a resend of a put that landed (the
+// provider's own, or the SDK retryer's, which sends the same token) with
+// the first attempt's success and writes nothing. A plain PutItem sent
+// again would write the row again, also after another process had
+// consumed and deleted it, which no condition on the row can tell from a
+// row never written: a queue row would be delivered twice. The
+// transaction bills the row twice (2 WRU a KB instead of 1).
+func (p *Provider) putOnce(ctx context.Context, op string, put *types.Put) error {
+	return p.sendFresh(ctx, op, []types.TransactWriteItem{{Put: put}})
 }
 
 // pendingTx is a transaction a call may send more than once. Every input

@@ -33,7 +33,8 @@ const (
 // its identity, session and tag recorded. Enqueueing an identity that is
 // already queued replaces it.
 //
-// Requests: one PutItem, then the wake-up signal.
+// Requests: one TransactWriteItems putting the activity (one action, with
+// a ClientRequestToken), then the wake-up signal.
 func (p *Provider) EnqueueForWorker(ctx context.Context, item provider.ActivityExecuteItem) error {
 	if err := provider.ValidateWorkerItem(provider.OpEnqueueForWorker, item); err != nil {
 		return err
@@ -50,7 +51,7 @@ func (p *Provider) EnqueueForWorker(ctx context.Context, item provider.ActivityE
 		return provider.Permanent(provider.OpEnqueueForWorker, provider.ErrInvalidInput,
 			"ActivityExecute work item is %d bytes stored; it must fit one DynamoDB item (%d bytes)", size, MaxItemBytes)
 	}
-	if _, err := p.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: p.table, Item: row}); err != nil {
+	if err := p.putOnce(ctx, provider.OpEnqueueForWorker, &types.Put{TableName: p.table, Item: row}); err != nil {
 		return translate(provider.OpEnqueueForWorker, err)
 	}
 	p.notify(ctx, []queues.Signal{sig})
@@ -435,11 +436,18 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 			ExpressionAttributeValues: rowUpdate.ExpressionAttributeValues,
 			// The row as the claim left it: the activity comes with it, at
 			// no cost in read units.
-			ReturnValues: types.ReturnValueAllNew,
+			ReturnValues:                        types.ReturnValueAllNew,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		})
+		var claimed item
+		if err == nil {
+			claimed = out.Attributes
+		} else if claimed = heldItem(err, token); claimed != nil {
+			err = nil // the SDK sent the claim again after it landed
+		}
 		if err == nil && data == nil {
 			var od decoder
-			data = od.optPayload(out.Attributes, attrItem)
+			data = od.optPayload(claimed, attrItem)
 		}
 		if err != nil {
 			if conditionFailed(err) {
@@ -611,9 +619,11 @@ func workLockLost(op string) error {
 // deleted, acked) or whose lock expired fails with
 // [provider.ErrInvalidLockToken]. A failed ack changes nothing.
 //
-// Requests: one TransactWriteItems (one DeleteItem when there is neither a
-// completion nor a session); a second when the session is no longer the
-// worker's (its activity is then not recorded).
+// Requests: one TransactWriteItems, with a ClientRequestToken kept per call
+// (also without a completion or a session: a DeleteItem sent again by the
+// SDK's retryer after it landed would fail its condition and report the
+// lock lost); a second when the session is no longer the worker's (its
+// activity is then not recorded).
 func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion provider.WorkItem) error {
 	if err := provider.ValidateCompletion(provider.OpAckWorkItem, completion); err != nil {
 		return err
@@ -652,59 +662,51 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 			ExpressionAttributeValues: map[string]types.AttributeValue{":tok": s(lockToken), ":now": n(now)},
 		}
 	}
-	if completion == nil && tok.session == nil {
-		// Deleting a row conditioned on the token it holds: on a resend, a
-		// failed condition means an earlier attempt deleted it.
-		d := del(p.nowMs())
-		resent, err := p.resend(ctx, provider.OpAckWorkItem, func() error {
-			_, err := p.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-				TableName: p.table, Key: d.Key, ConditionExpression: d.ConditionExpression,
-				ExpressionAttributeNames: d.ExpressionAttributeNames, ExpressionAttributeValues: d.ExpressionAttributeValues,
-			})
-			return err
-		})
-		if conditionFailed(err) {
-			if !resent {
-				return workLockLost(provider.OpAckWorkItem)
-			}
-			err = nil
+	callKey := "ack\x00" + lockToken + "\x00" + string(data)
+	touch := tok.session != nil
+	build := func() *dynamodb.TransactWriteItemsInput {
+		now := p.nowMs()
+		actions := []types.TransactWriteItem{{Delete: del(now)}}
+		if completion != nil {
+			actions = append(actions, types.TransactWriteItem{Put: &types.Put{TableName: p.table, Item: completionRow}})
 		}
-		if err != nil {
-			return translate(provider.OpAckWorkItem, err)
+		if touch {
+			actions = append(actions, types.TransactWriteItem{Update: p.sessionTouch(tok, now)})
 		}
-	} else {
-		callKey := "ack\x00" + lockToken + "\x00" + string(data)
-		touch := tok.session != nil
-		build := func() *dynamodb.TransactWriteItemsInput {
-			now := p.nowMs()
-			actions := []types.TransactWriteItem{{Delete: del(now)}}
-			if completion != nil {
-				actions = append(actions, types.TransactWriteItem{Put: &types.Put{TableName: p.table, Item: completionRow}})
-			}
-			if touch {
-				actions = append(actions, types.TransactWriteItem{Update: p.sessionTouch(tok, now)})
-			}
-			return &dynamodb.TransactWriteItemsInput{TransactItems: actions}
-		}
-		err := p.sendTx(ctx, provider.OpAckWorkItem, callKey, build)
-		if touch && touchRefused(err) {
-			// The session is no longer this worker's: the ack goes
-			// ahead without recording activity on it.
-			touch = false
-			p.txs.rebuild(callKey)
-			err = p.sendTx(ctx, provider.OpAckWorkItem, callKey, build)
-		}
-		if conditionFailedAt(cancelReasons(err)) == 0 {
-			return workLockLost(provider.OpAckWorkItem)
-		}
-		if err != nil {
-			return translate(provider.OpAckWorkItem, err)
-		}
+		return &dynamodb.TransactWriteItemsInput{TransactItems: actions}
+	}
+	err = p.sendTx(ctx, provider.OpAckWorkItem, callKey, build)
+	if touch && touchRefused(err) {
+		// The session is no longer this worker's: the ack goes
+		// ahead without recording activity on it.
+		touch = false
+		p.txs.rebuild(callKey)
+		err = p.sendTx(ctx, provider.OpAckWorkItem, callKey, build)
+	}
+	if conditionFailedAt(cancelReasons(err)) == 0 {
+		return workLockLost(provider.OpAckWorkItem)
+	}
+	if err != nil {
+		return translate(provider.OpAckWorkItem, err)
 	}
 	p.leases.drop(lockToken)
 	p.hints.heldWork(workRowKeyOf(tok.instance, keys.WorkerSK(tok.executionID, tok.activityID)), p.nowMs()+ackedWorkMs)
 	p.post(signals)
 	return nil
+}
+
+// abandonedAt reports whether the row a failed condition came back with
+// (ReturnValuesOnConditionCheckFailure ALL_OLD) is unlocked at ready key
+// readyKey, as the abandon that sets that key leaves it. The key holds the
+// abandon's own clock read, so no other write leaves it.
+func abandonedAt(err error, readyKey string) bool {
+	row := failedConditionItem(err)
+	if row == nil {
+		return false
+	}
+	_, locked := row[attrToken]
+	rs, _, _ := strAttr(row, attrReadySK)
+	return !locked && rs == readyKey
 }
 
 // RenewWorkItemLock extends a live activity lock to now+extendFor and
@@ -790,18 +792,21 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, delay 
 		values[":one"] = n(1)
 	}
 	// Conditioned on the token it removes: on a resend, a failed condition
-	// means an earlier attempt landed.
+	// means an earlier attempt landed. So does a row that comes back from
+	// a failed condition unlocked at the ready key this call sets: the
+	// SDK's retryer sent the call's request again after it landed.
 	resent, err := p.resend(ctx, provider.OpAbandonWorkItem, func() error {
 		_, err := p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: p.table, Key: workKey(tok),
-			UpdateExpression:          aws.String(expr),
-			ConditionExpression:       aws.String("#tok = :tok"),
-			ExpressionAttributeNames:  names,
-			ExpressionAttributeValues: values,
+			UpdateExpression:                    aws.String(expr),
+			ConditionExpression:                 aws.String("#tok = :tok"),
+			ExpressionAttributeNames:            names,
+			ExpressionAttributeValues:           values,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		})
 		return err
 	})
-	if resent && conditionFailed(err) {
+	if conditionFailed(err) && (resent || abandonedAt(err, readySK(visible, tok.seq))) {
 		err = nil
 	}
 	if err != nil {
