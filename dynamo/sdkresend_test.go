@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynoxide/dynoxide/dynamo"
 	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
 	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
 	"github.com/dynoxide/dynoxide/faults"
@@ -39,6 +40,15 @@ func writesMessage(r faults.Request) bool {
 		}
 	}
 	return false
+}
+
+// resendSetup returns a table of its own, an injector seeded with seed and
+// a short-polling provider of one shard whose client goes through it.
+func resendSetup(t *testing.T, seed int64) (*dynamotest.Env, *faults.Injector, *dynamo.Provider) {
+	t.Helper()
+	env := dynamotest.NewEnv(t, false)
+	in := faults.New(seed)
+	return env, in, faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true, Shards: 1})
 }
 
 // waitingInstance starts instance and commits its first turn, which
@@ -84,9 +94,7 @@ func wantNoTurn(ctx context.Context, t *testing.T, env *dynamotest.Env) {
 func TestEnqueueResentAfterItsMessageWasConsumed(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	env := dynamotest.NewEnv(t, false)
-	in := faults.New(17)
-	p := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true, Shards: 1})
+	env, in, p := resendSetup(t, 17)
 	const inst = "resent-after-consumed"
 	waitingInstance(ctx, t, p, inst)
 
@@ -114,9 +122,7 @@ func TestEnqueueResentAfterItsMessageWasConsumed(t *testing.T) {
 func TestEnqueueResentBySDKRetryer(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	env := dynamotest.NewEnv(t, false)
-	in := faults.New(19)
-	p := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true, Shards: 1})
+	env, in, p := resendSetup(t, 19)
 	const inst = "resent-by-sdk"
 	waitingInstance(ctx, t, p, inst)
 
@@ -136,9 +142,7 @@ func TestEnqueueResentBySDKRetryer(t *testing.T) {
 func TestFetchLockResentBySDKRetryer(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	env := dynamotest.NewEnv(t, false)
-	in := faults.New(23)
-	p := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true, Shards: 1})
+	_, in, p := resendSetup(t, 23)
 	const inst = "lock-resent-by-sdk"
 	waitingInstance(ctx, t, p, inst)
 	raised := provider.ExternalRaisedItem{Instance: inst, Name: "approval", Data: "yes"}
@@ -171,9 +175,7 @@ func isWorkClaim(r faults.Request) bool {
 func TestWorkClaimResentBySDKRetryer(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	env := dynamotest.NewEnv(t, false)
-	in := faults.New(29)
-	p := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true, Shards: 1})
+	_, in, p := resendSetup(t, 29)
 	const inst = "claim-resent-by-sdk"
 	item := startAndFetch(ctx, t, p, inst)
 	must(t, p.AckOrchestrationItem(ctx, item.LockToken, activities(inst, 1)), "turn scheduling an activity")
@@ -224,9 +226,7 @@ func deletesWorkRow(r faults.Request) bool {
 func TestWorkAbandonAndAckResentBySDKRetryer(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	env := dynamotest.NewEnv(t, false)
-	in := faults.New(31)
-	p := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true, Shards: 1})
+	_, in, p := resendSetup(t, 31)
 	const inst = "abandon-resent-by-sdk"
 	item := startAndFetch(ctx, t, p, inst)
 	must(t, p.AckOrchestrationItem(ctx, item.LockToken, activities(inst, 1)), "turn scheduling an activity")
