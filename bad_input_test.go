@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,7 @@ type badInputEnv struct {
 	t       *testing.T
 	p       *dynamo.Provider
 	c       *durable.Client
+	fetched *startsFetched // the runtimes' provider: p, watched
 	started int
 }
 
@@ -31,7 +33,43 @@ func newBadInputEnv(t *testing.T) *badInputEnv {
 	t.Helper()
 	t.Parallel()
 	p, _ := dynamotest.New(t, dynamotest.Config{Queues: true})
-	return &badInputEnv{t: t, p: p, c: durable.NewClient(p)}
+	return &badInputEnv{t: t, p: p, c: durable.NewClient(p), fetched: &startsFetched{Provider: p}}
+}
+
+// startsFetched is the provider the tests' runtimes use: it records the
+// inputs of the starts that fetches handed a runtime, per instance. A
+// turn handed over is the runtime's: a graceful shutdown lets it finish,
+// where a fetch still under way when the shutdown begins gives its lock
+// back.
+type startsFetched struct {
+	*dynamo.Provider
+	mu     sync.Mutex
+	inputs map[string][]string
+}
+
+func (w *startsFetched) FetchOrchestrationItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, filter *provider.CapabilityFilter) (*provider.OrchestrationItem, error) {
+	item, err := w.Provider.FetchOrchestrationItem(ctx, lockTimeout, pollTimeout, filter)
+	if item != nil {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for _, m := range item.Messages {
+			if start, ok := m.(provider.StartOrchestrationItem); ok {
+				if w.inputs == nil {
+					w.inputs = map[string][]string{}
+				}
+				w.inputs[item.Instance] = append(w.inputs[item.Instance], start.Input)
+			}
+		}
+	}
+	return item, err
+}
+
+// handed reports whether a fetch handed a runtime a turn of instance that
+// carries a start with input.
+func (w *startsFetched) handed(instance, input string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Contains(w.inputs[instance], input)
 }
 
 // runtime starts a runtime serving defs with the suite's defaults and
@@ -49,7 +87,7 @@ func (e *badInputEnv) runtime(defs []durable.Definition, optFns ...func(*durable
 		o.OrchestratorLockTimeout = 10 * time.Second
 		o.OrchestratorLockRenewalBuffer = 3 * time.Second
 	}}, optFns...)
-	rt, err := durable.NewRuntime(e.p, reg, fns...)
+	rt, err := durable.NewRuntime(e.fetched, reg, fns...)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -323,11 +361,14 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("%s: output %q, want first+ok", id, out)
 			}
 		}
-		// A start of a finished instance changes nothing either. Once the
-		// runtime has taken it off the queue, a graceful shutdown lets that
-		// turn finish: an empty queue afterwards means it was processed.
+		// A start of a finished instance changes nothing either. Once a
+		// fetch has handed the runtime its turn, a graceful shutdown lets
+		// that turn finish: an empty queue afterwards means it was
+		// processed. (An empty queue before says less: a fetch's lock
+		// hides the message before the fetch returns, and a fetch under
+		// way when the shutdown begins gives the lock back.)
 		e.start("Dup", "dup-running", durable.Raw("third"))
-		e.awaitOrchestratorQueue(0)
+		e.waitFor("the third start handed to the runtime", func() bool { return e.fetched.handed("dup-running", "third") })
 		if err := rt.Shutdown(e.ctx()); err != nil {
 			t.Fatal(err)
 		}
