@@ -303,8 +303,8 @@ func cancelAfterCompletionIsNoop(h *H) {
 	if err := h.Client.CancelInstance(h.Ctx(), "inst-cancel-noop", "late"); err != nil {
 		h.Fatal(err)
 	}
-	// The late cancel is drained without effect.
-	cxAwaitOrchestratorQueueEmpty(h)
+	// The late cancel is consumed without effect.
+	h.AwaitConsumed("inst-cancel-noop", "the late cancel", 1, isKind[provider.CancelInstanceItem])
 	hist := h.History("inst-cancel-noop")
 	if !cxAny(hist, func(ev provider.Event) bool {
 		c, ok := ev.Kind.(provider.OrchestrationCompleted)
@@ -409,7 +409,7 @@ func orchestrationEndsBeforeActivity(h *H, name, id string, fail bool) []provide
 	// Let the activity (if it was fetched at all) finish; the terminal
 	// history must not change.
 	release.fire()
-	cxAwaitOrchestratorQueueEmpty(h)
+	h.AwaitActivitiesSettled(id)
 	hist := h.History(id)
 	if Count(hist, "ActivityCompleted") != 0 {
 		h.Fatalf("activity completion recorded after the orchestration ended: %v", EventTypes(hist))
@@ -593,7 +593,7 @@ func activityResultDroppedWhenOrchestrationCancelled(h *H) {
 	cxExpectCancelled(h, "inst-drop-result")
 	release.fire()
 	h.WaitFor("the activity to complete", func() bool { return completed.Load() > 0 })
-	cxAwaitOrchestratorQueueEmpty(h)
+	h.AwaitActivitiesSettled("inst-drop-result")
 	hist := h.History("inst-drop-result")
 	if Count(hist, "ActivityCompleted") != 0 {
 		h.Fatalf("result of the cancelled orchestration's activity recorded: %v", EventTypes(hist))

@@ -216,18 +216,17 @@ func cmpSelect2LoserEventConsumedDuringReplay(h *H) {
 	}
 	// Let the loser timer fire on the completed instance: the runtime must
 	// consume it without disturbing the history.
-	created, _, ok := smpFirst[provider.TimerCreated](h.History(id))
-	if !ok {
-		h.Fatalf("no TimerCreated in %v", EventTypes(h.History(id)))
-	}
-	h.WaitFor("the loser timer to fire and be consumed", func() bool {
-		if uint64(time.Now().UnixMilli()) <= created.FireAtMs {
-			return false
-		}
-		d, err := h.Client.QueueDepths(h.Ctx())
-		return err == nil && d.OrchestratorQueue == 0
-	})
 	hist := h.History(id)
+	_, at, ok := smpFirst[provider.TimerCreated](hist)
+	if !ok {
+		h.Fatalf("no TimerCreated in %v", EventTypes(hist))
+	}
+	timerID := hist[at].EventID
+	h.AwaitConsumed(id, "the loser timer's firing", 1, func(m provider.WorkItem) bool {
+		f, ok := m.(provider.TimerFiredItem)
+		return ok && f.ID == timerID
+	})
+	hist = h.History(id)
 	if n := Count(hist, "TimerCreated"); n != 1 {
 		h.Fatalf("%d TimerCreated, want 1 (the loser timer)", n)
 	}

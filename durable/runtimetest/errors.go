@@ -66,9 +66,12 @@ var errorTests = []Test{
 		if err := h.Client.RaiseEvent(h.Ctx(), id, "Once", durable.Raw("late")); err != nil {
 			h.Fatal(err)
 		}
-		// duroxide's test sleeps 200 ms; here the late event is waited out of
-		// the queue when the provider can tell.
-		awaitOrchestratorQueueDrained(h)
+		// duroxide's test sleeps 200 ms; here the turn that consumed the
+		// late event is awaited as committed.
+		h.AwaitConsumed(id, "the late event", 1, func(m provider.WorkItem) bool {
+			e, ok := m.(provider.ExternalRaisedItem)
+			return ok && e.Data == "late"
+		})
 		if after := h.History(id); len(after) != before {
 			h.Fatalf("history grew from %d to %v after completion", before, EventTypes(after))
 		}
@@ -214,7 +217,7 @@ var errorTests = []Test{
 		before := len(h.History(id))
 		// A second start of the finished instance does not run it again.
 		h.Start("IdempotenceTest", id, durable.Raw(""))
-		awaitOrchestratorQueueDrained(h)
+		h.AwaitConsumed(id, "the second start", 2, isKind[provider.StartOrchestrationItem])
 		if out2 := h.Completed(id); out2 != out {
 			h.Fatalf("output after the second start %q, want %q", out2, out)
 		}

@@ -201,7 +201,10 @@ func persistentEventSurvivesSelectCancellationLateExtraDiscarded(h *H) {
 	eeExpect(h, "inst-pers-cancel-late", "got:survived")
 	// The orchestration is terminal: "extra" is drained without a trace.
 	eeEnqueue(h, "inst-pers-cancel-late", "Signal", "extra")
-	cxAwaitOrchestratorQueueEmpty(h)
+	h.AwaitConsumed("inst-pers-cancel-late", "the extra signal", 1, func(m provider.WorkItem) bool {
+		q, ok := m.(provider.QueueMessageItem)
+		return ok && q.Data == "extra"
+	})
 	hist := h.History("inst-pers-cancel-late")
 	if eeQueueCancelled(hist, "dropped_future") == 0 {
 		h.Fatal("missing QueueSubscriptionCancelled(dropped_future) for the first wait")
@@ -504,7 +507,8 @@ func eventsEnqueuedBeforeStartOrchestrationAreDropped(h *H) {
 		return "timeout_as_expected", nil
 	}))
 	eeEnqueue(h, "inst-orphan", "pre-start-q", "should-be-dropped")
-	// The orphan message is dropped by the dispatcher's fetch.
+	// The orphan message is dropped by the dispatcher's fetch (the
+	// provider's: the runtime is not handed it).
 	cxAwaitOrchestratorQueueEmpty(h)
 	h.Start("OrphanTest", "inst-orphan", durable.Raw(""))
 	eeExpect(h, "inst-orphan", "timeout_as_expected")

@@ -143,8 +143,9 @@ func Run(t *testing.T, f Factory) {
 // stopped when the test ends, and waits and checks.
 type H struct {
 	*testing.T
-	// P is the test's provider, the one its runtimes use; the test's own
-	// calls go through Direct.
+	// P is the test's provider. Its runtimes use it through a wrapper that
+	// records what their committed turns consumed (AwaitConsumed,
+	// AwaitActivitiesSettled); the test's own calls go through Direct.
 	P provider.Provider
 	// Client is a client over P.
 	Client *durable.Client
@@ -152,6 +153,7 @@ type H struct {
 	f        Factory
 	runtimes int
 	regs     []*durable.Registry // every registry a runtime of the test served
+	watch    *consumedRecord     // what the runtimes' committed turns consumed
 }
 
 func newHarness(t *testing.T, f Factory) *H {
@@ -160,7 +162,7 @@ func newHarness(t *testing.T, f Factory) *H {
 	if f.ClientProvider != nil {
 		cp = f.ClientProvider(p)
 	}
-	return &H{T: t, P: p, Client: durable.NewClient(cp), f: f}
+	return &H{T: t, P: p, Client: durable.NewClient(cp), f: f, watch: newConsumedRecord()}
 }
 
 // Redelivers reports whether the test's provider injects faults that force
@@ -222,7 +224,7 @@ func (h *H) Runtime(reg *durable.Registry, optFns ...func(*durable.Options)) *du
 			}
 		}
 	})
-	rt, err := durable.NewRuntime(h.P, reg, fns...)
+	rt, err := durable.NewRuntime(watchConsumed(h.P, h.watch), reg, fns...)
 	if err != nil {
 		h.Fatalf("NewRuntime: %v", err)
 	}

@@ -2,9 +2,7 @@ package runtimetest
 
 import (
 	"context"
-	"errors"
 
-	"github.com/dynoxide/dynoxide/durable"
 	"github.com/dynoxide/dynoxide/provider"
 )
 
@@ -31,19 +29,6 @@ func timerDelayMs(ev provider.Event) int64 {
 func blockUntilCancelled(ctx context.Context, _ string) (string, error) {
 	<-ctx.Done()
 	return "", context.Cause(ctx)
-}
-
-// awaitOrchestratorQueueDrained waits until the provider reports no
-// orchestrator message waiting, when it can tell (management available).
-func awaitOrchestratorQueueDrained(h *H) {
-	h.Helper()
-	if _, err := h.Client.QueueDepths(h.Ctx()); errors.Is(err, durable.ErrManagementNotAvailable) {
-		return
-	}
-	h.WaitFor("the orchestrator queue to drain", func() bool {
-		d, err := h.Client.QueueDepths(h.Ctx())
-		return err == nil && d.OrchestratorQueue == 0
-	})
 }
 
 // appDetails returns the application failure details of d, failing the
