@@ -1390,7 +1390,7 @@ func TestCleanupCountsSessionWhoseDeleteLostItsResponse(t *testing.T) {
 	const sid, lease = "s-cleanup", time.Second
 	runSessionActivity(ctx, t, p, "cleanup-lost", sid, lease)
 	clock.Advance(2 * lease)
-	in.Add(faults.Rule{Ops: []string{faults.OpDeleteItem}, Rate: 1, Count: 1, Fault: faults.LostResponse()})
+	in.Add(faults.Rule{Match: deletesSession, Rate: 1, Count: 1, Fault: faults.LostResponse()})
 	n, err := p.CleanupOrphanedSessions(ctx, 0)
 	if err != nil || n != 1 {
 		t.Fatalf("cleanup whose delete lost its response: %d, %v; want 1 session removed", n, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -246,5 +247,53 @@ func TestWorkAbandonAndAckResentBySDKRetryer(t *testing.T) {
 	must(t, p.AckWorkItem(ctx, fetch().LockToken, nil), "ack sent twice by the SDK")
 	if n := in.Stats().Faults[faults.KindResend]; n != 2 {
 		t.Fatalf("%d requests resent; want 2", n)
+	}
+}
+
+// deletesSession picks a request that deletes a session record, alone or
+// inside a transaction.
+func deletesSession(r faults.Request) bool {
+	isSession := func(k map[string]types.AttributeValue) bool {
+		sk, _ := k["sk"].(*types.AttributeValueMemberS)
+		return sk != nil && sk.Value == keys.Session
+	}
+	switch in := r.Input.(type) {
+	case *dynamodb.DeleteItemInput:
+		return isSession(in.Key)
+	case *dynamodb.TransactWriteItemsInput:
+		for _, a := range in.TransactItems {
+			if a.Delete != nil && isSession(a.Delete.Key) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestSessionCleanupResentBySDKRetryer: the SDK sends a cleanup's delete
+// of an expired orphaned session again after it landed. The cleanup counts
+// the session it removed, where the repeat's failed condition (no row
+// left) used to leave it uncounted.
+func TestSessionCleanupResentBySDKRetryer(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, false)
+	clock := faults.NewFakeClock(time.Now())
+	in := faults.New(37)
+	p := faultyOn(t, env, in, clock, dynamotest.Config{ShortPoll: true, Shards: 1})
+	const sid, lease = "s-cleanup-resent", time.Second
+	runSessionActivity(ctx, t, p, "cleanup-resent-by-sdk", sid, lease)
+	clock.Advance(2 * lease)
+
+	in.Add(faults.Rule{Match: deletesSession, Rate: 1, Count: 1, Fault: faults.Resend()})
+	n, err := p.CleanupOrphanedSessions(ctx, 0)
+	if err != nil || n != 1 {
+		t.Fatalf("cleanup whose delete the SDK sent twice: %d, %v; want 1 session removed", n, err)
+	}
+	if r := in.Stats().Faults[faults.KindResend]; r != 1 {
+		t.Fatalf("%d requests resent; want 1", r)
+	}
+	if row := sessionRow(ctx, t, env, sid); row != nil {
+		t.Fatalf("session record still there: %v", row)
 	}
 }

@@ -103,8 +103,9 @@ func (p *Provider) RenewSessionLock(ctx context.Context, ownerIDs []string, exte
 // one eventually consistent GetItem of its lease; per expired session, one
 // Query of its ready-index shard (paged until an activity of the session
 // turns up, so its cost grows with that shard's backlog) and, for an
-// orphan, one conditional DeleteItem (and a consistent GetItem when the
-// delete's outcome is unknown). Run it periodically, not on a hot path.
+// orphan, one TransactWriteItems of a conditional delete (and a consistent
+// GetItem when the delete's outcome is still unknown after its resends).
+// Run it periodically, not on a hot path.
 func (p *Provider) CleanupOrphanedSessions(ctx context.Context, idleTimeout time.Duration) (int, error) {
 	deleted := 0
 	for shard := range p.o.Shards {
@@ -127,15 +128,20 @@ func (p *Provider) CleanupOrphanedSessions(ctx context.Context, idleTimeout time
 			if referenced {
 				continue
 			}
-			_, err = p.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			// A transaction of one delete, for its ClientRequestToken: a
+			// repeat of a delete that landed (the SDK's retryer sends one
+			// after a lost response, unknown to the provider) is answered
+			// with success, where a DeleteItem's repeat found no row and
+			// left the session uncounted.
+			err = p.sendFresh(ctx, provider.OpCleanupOrphanedSessions, []types.TransactWriteItem{{Delete: &types.Delete{
 				TableName:                 p.table,
 				Key:                       key(keys.SessionPK(sess.id), keys.Session),
 				ConditionExpression:       aws.String("attribute_exists(#pk) AND (attribute_not_exists(#until) OR #until < :now)"),
 				ExpressionAttributeNames:  map[string]string{"#pk": attrPK, "#until": attrLockUntil},
 				ExpressionAttributeValues: map[string]types.AttributeValue{":now": n(p.nowMs())},
-			})
+			}}})
 			if err != nil {
-				if conditionFailed(err) {
+				if conditionFailedAt(cancelReasons(err)) == 0 {
 					continue
 				}
 				// An unknown outcome: if the session is gone, the delete

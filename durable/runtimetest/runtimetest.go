@@ -7,6 +7,11 @@
 // named after the duroxide test it ports. Every test checks the invariants
 // of each history it produced (contiguous event ids, one terminal event,
 // each schedule completed at most once).
+//
+// A check that a message or an activity's result changed nothing waits
+// for the committed turn that consumed it ([H.AwaitConsumed],
+// [H.AwaitActivitiesSettled]), not for an empty queue: a fetch's lock
+// hides its messages before that turn commits.
 package runtimetest
 
 import (
