@@ -1383,13 +1383,8 @@ func TestPartialPruneLeavesNoPartialExecution(t *testing.T) {
 func TestCleanupCountsSessionWhoseDeleteLostItsResponse(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	env := dynamotest.NewEnv(t, false)
-	clock := faults.NewFakeClock(time.Now())
-	in := faults.New(11)
-	p := faultyOn(t, env, in, clock, dynamotest.Config{ShortPoll: true, Shards: 1})
-	const sid, lease = "s-cleanup", time.Second
-	runSessionActivity(ctx, t, p, "cleanup-lost", sid, lease)
-	clock.Advance(2 * lease)
+	const sid = "s-cleanup"
+	env, in, p := expiredOrphanSession(t, 11, sid)
 	in.Add(faults.Rule{Match: deletesSession, Rate: 1, Count: 1, Fault: faults.LostResponse()})
 	n, err := p.CleanupOrphanedSessions(ctx, 0)
 	if err != nil || n != 1 {
@@ -1433,6 +1428,23 @@ func TestAppendRetriedAfterUnknownOutcome(t *testing.T) {
 	if err := p.AppendWithExecution(ctx, inst, 1, imposter); !errors.Is(err, provider.ErrDuplicateEvent) {
 		t.Fatalf("append of other content under a stored id: %v, want ErrDuplicateEvent", err)
 	}
+}
+
+// expiredOrphanSession returns a table of its own, an injector seeded with
+// seed and a short-polling provider of one shard whose client goes through
+// it, on which session sid's one activity ran and its lease has lapsed
+// (the provider's clock moved past it): the session is an expired orphan,
+// which a cleanup removes.
+func expiredOrphanSession(t *testing.T, seed int64, sid string) (*dynamotest.Env, *faults.Injector, *dynamo.Provider) {
+	t.Helper()
+	env := dynamotest.NewEnv(t, false)
+	clock := faults.NewFakeClock(time.Now())
+	in := faults.New(seed)
+	p := faultyOn(t, env, in, clock, dynamotest.Config{ShortPoll: true, Shards: 1})
+	const lease = time.Second
+	runSessionActivity(t.Context(), t, p, "instance-of-"+sid, sid, lease)
+	clock.Advance(2 * lease)
+	return env, in, p
 }
 
 // runSessionActivity starts instance, schedules one activity of session

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -200,25 +199,35 @@ func isWorkAbandon(r faults.Request) bool {
 	return ok && in.UpdateExpression != nil && strings.HasPrefix(*in.UpdateExpression, "SET #vis = :vis")
 }
 
-// deletesWorkRow picks a request that deletes a worker row, alone or
-// inside a transaction.
-func deletesWorkRow(r faults.Request) bool {
-	isWork := func(k map[string]types.AttributeValue) bool {
-		pk, _ := k["pk"].(*types.AttributeValueMemberS)
-		return pk != nil && strings.HasPrefix(pk.Value, "W#")
-	}
-	switch in := r.Input.(type) {
-	case *dynamodb.DeleteItemInput:
-		return isWork(in.Key)
-	case *dynamodb.TransactWriteItemsInput:
-		for _, a := range in.TransactItems {
-			if a.Delete != nil && isWork(a.Delete.Key) {
-				return true
+// deletes returns a matcher of the requests that delete a row whose key
+// isRow accepts, alone or inside a transaction.
+func deletes(isRow func(key map[string]types.AttributeValue) bool) func(faults.Request) bool {
+	return func(r faults.Request) bool {
+		switch in := r.Input.(type) {
+		case *dynamodb.DeleteItemInput:
+			return isRow(in.Key)
+		case *dynamodb.TransactWriteItemsInput:
+			for _, a := range in.TransactItems {
+				if a.Delete != nil && isRow(a.Delete.Key) {
+					return true
+				}
 			}
 		}
+		return false
 	}
-	return false
 }
+
+// deletesWorkRow picks a request that deletes a worker row.
+var deletesWorkRow = deletes(func(k map[string]types.AttributeValue) bool {
+	pk, _ := k["pk"].(*types.AttributeValueMemberS)
+	return pk != nil && strings.HasPrefix(pk.Value, "W#")
+})
+
+// deletesSession picks a request that deletes a session record.
+var deletesSession = deletes(func(k map[string]types.AttributeValue) bool {
+	sk, _ := k["sk"].(*types.AttributeValueMemberS)
+	return sk != nil && sk.Value == keys.Session
+})
 
 // TestWorkAbandonAndAckResentBySDKRetryer: the SDK sends an activity's
 // abandon again after it landed, then the ack of the activity (with no
@@ -250,26 +259,6 @@ func TestWorkAbandonAndAckResentBySDKRetryer(t *testing.T) {
 	}
 }
 
-// deletesSession picks a request that deletes a session record, alone or
-// inside a transaction.
-func deletesSession(r faults.Request) bool {
-	isSession := func(k map[string]types.AttributeValue) bool {
-		sk, _ := k["sk"].(*types.AttributeValueMemberS)
-		return sk != nil && sk.Value == keys.Session
-	}
-	switch in := r.Input.(type) {
-	case *dynamodb.DeleteItemInput:
-		return isSession(in.Key)
-	case *dynamodb.TransactWriteItemsInput:
-		for _, a := range in.TransactItems {
-			if a.Delete != nil && isSession(a.Delete.Key) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // TestSessionCleanupResentBySDKRetryer: the SDK sends a cleanup's delete
 // of an expired orphaned session again after it landed. The cleanup counts
 // the session it removed, where the repeat's failed condition (no row
@@ -277,14 +266,8 @@ func deletesSession(r faults.Request) bool {
 func TestSessionCleanupResentBySDKRetryer(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	env := dynamotest.NewEnv(t, false)
-	clock := faults.NewFakeClock(time.Now())
-	in := faults.New(37)
-	p := faultyOn(t, env, in, clock, dynamotest.Config{ShortPoll: true, Shards: 1})
-	const sid, lease = "s-cleanup-resent", time.Second
-	runSessionActivity(ctx, t, p, "cleanup-resent-by-sdk", sid, lease)
-	clock.Advance(2 * lease)
-
+	const sid = "s-cleanup-resent"
+	env, in, p := expiredOrphanSession(t, 37, sid)
 	in.Add(faults.Rule{Match: deletesSession, Rate: 1, Count: 1, Fault: faults.Resend()})
 	n, err := p.CleanupOrphanedSessions(ctx, 0)
 	if err != nil || n != 1 {
