@@ -1386,13 +1386,7 @@ func TestCleanupCountsSessionWhoseDeleteLostItsResponse(t *testing.T) {
 	const sid = "s-cleanup"
 	env, in, p := expiredOrphanSession(t, 11, sid)
 	in.Add(faults.Rule{Match: deletesSession, Rate: 1, Count: 1, Fault: faults.LostResponse()})
-	n, err := p.CleanupOrphanedSessions(ctx, 0)
-	if err != nil || n != 1 {
-		t.Fatalf("cleanup whose delete lost its response: %d, %v; want 1 session removed", n, err)
-	}
-	if row := sessionRow(ctx, t, env, sid); row != nil {
-		t.Fatalf("session record still there: %v", row)
-	}
+	wantSessionRemoved(ctx, t, env, p, sid, "cleanup whose delete lost its response")
 }
 
 // TestAppendRetriedAfterUnknownOutcome: an append whose events were
@@ -1445,6 +1439,19 @@ func expiredOrphanSession(t *testing.T, seed int64, sid string) (*dynamotest.Env
 	runSessionActivity(t.Context(), t, p, "instance-of-"+sid, sid, lease)
 	clock.Advance(2 * lease)
 	return env, in, p
+}
+
+// wantSessionRemoved runs a cleanup on p, described by what, and fails the
+// test unless it reports one session removed and sid's record is gone.
+func wantSessionRemoved(ctx context.Context, t *testing.T, env *dynamotest.Env, p *dynamo.Provider, sid, what string) {
+	t.Helper()
+	n, err := p.CleanupOrphanedSessions(ctx, 0)
+	if err != nil || n != 1 {
+		t.Fatalf("%s: %d, %v; want 1 session removed", what, n, err)
+	}
+	if row := sessionRow(ctx, t, env, sid); row != nil {
+		t.Fatalf("%s: session record still there: %v", what, row)
+	}
 }
 
 // runSessionActivity starts instance, schedules one activity of session

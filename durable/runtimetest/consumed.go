@@ -222,18 +222,9 @@ func (h *H) AwaitConsumed(instance, what string, n int, match func(provider.Work
 // could no longer be.
 func (h *H) AwaitActivitiesSettled(instance string) {
 	h.Helper()
-	ctx := h.Ctx()
-	for {
-		ok, state := h.watch.activitiesSettled(instance)
-		if ok {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			h.Fatalf("timed out waiting for the activities of %s to settle and their results to be consumed: %s", instance, state)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	eventually(h, fmt.Sprintf("the activities of %s to settle and their results to be consumed", instance), func() (bool, string) {
+		return h.watch.activitiesSettled(instance)
+	})
 }
 
 // isKind reports whether m is a T.

@@ -193,7 +193,7 @@ var managementInterfaceTests = []Test{
 		// The original allows at most one message per queue after the
 		// work is done; once every orchestration has completed, none is
 		// left.
-		mgEventually(h, "empty queues", func() (bool, string) {
+		eventually(h, "empty queues", func() (bool, string) {
 			d, err := h.Client.QueueDepths(h.Ctx())
 			return err == nil && d == (provider.QueueDepths{}), fmt.Sprintf("%+v, %v", d, err)
 		})
@@ -264,7 +264,7 @@ var managementInterfaceTests = []Test{
 				h.Errorf("%s history %v: want started, 3 activities completed, completed", o, EventTypes(hist))
 			}
 		}
-		mgEventually(h, "empty queues", func() (bool, string) {
+		eventually(h, "empty queues", func() (bool, string) {
 			d, err := h.Client.QueueDepths(h.Ctx())
 			return err == nil && d == (provider.QueueDepths{}), fmt.Sprintf("%+v, %v", d, err)
 		})
@@ -948,24 +948,6 @@ func mgTest(name string, run func(h *H)) Test {
 	}}
 }
 
-// mgEventually polls check until it reports true; on timeout the test
-// fails with what and check's last detail.
-func mgEventually(h *H, what string, check func() (bool, string)) {
-	h.Helper()
-	ctx := h.Ctx()
-	for {
-		ok, detail := check()
-		if ok {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			h.Fatalf("timed out waiting for %s; last: %s", what, detail)
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
-
 // mgSameSet reports whether got and want hold the same ids.
 func mgSameSet(got, want []string) bool {
 	return slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want)))
@@ -974,7 +956,7 @@ func mgSameSet(got, want []string) bool {
 // mgWaitInstances waits until ListInstances returns exactly ids.
 func mgWaitInstances(h *H, ids ...string) {
 	h.Helper()
-	mgEventually(h, fmt.Sprintf("instances %v", ids), func() (bool, string) {
+	eventually(h, fmt.Sprintf("instances %v", ids), func() (bool, string) {
 		got, err := h.Client.ListInstances(h.Ctx())
 		return err == nil && mgSameSet(got, ids), fmt.Sprintf("%v, %v", got, err)
 	})
@@ -984,7 +966,7 @@ func mgWaitInstances(h *H, ids ...string) {
 // exactly ids.
 func mgWaitStatusList(h *H, status string, ids ...string) {
 	h.Helper()
-	mgEventually(h, fmt.Sprintf("%s instances %v", status, ids), func() (bool, string) {
+	eventually(h, fmt.Sprintf("%s instances %v", status, ids), func() (bool, string) {
 		got, err := h.Client.ListInstancesByStatus(h.Ctx(), status)
 		return err == nil && mgSameSet(got, ids), fmt.Sprintf("%v, %v", got, err)
 	})
@@ -993,7 +975,7 @@ func mgWaitStatusList(h *H, status string, ids ...string) {
 // mgWaitMetrics waits until the system metrics satisfy ok.
 func mgWaitMetrics(h *H, what string, ok func(provider.SystemMetrics) bool) {
 	h.Helper()
-	mgEventually(h, "metrics: "+what, func() (bool, string) {
+	eventually(h, "metrics: "+what, func() (bool, string) {
 		m, err := h.Client.SystemMetrics(h.Ctx())
 		return err == nil && ok(m), fmt.Sprintf("%+v, %v", m, err)
 	})
@@ -1003,7 +985,7 @@ func mgWaitMetrics(h *H, what string, ok func(provider.SystemMetrics) bool) {
 func mgWaitTree(h *H, root string, size int) provider.InstanceTree {
 	h.Helper()
 	var tree provider.InstanceTree
-	mgEventually(h, fmt.Sprintf("a tree of %d under %s", size, root), func() (bool, string) {
+	eventually(h, fmt.Sprintf("a tree of %d under %s", size, root), func() (bool, string) {
 		t, err := h.Client.InstanceTree(h.Ctx(), root)
 		tree = t
 		return err == nil && t.Size() == size, fmt.Sprintf("%+v, %v", t, err)
@@ -1029,7 +1011,7 @@ func mgChildren(h *H, a provider.Admin, id string) []string {
 func mgBulkDeleteUntilGone(h *H, filter provider.InstanceFilter, ids ...string) []provider.DeleteInstanceResult {
 	h.Helper()
 	var results []provider.DeleteInstanceResult
-	mgEventually(h, fmt.Sprintf("bulk delete of %v", ids), func() (bool, string) {
+	eventually(h, fmt.Sprintf("bulk delete of %v", ids), func() (bool, string) {
 		res, err := h.Client.DeleteInstanceBulk(h.Ctx(), filter)
 		if err != nil {
 			h.Fatalf("DeleteInstanceBulk(%+v): %v", filter, err)

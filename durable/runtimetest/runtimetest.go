@@ -332,6 +332,24 @@ func (h *H) WaitFor(what string, cond func() bool) {
 	}
 }
 
+// eventually polls check until it reports true; on timeout the test
+// fails with what and check's last detail.
+func eventually(h *H, what string, check func() (bool, string)) {
+	h.Helper()
+	ctx := h.Ctx()
+	for {
+		ok, detail := check()
+		if ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			h.Fatalf("timed out waiting for %s; last: %s", what, detail)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
 // AwaitEvent waits until id's current history holds an event of type typ
 // (provider.EventKind.EventType) and returns it.
 func (h *H) AwaitEvent(id, typ string) provider.Event {
