@@ -203,7 +203,7 @@ func TestTelemetryDynamoDB(t *testing.T) {
 func attrValue(attrs []attribute.KeyValue, key attribute.Key) (string, bool) {
 	for _, a := range attrs {
 		if a.Key == key {
-			return a.Value.Emit(), true
+			return a.Value.String(), true
 		}
 	}
 	return "", false
@@ -221,7 +221,7 @@ func attrSlice(attrs []attribute.KeyValue, key attribute.Key) []string {
 // pointMatches reports whether set holds every key/value pair of kv.
 func pointMatches(set attribute.Set, kv []string) bool {
 	for i := 0; i+1 < len(kv); i += 2 {
-		if v, ok := set.Value(attribute.Key(kv[i])); !ok || v.Emit() != kv[i+1] {
+		if v, ok := set.Value(attribute.Key(kv[i])); !ok || v.String() != kv[i+1] {
 			return false
 		}
 	}

@@ -58,15 +58,6 @@ func shTwoVersions(t *testing.T, orch rxOrch) func(*replay.Input) {
 	return func(in *replay.Input) { in.Resolve = reg.resolve }
 }
 
-// shHistory parses history lines; "" is no history.
-func shHistory(t *testing.T, lines string) []provider.Event {
-	t.Helper()
-	if lines == "" {
-		return nil
-	}
-	return historyJSON(t, lines)
-}
-
 // shStartedEvent returns the delta's first event as OrchestrationStarted.
 func shStartedEvent(t *testing.T, turn *replay.Turn) (provider.Event, provider.OrchestrationStarted) {
 	t.Helper()

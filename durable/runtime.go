@@ -21,7 +21,8 @@ import (
 // written into every event and pinned at each execution's start.
 const ReplayVersion = replay.Version
 
-// Backoff bounds for work that cannot run yet.
+// UnregisteredBackoff bounds the waits before retries of work that cannot
+// run yet: an orchestration or activity no registry of this runtime holds.
 type UnregisteredBackoff struct {
 	// Base is the first wait; default 1 s.
 	Base time.Duration

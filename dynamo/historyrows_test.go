@@ -29,8 +29,11 @@ func historyRowEvents(t *testing.T, env *dynamotest.Env, instance string) []int 
 			counts = append(counts, len(events.Value))
 		case *types.AttributeValueMemberB: // compressed, counted by nev
 			n, _ := row["nev"].(*types.AttributeValueMemberN)
+			if n == nil {
+				t.Fatalf("compressed row %v has no event count", row["sk"])
+			}
 			count, err := strconv.Atoi(n.Value)
-			if n == nil || err != nil || count < 2 {
+			if err != nil || count < 2 {
 				t.Fatalf("compressed row %v counts %v events", row["sk"], row["nev"])
 			}
 			counts = append(counts, count)

@@ -139,7 +139,7 @@ func TestTelemetryMiddleware(t *testing.T) {
 		}
 		got := map[attribute.Key]string{}
 		for _, a := range s.Attributes {
-			got[a.Key] = a.Value.Emit()
+			got[a.Key] = a.Value.String()
 		}
 		for k, v := range want {
 			if got[k] != v {

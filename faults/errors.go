@@ -175,7 +175,7 @@ func transactionConflictError(op string) error {
 // adds [ErrUnsupported] to the chain.
 func validationError(op, msg string, unsupported bool) error {
 	api := &smithy.GenericAPIError{Code: "ValidationException", Message: msg, Fault: smithy.FaultClient}
-	var err error = responseError(http.StatusBadRequest, api)
+	err := responseError(http.StatusBadRequest, api)
 	if unsupported {
 		err = fmt.Errorf("%w: %w", ErrUnsupported, err)
 	}

@@ -53,7 +53,7 @@ func Example() {
 	}
 
 	in.SetEnabled(true)
-	// ... run orchestrations on providers, advancing clock for timers ...
+	// ... run orchestrations on the providers, advancing clock for timers ...
 	in.SetEnabled(false)
-	log.Print(in.Stats())
+	log.Printf("%d providers under faults: %v", len(providers), in.Stats())
 }

@@ -21,7 +21,7 @@ import (
 // history rows. Tests compare the provider's answer with it after a
 // workload, faults and all; it reads the whole table, so it is for small
 // test tables only.
-func (e *Env) ScanMetrics(ctx context.Context) (provider.SystemMetrics, error) {
+func (env *Env) ScanMetrics(ctx context.Context) (provider.SystemMetrics, error) {
 	var m provider.SystemMetrics
 	type instance struct {
 		status  string
@@ -41,7 +41,7 @@ func (e *Env) ScanMetrics(ctx context.Context) (provider.SystemMetrics, error) {
 	}
 	var start map[string]types.AttributeValue
 	for {
-		out, err := e.DB.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(e.Table), ConsistentRead: aws.Bool(true), ExclusiveStartKey: start})
+		out, err := env.DB.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(env.Table), ConsistentRead: aws.Bool(true), ExclusiveStartKey: start})
 		if err != nil {
 			return m, err
 		}
@@ -116,12 +116,12 @@ func strAttr(row map[string]types.AttributeValue, name string) string {
 
 // CheckMetrics compares p's SystemMetrics with ScanMetrics and describes
 // the difference ("" when they agree). Call it with nothing running.
-func (e *Env) CheckMetrics(ctx context.Context, p provider.Admin) (string, error) {
+func (env *Env) CheckMetrics(ctx context.Context, p provider.Admin) (string, error) {
 	got, err := p.SystemMetrics(ctx)
 	if err != nil {
 		return "", fmt.Errorf("SystemMetrics: %w", err)
 	}
-	want, err := e.ScanMetrics(ctx)
+	want, err := env.ScanMetrics(ctx)
 	if err != nil {
 		return "", fmt.Errorf("scan the table: %w", err)
 	}

@@ -42,13 +42,6 @@ func event(id uint64, instance string, executionID uint64, kind provider.EventKi
 	}
 }
 
-// completion builds a history event with a source event id.
-func completion(id, source uint64, instance string, executionID uint64, kind provider.EventKind) provider.Event {
-	e := event(id, instance, executionID, kind)
-	e.SourceEventID = &source
-	return e
-}
-
 // startedEvent is event 1 of an execution of testOrchestration.
 func startedEvent(instance string, executionID uint64) provider.Event {
 	return event(provider.InitialEventID, instance, executionID, provider.OrchestrationStarted{
