@@ -1,8 +1,9 @@
 # dynoxide: durable orchestrations for Go on DynamoDB + SQS.
 #
 #   make test   every test, with the race detector (what CI runs)
-#   make lint   go vet, gofmt, actionlint (.github/workflows) and durablevet
-#               (the determinism analyzer) over the runtime's packages
+#   make lint   go vet, gofmt, actionlint (.github/workflows), staticcheck
+#               (staticcheck.conf) and durablevet (the determinism analyzer)
+#               over the runtime's packages
 #   make run    the demo (cmd/demo): an order workflow on two runtime nodes
 #               over DynamoDB and SQS (embedded emulators unless configured)
 #   make conformance  the conformance suite against the DynamoDB provider on
@@ -38,6 +39,8 @@ lint:
 	@unformatted=$$(gofmt -l .); \
 	if [ -n "$$unformatted" ]; then echo "gofmt -l reports:"; echo "$$unformatted"; exit 1; fi
 	$(GO) run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.7.0 ./...
+	cd bench && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.7.0 ./...
 	@if [ -d durable ]; then echo "$(GO) run ./cmd/durablevet ./durable/..."; $(GO) run ./cmd/durablevet ./durable/...; fi
 
 run:
