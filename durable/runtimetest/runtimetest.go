@@ -207,11 +207,19 @@ func (h *H) Registry(defs ...durable.Definition) *durable.Registry {
 
 // Runtime starts a runtime for reg on the test's provider with the suite's
 // defaults, the factory's options, then optFns; it is shut down (and
-// checked to stop) when the test ends.
+// checked to stop) when the test ends. CheckReplay replays with reg.
 func (h *H) Runtime(reg *durable.Registry, optFns ...func(*durable.Options)) *durable.Runtime {
 	h.Helper()
-	h.runtimes++
 	h.regs = append(h.regs, reg)
+	return h.runtimeOn(watchConsumed(h.P, h.watch), reg, optFns...)
+}
+
+// runtimeOn starts a runtime for reg on p (the test's provider, or a
+// wrapper of it) as Runtime does, leases scaled by the factory's
+// LeaseScale, without adding reg to the registries CheckReplay uses.
+func (h *H) runtimeOn(p provider.Provider, reg *durable.Registry, optFns ...func(*durable.Options)) *durable.Runtime {
+	h.Helper()
+	h.runtimes++
 	id := fmt.Sprintf("rt%d", h.runtimes)
 	fns := []func(*durable.Options){Defaults, func(o *durable.Options) { o.RuntimeID = id }}
 	if h.f.Options != nil {
@@ -229,7 +237,7 @@ func (h *H) Runtime(reg *durable.Registry, optFns ...func(*durable.Options)) *du
 			}
 		}
 	})
-	rt, err := durable.NewRuntime(watchConsumed(h.P, h.watch), reg, fns...)
+	rt, err := durable.NewRuntime(p, reg, fns...)
 	if err != nil {
 		h.Fatalf("NewRuntime: %v", err)
 	}

@@ -347,7 +347,7 @@ func verIdle(name, out string) durable.Definition { return verConst(name, out) }
 func runtimeAbandonsIncompatibleExecution(h *H) {
 	verSeedPinned(h, "incompat-12", "TestOrch", "99.0.0")
 	p := newVerProvider(h.P)
-	verRuntimeOn(h, p, h.Registry(verIdle("TestOrch", "completed")), verShortPoll, func(o *durable.Options) { o.MaxAttempts = 3 })
+	h.runtimeOn(p, h.Registry(verIdle("TestOrch", "completed")), verShortPoll, func(o *durable.Options) { o.MaxAttempts = 3 })
 	// duroxide sleeps 2 s; here the runtime's fetches are counted: each
 	// one looked at the queue holding the incompatible instance.
 	verAwaitFetches(h, p, 6)
@@ -369,7 +369,7 @@ func runtimeAbandonReachesMaxAttemptsAndPoisons(h *H) {
 	// low MaxAttempts is.
 	verSeedPinned(h, "poison-14", "TestOrch", "99.0.0")
 	p := newVerProvider(h.P)
-	verRuntimeOn(h, p, h.Registry(verIdle("TestOrch", "should-not-reach")), verShortPoll, func(o *durable.Options) { o.MaxAttempts = 1 })
+	h.runtimeOn(p, h.Registry(verIdle("TestOrch", "should-not-reach")), verShortPoll, func(o *durable.Options) { o.MaxAttempts = 1 })
 	verAwaitFetches(h, p, 6)
 	if a := p.abandonsOf("poison-14"); len(a) != 0 {
 		h.Fatalf("the incompatible instance was fetched (abandons %v)", a)
@@ -385,7 +385,7 @@ func runtimeAbandonUsesShortDelay(h *H) {
 	verSeedPinned(h, "delay-15", "TestOrch", "99.0.0")
 	p := newVerProvider(h.P)
 	p.bypassFilter = true
-	verRuntimeOn(h, p, h.Registry(verIdle("TestOrch", "should-not-reach")), func(o *durable.Options) { o.MaxAttempts = 100 })
+	h.runtimeOn(p, h.Registry(verIdle("TestOrch", "should-not-reach")), func(o *durable.Options) { o.MaxAttempts = 100 })
 	h.WaitFor("the incompatible instance to be abandoned", func() bool { return len(p.abandonsOf("delay-15")) > 0 })
 	for _, a := range p.abandonsOf("delay-15") {
 		if a.delay <= 0 || a.delay > 5*time.Second {
@@ -431,7 +431,7 @@ func defaultSupportedRangeIncludesCurrentAndOlderVersions(h *H) {
 func defaultSupportedRangeExcludesFutureVersions(h *H) {
 	verSeedPinned(h, "future-27", "FutureOrch", "99.0.0")
 	p := newVerProvider(h.P)
-	verRuntimeOn(h, p, h.Registry(verIdle("FutureOrch", "should-not-reach")), verShortPoll, func(o *durable.Options) { o.MaxAttempts = 3 })
+	h.runtimeOn(p, h.Registry(verIdle("FutureOrch", "should-not-reach")), verShortPoll, func(o *durable.Options) { o.MaxAttempts = 3 })
 	verAwaitFetches(h, p, 6)
 	verExpectUntouched(h, "future-27")
 }
@@ -439,7 +439,7 @@ func defaultSupportedRangeExcludesFutureVersions(h *H) {
 func customSupportedReplayVersionsNarrowsRange(h *H) {
 	verSeedPinned(h, "narrow-28", "NarrowOrch", "1.0.0")
 	p := newVerProvider(h.P)
-	verRuntimeOn(h, p, h.Registry(verIdle("NarrowOrch", "should-not-reach")), verShortPoll, verRange(h, "2.0.0", "2.99.99"))
+	h.runtimeOn(p, h.Registry(verIdle("NarrowOrch", "should-not-reach")), verShortPoll, verRange(h, "2.0.0", "2.99.99"))
 	verAwaitFetches(h, p, 6)
 	verExpectUntouched(h, "narrow-28")
 }
@@ -579,7 +579,7 @@ func wideSupportedRangeDrainsStuckItemsViaDeserializationError(h *H) {
 	verSeedPinned(h, "drain-29", "DrainOrch", "99.0.0")
 	p := newVerProvider(h.P)
 	p.corrupt = "drain-29"
-	verRuntimeOn(h, p, h.Registry(verIdle("DrainOrch", "should-not-reach")), verRange(h, "0.0.0", "99.99.99"), func(o *durable.Options) {
+	h.runtimeOn(p, h.Registry(verIdle("DrainOrch", "should-not-reach")), verRange(h, "0.0.0", "99.99.99"), func(o *durable.Options) {
 		o.MaxAttempts = 2
 		o.OrchestratorLockTimeout = 500 * time.Millisecond
 		o.OrchestratorLockRenewalBuffer = 100 * time.Millisecond
@@ -607,7 +607,7 @@ func runtimeLogsWarningOnIncompatibleAbandon(h *H) {
 	p := newVerProvider(h.P)
 	p.bypassFilter = true
 	logs := &verLogs{}
-	verRuntimeOn(h, p, h.Registry(verIdle("WarnOrch", "should-not-reach")), func(o *durable.Options) {
+	h.runtimeOn(p, h.Registry(verIdle("WarnOrch", "should-not-reach")), func(o *durable.Options) {
 		o.MaxAttempts = 5
 		o.Logger = logs.logger()
 	})

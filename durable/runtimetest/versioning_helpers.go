@@ -234,35 +234,6 @@ func (p *verProvider) abandonsOf(id string) []verAbandon {
 	return slices.Clone(p.abandons[id])
 }
 
-// verRuntimeOn starts a runtime for reg on p (a wrapper of the test's
-// provider) with the suite's defaults, the factory's options, then optFns;
-// it is shut down when the test ends.
-func verRuntimeOn(h *H, p provider.Provider, reg *durable.Registry, optFns ...func(*durable.Options)) *durable.Runtime {
-	h.Helper()
-	h.runtimes++
-	id := fmt.Sprintf("rt%d", h.runtimes)
-	fns := []func(*durable.Options){Defaults, func(o *durable.Options) { o.RuntimeID = id }}
-	if h.f.Options != nil {
-		fns = append(fns, h.f.Options)
-	}
-	fns = append(fns, optFns...)
-	rt, err := durable.NewRuntime(p, reg, fns...)
-	if err != nil {
-		h.Fatalf("NewRuntime: %v", err)
-	}
-	if err := rt.Start(context.Background()); err != nil {
-		h.Fatalf("Start: %v", err)
-	}
-	h.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := rt.Shutdown(ctx); err != nil {
-			h.Errorf("runtime %s: Shutdown: %v", id, err)
-		}
-	})
-	return rt
-}
-
 // verStop shuts rt down now (a node going away in a rolling deployment).
 func verStop(h *H, rt *durable.Runtime) {
 	h.Helper()
