@@ -12,7 +12,8 @@
 #   make bench-e2e  the end-to-end benchmarks (bench/, its own module): the
 #               runtime on memprovider and on DynamoDB Local (with and
 #               without SQS, and behind a 4 ms proxy) beside go-workflows;
-#               writes bench/results/ (about 115 minutes)
+#               writes bench/results/ (53 to 115 minutes, 15 to 50 of them
+#               FetchCost seeding its table with 100,000 instances)
 #   make tf-validate  terraform fmt, init and validate of terraform/, offline
 #   make tf-test      terraform apply of terraform/examples/basic against an
 #                     AWS emulator, checked from Go (cmd/tfsmoke), then destroy
