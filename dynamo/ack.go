@@ -288,7 +288,7 @@ func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPla
 	_, err := p.sendPending(ctx, provider.OpAckOrchestrationItem, turn.tx, func() *dynamodb.TransactWriteItemsInput {
 		turn.txHanded = hand
 		actions := make([]types.TransactWriteItem, 0, len(plan.actions)+1)
-		actions = append(actions, types.TransactWriteItem{Update: newLockRelease(plan.release, "", smallTurnID(turn.token, digest)).acked(now).withKV(plan.kvDigest).withHistoryEnd(plan.histEnd).update(p.table, turn.st.id,
+		actions = append(actions, types.TransactWriteItem{Update: newLockRelease(plan.release, "", smallTurnID(turn.token, digest)).withSmallPast(turn.st.lock).acked(now).withKV(plan.kvDigest).withHistoryEnd(plan.histEnd).update(p.table, turn.st.id,
 			"#tok = :tok AND #until > :now AND attribute_not_exists(#turn)",
 			map[string]string{"#tok": attrToken, "#until": attrLockUntil, "#turn": attrTurn},
 			map[string]types.AttributeValue{":tok": s(turn.token), ":now": n(now)})})

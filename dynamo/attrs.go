@@ -55,6 +55,7 @@ const (
 	attrTurnExec  = "texec"
 	attrTurnDone  = "tdone"
 	attrSmallDone = "sdone"
+	attrSmallPast = "spast"
 
 	// queue rows, history, KV, staging, sessions
 	attrItem    = "item"

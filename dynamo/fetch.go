@@ -683,6 +683,14 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 		events, historyBytes, cached = p.history.lookup(instance, out.ExecutionID, st.lock)
 	}
 	if !historyLoaded && !cached {
+		// Or the cache holds its start, and other processes' turns added
+		// the rest: only those rows are read.
+		if events, historyBytes, cached, err = p.historyAfterCached(ctx, instance, out.ExecutionID, st.lock); err != nil {
+			p.releaseUndelivered(instance, turn)
+			return nil, err
+		}
+	}
+	if !historyLoaded && !cached {
 		if historyRows, err = p.historyRows(ctx, instance, out.ExecutionID); err == nil {
 			historyRows, err = p.settledHistory(ctx, instance, out.ExecutionID, st.lock, historyRows)
 		}

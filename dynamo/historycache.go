@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -82,6 +83,30 @@ func (c *historyCache) lookup(instance string, execution uint64, lock lockRow) (
 	defer c.mu.Unlock()
 	e := c.entries[instance]
 	if e == nil || !e.valid || e.execution != execution || lock.smallDone != e.smallDone || lock.turnDone != e.largeDone || lock.histMark != e.histMark {
+		return nil, 0, false
+	}
+	return slices.Clip(e.events), e.bytes, true
+}
+
+// prefix returns the cached events of instance's execution, and the bytes
+// they count, when they are the start of the stored history although the
+// lock row read (lock) is not the state they are valid for: every turn
+// since the entry's ack fitted one transaction (the ack's small-turn
+// record is among the lock row's smallPast, which only such turns push,
+// each one's fetch having read the row the previous one left), and no
+// large turn, append or deletion has come between (the large-turn record
+// and the history mark are as the entry's, and a re-created instance's
+// lock row holds none of this process's random turn ids). Those turns only
+// added events after the entry's: the caller reads the rows after them and
+// checks that they end where lock.histEnd says.
+func (c *historyCache) prefix(instance string, execution uint64, lock lockRow) ([]provider.Event, int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.entries[instance]
+	if e == nil || !e.valid || e.execution != execution || len(e.events) == 0 || e.smallDone == "" ||
+		lock.turn != "" || lock.turnDone != e.largeDone || lock.histMark != e.histMark ||
+		lock.histEnd == nil || lock.histEnd.exec != execution || lock.histEnd.events < uint64(len(e.events)) ||
+		!slices.Contains(strings.Split(lock.smallPast, ","), e.smallDone) {
 		return nil, 0, false
 	}
 	return slices.Clip(e.events), e.bytes, true
@@ -198,4 +223,38 @@ func (c *historyCache) evictLocked(keep string) {
 // took its events from the cache hands them back).
 func sameEvents(a, b []provider.Event) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// historyAfterCached returns the history of instance's execution when the
+// cache holds its start (historyCache.prefix): the cached events and those
+// of the rows after them, read with one Query, and their bytes. ok is false
+// when the cache holds no such start, or when the rows read do not follow
+// it event by event up to the end lock records (a read that raced a
+// commit, rows not dense): the caller then reads the whole history.
+func (p *Provider) historyAfterCached(ctx context.Context, instance string, execution uint64, lock lockRow) (events []provider.Event, bytes int, ok bool, err error) {
+	cached, cachedBytes, ok := p.history.prefix(instance, execution, lock)
+	if !ok {
+		return nil, 0, false, nil
+	}
+	next := cached[len(cached)-1].EventID + 1
+	prefix := keys.HistoryPrefix(execution)
+	rows, _, err := p.queryRange(ctx, partitionRange{pk: keys.InstancePK(instance), from: keys.HistorySK(execution, next), to: prefixEnd(prefix)})
+	if err != nil {
+		return nil, 0, false, err
+	}
+	rows, turnID := splitTurnMark(rows)
+	if turnID != "" || uint64(len(cached))+historyEvents(rows) != lock.histEnd.events {
+		return nil, 0, false, nil
+	}
+	added, addedBytes, err := decodeHistorySized(provider.OpFetchOrchestrationItem, instance, execution, rows)
+	if err != nil {
+		return nil, 0, false, nil // the whole read reports it
+	}
+	for _, e := range added {
+		if e.EventID != next {
+			return nil, 0, false, nil
+		}
+		next++
+	}
+	return append(cached, added...), cachedBytes + addedBytes, true, nil
 }

@@ -2,7 +2,10 @@ package dynamo_test
 
 import (
 	"context"
+	"fmt"
 	"reflect"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -209,4 +212,128 @@ func TestHistoryAppendedDuringAFirstFetchIsNotMissed(t *testing.T) {
 		must(t, got.err, "the next fetch")
 	}
 	checkAppended(t, got.item)
+}
+
+// historyQueries records where each history Query of a provider starts
+// (its range's lower key), through an injector rule that never fires.
+type historyQueries struct {
+	mu    sync.Mutex
+	froms []string
+}
+
+func (h *historyQueries) rule() faults.Rule {
+	return faults.Rule{Ops: []string{faults.OpQuery}, Rate: 1, Fault: faults.Throttle(""), Match: func(r faults.Request) bool {
+		from, _ := r.Input.(*dynamodb.QueryInput).ExpressionAttributeValues[":from"].(*types.AttributeValueMemberS)
+		if from != nil && strings.HasPrefix(from.Value, keys.HistPrefix) {
+			h.mu.Lock()
+			h.froms = append(h.froms, from.Value)
+			h.mu.Unlock()
+		}
+		return false
+	}}
+}
+
+// take returns the starts recorded since the last take.
+func (h *historyQueries) take() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	froms := h.froms
+	h.froms = nil
+	return froms
+}
+
+// sharedInstance makes two providers of one new table, as two processes:
+// p, whose history Queries are recorded, and other. p runs instance's
+// first two turns, so that its cache holds events 1 and 2.
+func sharedInstance(t *testing.T, instance string) (p *dynamo.Provider, queries *historyQueries, other *dynamo.Provider) {
+	t.Helper()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, false)
+	in := faults.New(7)
+	queries = &historyQueries{}
+	in.Add(queries.rule())
+	p = env.NewProvider(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) { o.Client = in.DynamoDB(o.Client) }})
+	other = env.NewProvider(t, dynamotest.Config{ShortPoll: true})
+	first := startAndFetch(ctx, t, p, instance)
+	must(t, p.AckOrchestrationItem(ctx, first.LockToken, provider.TurnCommit{ExecutionID: 1, HistoryDelta: []provider.Event{started(instance)}, Metadata: meta()}), "first turn")
+	ackEvent(ctx, t, p, raiseAndFetch(ctx, t, p, instance, "mine"), "mine")
+	return p, queries, other
+}
+
+// TestFetchReadsOnlyTheHistoryAfterItsCache: when other processes ran an
+// instance's turns since this process's ack, this process's next fetch
+// reads only the rows those turns added, starting after the events it
+// holds, and hands out the history as stored.
+func TestFetchReadsOnlyTheHistoryAfterItsCache(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	const inst = "history-after-cache"
+	p, queries, other := sharedInstance(t, inst)
+
+	for round, foreign := range []int{1, 3} { // turns of the other process in between
+		for i := range foreign {
+			name := fmt.Sprintf("theirs-%d-%d", round, i)
+			ackEvent(ctx, t, other, raiseAndFetch(ctx, t, other, inst, name), name)
+		}
+		stored, err := other.Read(ctx, inst)
+		must(t, err, "Read")
+		held := len(stored) - foreign // each of their turns added one event
+		queries.take()
+		item := raiseAndFetch(ctx, t, p, inst, fmt.Sprintf("mine-%d", round))
+		want := keys.HistorySK(1, uint64(held+1))
+		if got := queries.take(); len(got) != 1 || got[0] != want {
+			t.Fatalf("round %d: the fetch's history Queries started at %q; want one, at %q (after the %d events this process held)", round, got, want, held)
+		}
+		checkHistory(ctx, t, p, item, len(stored))
+		ackEvent(ctx, t, p, item, fmt.Sprintf("mine-%d", round))
+	}
+}
+
+// TestFetchReadsTheWholeHistoryWhenItsCacheMayNotBeItsStart: a large turn
+// of another process, or the instance deleted and started again, leaves
+// the events this process holds no proof of being the history's start:
+// its next fetch reads the whole history.
+func TestFetchReadsTheWholeHistoryWhenItsCacheMayNotBeItsStart(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name  string
+		other func(ctx context.Context, t *testing.T, other *dynamo.Provider, inst string)
+	}{
+		{"large turn", func(ctx context.Context, t *testing.T, other *dynamo.Provider, inst string) {
+			theirs := raiseAndFetch(ctx, t, other, inst, "large")
+			commit := provider.TurnCommit{ExecutionID: 1, Metadata: meta()}
+			for i := range 120 {
+				id := uint64(len(theirs.History) + 1 + i)
+				commit.HistoryDelta = append(commit.HistoryDelta, ev(id, inst, provider.ActivityScheduled{Name: "A", Input: fmt.Sprint(i)}))
+				commit.WorkerItems = append(commit.WorkerItems, provider.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: id, Name: "A", Input: fmt.Sprint(i)})
+			}
+			must(t, other.AckOrchestrationItem(ctx, theirs.LockToken, commit), "large turn (120 activity rows: more than one transaction holds)")
+		}},
+		{"deleted and started again", func(ctx context.Context, t *testing.T, other *dynamo.Provider, inst string) {
+			_, err := other.DeleteInstancesAtomic(ctx, []string{inst}, true)
+			must(t, err, "DeleteInstancesAtomic")
+			again := startAndFetch(ctx, t, other, inst)
+			commit := provider.TurnCommit{ExecutionID: 1, HistoryDelta: []provider.Event{started(inst)}, Metadata: meta()}
+			for i := range 4 {
+				commit.HistoryDelta = append(commit.HistoryDelta, ev(uint64(i+2), inst, provider.ExternalEvent{Name: fmt.Sprintf("again-%d", i), Data: "{}"}))
+			}
+			must(t, other.AckOrchestrationItem(ctx, again.LockToken, commit), "first turn again")
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			const inst = "history-not-after-cache"
+			p, queries, other := sharedInstance(t, inst)
+			c.other(ctx, t, other, inst)
+			queries.take()
+			item := raiseAndFetch(ctx, t, p, inst, "after")
+			if got := queries.take(); len(got) == 0 || got[0] != keys.HistoryPrefix(1) {
+				t.Fatalf("the fetch's history Queries started at %q; want the whole history first (%q)", got, keys.HistoryPrefix(1))
+			}
+			stored, err := p.Read(ctx, inst)
+			must(t, err, "Read")
+			checkHistory(ctx, t, p, item, len(stored))
+		})
+	}
 }

@@ -98,6 +98,9 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 		// learns it is in.
 		row[attrSmallDone] = s(st.lock.smallDone)
 	}
+	if st.lock.smallPast != "" {
+		row[attrSmallPast] = s(st.lock.smallPast) // kept, as smallDone
+	}
 	if st.lock.histMark != "" {
 		// Kept, so that histories cached before an append are not used.
 		row[attrHistMark] = s(st.lock.histMark)
@@ -217,6 +220,30 @@ func newLockRelease(attempts map[string]uint32, largeDone, smallDone string) loc
 	r.expr = set + " ADD #ver :one REMOVE #tok, #until, #batch, #turn, #texec"
 	return r
 }
+
+// withSmallPast is the release of a turn that fits one transaction with
+// the small-turn record its fetch read (read.smallDone) pushed onto the
+// records before it (lockRow.smallPast), so that a process whose cached
+// history ends at one of those turns reads only the rows after it
+// (historycache.go). The release replaces that record with the turn's own.
+func (r lockRelease) withSmallPast(read lockRow) lockRelease {
+	if read.smallDone == "" {
+		return r
+	}
+	past := []string{read.smallDone}
+	if read.smallPast != "" {
+		past = append(past, strings.Split(read.smallPast, ",")...)
+	}
+	r.expr = strings.Replace(r.expr, "SET ", "SET #spast = :spast, ", 1)
+	r.names["#spast"], r.values[":spast"] = attrSmallPast, s(strings.Join(past[:min(len(past), smallPastLen)], ","))
+	return r
+}
+
+// smallPastLen is how many small turns before the last the lock row
+// records (lockRow.smallPast): 8 ids of 16 hex digits, 135 bytes with their
+// commas (a chain's lock row is 239 bytes without them, so its writes stay
+// at 1 write unit a KB).
+const smallPastLen = 8
 
 // acked is the release with the time of the turn's ack recorded
 // (lockRow.updatedAt).
