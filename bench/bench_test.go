@@ -194,13 +194,26 @@ func TestFanOut(t *testing.T) {
 	rs := bySystem(t, results)
 	checkDynoxide(t, rs, scenario.FanOutName(sizes.FanOutSmall), sizes.FanOutSmall, true)
 	checkPeers(t, env, rs, sizes.FanOutSmall)
-	for _, s := range scenario.Systems() {
+	two := scenario.DynamoDBSQS + " (" + scenario.Runtimes{Count: 2}.Label() + ")"
+	if r, ok := rs[two]; !ok || r.Activities != sizes.FanOutSmall || strings.Contains(r.Notes, "FAILED") || total(r.DynamoDB) == 0 {
+		t.Errorf("%s: %+v, want %d activities with DynamoDB requests counted", two, r, sizes.FanOutSmall)
+	}
+	for _, name := range append(systemNames(), two) {
 		// Started, scheduled, then a scheduled and a completed event per
 		// activity, and the completion.
-		if got, want := rs[s.Name].Extra["events"], float64(2+2*sizes.FanOutSmall); got != want {
-			t.Errorf("%s: history of %v events, want %v", s.Name, got, want)
+		if got, want := rs[name].Extra["events"], float64(2+2*sizes.FanOutSmall); got != want {
+			t.Errorf("%s: history of %v events, want %v", name, got, want)
 		}
 	}
+}
+
+// systemNames are the names of scenario.Systems.
+func systemNames() []string {
+	var names []string
+	for _, s := range scenario.Systems() {
+		names = append(names, s.Name)
+	}
+	return names
 }
 
 func TestStartAfterIdle(t *testing.T) {

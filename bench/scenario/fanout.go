@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,8 +18,12 @@ func FanOutName(n int) string { return fmt.Sprintf("FanOut%d", n) }
 // orchestration that schedules n activities in one turn and awaits them
 // all, and checks that every result is present and right. The provider
 // hands a turn at most 45 completions (docs/design.md §8), so the fan-in
-// takes about n/45 turns, each replaying the whole history. Then it runs
-// go-workflows' FanOut on env.Peers, with the same time limit.
+// takes about n/45 turns. On DynamoDBSQS it also runs with two runtimes on
+// one table (the system named "dynoxide/dynamodb-local+sqs (2 runtimes,
+// 2+2 slots)"), whose workers' completions wake the turns of their own
+// process, so that turns move between the processes and each reads what
+// the other added to the history. Then it runs go-workflows' FanOut on
+// env.Peers, with the same time limit.
 func FanOut(ctx context.Context, env *Env, n int) ([]report.Result, error) {
 	name := FanOutName(n)
 	// 10,000 activities took 8.5 minutes on DynamoDB Local with SQS on a
@@ -26,8 +31,17 @@ func FanOut(ctx context.Context, env *Env, n int) ([]report.Result, error) {
 	// request and a busier machine need room.
 	timeout := 5*time.Minute + time.Duration(n)*100*time.Millisecond
 	results, err := onEverySystem(ctx, env, name, timeout, func(ctx context.Context, d *Deployment) (report.Result, error) {
-		return fanOutOn(ctx, d, n)
+		return fanOutOn(ctx, d, n, Runtimes{})
 	})
+	if system, ok := env.system(DynamoDBSQS); ok {
+		two := Runtimes{Count: 2}
+		r, twoErr := onSystem(ctx, env, system, name, timeout, func(ctx context.Context, d *Deployment) (report.Result, error) {
+			return fanOutOn(ctx, d, n, two)
+		})
+		r.System = fmt.Sprintf("%s (%s)", system.Name, two.Label())
+		results = append(results, r)
+		err = errors.Join(err, twoErr)
+	}
 	peers := runPeers(ctx, env, name, func(ctx context.Context, c goworkflows.Config) (report.Result, error) {
 		c.FanOut, c.Timeout = n, timeout
 		return goworkflows.FanOut(ctx, c)
@@ -35,9 +49,9 @@ func FanOut(ctx context.Context, env *Env, n int) ([]report.Result, error) {
 	return append(results, peers...), err
 }
 
-func fanOutOn(ctx context.Context, d *Deployment, n int) (report.Result, error) {
-	r := report.Result{Notes: "runtime with default options (2 orchestration and 2 worker slots); all activities scheduled in one turn"}
-	if _, err := d.StartRuntime(ctx); err != nil {
+func fanOutOn(ctx context.Context, d *Deployment, n int, rt Runtimes) (report.Result, error) {
+	r := report.Result{Notes: rt.String() + "; all activities scheduled in one turn"}
+	if err := rt.start(ctx, d); err != nil {
 		return r, err
 	}
 	const id = "fan-out"

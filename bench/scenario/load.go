@@ -54,14 +54,8 @@ func (rt Runtimes) slots() int {
 // variant: "dynoxide/dynamodb-local+sqs (2 runtimes, 2+2 slots)". It runs
 // nothing when env has no DynamoDBSQS system.
 func HelloCities5Load(ctx context.Context, env *Env, instances int) ([]report.Result, error) {
-	var system *System
-	for _, s := range env.systems() {
-		if s.Name == DynamoDBSQS {
-			system = &s
-			break
-		}
-	}
-	if system == nil {
+	system, ok := env.system(DynamoDBSQS)
+	if !ok {
 		env.logf("%s: not run: it runs on %s only, which is not selected", HelloCities5LoadName, DynamoDBSQS)
 		return nil, nil
 	}
@@ -69,7 +63,7 @@ func HelloCities5Load(ctx context.Context, env *Env, instances int) ([]report.Re
 	var results []report.Result
 	var errs []error
 	for _, rt := range LoadVariants() {
-		r, err := onSystem(ctx, env, *system, HelloCities5LoadName, timeout, func(ctx context.Context, d *Deployment) (report.Result, error) {
+		r, err := onSystem(ctx, env, system, HelloCities5LoadName, timeout, func(ctx context.Context, d *Deployment) (report.Result, error) {
 			r, err := helloCities5On(ctx, d, instances, rt)
 			setExtra(&r, ExtraInstances, float64(instances))
 			setExtra(&r, ExtraRuntimes, float64(max(rt.Count, 1)))

@@ -97,6 +97,16 @@ func (e *Env) systems() []System {
 	return Systems()
 }
 
+// system returns the selected system named name.
+func (e *Env) system(name string) (System, bool) {
+	for _, s := range e.systems() {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return System{}, false
+}
+
 func (e *Env) logger() *slog.Logger {
 	if e.Logger != nil {
 		return e.Logger
