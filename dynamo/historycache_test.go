@@ -245,10 +245,10 @@ func (h *historyQueries) take() []string {
 // sharedInstance makes two providers of one new table, as two processes:
 // p, whose history Queries are recorded, and other. p runs instance's
 // first two turns, so that its cache holds events 1 and 2.
-func sharedInstance(t *testing.T, instance string) (p *dynamo.Provider, queries *historyQueries, other *dynamo.Provider) {
+func sharedInstance(t *testing.T, instance string) (p *dynamo.Provider, queries *historyQueries, other *dynamo.Provider, env *dynamotest.Env) {
 	t.Helper()
 	ctx := t.Context()
-	env := dynamotest.NewEnv(t, false)
+	env = dynamotest.NewEnv(t, false)
 	in := faults.New(7)
 	queries = &historyQueries{}
 	in.Add(queries.rule())
@@ -257,7 +257,7 @@ func sharedInstance(t *testing.T, instance string) (p *dynamo.Provider, queries 
 	first := startAndFetch(ctx, t, p, instance)
 	must(t, p.AckOrchestrationItem(ctx, first.LockToken, provider.TurnCommit{ExecutionID: 1, HistoryDelta: []provider.Event{started(instance)}, Metadata: meta()}), "first turn")
 	ackEvent(ctx, t, p, raiseAndFetch(ctx, t, p, instance, "mine"), "mine")
-	return p, queries, other
+	return p, queries, other, env
 }
 
 // TestFetchReadsOnlyTheHistoryAfterItsCache: when other processes ran an
@@ -268,7 +268,7 @@ func TestFetchReadsOnlyTheHistoryAfterItsCache(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	const inst = "history-after-cache"
-	p, queries, other := sharedInstance(t, inst)
+	p, queries, other, _ := sharedInstance(t, inst)
 
 	for round, foreign := range []int{1, 3} { // turns of the other process in between
 		for i := range foreign {
@@ -324,7 +324,7 @@ func TestFetchReadsTheWholeHistoryWhenItsCacheMayNotBeItsStart(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
 			const inst = "history-not-after-cache"
-			p, queries, other := sharedInstance(t, inst)
+			p, queries, other, _ := sharedInstance(t, inst)
 			c.other(ctx, t, other, inst)
 			queries.take()
 			item := raiseAndFetch(ctx, t, p, inst, "after")
@@ -336,4 +336,29 @@ func TestFetchReadsTheWholeHistoryWhenItsCacheMayNotBeItsStart(t *testing.T) {
 			checkHistory(ctx, t, p, item, len(stored))
 		})
 	}
+}
+
+// TestFetchReadsTheWholeHistoryWhenTheRowsAfterItsCacheFallShort: rows
+// after the cached events that hold fewer events than the lock row says
+// the last turn left (here another process's row is gone, as if a read
+// raced its commit) are not used: the fetch reads the whole history
+// instead, as any fetch that meets a short history does.
+func TestFetchReadsTheWholeHistoryWhenTheRowsAfterItsCacheFallShort(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	const inst = "history-after-cache-short"
+	p, queries, other, env := sharedInstance(t, inst)
+	ackEvent(ctx, t, other, raiseAndFetch(ctx, t, other, inst, "theirs"), "theirs") // event 3
+	_, err := env.DB.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &env.Table, Key: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: keys.InstancePK(inst)},
+		"sk": &types.AttributeValueMemberS{Value: keys.HistorySK(1, 3)},
+	}})
+	must(t, err, "DeleteItem")
+	queries.take()
+	item := raiseAndFetch(ctx, t, p, inst, "after")
+	got := queries.take()
+	if len(got) < 2 || got[0] != keys.HistorySK(1, 3) || got[1] != keys.HistoryPrefix(1) {
+		t.Fatalf("the fetch's history Queries started at %q; want the rows after its cache (%q), then the whole history (%q)", got, keys.HistorySK(1, 3), keys.HistoryPrefix(1))
+	}
+	checkHistory(ctx, t, p, item, 2)
 }
