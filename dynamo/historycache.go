@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -106,7 +105,7 @@ func (c *historyCache) prefix(instance string, execution uint64, lock lockRow) (
 	if e == nil || !e.valid || e.execution != execution || len(e.events) == 0 || e.smallDone == "" ||
 		lock.turn != "" || lock.turnDone != e.largeDone || lock.histMark != e.histMark ||
 		lock.histEnd == nil || lock.histEnd.exec != execution || lock.histEnd.events < uint64(len(e.events)) ||
-		!slices.Contains(strings.Split(lock.smallPast, ","), e.smallDone) {
+		!slices.Contains(lock.smallPast, e.smallDone) {
 		return nil, 0, false
 	}
 	return slices.Clip(e.events), e.bytes, true

@@ -98,8 +98,8 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 		// learns it is in.
 		row[attrSmallDone] = s(st.lock.smallDone)
 	}
-	if st.lock.smallPast != "" {
-		row[attrSmallPast] = s(st.lock.smallPast) // kept, as smallDone
+	if len(st.lock.smallPast) > 0 {
+		row[attrSmallPast] = s(strings.Join(st.lock.smallPast, ",")) // kept, as smallDone
 	}
 	if st.lock.histMark != "" {
 		// Kept, so that histories cached before an append are not used.
@@ -230,10 +230,7 @@ func (r lockRelease) withSmallPast(read lockRow) lockRelease {
 	if read.smallDone == "" {
 		return r
 	}
-	past := []string{read.smallDone}
-	if read.smallPast != "" {
-		past = append(past, strings.Split(read.smallPast, ",")...)
-	}
+	past := append([]string{read.smallDone}, read.smallPast...)
 	r.expr = strings.Replace(r.expr, "SET ", "SET #spast = :spast, ", 1)
 	r.names["#spast"], r.values[":spast"] = attrSmallPast, s(strings.Join(past[:min(len(past), smallPastLen)], ","))
 	return r

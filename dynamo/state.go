@@ -81,10 +81,10 @@ type lockRow struct {
 	// the record a late roll-forward of a large turn reads.
 	smallDone string
 	// smallPast holds the smallDone records before smallDone, newest
-	// first, at most smallPastLen, joined by commas: a process whose
-	// cached history ends at one of those turns reads only the rows after
-	// it (historycache.go).
-	smallPast string
+	// first, at most smallPastLen (stored joined by commas): a process
+	// whose cached history ends at one of those turns reads only the rows
+	// after it (historycache.go).
+	smallPast []string
 	// histMark changes whenever history is written outside turns
 	// (AppendWithExecution), so that cached histories are not used
 	// (historycache.go).
@@ -284,7 +284,9 @@ func parseState(instance string, rows []item) (*instanceState, error) {
 			st.lock.turnExec = d.uint(row, attrTurnExec)
 			st.lock.turnDone = d.str(row, attrTurnDone)
 			st.lock.smallDone = d.str(row, attrSmallDone)
-			st.lock.smallPast = d.str(row, attrSmallPast)
+			if past := d.str(row, attrSmallPast); past != "" {
+				st.lock.smallPast = strings.Split(past, ",")
+			}
 			st.lock.histMark = d.str(row, attrHistMark)
 			st.lock.updatedAt = d.int(row, attrUpdatedAt)
 			st.lock.kvDigest = d.str(row, attrKVDigest)
