@@ -243,6 +243,9 @@ type hints struct {
 	// while after the ack deleted the row; and the orchestrator messages
 	// its acks consumed, to a while after. See heldWork.
 	held map[string]int64
+	// contended maps worker shards where a claim was lost to another
+	// process to when that stops counting (ms; contention.go).
+	contended map[int]int64
 }
 
 type sessionHint struct {
@@ -251,7 +254,7 @@ type sessionHint struct {
 }
 
 func newHints() hints {
-	return hints{locked: map[string]int64{}, sessions: map[string]sessionHint{}, parked: map[string]parkHint{}, trying: map[string]*queues.Signal{}, held: map[string]int64{}}
+	return hints{locked: map[string]int64{}, sessions: map[string]sessionHint{}, parked: map[string]parkHint{}, trying: map[string]*queues.Signal{}, held: map[string]int64{}, contended: map[int]int64{}}
 }
 
 // maxLockHintMs caps how long a lock seen in another process is trusted:

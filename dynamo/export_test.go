@@ -29,3 +29,7 @@ func FlushSignals(ctx context.Context, p *Provider) error { return p.signals.Flu
 // WaitingFetches is how many fetches of kind p has waiting for a signal
 // (queues.Signals.Waiting).
 func WaitingFetches(p *Provider, kind queues.Kind) int { return p.signals.Waiting(kind) }
+
+// SetClaimSpread makes p draw where its fetches in a contended worker
+// shard start with spread instead of at random (contention.go).
+func SetClaimSpread(p *Provider, spread func(n int) int) { p.spread = spread }

@@ -68,6 +68,9 @@ type Provider struct {
 	txs txCache
 	// layout records that CheckLayout found the stored layout matching.
 	layout layoutCheck
+	// spread draws where a fetch in a contended shard starts among n rows,
+	// uniform in [0, n) (contention.go).
+	spread func(n int) int
 
 	seqMu    sync.Mutex
 	seqLast  int64
@@ -88,6 +91,7 @@ func newProvider(o Options, signals *queues.Signals) *Provider {
 		hints:    newHints(),
 		sweeps:   &sweepSchedules{base: o.SweepInterval, max: o.IdleSweepInterval},
 		seqOwner: hex.EncodeToString(b[:]),
+		spread:   mrand.IntN,
 	}
 	p.db = resendSafe{API: clock, p: p}
 	return p

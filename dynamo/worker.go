@@ -63,6 +63,8 @@ func (p *Provider) EnqueueForWorker(ctx context.Context, item provider.ActivityE
 // without a session qualify; with one, also those of sessions
 // session.OwnerID holds or nobody holds (which it then claims for
 // session.LockTimeout). A [provider.TagNone] filter returns nil at once.
+// Where other processes compete for the same activities, it may take one
+// of the 16 oldest without a session instead (contention.go).
 // See the package documentation for how it waits; nil, nil means no work.
 //
 // Requests: none for an activity a turn of this process hands to the fetch
@@ -223,7 +225,7 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 				if err != nil {
 					return false, nil, err
 				}
-				if done, next, err := tryRows(rows); done || err != nil {
+				if done, next, err := tryRows(p.spreadClaims(rows, shard)); done || err != nil {
 					return done, next, err
 				}
 				if sigs := named[shard]; len(sigs) > 0 {
@@ -266,7 +268,7 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 						return false, nil, err
 					}
 					if len(rows) > 0 {
-						return tryRows(rows)
+						return tryRows(p.spreadClaims(rows, shard))
 					}
 				}
 				return false, nil, nil
@@ -451,6 +453,7 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 		}
 		if err != nil {
 			if conditionFailed(err) {
+				p.claimLost(r)
 				return nil, nil
 			}
 			if held, rerr := p.heldBy(ctx, key(r.pk, r.sk), token); rerr != nil || !held {
