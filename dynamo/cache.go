@@ -361,9 +361,15 @@ func (h *hints) releasedWork(k string) {
 func (h *hints) holdsWork(k string, nowMs int64) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	until, ok := h.held[k]
+	return liveAt(h.held, k, nowMs)
+}
+
+// liveAt reports whether m holds k with an end (ms) after nowMs, and
+// forgets k once its end has passed.
+func liveAt[K comparable](m map[K]int64, k K, nowMs int64) bool {
+	until, ok := m[k]
 	if ok && until <= nowMs {
-		delete(h.held, k)
+		delete(m, k)
 		return false
 	}
 	return ok

@@ -40,12 +40,7 @@ func (h *hints) contend(shard int, nowMs int64) {
 func (h *hints) isContended(shard int, nowMs int64) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	until, ok := h.contended[shard]
-	if ok && until <= nowMs {
-		delete(h.contended, shard)
-		return false
-	}
-	return ok
+	return liveAt(h.contended, shard, nowMs)
 }
 
 // claimLost records that the claim of r failed its condition: another

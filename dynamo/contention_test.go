@@ -38,6 +38,18 @@ func (r *spreadRecorder) count() []int {
 // session, of a provider with dynamotest's 4 shards.
 func workerShard(instance string) int { return keys.ShardOf(keys.WorkerRoutingKey(instance, nil), 4) }
 
+// twentyActivities returns a table where another process has started
+// instance and queued its activities 2 to 21 in one turn.
+func twentyActivities(t *testing.T, instance string) *dynamotest.Env {
+	t.Helper()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, false)
+	other := env.NewProvider(t, dynamotest.Config{ShortPoll: true})
+	first := startAndFetch(ctx, t, other, instance)
+	must(t, other.AckOrchestrationItem(ctx, first.LockToken, activities(instance, 20)), "first turn")
+	return env
+}
+
 // claimSignals are the signals a turn sends for activities ids of
 // instance: each names its row and the ready key the turn wrote, for a
 // direct claim.
@@ -73,11 +85,8 @@ func fetchFromShard(ctx context.Context, t *testing.T, p *dynamo.Provider, insta
 func TestAClaimLostToAnotherProcessSpreadsTheShardsNextClaims(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	env := dynamotest.NewEnv(t, false)
-	other := env.NewProvider(t, dynamotest.Config{ShortPoll: true})
 	const inst = "contended"
-	first := startAndFetch(ctx, t, other, inst)
-	must(t, other.AckOrchestrationItem(ctx, first.LockToken, activities(inst, 20)), "first turn") // activities 2 to 21
+	env := twentyActivities(t, inst)
 
 	clock := faults.NewFakeClock(time.Now())
 	spread := &spreadRecorder{}
@@ -87,8 +96,8 @@ func TestAClaimLostToAnotherProcessSpreadsTheShardsNextClaims(t *testing.T) {
 	}})
 	dynamo.SetClaimSpread(p, spread.draw)
 
-	// Another process (without the signals the turn left in the first
-	// one) takes activity 2; this one then loses its claim of it, and
+	// A third process (without the signals the turn left in the process
+	// that ran it) takes activity 2; this one then loses its claim of it, and
 	// takes activity 3.
 	sigs := claimSignals(ctx, t, env, inst, 2, 3) // as the turn wrote them
 	rival := env.NewProvider(t, dynamotest.Config{ShortPoll: true})
@@ -135,11 +144,8 @@ func TestAClaimLostToAnotherProcessSpreadsTheShardsNextClaims(t *testing.T) {
 func TestAClaimLostToAStaleIndexOfItsOwnClaimKeepsTheOrder(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	env := dynamotest.NewEnv(t, false)
-	other := env.NewProvider(t, dynamotest.Config{ShortPoll: true})
 	const inst = "own-stale-claim"
-	first := startAndFetch(ctx, t, other, inst)
-	must(t, other.AckOrchestrationItem(ctx, first.LockToken, activities(inst, 20)), "first turn") // activities 2 to 21
+	env := twentyActivities(t, inst)
 
 	in := faults.New(41)
 	// Every query of the ready index sees it as the first query of the
