@@ -68,8 +68,8 @@ type Provider struct {
 	txs txCache
 	// layout records that CheckLayout found the stored layout matching.
 	layout layoutCheck
-	// spread draws where a fetch in a contended shard starts among n rows,
-	// uniform in [0, n) (contention.go).
+	// spread draws which of n candidate rows a fetch in a contended shard
+	// tries first, uniform in [0, n) (contention.go).
 	spread func(n int) int
 
 	seqMu    sync.Mutex
