@@ -84,8 +84,10 @@ func total(m map[string]int) int {
 }
 
 // checkDynoxide checks the result of every dynoxide system: the scenario's
-// name, the activities, and requests counted exactly for DynamoDB systems.
-func checkDynoxide(t *testing.T, results map[string]report.Result, scenarioName string, activities int, wantRequests bool) {
+// name, the activities, requests counted exactly for DynamoDB systems, and
+// for those, with timesApart, times taken from an unmetered run
+// ([checkTimes]).
+func checkDynoxide(t *testing.T, results map[string]report.Result, scenarioName string, activities int, wantRequests, timesApart bool) {
 	t.Helper()
 	for _, s := range scenario.Systems() {
 		r, ok := results[s.Name]
@@ -111,6 +113,22 @@ func checkDynoxide(t *testing.T, results map[string]report.Result, scenarioName 
 		if wantRequests && (total(r.DynamoDB) == 0 || r.WRU+r.RRU == 0) {
 			t.Errorf("%s: no DynamoDB requests or request units counted: %v, WRU %v, RRU %v", s.Name, r.DynamoDB, r.WRU, r.RRU)
 		}
+		checkTimes(t, r, timesApart)
+	}
+}
+
+// checkTimes checks where a DynamoDB system's result took its times from:
+// with apart, from a second, unmetered run, which the notes say and whose
+// metered run's throughput is the extra column; otherwise from the one
+// metered run, with no such column.
+func checkTimes(t *testing.T, r report.Result, apart bool) {
+	t.Helper()
+	rate, ok := r.Extra[scenario.ExtraMeteredRate]
+	switch {
+	case apart && (!ok || rate <= 0 || !strings.Contains(r.Notes, "without the meter")):
+		t.Errorf("%s: %s = %v (present %v), notes %q: want the times of an unmetered run, and the metered run's throughput", r.System, scenario.ExtraMeteredRate, rate, ok, r.Notes)
+	case !apart && ok:
+		t.Errorf("%s: %s = %v, want the times of the one metered run", r.System, scenario.ExtraMeteredRate, rate)
 	}
 }
 
@@ -146,7 +164,7 @@ func TestHelloCities5(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := bySystem(t, results)
-	checkDynoxide(t, rs, scenario.HelloCities5Name, 5*sizes.HelloInstances, true)
+	checkDynoxide(t, rs, scenario.HelloCities5Name, 5*sizes.HelloInstances, true, true)
 	checkPeers(t, env, rs, 5*sizes.HelloInstances)
 	for _, s := range scenario.Systems() {
 		if n := len(rs[s.Name].Latencies); n != sizes.HelloInstances {
@@ -182,6 +200,7 @@ func TestHelloCities5Load(t *testing.T) {
 		if got := r.Extra[scenario.ExtraRuntimes]; got != float64(max(rt.Count, 1)) {
 			t.Errorf("%s: %v runtimes recorded", r.System, got)
 		}
+		checkTimes(t, r, true)
 	}
 }
 
@@ -192,12 +211,13 @@ func TestFanOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := bySystem(t, results)
-	checkDynoxide(t, rs, scenario.FanOutName(sizes.FanOutSmall), sizes.FanOutSmall, true)
+	checkDynoxide(t, rs, scenario.FanOutName(sizes.FanOutSmall), sizes.FanOutSmall, true, true)
 	checkPeers(t, env, rs, sizes.FanOutSmall)
 	two := scenario.DynamoDBSQS + " (" + scenario.Runtimes{Count: 2}.Label() + ")"
 	if r, ok := rs[two]; !ok || r.Activities != sizes.FanOutSmall || strings.Contains(r.Notes, "FAILED") || total(r.DynamoDB) == 0 {
 		t.Errorf("%s: %+v, want %d activities with DynamoDB requests counted", two, r, sizes.FanOutSmall)
 	}
+	checkTimes(t, rs[two], true)
 	for _, name := range append(systemNames(), two) {
 		// Started, scheduled, then a scheduled and a completed event per
 		// activity, and the completion.
@@ -223,7 +243,7 @@ func TestStartAfterIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := bySystem(t, results)
-	checkDynoxide(t, rs, scenario.StartAfterIdleName, 1, true)
+	checkDynoxide(t, rs, scenario.StartAfterIdleName, 1, true, false)
 	for _, s := range scenario.Systems() {
 		r := rs[s.Name]
 		if !s.DynamoDB {
@@ -250,7 +270,7 @@ func TestIdle(t *testing.T) {
 	rs := bySystem(t, results)
 	// Long-polling systems may make no request in a few seconds: only the
 	// short-polling one must have swept the table.
-	checkDynoxide(t, rs, scenario.IdleName, 0, false)
+	checkDynoxide(t, rs, scenario.IdleName, 0, false, false)
 	if total(rs[scenario.DynamoDBShortPoll].DynamoDB) == 0 {
 		t.Errorf("%s: no DynamoDB request while short polling", scenario.DynamoDBShortPoll)
 	}
@@ -274,7 +294,7 @@ func TestHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := bySystem(t, results)
-	checkDynoxide(t, rs, scenario.HistoryName(sizes.HistoryEvents), 0, true)
+	checkDynoxide(t, rs, scenario.HistoryName(sizes.HistoryEvents), 0, true, false)
 	for _, s := range scenario.Systems() {
 		r := rs[s.Name]
 		if got := r.Extra["events"]; got != float64(sizes.HistoryEvents) {
@@ -368,7 +388,7 @@ func TestHelloCities5Payload(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := bySystem(t, results)
-	checkDynoxide(t, rs, scenario.HelloCities5PayloadName(sizes.PayloadBytes), 5*sizes.HelloInstances, true)
+	checkDynoxide(t, rs, scenario.HelloCities5PayloadName(sizes.PayloadBytes), 5*sizes.HelloInstances, true, true)
 	for _, s := range scenario.Systems() {
 		r := rs[s.Name]
 		if !s.DynamoDB {
@@ -402,7 +422,7 @@ func TestChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := bySystem(t, results)
-	checkDynoxide(t, rs, scenario.ChainName(sizes.ChainSteps), sizes.ChainSteps, true)
+	checkDynoxide(t, rs, scenario.ChainName(sizes.ChainSteps), sizes.ChainSteps, true, true)
 	for _, s := range scenario.Systems() {
 		r := rs[s.Name]
 		if got, want := r.Extra["events"], float64(2+2*sizes.ChainSteps); got != want {
@@ -451,6 +471,7 @@ func TestChainPayload(t *testing.T) {
 		if got, want := r.Extra["events"], float64(2+2*sizes.ChainSteps); got != want {
 			t.Errorf("%s: history of %v events, want %v", system, got, want)
 		}
+		checkTimes(t, r, true)
 		for _, k := range []string{scenario.ExtraRequestsFirst, scenario.ExtraRequestsLast} {
 			if n, ok := r.Extra[k]; !ok || n < 4 {
 				t.Errorf("%s: %s = %v (present %v), want at least 4", system, k, n, ok)

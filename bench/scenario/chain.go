@@ -36,7 +36,7 @@ func Chain(ctx context.Context, env *Env, n int) ([]report.Result, error) {
 	// A step is a few sequential requests: about 40 ms on DynamoDB Local,
 	// 100 ms behind the proxy or with short polling.
 	timeout := 5*time.Minute + time.Duration(n)*300*time.Millisecond
-	return onEverySystem(ctx, env, ChainName(n), timeout, func(ctx context.Context, d *Deployment) (report.Result, error) {
+	return onEverySystem(ctx, env, ChainName(n), timeout, timesUnmetered, func(ctx context.Context, d *Deployment) (report.Result, error) {
 		return chainOn(ctx, d, n, "", func(ctx context.Context, id string) error { return chain.Start(ctx, d.Client, id, n) })
 	})
 }
@@ -60,7 +60,7 @@ func ChainPayload(ctx context.Context, env *Env, n, bytes int) ([]report.Result,
 		}
 	}
 	note := fmt.Sprintf("activity inputs and outputs of %d pseudo-random hex digits and a step number", bytes)
-	return onSystems(ctx, env, systems, ChainPayloadName(n, bytes), timeout, func(ctx context.Context, d *Deployment) (report.Result, error) {
+	return onSystems(ctx, env, systems, ChainPayloadName(n, bytes), timeout, timesUnmetered, func(ctx context.Context, d *Deployment) (report.Result, error) {
 		return chainOn(ctx, d, n, note, func(ctx context.Context, id string) error {
 			return chainPadded.Start(ctx, d.Client, id, chainPad{Steps: n, Bytes: bytes})
 		})

@@ -14,10 +14,20 @@
 // terminal instances) runs on a provider of its own, unmetered and without
 // queues ([Deployment.StartSeedingRuntime]).
 //
-// The meter reads item images (unmetered) before writes, to bill updates by
-// the larger of the old and new item; those reads sit on the writes' path,
-// so DynamoDB systems run somewhat slower under the meter than without it
-// (HelloCities5 on DynamoDB Local: 12-15 % fewer activities a second).
+// The meter reads item images (unmetered) before and after writes, to bill
+// updates by the larger of the old and new item; those reads load the
+// endpoint and sit on the writes' path, so DynamoDB systems run slower
+// under the meter than without it (HelloCities5 with 300 instances on
+// DynamoDB Local with SQS, three runs each way, interleaved: 61 to 70
+// activities a second metered, 83 to 93 unmetered). So the scenarios that
+// report throughput and latencies (HelloCities5 and its variants, the
+// chains, the fan-outs) run each DynamoDB system twice: metered, for the
+// requests, capacity and cost, then again on a fresh table without the
+// meter, for the times; the metered run's throughput is kept in a column
+// of its own. StartAfterIdle, whose figure is a ratio of the round trip
+// to the time of its requests, which only the meter measures, the history
+// load, whose reads the meter adds no request to, and the scenarios that
+// report costs only, run once, metered.
 //
 // [report.Result]: github.com/dynoxide/dynoxide/bench/report.Result
 // [billing.Meter]: github.com/dynoxide/dynoxide/bench/billing.Meter

@@ -30,12 +30,12 @@ func FanOut(ctx context.Context, env *Env, n int) ([]report.Result, error) {
 	// 2-core machine running other work (20 a second); the proxy's 8 ms a
 	// request and a busier machine need room.
 	timeout := 5*time.Minute + time.Duration(n)*100*time.Millisecond
-	results, err := onEverySystem(ctx, env, name, timeout, func(ctx context.Context, d *Deployment) (report.Result, error) {
+	results, err := onEverySystem(ctx, env, name, timeout, timesUnmetered, func(ctx context.Context, d *Deployment) (report.Result, error) {
 		return fanOutOn(ctx, d, n, Runtimes{})
 	})
 	if system, ok := env.system(DynamoDBSQS); ok {
 		two := Runtimes{Count: 2}
-		r, twoErr := onSystem(ctx, env, system, name, timeout, func(ctx context.Context, d *Deployment) (report.Result, error) {
+		r, twoErr := onSystem(ctx, env, system, name, timeout, timesUnmetered, func(ctx context.Context, d *Deployment) (report.Result, error) {
 			return fanOutOn(ctx, d, n, two)
 		})
 		r.System = fmt.Sprintf("%s (%s)", system.Name, two.Label())

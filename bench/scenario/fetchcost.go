@@ -76,7 +76,7 @@ func FetchCost(ctx context.Context, env *Env, c FetchCostConfig) ([]report.Resul
 	timeout := c.SeedBudget + 10*time.Minute
 
 	var results []report.Result
-	_, err := onSystem(ctx, env, system, FetchCostName, timeout, func(ctx context.Context, d *Deployment) (report.Result, error) {
+	_, err := onSystem(ctx, env, system, FetchCostName, timeout, timesMetered, func(ctx context.Context, d *Deployment) (report.Result, error) {
 		// Terminal instances: the seeded ones, and the measured ones of
 		// the sizes before.
 		seeded, measured := 0, 0

@@ -27,7 +27,7 @@ const HelloCities5Name = "HelloCities5"
 // HelloCities5 on env.Peers, with the peer's own defaults whatever rt.
 func HelloCities5(ctx context.Context, env *Env, instances int, rt Runtimes) ([]report.Result, error) {
 	timeout := 5*time.Minute + time.Duration(instances)*100*time.Millisecond
-	results, err := onEverySystem(ctx, env, HelloCities5Name, timeout, func(ctx context.Context, d *Deployment) (report.Result, error) {
+	results, err := onEverySystem(ctx, env, HelloCities5Name, timeout, timesUnmetered, func(ctx context.Context, d *Deployment) (report.Result, error) {
 		return helloCities5On(ctx, d, instances, rt)
 	})
 	peers := runPeers(ctx, env, HelloCities5Name, func(ctx context.Context, c goworkflows.Config) (report.Result, error) {
@@ -84,7 +84,7 @@ func HelloCities5Payload(ctx context.Context, env *Env, instances, bytes int) ([
 			systems = append(systems, uncompressedSystem())
 		}
 	}
-	return onSystems(ctx, env, systems, HelloCities5PayloadName(bytes), timeout, func(ctx context.Context, d *Deployment) (report.Result, error) {
+	return onSystems(ctx, env, systems, HelloCities5PayloadName(bytes), timeout, timesUnmetered, func(ctx context.Context, d *Deployment) (report.Result, error) {
 		r, err := instancesOn(ctx, d, instances, "hello-payload", Runtimes{}, func(ctx context.Context, id string) error {
 			return helloCities5Padded.Start(ctx, d.Client, id, bytes)
 		}, func(ctx context.Context, id string) (int, error) {
@@ -265,7 +265,7 @@ func WarmUp(ctx context.Context, env *Env, instances int) error {
 		}
 		quiet := *env
 		quiet.Logf = nil
-		_, err := onSystem(ctx, &quiet, s, "WarmUp", 5*time.Minute, func(ctx context.Context, d *Deployment) (report.Result, error) {
+		_, err := onSystem(ctx, &quiet, s, "WarmUp", 5*time.Minute, timesMetered, func(ctx context.Context, d *Deployment) (report.Result, error) {
 			return helloCities5On(ctx, d, instances, Runtimes{})
 		})
 		return err

@@ -43,7 +43,7 @@ func History(ctx context.Context, env *Env, events, reads int) ([]report.Result,
 	events = 2 + 2*pairs
 	name := HistoryName(events)
 	timeout := 5*time.Minute + time.Duration(events)*10*time.Millisecond
-	return onEverySystem(ctx, env, name, timeout, func(ctx context.Context, d *Deployment) (report.Result, error) {
+	return onEverySystem(ctx, env, name, timeout, timesMetered, func(ctx context.Context, d *Deployment) (report.Result, error) {
 		r := report.Result{Notes: fmt.Sprintf("a running instance's history: its first turn run by the runtime, then %d activity events stored with AppendWithExecution; the runtime stopped before %d reads", 2*pairs, reads)}
 		const id = "history"
 		if err := makeHistory(ctx, d, id, pairs); err != nil {

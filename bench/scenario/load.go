@@ -63,7 +63,7 @@ func HelloCities5Load(ctx context.Context, env *Env, instances int) ([]report.Re
 	var results []report.Result
 	var errs []error
 	for _, rt := range LoadVariants() {
-		r, err := onSystem(ctx, env, system, HelloCities5LoadName, timeout, func(ctx context.Context, d *Deployment) (report.Result, error) {
+		r, err := onSystem(ctx, env, system, HelloCities5LoadName, timeout, timesUnmetered, func(ctx context.Context, d *Deployment) (report.Result, error) {
 			r, err := helloCities5On(ctx, d, instances, rt)
 			setExtra(&r, ExtraInstances, float64(instances))
 			setExtra(&r, ExtraRuntimes, float64(max(rt.Count, 1)))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -74,16 +75,80 @@ func joinNotes(notes ...string) string {
 	return strings.Join(out, "; ")
 }
 
+// timing says which run of a system gives a result its times.
+type timing int
+
+const (
+	// timesMetered: the one metered run gives every figure.
+	timesMetered timing = iota
+	// timesUnmetered: on a system with DynamoDB, the workload runs twice,
+	// metered for the requests, capacity and cost, then unmetered for the
+	// throughput and latencies ([timesFrom]). The meter reads item images
+	// on the endpoint beside the requests it counts (a BatchGetItem before
+	// every transaction, a GetItem after every update): on DynamoDB Local,
+	// which serves one request at a time for its writes, that load and the
+	// read ahead of each transaction slowed HelloCities5 by about a third.
+	timesUnmetered
+)
+
+// ExtraMeteredRate is the extra column of a result whose times come from
+// an unmetered run: the activities a second of the metered run.
+const ExtraMeteredRate = "activities/s, metered run"
+
+// unmeteredTimesNote says where the figures of a result of timesUnmetered
+// come from.
+const unmeteredTimesNote = "throughput and latencies from a second run of the same workload without the meter (its reads of item images load the endpoint and delay every transaction); requests, capacity and cost from the metered run, whose throughput is the column '" + ExtraMeteredRate + "'"
+
 // onSystem sets system s up, runs fn on it within timeout and tears it
-// down. A failure becomes a result whose Notes say what failed, and an
-// error wrapping ErrScenario.
-func onSystem(ctx context.Context, env *Env, s System, scenario string, timeout time.Duration, fn func(ctx context.Context, d *Deployment) (report.Result, error)) (report.Result, error) {
-	env.logf("%s on %s: setting up", scenario, s.Name)
+// down; with timesUnmetered, on a system with DynamoDB, it then does it all
+// again unmetered and takes the times from that run. A failure becomes a
+// result whose Notes say what failed, and an error wrapping ErrScenario.
+func onSystem(ctx context.Context, env *Env, s System, scenario string, timeout time.Duration, times timing, fn func(ctx context.Context, d *Deployment) (report.Result, error)) (report.Result, error) {
+	r, err := runOnSystem(ctx, env, s, scenario, timeout, true, fn)
+	if err != nil || times != timesUnmetered || !s.DynamoDB {
+		return r, err
+	}
+	u, err := runOnSystem(ctx, env, s, scenario, timeout, false, fn)
+	if err == nil {
+		u, err = timesFrom(r, u)
+	}
+	if err != nil {
+		err = fmt.Errorf("%w: %s on %s, unmetered: %w", ErrScenario, scenario, s.Name, err)
+		r.Notes = joinNotes("FAILED: "+err.Error(), r.Notes)
+		return r, err
+	}
+	return u, nil
+}
+
+// timesFrom returns the metered result with the throughput and latencies
+// of the unmetered run of the same workload, the metered run's throughput
+// as ExtraMeteredRate, and a note saying so. It fails when the two runs
+// did not complete the same activities.
+func timesFrom(metered, unmetered report.Result) (report.Result, error) {
+	if metered.Activities != unmetered.Activities || len(metered.Latencies) != len(unmetered.Latencies) {
+		return metered, fmt.Errorf("the unmetered run completed %d activities with %d latencies, the metered one %d with %d",
+			unmetered.Activities, len(unmetered.Latencies), metered.Activities, len(metered.Latencies))
+	}
+	r := metered
+	r.Extra = maps.Clone(metered.Extra)
+	setExtra(&r, ExtraMeteredRate, metered.ActivitiesPerSecond())
+	r.Elapsed, r.Latencies = unmetered.Elapsed, unmetered.Latencies
+	r.Notes = joinNotes(r.Notes, unmeteredTimesNote)
+	return r, nil
+}
+
+// runOnSystem is one run of onSystem: metered or not.
+func runOnSystem(ctx context.Context, env *Env, s System, scenario string, timeout time.Duration, metered bool, fn func(ctx context.Context, d *Deployment) (report.Result, error)) (report.Result, error) {
+	run := "setting up"
+	if !metered {
+		run = "setting up again without the meter, for the times"
+	}
+	env.logf("%s on %s: %s", scenario, s.Name, run)
 	ctx, cancel := context.WithTimeoutCause(ctx, timeout, fmt.Errorf("%s on %s took more than %v", scenario, s.Name, timeout))
 	defer cancel()
 	began := time.Now()
 	r, err := func() (r report.Result, err error) {
-		d, err := s.Setup(ctx, env)
+		d, err := s.setUp(ctx, env, metered)
 		if err != nil {
 			return r, err
 		}
@@ -111,16 +176,16 @@ func onSystem(ctx context.Context, env *Env, s System, scenario string, timeout 
 }
 
 // onEverySystem runs fn on every system of env, one after the other.
-func onEverySystem(ctx context.Context, env *Env, scenario string, timeout time.Duration, fn func(ctx context.Context, d *Deployment) (report.Result, error)) ([]report.Result, error) {
-	return onSystems(ctx, env, env.systems(), scenario, timeout, fn)
+func onEverySystem(ctx context.Context, env *Env, scenario string, timeout time.Duration, times timing, fn func(ctx context.Context, d *Deployment) (report.Result, error)) ([]report.Result, error) {
+	return onSystems(ctx, env, env.systems(), scenario, timeout, times, fn)
 }
 
 // onSystems is onEverySystem on systems.
-func onSystems(ctx context.Context, env *Env, systems []System, scenario string, timeout time.Duration, fn func(ctx context.Context, d *Deployment) (report.Result, error)) ([]report.Result, error) {
+func onSystems(ctx context.Context, env *Env, systems []System, scenario string, timeout time.Duration, times timing, fn func(ctx context.Context, d *Deployment) (report.Result, error)) ([]report.Result, error) {
 	var results []report.Result
 	var errs []error
 	for _, s := range systems {
-		r, err := onSystem(ctx, env, s, scenario, timeout, fn)
+		r, err := onSystem(ctx, env, s, scenario, timeout, times, fn)
 		results = append(results, r)
 		errs = append(errs, err)
 	}

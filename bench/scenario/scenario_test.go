@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dynoxide/dynoxide/bench/billing"
+	"github.com/dynoxide/dynoxide/bench/report"
 )
 
 func TestSelectKeepsTheOrderOfAllAndRejectsUnknownNames(t *testing.T) {
@@ -158,5 +159,43 @@ func TestPayloadScenarioNamesSayTheSize(t *testing.T) {
 		if got != want {
 			t.Errorf("name %q, want %q", got, want)
 		}
+	}
+}
+
+func TestTimesFromTakesTheUnmeteredRunsTimesAndKeepsTheMeteredCosts(t *testing.T) {
+	metered := report.Result{
+		Scenario: HelloCities5Name, System: DynamoDBSQS, Activities: 10,
+		Elapsed: 2 * time.Second, Latencies: []time.Duration{time.Second, 2 * time.Second},
+		DynamoDB: map[string]int{"Query": 12}, WRU: 170, RRU: 10, Dollars: 0.0001,
+		Notes: "metered", Extra: map[string]float64{ExtraInstances: 2},
+	}
+	unmetered := report.Result{
+		Scenario: HelloCities5Name, System: DynamoDBSQS, Activities: 10,
+		Elapsed: time.Second, Latencies: []time.Duration{500 * time.Millisecond, time.Second},
+		Notes: "unmetered", Extra: map[string]float64{ExtraInstances: 2},
+	}
+	r, err := timesFrom(metered, unmetered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Elapsed != unmetered.Elapsed || !slices.Equal(r.Latencies, unmetered.Latencies) {
+		t.Errorf("times %v %v, want the unmetered run's %v %v", r.Elapsed, r.Latencies, unmetered.Elapsed, unmetered.Latencies)
+	}
+	if r.DynamoDB["Query"] != 12 || r.WRU != 170 || r.RRU != 10 || r.Dollars != 0.0001 {
+		t.Errorf("costs %v %v %v %v, want the metered run's", r.DynamoDB, r.WRU, r.RRU, r.Dollars)
+	}
+	if got := r.Extra[ExtraMeteredRate]; got != 5 {
+		t.Errorf("%s = %v, want the metered run's 5 activities a second", ExtraMeteredRate, got)
+	}
+	if _, ok := metered.Extra[ExtraMeteredRate]; ok {
+		t.Error("the metered result's extras were changed in place")
+	}
+	if !strings.HasPrefix(r.Notes, "metered; ") || !strings.Contains(r.Notes, "without the meter") {
+		t.Errorf("notes %q do not keep the metered run's and say where the times come from", r.Notes)
+	}
+
+	unmetered.Activities = 9
+	if _, err := timesFrom(metered, unmetered); err == nil {
+		t.Error("runs that completed different activities were merged")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -124,7 +125,7 @@ type System struct {
 	// Notes describes the configuration, for results.
 	Notes string
 
-	setup func(ctx context.Context, env *Env) (*Deployment, error)
+	setup func(ctx context.Context, env *Env, metered bool) (*Deployment, error)
 }
 
 // Systems returns the four dynoxide systems: MemProvider, DynamoDBSQS,
@@ -162,7 +163,16 @@ func SystemByName(name string) (System, error) {
 // DynamoDB systems) and a client; runtimes are started with
 // [Deployment.StartRuntime]. Close the deployment when done.
 func (s System) Setup(ctx context.Context, env *Env) (*Deployment, error) {
-	d, err := s.setup(ctx, env)
+	return s.setUp(ctx, env, true)
+}
+
+// setUp is Setup, with the meter installed on the deployment's clients only
+// when metered is true. Without it the deployment's Meter is nil: nothing
+// counts its requests, and nothing reads item images on the endpoint
+// beside them (the meter's shadow reads, which load the endpoint and delay
+// every transaction by a read). Systems without DynamoDB ignore metered.
+func (s System) setUp(ctx context.Context, env *Env, metered bool) (*Deployment, error) {
+	d, err := s.setup(ctx, env, metered)
 	if err != nil {
 		return nil, fmt.Errorf("%s: setup: %w", s.Name, err)
 	}
@@ -186,7 +196,8 @@ type Deployment struct {
 	// measurement.
 	Observer *durable.Client
 	// Meter counts the DynamoDB and SQS requests of Client and of every
-	// runtime; nil for systems without DynamoDB.
+	// runtime; nil for systems without DynamoDB and for a deployment set up
+	// unmetered (the timing run of a timed scenario, [onSystem]).
 	Meter *billing.Meter
 
 	logger      *slog.Logger
@@ -317,7 +328,7 @@ func (d *Deployment) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func setupMemProvider(_ context.Context, env *Env) (*Deployment, error) {
+func setupMemProvider(_ context.Context, env *Env, _ bool) (*Deployment, error) {
 	p := memprovider.New()
 	c := durable.NewClient(p)
 	return &Deployment{
@@ -339,8 +350,8 @@ func setupMemProvider(_ context.Context, env *Env) (*Deployment, error) {
 // dynamoSetup returns the setup of a DynamoDB system: with SQS wake-up
 // queues or short polling, and with the endpoints behind a proxy delaying
 // each direction by oneWay when it is not zero.
-func dynamoSetup(name string, withSQS bool, oneWay time.Duration, adjust ...func(*dynamo.Options)) func(context.Context, *Env) (*Deployment, error) {
-	return func(ctx context.Context, env *Env) (_ *Deployment, err error) {
+func dynamoSetup(name string, withSQS bool, oneWay time.Duration, adjust ...func(*dynamo.Options)) func(context.Context, *Env, bool) (*Deployment, error) {
+	return func(ctx context.Context, env *Env, metered bool) (_ *Deployment, err error) {
 		d := &Deployment{logger: env.logger(), completions: newCompletions()}
 		defer func() {
 			if err != nil {
@@ -387,11 +398,16 @@ func dynamoSetup(name string, withSQS bool, oneWay time.Duration, adjust ...func
 		}
 
 		// The meter reads item images through db, which it does not meter.
-		meter, err := billing.NewMeter(ctx, db, table)
-		if err != nil {
-			return nil, fmt.Errorf("meter: %w", err)
+		var dynamoDBMeter []func(*dynamodb.Options)
+		var sqsMeter []func(*sqs.Options)
+		if metered {
+			meter, err := billing.NewMeter(ctx, db, table)
+			if err != nil {
+				return nil, fmt.Errorf("meter: %w", err)
+			}
+			d.Meter = meter
+			dynamoDBMeter, sqsMeter = []func(*dynamodb.Options){meter.DynamoDB}, []func(*sqs.Options){meter.SQS}
 		}
-		d.Meter = meter
 
 		reach := ep
 		if oneWay > 0 {
@@ -402,21 +418,21 @@ func dynamoSetup(name string, withSQS bool, oneWay time.Duration, adjust ...func
 				return nil, err
 			}
 		}
-		metered := func(o *dynamo.Options) {
+		measured := func(o *dynamo.Options) {
 			o.TableName = table
 			o.OrchestratorQueueURL = orchQueue
 			o.WorkerQueueURL = workQueue
 			o.ShortPoll = !withSQS
-			o.Client = reach.DynamoDB(cfg, meter.DynamoDB)
+			o.Client = reach.DynamoDB(cfg, dynamoDBMeter...)
 			if withSQS {
-				o.SQSClient = reach.SQS(cfg, meter.SQS)
+				o.SQSClient = reach.SQS(cfg, sqsMeter...)
 			}
 			for _, fn := range adjust {
 				fn(o)
 			}
 		}
 		d.newProvider = func() (provider.Provider, func() error, error) {
-			p, err := dynamo.New(cfg, metered)
+			p, err := dynamo.New(cfg, measured)
 			if err != nil {
 				return nil, nil, err
 			}
