@@ -14,6 +14,8 @@ type SchedulerOptions struct {
 	// leases) and waits on. Default the system clock. Schedulers sharing
 	// a store should have NTP-synchronised clocks: skew makes jobs fire
 	// early or late by the skew and shortens or lengthens leases by it.
+	// Each scheduled time still fires once, whatever the skew: a claim is
+	// a compare-and-swap in the store.
 	Clock Clock
 
 	// Signals, when set, wakes the scheduler as soon as a job becomes due

@@ -71,6 +71,20 @@
 // ([queues.Signals.Decline]) the signals of keys nobody here waits for, so
 // that they reach the processes that do.
 //
+// # Clock skew
+//
+// DynamoDB has no clock a condition can read, so a lease end is written
+// and compared by the clock of the locker that calls ([DynamoOptions.Clock]):
+// a lease ends when that clock says so. A locker whose clock runs s ahead
+// of the holder's takes the lock up to s before the holder's lease ends by
+// the holder's clock; the holder can then neither extend nor release it.
+// A locker whose clock runs s behind takes a lock only s after its lease
+// ended, and a blocked Acquire there wakes s late. Keep hosts
+// NTP-synchronised and leases much longer than the skew between them, and
+// pass the fence to the resource the lock guards: the early holder's fence
+// is larger, so the resource refuses the late writes of the one it
+// replaced (TestClockSkew).
+//
 // Release notices are hints. One that is lost costs latency, not safety:
 // the waiters wake when the lease they saw ends, or their wait does. SQS
 // gives each message to one receiver, which may be a process with no waiter
