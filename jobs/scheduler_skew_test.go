@@ -1,7 +1,6 @@
 package jobs_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -39,28 +38,14 @@ func TestSchedulersWithSkewedClocks(t *testing.T) {
 // scheduler ahead (SchedulerOptions.Clock documents it), and once only:
 // the others find it claimed and the job moved on.
 func testSchedulersWithSkewedClocks(t *testing.T, store jobs.Store) {
-	ctx := context.Background()
 	const skew = 5 * time.Second
 	base := newFakeClock(startTime)
 	rec := newRecorder()
-	var scheds []*jobs.Scheduler
-	for _, s := range []struct {
-		owner string
-		off   time.Duration
-	}{{"behind", -skew}, {"on-time", 0}, {"ahead", skew}} {
-		sched := newScheduler(t, store, skewedClock{base, s.off}, func(o *jobs.SchedulerOptions) { o.Owner = s.owner })
-		if err := sched.Handle("tick", rec.action(s.owner)); err != nil {
-			t.Fatal(err)
-		}
-		scheds = append(scheds, sched)
-	}
-	if _, err := scheds[0].Add(ctx, cronJob(t, "every-minute", "tick", "* * * * *")); err != nil {
-		t.Fatal(err)
-	}
-	var stops []func()
-	for _, s := range scheds {
-		stops = append(stops, run(t, s))
-	}
+	_, stops := runEveryMinute(t, store, rec, []member{
+		{owner: "behind", clock: skewedClock{base, -skew}},
+		{owner: "on-time", clock: base},
+		{owner: "ahead", clock: skewedClock{base, skew}},
+	})
 	const minutes = 20
 	for k := 1; k <= minutes; k++ {
 		base.Set(minute(k).Add(-skew))

@@ -116,25 +116,11 @@ func testSchedulersFireEachTimeOnce(t *testing.T, store jobs.Store, signals *que
 	ctx := context.Background()
 	clock := newFakeClock(startTime)
 	rec := newRecorder()
-	var scheds []*jobs.Scheduler
+	var members []member
 	for i := range 3 {
-		owner := fmt.Sprintf("s%d", i)
-		s := newScheduler(t, store, clock, func(o *jobs.SchedulerOptions) {
-			o.Owner = owner
-			o.Signals = signals
-		})
-		if err := s.Handle("tick", rec.action(owner)); err != nil {
-			t.Fatal(err)
-		}
-		scheds = append(scheds, s)
+		members = append(members, member{owner: fmt.Sprintf("s%d", i), clock: clock, signals: signals})
 	}
-	if _, err := scheds[0].Add(ctx, cronJob(t, "every-minute", "tick", "* * * * *")); err != nil {
-		t.Fatal(err)
-	}
-	var stops []func()
-	for _, s := range scheds {
-		stops = append(stops, run(t, s))
-	}
+	scheds, stops := runEveryMinute(t, store, rec, members)
 	const minutes = 100
 	for k := 1; k <= minutes; k++ {
 		clock.Set(minute(k))
@@ -164,4 +150,35 @@ func testSchedulersFireEachTimeOnce(t *testing.T, store jobs.Store, signals *que
 		}
 	}
 	t.Logf("fires per scheduler: %v", rec.by)
+}
+
+// member is one of the schedulers runEveryMinute starts.
+type member struct {
+	owner   string
+	clock   jobs.Clock
+	signals *queues.Signals
+}
+
+// runEveryMinute starts a scheduler on store for each member, recording
+// its fires in rec, adds a job due every minute through the first, and
+// returns the schedulers and their stops.
+func runEveryMinute(t *testing.T, store jobs.Store, rec *recorder, members []member) (scheds []*jobs.Scheduler, stops []func()) {
+	t.Helper()
+	for _, m := range members {
+		s := newScheduler(t, store, m.clock, func(o *jobs.SchedulerOptions) {
+			o.Owner = m.owner
+			o.Signals = m.signals
+		})
+		if err := s.Handle("tick", rec.action(m.owner)); err != nil {
+			t.Fatal(err)
+		}
+		scheds = append(scheds, s)
+	}
+	if _, err := scheds[0].Add(context.Background(), cronJob(t, "every-minute", "tick", "* * * * *")); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range scheds {
+		stops = append(stops, run(t, s))
+	}
+	return scheds, stops
 }
