@@ -19,6 +19,7 @@ import (
 	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
 	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
 	"github.com/dynoxide/dynoxide/faults"
+	"github.com/dynoxide/dynoxide/internal/clockskew/skewtest"
 	"github.com/dynoxide/dynoxide/provider"
 )
 
@@ -666,16 +667,11 @@ func TestClockSkewMeasured(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	env := dynamotest.NewEnv(t, false)
-	var mu sync.Mutex
-	var logged []string
+	var warnings skewtest.Warnings
 	const ahead = 5 * time.Second
 	p := env.NewProvider(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
 		o.Now = faults.NewClock(nil, ahead).Now
-		o.Logf = func(format string, args ...any) {
-			mu.Lock()
-			defer mu.Unlock()
-			logged = append(logged, fmt.Sprintf(format, args...))
-		}
+		o.Logf = warnings.Logf
 	}})
 	honest := env.NewProvider(t, dynamotest.Config{ShortPoll: true})
 	if _, _, ok := p.ClockSkew(); ok {
@@ -691,23 +687,10 @@ func TestClockSkewMeasured(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	skew, within, ok := p.ClockSkew()
-	if !ok || skew-within > ahead+100*time.Millisecond || skew+within < ahead-100*time.Millisecond || within > time.Second {
-		t.Fatalf("ClockSkew of a clock %v ahead: %v ± %v (ok %v)", ahead, skew, within, ok)
-	}
-	if skew, within, ok := honest.ClockSkew(); !ok || skew-within > 100*time.Millisecond || skew+within < -100*time.Millisecond {
-		t.Fatalf("ClockSkew of an honest clock: %v ± %v (ok %v)", skew, within, ok)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	warned := 0
-	for _, l := range logged {
-		if strings.Contains(l, "clock is") {
-			warned++
-		}
-	}
-	if warned != 1 {
-		t.Fatalf("%d skew warnings logged, want exactly 1: %q", warned, logged)
+	skewtest.Check(t, "a clock 5 s ahead", p.ClockSkew, ahead)
+	skewtest.Check(t, "an honest clock", honest.ClockSkew, 0)
+	if got := warnings.Lines(); len(got) != 1 {
+		t.Fatalf("%d skew warnings logged, want exactly 1: %q", len(got), got)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/dynoxide/dynoxide/internal/clockskew"
 	"github.com/dynoxide/dynoxide/provider"
 	"github.com/dynoxide/dynoxide/queues"
 )
@@ -190,12 +191,11 @@ func (o Options) resolve() (Options, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.ClockSkewWarning == 0 {
-		o.ClockSkewWarning = DefaultClockSkewWarning
+	warn, err := clockskew.Warning(o.ClockSkewWarning)
+	if err != nil {
+		return o, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	if o.ClockSkewWarning < 0 {
-		return o, fmt.Errorf("%w: ClockSkewWarning %v is negative", ErrInvalidOptions, o.ClockSkewWarning)
-	}
+	o.ClockSkewWarning = warn
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}

@@ -81,7 +81,7 @@ type Provider struct {
 func newProvider(o Options, signals *queues.Signals) *Provider {
 	var b [6]byte
 	rand.Read(b[:])
-	clock := &clockWatch{API: o.Client, now: o.Now, logf: o.Logf, warn: o.ClockSkewWarning}
+	clock := newClockWatch(o)
 	p := &Provider{
 		o:        o,
 		clock:    clock,

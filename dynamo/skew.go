@@ -2,68 +2,29 @@ package dynamo
 
 import (
 	"context"
-	"sync"
+	"slices"
 	"time"
 
-	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/smithy-go/middleware"
+
+	"github.com/dynoxide/dynoxide/internal/clockskew"
 )
 
 // DefaultClockSkewWarning is the default of [Options.ClockSkewWarning].
-const DefaultClockSkewWarning = time.Second
+const DefaultClockSkewWarning = clockskew.DefaultWarning
 
 // clockWatch wraps the DynamoDB client and measures how far the provider's
 // clock (Options.Now) is from DynamoDB's, from the Date header of each
-// response. The header has whole seconds, so each response bounds the skew
-// to an interval about a second wide plus the round trip; the intervals of
-// successive responses are intersected, which narrows the estimate to tens
-// of milliseconds after a few dozen requests. An empty intersection means
-// the skew changed (the clock was stepped): the estimate starts again.
+// response of the operations below (package clockskew).
 type clockWatch struct {
 	API
-	now  func() time.Time
-	logf func(string, ...any)
-	warn time.Duration
-
-	mu sync.Mutex
-	// lo and hi bound local − server time; valid once samples > 0.
-	lo, hi  time.Duration
-	samples int
-	warned  bool
+	w *clockskew.Watch
 }
 
-// observe records one response: the local clock read before sending and
-// after receiving it, and its metadata.
-func (c *clockWatch) observe(sent, received time.Time, md middleware.Metadata) {
-	server, ok := awsmiddleware.GetServerTime(md)
-	if !ok {
-		return
-	}
-	lo, hi := sent.Sub(server)-time.Second, received.Sub(server)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.samples > 0 && lo <= c.hi && hi >= c.lo {
-		lo, hi = max(lo, c.lo), min(hi, c.hi)
-	}
-	c.lo, c.hi = lo, hi
-	c.samples++
-	beyond := lo > c.warn || hi < -c.warn
-	if beyond && !c.warned {
-		c.logf("dynamo: this process's clock is %v from DynamoDB's (± %v); leases, visibility times and timers assume under %v of skew between processes (docs/design.md §9)",
-			(lo+hi)/2, (hi-lo)/2, c.warn)
-	}
-	c.warned = beyond
-}
-
-// estimate returns the skew's best estimate and its uncertainty.
-func (c *clockWatch) estimate() (skew, uncertainty time.Duration, ok bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.samples == 0 {
-		return 0, 0, false
-	}
-	return (c.lo + c.hi) / 2, (c.hi - c.lo) / 2, true
+// newClockWatch returns the watch of the clock o.Now on o.Client.
+func newClockWatch(o Options) *clockWatch {
+	return &clockWatch{API: o.Client, w: clockskew.New("dynamo", o.Now, o.ClockSkewWarning, o.Logf,
+		"leases, visibility times and timers assume less skew between processes (docs/design.md §9)")}
 }
 
 // ClockSkew returns how far this process's clock (Options.Now) runs ahead
@@ -73,50 +34,31 @@ func (c *clockWatch) estimate() (skew, uncertainty time.Duration, ok bool) {
 // Date header. A skew beyond [Options.ClockSkewWarning] is logged once
 // through Options.Logf each time it is first seen.
 func (p *Provider) ClockSkew() (skew, uncertainty time.Duration, ok bool) {
-	return p.clock.estimate()
+	return p.clock.w.Estimate()
 }
 
 func (c *clockWatch) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	sent := c.now()
-	out, err := c.API.GetItem(ctx, in, optFns...)
-	if err == nil {
-		c.observe(sent, c.now(), out.ResultMetadata)
-	}
-	return out, err
+	return c.API.GetItem(ctx, in, c.with(optFns)...)
 }
 
 func (c *clockWatch) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	sent := c.now()
-	out, err := c.API.PutItem(ctx, in, optFns...)
-	if err == nil {
-		c.observe(sent, c.now(), out.ResultMetadata)
-	}
-	return out, err
+	return c.API.PutItem(ctx, in, c.with(optFns)...)
 }
 
 func (c *clockWatch) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	sent := c.now()
-	out, err := c.API.UpdateItem(ctx, in, optFns...)
-	if err == nil {
-		c.observe(sent, c.now(), out.ResultMetadata)
-	}
-	return out, err
+	return c.API.UpdateItem(ctx, in, c.with(optFns)...)
 }
 
 func (c *clockWatch) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
-	sent := c.now()
-	out, err := c.API.Scan(ctx, in, optFns...)
-	if err == nil {
-		c.observe(sent, c.now(), out.ResultMetadata)
-	}
-	return out, err
+	return c.API.Scan(ctx, in, c.with(optFns)...)
 }
 
 func (c *clockWatch) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	sent := c.now()
-	out, err := c.API.Query(ctx, in, optFns...)
-	if err == nil {
-		c.observe(sent, c.now(), out.ResultMetadata)
-	}
-	return out, err
+	return c.API.Query(ctx, in, c.with(optFns)...)
+}
+
+// with returns the call's options and the watch's, leaving the caller's
+// slice as it was.
+func (c *clockWatch) with(optFns []func(*dynamodb.Options)) []func(*dynamodb.Options) {
+	return append(slices.Clip(optFns), c.w.Option)
 }

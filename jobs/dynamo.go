@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/dynoxide/dynoxide/internal/clockskew"
 	"github.com/dynoxide/dynoxide/queues"
 )
 
@@ -49,14 +51,30 @@ type DynamoOptions struct {
 	// nil: no signals (schedulers find due jobs when they poll).
 	Signals *queues.Signals
 
+	// Now is the clock [DynamoStore.ClockSkew] compares with DynamoDB's:
+	// set it to the schedulers' Clock.Now when they run on another clock
+	// than the system's. Default [time.Now]. The store writes no time of
+	// its own.
+	Now func() time.Time
+
+	// ClockSkewWarning is the skew between Now and DynamoDB's clock above
+	// which the store logs a warning through Logf. Default
+	// [DefaultClockSkewWarning].
+	ClockSkewWarning time.Duration
+
 	// Logf receives problems the store handles itself (a signal that could
-	// not be sent after its write succeeded). Default: discard.
+	// not be sent after its write succeeded, a clock skew beyond
+	// ClockSkewWarning). Default: discard.
 	Logf func(format string, args ...any)
 
 	// shards is the number of partitions of the instances index the jobs
 	// are spread over: JobShards, except in this package's tests.
 	shards int
 }
+
+// DefaultClockSkewWarning is the default of
+// [DynamoOptions.ClockSkewWarning].
+const DefaultClockSkewWarning = clockskew.DefaultWarning
 
 // JobShards is the number of partitions of the instances index the jobs of
 // a table are spread over (J#0 to J#15). It is part of the stored data's
@@ -76,6 +94,14 @@ func (o DynamoOptions) resolve() (DynamoOptions, error) {
 	if o.shards == 0 {
 		o.shards = JobShards
 	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	warn, err := clockskew.Warning(o.ClockSkewWarning)
+	if err != nil {
+		return o, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	o.ClockSkewWarning = warn
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
@@ -118,7 +144,8 @@ func (o DynamoOptions) resolve() (DynamoOptions, error) {
 // Query and Count read the index (see [DynamoStore.Query]). No operation
 // scans the table.
 type DynamoStore struct {
-	o DynamoOptions
+	o    DynamoOptions
+	skew *clockskew.Watch
 }
 
 var _ Store = (*DynamoStore)(nil)
@@ -141,7 +168,19 @@ func NewDynamoStore(cfg aws.Config, optFns ...func(*DynamoOptions)) (*DynamoStor
 	if o.Client == nil {
 		o.Client = dynamodb.NewFromConfig(cfg)
 	}
-	return &DynamoStore{o: o}, nil
+	skew := clockskew.New("jobs", o.Now, o.ClockSkewWarning, o.Logf,
+		"a scheduler fires a job when its own clock reaches the job's time, early when ahead and late when behind")
+	return &DynamoStore{o: o, skew: skew}, nil
+}
+
+// ClockSkew returns how far DynamoOptions.Now runs ahead of DynamoDB's
+// clock (negative: behind), measured from the Date headers of the
+// responses to the store's requests so far, and the half-width of the
+// interval the skew is known to lie in. ok is false before the first
+// response. A skew beyond [DynamoOptions.ClockSkewWarning] is logged
+// through DynamoOptions.Logf once each time it is first seen.
+func (s *DynamoStore) ClockSkew() (skew, uncertainty time.Duration, ok bool) {
+	return s.skew.Estimate()
 }
 
 // Shard returns the index shard of the job with id: the Shard of the

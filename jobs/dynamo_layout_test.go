@@ -116,6 +116,9 @@ func TestDynamoStore_ItemLayout(t *testing.T) {
 func TestNewDynamoStore_Options(t *testing.T) {
 	for name, fn := range map[string]func(*jobs.DynamoOptions){
 		"no table": func(o *jobs.DynamoOptions) {},
+		"negative skew warning": func(o *jobs.DynamoOptions) {
+			o.TableName, o.ClockSkewWarning = "t", -time.Second
+		},
 	} {
 		if _, err := jobs.NewDynamoStore(aws.Config{}, fn); !errors.Is(err, jobs.ErrInvalidOptions) {
 			t.Errorf("NewDynamoStore with %s: %v, want ErrInvalidOptions", name, err)

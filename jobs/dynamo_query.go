@@ -102,7 +102,7 @@ func (s *DynamoStore) Count(ctx context.Context, filter Filter) (int, error) {
 		in := s.indexQuery(shard, filter, 0, false)
 		in.Select = types.SelectCount
 		for {
-			out, err := s.o.Client.Query(ctx, in)
+			out, err := s.o.Client.Query(ctx, in, s.skew.Option)
 			if err != nil {
 				return fmt.Errorf("jobs: count shard %d: %w", shard, err)
 			}
@@ -247,7 +247,7 @@ func (s *DynamoStore) verify(ctx context.Context, ids []string, filter Filter, f
 	}
 	wait := 10 * time.Millisecond
 	for len(request) > 0 {
-		out, err := s.o.Client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: request})
+		out, err := s.o.Client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: request}, s.skew.Option)
 		if err != nil {
 			return nil, fmt.Errorf("jobs: read jobs: %w", err)
 		}

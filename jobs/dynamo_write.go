@@ -38,7 +38,7 @@ func (s *DynamoStore) Create(ctx context.Context, job Job) (Job, error) {
 		ConditionExpression:                 aws.String("attribute_not_exists(" + b.name(tables.AttrPK) + ")"),
 		ExpressionAttributeNames:            b.names,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	}, s.skew.Option)
 	if failed, ok := asConditionFailed(err); ok {
 		if writeIDOf(failed.Item) != writeID {
 			return Job{}, fmt.Errorf("%w: %q", ErrJobExists, job.ID)
@@ -59,7 +59,7 @@ func (s *DynamoStore) Get(ctx context.Context, id string) (Job, error) {
 		TableName:      aws.String(s.o.TableName),
 		Key:            jobKey(id),
 		ConsistentRead: aws.Bool(true),
-	})
+	}, s.skew.Option)
 	if err != nil {
 		return Job{}, fmt.Errorf("jobs: get %q: %w", id, err)
 	}
@@ -93,7 +93,7 @@ func (s *DynamoStore) Update(ctx context.Context, id string, changes Changes) (J
 		ExpressionAttributeNames:  b.names,
 		ExpressionAttributeValues: b.valuesOrNil(),
 		ReturnValues:              types.ReturnValueAllOld,
-	})
+	}, s.skew.Option)
 	if _, ok := asConditionFailed(err); ok {
 		return Job{}, fmt.Errorf("%w: %q", ErrJobNotFound, id)
 	}
@@ -151,7 +151,7 @@ func (s *DynamoStore) CompareAndSwap(ctx context.Context, id string, expected, c
 		ExpressionAttributeValues:           b.valuesOrNil(),
 		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	}, s.skew.Option)
 	if failed, ok := asConditionFailed(err); ok {
 		if len(failed.Item) == 0 {
 			return false, Job{}, fmt.Errorf("%w: %q", ErrJobNotFound, id)
@@ -191,7 +191,7 @@ func (s *DynamoStore) Delete(ctx context.Context, id string) (bool, error) {
 		TableName:    aws.String(s.o.TableName),
 		Key:          jobKey(id),
 		ReturnValues: types.ReturnValueAllOld,
-	})
+	}, s.skew.Option)
 	if err != nil {
 		return false, fmt.Errorf("jobs: delete %q: %w", id, err)
 	}

@@ -15,7 +15,8 @@ type SchedulerOptions struct {
 	// a store should have NTP-synchronised clocks: skew makes jobs fire
 	// early or late by the skew and shortens or lengthens leases by it.
 	// Each scheduled time still fires once, whatever the skew: a claim is
-	// a compare-and-swap in the store.
+	// a compare-and-swap in the store. [DynamoStore.ClockSkew] tells how
+	// far the host's clock is from DynamoDB's.
 	Clock Clock
 
 	// Signals, when set, wakes the scheduler as soon as a job becomes due

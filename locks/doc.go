@@ -83,7 +83,10 @@
 // NTP-synchronised and leases much longer than the skew between them, and
 // pass the fence to the resource the lock guards: the early holder's fence
 // is larger, so the resource refuses the late writes of the one it
-// replaced (TestClockSkew).
+// replaced (TestClockSkew). [Dynamo.ClockSkew] tells how far the
+// locker's clock is from DynamoDB's, measured from the Date header of each
+// response, and a skew beyond [DynamoOptions.ClockSkewWarning] (default
+// 1 s) is logged through DynamoOptions.Logf.
 //
 // Release notices are hints. One that is lost costs latency, not safety:
 // the waiters wake when the lease they saw ends, or their wait does. SQS

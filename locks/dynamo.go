@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/dynoxide/dynoxide/internal/clockskew"
 	"github.com/dynoxide/dynoxide/provider"
 	"github.com/dynoxide/dynoxide/tables"
 )
@@ -68,6 +69,7 @@ const (
 type Dynamo struct {
 	o       DynamoOptions
 	api     API
+	skew    *clockskew.Watch
 	blocker blocker
 	waiters waitRegistry
 
@@ -100,10 +102,22 @@ func NewDynamo(cfg aws.Config, optFns ...func(*DynamoOptions)) (*Dynamo, error) 
 		o.Client = dynamodb.NewFromConfig(cfg)
 	}
 	d := &Dynamo{o: o, api: o.Client, done: make(chan struct{})}
+	d.skew = clockskew.New("locks", o.Clock.Now, o.ClockSkewWarning, o.Logf,
+		"lease ends are compared by each locker's clock (package doc, Clock skew)")
 	d.closeCtx, d.closeAll = context.WithCancel(context.Background())
 	d.blocker = blocker{clock: o.Clock, waiters: &d.waiters, done: d.done}
 	d.waiters.busy, d.waiters.idle = d.startListenerLocked, d.stopListenerLocked
 	return d, nil
+}
+
+// ClockSkew returns how far the locker's clock ([DynamoOptions.Clock]) runs
+// ahead of DynamoDB's (negative: behind), measured from the Date headers of
+// the responses to its requests so far, and the half-width of the interval
+// the skew is known to lie in. ok is false before the first response. A
+// skew beyond [DynamoOptions.ClockSkewWarning] is logged through
+// DynamoOptions.Logf once each time it is first seen.
+func (d *Dynamo) ClockSkew() (skew, uncertainty time.Duration, ok bool) {
+	return d.skew.Estimate()
 }
 
 // Owner returns the locker's owner token.
@@ -274,7 +288,7 @@ func (d *Dynamo) tryAcquire(ctx context.Context, c call, nonce string) (attempt,
 				":ls":   str(holderSK(untilMs, c.owner)),
 				":now":  num(now.UnixMilli()),
 			},
-		})
+		}, d.skew.Option)
 		return err
 	})
 	if item, ok := conditionFailure(err); ok {
@@ -354,7 +368,7 @@ func (d *Dynamo) free(ctx context.Context, c call, condition string) (bool, erro
 			ExpressionAttributeValues:           values,
 			ReturnValues:                        types.ReturnValueAllOld,
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		})
+		}, d.skew.Option)
 		return err
 	})
 	item, failed := conditionFailure(err)
@@ -403,7 +417,7 @@ func (d *Dynamo) Extend(ctx context.Context, key string, ttl time.Duration, optF
 				":x":   num(expiresAt(time.UnixMilli(untilMs))),
 				":now": num(now.UnixMilli()),
 			},
-		})
+		}, d.skew.Option)
 		return err
 	})
 	if item, ok := conditionFailure(err); ok {

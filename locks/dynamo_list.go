@@ -59,7 +59,7 @@ func (d *Dynamo) listShard(ctx context.Context, shard int, now time.Time) ([]Hol
 					":from": str(liveFrom(now)),
 				},
 				ExclusiveStartKey: start,
-			})
+			}, d.skew.Option)
 			return err
 		})
 		if err != nil {

@@ -3,9 +3,11 @@ package locks
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/dynoxide/dynoxide/internal/clockskew"
 	"github.com/dynoxide/dynoxide/queues"
 )
 
@@ -46,8 +48,14 @@ type DynamoOptions struct {
 	// others takes locks whose leases have not ended for the others yet.
 	Clock Clock
 
+	// ClockSkewWarning is the skew between Clock and DynamoDB's clock (see
+	// [Dynamo.ClockSkew]) above which the locker logs a warning through
+	// Logf. Default [DefaultClockSkewWarning].
+	ClockSkewWarning time.Duration
+
 	// Logf receives the problems the locker handles itself (a release
-	// notice that could not be sent). It is called from several
+	// notice that could not be sent, a clock skew beyond
+	// ClockSkewWarning). It is called from several
 	// goroutines. Default: discard.
 	Logf func(format string, args ...any)
 
@@ -55,6 +63,10 @@ type DynamoOptions struct {
 	// holders are spread over: LockShards, except in this package's tests.
 	shards int
 }
+
+// DefaultClockSkewWarning is the default of
+// [DynamoOptions.ClockSkewWarning].
+const DefaultClockSkewWarning = clockskew.DefaultWarning
 
 // LockShards is the number of partitions of the instances index the holders
 // of a table's locks are spread over (K#0 to K#15). It is part of the
@@ -79,6 +91,11 @@ func (o DynamoOptions) resolve() (DynamoOptions, error) {
 	if o.Clock == nil {
 		o.Clock = SystemClock{}
 	}
+	warn, err := clockskew.Warning(o.ClockSkewWarning)
+	if err != nil {
+		return o, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	o.ClockSkewWarning = warn
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}

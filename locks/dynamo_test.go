@@ -234,6 +234,7 @@ func TestNewDynamoOptions(t *testing.T) {
 	}{
 		{"no table", func(o *locks.DynamoOptions) {}},
 		{"owner not UTF-8", func(o *locks.DynamoOptions) { o.TableName, o.Owner = "t", "\xff" }},
+		{"negative skew warning", func(o *locks.DynamoOptions) { o.TableName, o.ClockSkewWarning = "t", -time.Second }},
 	} {
 		if _, err := locks.NewDynamo(cfg, tc.fn); !errors.Is(err, locks.ErrInvalidOptions) {
 			t.Errorf("%s: NewDynamo error %v; want ErrInvalidOptions", tc.name, err)

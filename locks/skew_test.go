@@ -1,9 +1,11 @@
 package locks_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/dynoxide/dynoxide/internal/clockskew/skewtest"
 	"github.com/dynoxide/dynoxide/locks"
 	"github.com/dynoxide/dynoxide/locks/lockstest"
 )
@@ -118,5 +120,52 @@ func testClockSkew(t *testing.T, newLocker func(locks.Clock) locks.Locker) {
 		}
 	case <-time.After(time.Minute): // a bound on a failure, not a wait for success
 		t.Fatal("the blocked Acquire behind did not wake skew after the lease's end")
+	}
+}
+
+// offsetClock is the system clock shifted by off.
+type offsetClock struct {
+	locks.SystemClock
+	off time.Duration
+}
+
+func (c offsetClock) Now() time.Time { return time.Now().Add(c.off) }
+
+// TestClockSkewMeasured: a locker whose clock runs five seconds ahead
+// learns so from DynamoDB's responses and logs it once; an honest one
+// measures no skew and logs nothing.
+func TestClockSkewMeasured(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := newDynamoEnv(t, false)
+	const ahead = 5 * time.Second
+	var aheadLog, honestLog skewtest.Warnings
+	skewed := env.locker(t, withClock(offsetClock{off: ahead}), func(o *locks.DynamoOptions) { o.Logf = aheadLog.Logf })
+	honest := env.locker(t, func(o *locks.DynamoOptions) { o.Logf = honestLog.Logf })
+	if _, _, ok := skewed.ClockSkew(); ok {
+		t.Fatal("ClockSkew before any request: ok, want no estimate")
+	}
+	for i := range 20 {
+		key := fmt.Sprint("measured-", i)
+		for _, l := range []*locks.Dynamo{skewed, honest} {
+			if _, ok, err := l.Acquire(ctx, key, time.Minute); err != nil {
+				t.Fatal(err)
+			} else if ok {
+				if _, err := l.Release(ctx, key); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if _, err := skewed.List(ctx); err != nil {
+		t.Fatal(err)
+	}
+	skewtest.Check(t, "a clock 5 s ahead", skewed.ClockSkew, ahead)
+	skewtest.Check(t, "an honest clock", honest.ClockSkew, 0)
+	if got := aheadLog.Lines(); len(got) != 1 {
+		t.Fatalf("%d skew warnings from the locker ahead, want exactly 1: %q", len(got), got)
+	}
+	if got := honestLog.Lines(); len(got) != 0 {
+		t.Fatalf("skew warnings from the honest locker: %q", got)
 	}
 }
