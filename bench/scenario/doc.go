@@ -24,7 +24,9 @@
 // chains, the fan-outs) run each DynamoDB system twice: metered, for the
 // requests, capacity and cost, then again on a fresh table without the
 // meter, for the times; the metered run's throughput is kept in a column
-// of its own. StartAfterIdle, whose figure is a ratio of the round trip
+// of its own (TestTimedScenarioRunsAgainWithoutTheMeter counts what
+// reaches the endpoint: none of the meter's reads in the second run).
+// StartAfterIdle, whose figure is a ratio of the round trip
 // to the time of its requests, which only the meter measures, the history
 // load, whose reads the meter adds no request to, and the scenarios that
 // report costs only, run once, metered.

@@ -83,6 +83,11 @@ type Env struct {
 	// Logger receives the runtimes' logs; nil means warnings and errors on
 	// standard error.
 	Logger *slog.Logger
+
+	// wrapTransport, when set, wraps the HTTP transport of each DynamoDB
+	// deployment's clients, the meter's included: this package's tests
+	// count what reaches the endpoints.
+	wrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 func (e *Env) logf(format string, args ...any) {
@@ -372,7 +377,11 @@ func dynamoSetup(name string, withSQS bool, oneWay time.Duration, adjust ...func
 		if err != nil {
 			return nil, err
 		}
-		cfg.HTTPClient = &http.Client{Transport: transport}
+		var roundTripper http.RoundTripper = transport
+		if env.wrapTransport != nil {
+			roundTripper = env.wrapTransport(roundTripper)
+		}
+		cfg.HTTPClient = &http.Client{Transport: roundTripper}
 
 		// The table and queues, made and removed without the meter.
 		db, sq := ep.DynamoDB(cfg), ep.SQS(cfg)
