@@ -131,7 +131,9 @@ type Options struct {
 	TracerProvider trace.TracerProvider
 
 	// MeterProvider, when set, receives the metrics dynamo.aws.requests,
-	// dynamo.dynamodb.consumed_capacity and rpc.client.call.duration. With
+	// dynamo.dynamodb.consumed_capacity, rpc.client.call.duration and the
+	// gauges dynamo.clock.skew and dynamo.clock.skew.uncertainty
+	// ([Provider.ClockSkew]). With
 	// it set, every DynamoDB request that does not say otherwise asks for
 	// its consumed capacity (ReturnConsumedCapacity TOTAL). Default nil: no
 	// metrics, and requests are sent as they are.
@@ -243,5 +245,11 @@ func New(cfg aws.Config, optFns ...func(*Options)) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
-	return newProvider(o, signals), nil
+	p := newProvider(o, signals)
+	if o.MeterProvider != nil {
+		if p.skewGauges, err = observeClockSkew(o.MeterProvider, p.clock.w); err != nil {
+			return nil, errors.Join(fmt.Errorf("dynamo: telemetry: %w", err), signals.Close())
+		}
+	}
+	return p, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
 	"github.com/dynoxide/dynoxide/provider"
@@ -35,11 +36,14 @@ var (
 // safe for concurrent use. Several processes may share one table and its
 // queues.
 type Provider struct {
-	o       Options
-	db      API
-	clock   *clockWatch
-	table   *string
-	signals *queues.Signals
+	o     Options
+	db    API
+	clock *clockWatch
+	// skewGauges is the callback of the clock-skew gauges; nil without
+	// Options.MeterProvider.
+	skewGauges metric.Registration
+	table      *string
+	signals    *queues.Signals
 
 	// turns remembers what each fetch of this process learned about the
 	// instance it locked, so that the ack is one request.
@@ -107,7 +111,11 @@ func (p *Provider) Version() string { return Version }
 // not be used afterwards. Nothing is lost: all state is in DynamoDB.
 func (p *Provider) Close() error {
 	p.waits.close()
-	return p.signals.Close()
+	var err error
+	if p.skewGauges != nil {
+		err = p.skewGauges.Unregister()
+	}
+	return errors.Join(err, p.signals.Close())
 }
 
 // nowMs reads the clock in epoch milliseconds.

@@ -2,10 +2,12 @@ package dynamo
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/dynoxide/dynoxide/internal/clockskew"
 )
@@ -61,4 +63,25 @@ func (c *clockWatch) Query(ctx context.Context, in *dynamodb.QueryInput, optFns 
 // slice as it was.
 func (c *clockWatch) with(optFns []func(*dynamodb.Options)) []func(*dynamodb.Options) {
 	return append(slices.Clip(optFns), c.w.Option)
+}
+
+// observeClockSkew registers the gauges dynamo.clock.skew and
+// dynamo.clock.skew.uncertainty with mp, read from w at each collection;
+// neither reports before w has an estimate.
+func observeClockSkew(mp metric.MeterProvider, w *clockskew.Watch) (metric.Registration, error) {
+	m := mp.Meter(InstrumentationName, metric.WithInstrumentationVersion(Version))
+	skew, err1 := m.Float64ObservableGauge("dynamo.clock.skew", metric.WithUnit("s"),
+		metric.WithDescription("How far this process's clock runs ahead of DynamoDB's (negative: behind), measured from the Date headers of the provider's responses (Provider.ClockSkew)."))
+	within, err2 := m.Float64ObservableGauge("dynamo.clock.skew.uncertainty", metric.WithUnit("s"),
+		metric.WithDescription("Half-width of the interval the clock skew is known to lie in."))
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, err
+	}
+	return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		if s, u, ok := w.Estimate(); ok {
+			o.ObserveFloat64(skew, s.Seconds())
+			o.ObserveFloat64(within, u.Seconds())
+		}
+		return nil
+	}, skew, within)
 }

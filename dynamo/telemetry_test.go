@@ -3,11 +3,13 @@ package dynamo_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -19,6 +21,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dynoxide/dynoxide/dynamo"
+	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
+	"github.com/dynoxide/dynoxide/faults"
+	"github.com/dynoxide/dynoxide/internal/clockskew/skewtest"
 )
 
 // fakeDynamoDB answers every DynamoDB request with an empty result that
@@ -214,5 +219,61 @@ func TestTelemetryOffLeavesRequests(t *testing.T) {
 				t.Errorf("%s request asks for its consumed capacity with telemetry off: %s", op, b)
 			}
 		}
+	}
+}
+
+// TestClockSkewGauges: with a MeterProvider, the gauges dynamo.clock.skew
+// and dynamo.clock.skew.uncertainty report what Provider.ClockSkew
+// measures (nothing before the first response), and the provider's Close
+// unregisters them.
+func TestClockSkewGauges(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	env := dynamotest.NewEnv(t, false)
+	const ahead = 5 * time.Second
+	p := env.NewProvider(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
+		o.Now = faults.NewClock(nil, ahead).Now
+		o.MeterProvider = mp
+	}})
+	gauges := func() map[string][]float64 {
+		t.Helper()
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(ctx, &rm); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string][]float64{}
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if g, ok := m.Data.(metricdata.Gauge[float64]); ok {
+					for _, dp := range g.DataPoints {
+						out[m.Name] = append(out[m.Name], dp.Value)
+					}
+				}
+			}
+		}
+		return out
+	}
+	if got := gauges(); len(got) != 0 {
+		t.Fatalf("gauges before any request: %v, want none", got)
+	}
+	for i := range 10 {
+		must(t, p.EnqueueForOrchestrator(ctx, startItem(fmt.Sprint("gauge-", i)), 0), "enqueue")
+		if _, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	skewtest.Check(t, "a clock 5 s ahead", p.ClockSkew, ahead)
+	skew, within, _ := p.ClockSkew()
+	got := gauges()
+	if s, u := got["dynamo.clock.skew"], got["dynamo.clock.skew.uncertainty"]; len(s) != 1 || len(u) != 1 || s[0] != skew.Seconds() || u[0] != within.Seconds() {
+		t.Fatalf("gauges %v, want dynamo.clock.skew %v and dynamo.clock.skew.uncertainty %v", got, skew.Seconds(), within.Seconds())
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := gauges(); len(got) != 0 {
+		t.Fatalf("gauges after Close: %v, want none", got)
 	}
 }
