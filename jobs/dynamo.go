@@ -94,9 +94,6 @@ func (o DynamoOptions) resolve() (DynamoOptions, error) {
 	if o.shards == 0 {
 		o.shards = JobShards
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
 	warn, err := clockskew.Warning(o.ClockSkewWarning)
 	if err != nil {
 		return o, fmt.Errorf("%w: %w", ErrInvalidOptions, err)

@@ -61,11 +61,14 @@ type Watch struct {
 	warned  bool
 }
 
-// New returns a watch of the clock now. The first response that shows a
+// New returns a watch of the clock now ([time.Now] when nil). The first response that shows a
 // skew beyond warn after one within it (or after none) is logged through
 // logf, once, as "<who>: this process's clock is ... from DynamoDB's ...;
 // <assumes>".
 func New(who string, now func() time.Time, warn time.Duration, logf func(string, ...any), assumes string) *Watch {
+	if now == nil {
+		now = time.Now
+	}
 	return &Watch{who: who, assumes: assumes, now: now, logf: logf, warn: warn}
 }
 
