@@ -148,3 +148,46 @@ func ExampleWithRetry() {
 	})
 	// Output: charged 42 after 3 attempts
 }
+
+// A function invoked now and then (on AWS Lambda, say) runs a new runtime
+// each time until the work in hand is done. Here the work is one
+// orchestration started before the runtime.
+func ExampleRuntime_RunUntilIdle() {
+	greet := durable.NewActivity("Greet", func(ctx context.Context, name string) (string, error) {
+		return "Hello, " + name + "!", nil
+	})
+	hello := durable.NewOrchestration("HelloWorld", func(ctx *durable.OrchestrationContext, name string) (string, error) {
+		return greet.Call(ctx, name).Get(ctx)
+	})
+	reg, err := durable.NewRegistry(greet, hello)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	p := memprovider.New() // dynamo.New(...) in a function, closed before it returns
+	c := durable.NewClient(p)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // the invocation's deadline
+	defer cancel()
+	if err := hello.Start(ctx, c, "hello-idle", "world"); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	// The invocation: a new runtime, until it has been idle for a second.
+	rt, err := durable.NewRuntime(p, reg, func(o *durable.Options) { o.Logger = slog.New(slog.DiscardHandler) })
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := rt.RunUntilIdle(ctx, time.Second); err != nil {
+		fmt.Println(err)
+		return
+	}
+	st, err := c.Status(ctx, "hello-idle")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(st.State, st.Output)
+	// Output: Completed "Hello, world!"
+}

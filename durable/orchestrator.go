@@ -54,7 +54,9 @@ func (r *Runtime) pollLoop(fetchCtx context.Context, slot int, queue string, fet
 			sleep(fetchCtx, r.opts.MinPollInterval-time.Since(began))
 		default:
 			failures = 0
+			r.work.begin()
 			process()
+			r.work.end()
 		}
 	}
 }

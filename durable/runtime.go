@@ -104,7 +104,8 @@ type Options struct {
 	Now func() time.Time
 	// RuntimeID names this runtime in logs and owner ids; default random.
 	RuntimeID string
-	// ShutdownTimeout bounds Run's graceful shutdown; default 10 s.
+	// ShutdownTimeout bounds the graceful shutdown of Run and
+	// RunUntilIdle; default 10 s.
 	ShutdownTimeout time.Duration
 	// TurnTimeout bounds how long orchestration code may run without
 	// awaiting; default 60 s.
@@ -243,6 +244,7 @@ type Runtime struct {
 	wg       sync.WaitGroup
 	sessions *sessionTracker
 	held     *heldCode
+	work     *workTracker
 	// stableOwners: the worker slots' session owner ids were given
 	// (WorkerNodeID or RuntimeID), so a runtime that follows a stopped
 	// one may own its sessions; random ids own none at the start.
@@ -276,6 +278,7 @@ func NewRuntime(p provider.Provider, reg *Registry, optFns ...func(*Options)) (*
 		tel:      tel,
 		sessions: newSessionTracker(),
 		held:     newHeldCode(o.ExecutionCacheSize),
+		work:     newWorkTracker(),
 
 		stableOwners: stableOwners,
 	}

@@ -1,0 +1,133 @@
+package dynoxide_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dynoxide/dynoxide/durable"
+	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
+)
+
+// stopReasons records the reasons RunUntilIdle logs as it stops.
+type stopReasons struct {
+	mu      sync.Mutex
+	reasons []string
+}
+
+func (s *stopReasons) Enabled(context.Context, slog.Level) bool { return true }
+func (s *stopReasons) WithAttrs([]slog.Attr) slog.Handler       { return s }
+func (s *stopReasons) WithGroup(string) slog.Handler            { return s }
+func (s *stopReasons) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "runtime stopping" {
+		return nil
+	}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "reason" {
+			s.mu.Lock()
+			s.reasons = append(s.reasons, a.Value.String())
+			s.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+
+// TestRunUntilIdleInvocations runs a function invoked now and then, as on
+// AWS Lambda, on DynamoDB and SQS: each invocation makes a provider and a
+// runtime, runs until idle and closes the provider, so nothing runs
+// between invocations. The first invocation completes the fan-outs
+// started before it and leaves the instance that waits for an event running; the
+// event raised between the invocations is what the second one completes.
+// Both stop for idleness, well before their deadlines.
+func TestRunUntilIdleInvocations(t *testing.T) {
+	t.Parallel()
+	square := durable.NewActivity("Square", func(ctx context.Context, n int) (int, error) { return n * n, nil })
+	sumOfSquares := durable.NewOrchestration("SumOfSquares", func(ctx *durable.OrchestrationContext, n int) (int, error) {
+		squares, err := durable.AwaitAll(ctx, square.Call(ctx, n), square.Call(ctx, n+1), square.Call(ctx, n+2))
+		total := 0
+		for _, sq := range squares {
+			total += sq
+		}
+		return total, err
+	})
+	approval := durable.NewOrchestration("Approval", func(ctx *durable.OrchestrationContext, _ struct{}) (string, error) {
+		return durable.WaitForEvent[string](ctx, "Approved").Get(ctx)
+	})
+	reg, err := durable.NewRegistry(square, sumOfSquares, approval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := dynamotest.NewEnv(t, true)
+	client := durable.NewClient(env.NewProvider(t, dynamotest.Config{Queues: true}))
+	ctx := t.Context()
+	var fanOuts []string
+	for i := range 6 {
+		id := fmt.Sprint("fan-out-", i)
+		if err := sumOfSquares.Start(ctx, client, id, i); err != nil {
+			t.Fatal(err)
+		}
+		fanOuts = append(fanOuts, id)
+	}
+	if err := approval.Start(ctx, client, "approval", struct{}{}); err != nil {
+		t.Fatal(err)
+	}
+
+	var stops stopReasons
+	invoke := func() {
+		t.Helper()
+		p := env.NewProvider(t, dynamotest.Config{Queues: true})
+		defer p.Close()
+		rt, err := durable.NewRuntime(p, reg, func(o *durable.Options) { o.Logger = slog.New(&stops) })
+		if err != nil {
+			t.Fatal(err)
+		}
+		ictx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer cancel()
+		began := time.Now()
+		if err := rt.RunUntilIdle(ictx, 2*time.Second); err != nil {
+			t.Fatalf("RunUntilIdle: %v", err)
+		}
+		t.Logf("RunUntilIdle took %v", time.Since(began))
+	}
+	state := func(id string) durable.State {
+		t.Helper()
+		st, err := client.Status(ctx, id)
+		if err != nil {
+			t.Fatalf("status %s: %v", id, err)
+		}
+		return st.State
+	}
+
+	invoke()
+	for i, id := range fanOuts {
+		if got := state(id); got != durable.StateCompleted {
+			t.Fatalf("%s is %v after the first invocation, want completed", id, got)
+		}
+		want := i*i + (i+1)*(i+1) + (i+2)*(i+2)
+		if out, err := durable.WaitForOutput[int](ctx, client, id); err != nil || out != want {
+			t.Fatalf("%s returned %d, %v; want %d", id, out, err, want)
+		}
+	}
+	if got := state("approval"); got != durable.StateRunning {
+		t.Fatalf("approval is %v after the first invocation, want running (no event yet)", got)
+	}
+	if err := client.RaiseEvent(ctx, "approval", "Approved", "yes"); err != nil {
+		t.Fatal(err)
+	}
+	invoke()
+	if got := state("approval"); got != durable.StateCompleted {
+		t.Fatalf("approval is %v after the second invocation, want completed", got)
+	}
+	if out, err := durable.WaitForOutput[string](ctx, client, "approval"); err != nil || out != "yes" {
+		t.Fatalf("approval returned %q, %v; want yes", out, err)
+	}
+	stops.mu.Lock()
+	defer stops.mu.Unlock()
+	if len(stops.reasons) != 2 || stops.reasons[0] != "idle" || stops.reasons[1] != "idle" {
+		t.Fatalf("the invocations stopped for %q, want idle twice", stops.reasons)
+	}
+}
