@@ -20,7 +20,9 @@
 // [NewRuntime] makes a runtime on a provider and a registry; [Runtime.Start]
 // starts its orchestration and worker slots and [Runtime.Shutdown] stops
 // them: turns in flight commit, running activities are cancelled and
-// abandoned for another process to run. A [Client]
+// abandoned for another process to run. [Runtime.Run] does both around a
+// context's life; [Runtime.RunUntilIdle] runs until the work in hand is
+// done, for a function invoked now and then (AWS Lambda). A [Client]
 // ([Runtime.Client], or [NewClient] on a provider, in a process that runs no
 // work) starts instances, raises events, cancels, waits for an instance's
 // [Status], reads KV values and manages instances (listing, deleting,
