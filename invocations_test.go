@@ -41,8 +41,9 @@ func (s *stopReasons) Handle(_ context.Context, r slog.Record) error {
 // runtime, runs until idle and closes the provider, so nothing runs
 // between invocations. The first invocation completes the fan-outs
 // started before it and leaves the instance that waits for an event running; the
-// event raised between the invocations is what the second one completes.
-// Both stop for idleness, well before their deadlines.
+// event raised between the invocations is what the second one completes;
+// a third, with nothing to do, writes nothing. All stop for idleness, well
+// before their deadlines.
 func TestRunUntilIdleInvocations(t *testing.T) {
 	t.Parallel()
 	square := durable.NewActivity("Square", func(ctx context.Context, n int) (int, error) { return n * n, nil })
@@ -77,9 +78,9 @@ func TestRunUntilIdleInvocations(t *testing.T) {
 	}
 
 	var stops stopReasons
-	invoke := func() {
+	invoke := func(m *dynamotest.Meter) {
 		t.Helper()
-		p := env.NewProvider(t, dynamotest.Config{Queues: true})
+		p := env.NewProvider(t, dynamotest.Config{Queues: true, Shards: 16, Meter: m})
 		defer p.Close()
 		rt, err := durable.NewRuntime(p, reg, func(o *durable.Options) { o.Logger = slog.New(&stops) })
 		if err != nil {
@@ -102,7 +103,7 @@ func TestRunUntilIdleInvocations(t *testing.T) {
 		return st.State
 	}
 
-	invoke()
+	invoke(nil)
 	for i, id := range fanOuts {
 		if got := state(id); got != durable.StateCompleted {
 			t.Fatalf("%s is %v after the first invocation, want completed", id, got)
@@ -118,16 +119,28 @@ func TestRunUntilIdleInvocations(t *testing.T) {
 	if err := client.RaiseEvent(ctx, "approval", "Approved", "yes"); err != nil {
 		t.Fatal(err)
 	}
-	invoke()
+	invoke(nil)
 	if got := state("approval"); got != durable.StateCompleted {
 		t.Fatalf("approval is %v after the second invocation, want completed", got)
 	}
 	if out, err := durable.WaitForOutput[string](ctx, client, "approval"); err != nil || out != "yes" {
 		t.Fatalf("approval returned %q, %v; want yes", out, err)
 	}
+	// An invocation with nothing to do writes nothing: it checks the
+	// layout (GetItem) and sweeps each queue with a Scan of the ready
+	// index, whatever the shards (16 here).
+	var empty dynamotest.Meter
+	invoke(&empty)
+	usage := empty.Usage()
+	t.Logf("an invocation with nothing to do: %d DynamoDB requests %v, %.1f capacity units", usage.Total(), usage.Requests, usage.TotalCapacity())
+	for op := range usage.Requests {
+		if op != "GetItem" && op != "Scan" {
+			t.Errorf("an invocation with nothing to do made %s requests (%v), want only GetItem and Scan", op, usage.Requests)
+		}
+	}
 	stops.mu.Lock()
 	defer stops.mu.Unlock()
-	if len(stops.reasons) != 2 || stops.reasons[0] != "idle" || stops.reasons[1] != "idle" {
-		t.Fatalf("the invocations stopped for %q, want idle twice", stops.reasons)
+	if len(stops.reasons) != 3 || stops.reasons[0] != "idle" || stops.reasons[1] != "idle" || stops.reasons[2] != "idle" {
+		t.Fatalf("the invocations stopped for %q, want idle three times", stops.reasons)
 	}
 }
