@@ -174,3 +174,45 @@ func TestRunUntilIdleRefusesBadInput(t *testing.T) {
 		t.Errorf("RunUntilIdle after refusals: %v, want it to run", err)
 	}
 }
+
+// TestRunUntilIdleReturnsWhenCtxIsCancelled: cancelling ctx stops the
+// runtime at once, idle or not: the running activity is cancelled with
+// ErrShutdown and RunUntilIdle returns nil.
+func TestRunUntilIdleReturnsWhenCtxIsCancelled(t *testing.T) {
+	started := make(chan struct{})
+	cause := make(chan error, 1)
+	hold := durable.NewActivity("Hold", func(ctx context.Context, _ struct{}) (string, error) {
+		close(started)
+		<-ctx.Done()
+		cause <- context.Cause(ctx)
+		return "", context.Cause(ctx)
+	})
+	orch := durable.NewOrchestration("Holds", func(ctx *durable.OrchestrationContext, _ struct{}) (string, error) {
+		return hold.Call(ctx, struct{}{}).Get(ctx)
+	})
+	p := memprovider.New()
+	if err := orch.Start(t.Context(), durable.NewClient(p), "holds", struct{}{}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- idleRuntime(t, p, []durable.Definition{hold, orch}).RunUntilIdle(ctx, time.Hour) }()
+	select {
+	case <-started:
+	case <-time.After(time.Minute):
+		t.Fatal("the activity did not start")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("RunUntilIdle after cancel: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("RunUntilIdle did not return after ctx was cancelled")
+	}
+	if got := <-cause; !errors.Is(got, durable.ErrShutdown) {
+		t.Fatalf("the activity's cause %v, want ErrShutdown", got)
+	}
+}
