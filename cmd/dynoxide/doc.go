@@ -37,6 +37,7 @@
 //	jobs pause|resume|delete <job-id>
 //	locks list
 //	locks reset <key>
+//	clock [--max-skew duration]
 //	help [command]
 //
 // D is a duration back from now ("720h") or an RFC 3339 time; for
@@ -55,6 +56,12 @@
 // find out later (a warning says so). locks reset frees a lock whoever
 // holds it, for recovery after a crash, and says whether a live holder was
 // removed.
+//
+// clock measures this host's clock against DynamoDB's from the Date headers
+// of 32 cheap reads (two listings of the locks' index partitions) and
+// prints the skew and its uncertainty; it exits with code 6 when the whole
+// interval lies further than --max-skew (default 1 s) from zero, the skew
+// the leases and timers of processes sharing a table assume at most.
 //
 // Global flags, with the environment variables that set their defaults:
 //
@@ -94,6 +101,8 @@
 //	3  not found: unknown instance, execution, key or job
 //	4  wait timeout: --timeout ran out before the instance finished
 //	5  the orchestration failed (wait, start --wait)
+//	6  clock: this host's clock is known to be further than --max-skew
+//	   (default 1 s) from DynamoDB's
 //
 // Errors are printed as one line on standard error, and a command that
 // fails on bad input changes nothing.

@@ -132,3 +132,46 @@ func TestLocksBadInput(t *testing.T) {
 		}
 	})
 }
+
+type clockJSON struct {
+	Skew        float64 `json:"skew_seconds"`
+	Uncertainty float64 `json:"uncertainty_seconds"`
+	MaxSkew     float64 `json:"max_skew_seconds"`
+	Beyond      bool    `json:"beyond_max_skew"`
+}
+
+// TestClock: on the emulator, which shares this host's clock, clock
+// measures a skew within its uncertainty of zero and exits 0, in text and
+// JSON; a bad --max-skew is a usage error.
+func TestClock(t *testing.T) {
+	t.Parallel()
+	e := newTableEnv(t)
+	out := e.cli(t, "clock").ok(t).stdout
+	if !strings.HasPrefix(out, "this host's clock is ") || !strings.Contains(out, "from DynamoDB's (± ") {
+		t.Errorf("clock printed %q", out)
+	}
+	got := decode[clockJSON](t, e.cli(t, "clock", "--output", "json", "--max-skew", "500ms").ok(t))
+	if got.Beyond || got.MaxSkew != 0.5 || got.Skew-got.Uncertainty > 0.1 || got.Skew+got.Uncertainty < -0.1 || got.Uncertainty > 1 {
+		t.Errorf("clock --output json: %+v, want a skew within its uncertainty of zero, not beyond 0.5 s", got)
+	}
+	e.cli(t, "clock", "--max-skew", "0").fails(t, exitUsage, "--max-skew 0s is not positive")
+}
+
+// TestSkewBeyond: clock's verdict needs the whole interval beyond the
+// bound, either way.
+func TestSkewBeyond(t *testing.T) {
+	for _, tc := range []struct {
+		skew, within time.Duration
+		want         bool
+	}{
+		{2 * time.Second, 500 * time.Millisecond, true},
+		{1200 * time.Millisecond, 300 * time.Millisecond, false},
+		{-2 * time.Second, 500 * time.Millisecond, true},
+		{-1200 * time.Millisecond, 300 * time.Millisecond, false},
+		{0, 10 * time.Millisecond, false},
+	} {
+		if got := skewBeyond(tc.skew, tc.within, time.Second); got != tc.want {
+			t.Errorf("skewBeyond(%v ± %v, 1s) = %v, want %v", tc.skew, tc.within, got, tc.want)
+		}
+	}
+}

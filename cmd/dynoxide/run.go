@@ -110,6 +110,7 @@ func init() {
 		{"table", "table create|ensure", "create the table, or check an existing one", cmdTable},
 		{"jobs", "jobs list|add|pause|resume|delete [arguments] [flags]", "list, add, pause, resume or delete scheduled jobs", cmdJobs},
 		{"locks", "locks list | locks reset <key>", "list held distributed locks, or free one", cmdLocks},
+		{"clock", "clock [--max-skew duration]", "measure this host's clock against DynamoDB's", cmdClock},
 	}
 }
 
