@@ -11,29 +11,34 @@ import (
 
 // workTracker records when the runtime's slots last had work: the items
 // in flight and the time the last one was fetched or finished, for
-// RunUntilIdle.
+// RunUntilIdle. Outside RunUntilIdle nobody waits on it, and an item
+// costs a lock and a clock read.
 type workTracker struct {
 	mu       sync.Mutex
 	inFlight int
 	last     time.Time
-	changed  chan struct{} // closed and replaced at every change
+	changed  chan struct{} // made by quiet, closed at the next change; nil while nobody waits
 }
 
 func newWorkTracker() *workTracker {
-	return &workTracker{last: time.Now(), changed: make(chan struct{})}
+	return &workTracker{last: time.Now()}
 }
 
-// begin records an item fetched; end, an item processed.
-func (w *workTracker) begin() { w.move(1) }
-func (w *workTracker) end()   { w.move(-1) }
+// begin records an item fetched; end, an item processed; restart counts
+// idleness from now.
+func (w *workTracker) begin()   { w.move(1) }
+func (w *workTracker) end()     { w.move(-1) }
+func (w *workTracker) restart() { w.move(0) }
 
 func (w *workTracker) move(delta int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.inFlight += delta
 	w.last = time.Now()
-	close(w.changed)
-	w.changed = make(chan struct{})
+	if w.changed != nil {
+		close(w.changed)
+		w.changed = nil
+	}
 }
 
 // quiet returns how long no slot has had work (0 while an item is in
@@ -41,6 +46,9 @@ func (w *workTracker) move(delta int) {
 func (w *workTracker) quiet() (d time.Duration, busy bool, changed <-chan struct{}) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.changed == nil {
+		w.changed = make(chan struct{})
+	}
 	if w.inFlight > 0 {
 		return 0, true, w.changed
 	}
@@ -89,7 +97,7 @@ func (r *Runtime) RunUntilIdle(ctx context.Context, idle time.Duration) error {
 	if err := r.Start(ctx); err != nil {
 		return err
 	}
-	r.work.move(0) // idle counts from the start
+	r.work.restart()
 	reason := r.waitIdle(ctx, idle, stopBefore)
 	r.log.Info("runtime stopping", "reason", reason)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.ShutdownTimeout)

@@ -247,7 +247,7 @@ func New(cfg aws.Config, optFns ...func(*Options)) (*Provider, error) {
 	}
 	p := newProvider(o, signals)
 	if o.MeterProvider != nil {
-		if p.skewGauges, err = observeClockSkew(o.MeterProvider, p.clock.w); err != nil {
+		if p.skewGauges, err = observeClockSkew(o.MeterProvider, p.skew); err != nil {
 			return nil, errors.Join(fmt.Errorf("dynamo: telemetry: %w", err), signals.Close())
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/internal/clockskew"
 	"github.com/dynoxide/dynoxide/provider"
 	"github.com/dynoxide/dynoxide/queues"
 )
@@ -36,9 +37,10 @@ var (
 // safe for concurrent use. Several processes may share one table and its
 // queues.
 type Provider struct {
-	o     Options
-	db    API
-	clock *clockWatch
+	o  Options
+	db API
+	// skew measures the clock against DynamoDB's from every response of db.
+	skew *clockskew.Watch
 	// skewGauges is the callback of the clock-skew gauges; nil without
 	// Options.MeterProvider.
 	skewGauges metric.Registration
@@ -85,10 +87,10 @@ type Provider struct {
 func newProvider(o Options, signals *queues.Signals) *Provider {
 	var b [6]byte
 	rand.Read(b[:])
-	clock := newClockWatch(o)
+	skew := newClockWatch(o)
 	p := &Provider{
 		o:        o,
-		clock:    clock,
+		skew:     skew,
 		table:    aws.String(o.TableName),
 		signals:  signals,
 		turns:    newTurnCache(),
@@ -97,7 +99,7 @@ func newProvider(o Options, signals *queues.Signals) *Provider {
 		seqOwner: hex.EncodeToString(b[:]),
 		spread:   mrand.IntN,
 	}
-	p.db = resendSafe{API: clock, p: p}
+	p.db = resendSafe{API: instrumentedDynamoDB{api: o.Client, opt: skew.Option}, p: p}
 	return p
 }
 

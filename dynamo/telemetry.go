@@ -217,7 +217,8 @@ func withOpt[O any](optFns []func(*O), opt func(*O)) []func(*O) {
 	return append(slices.Clip(optFns), opt)
 }
 
-// instrumentedDynamoDB adds the telemetry middleware to every call.
+// instrumentedDynamoDB adds opt to every call: the telemetry middleware, or
+// the clock-skew watch's.
 type instrumentedDynamoDB struct {
 	api API
 	opt func(*dynamodb.Options)
