@@ -199,7 +199,9 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 		return nil, nil // supports nothing
 	}
 	var result *provider.OrchestrationItem
-	try := func(instance string, signal *queues.Signal) (bool, error) {
+	// try tries instance, led by signal or, in a sweep, by the message
+	// rows shown (their sort keys) that the index showed.
+	try := func(instance string, signal *queues.Signal, shown []string) (bool, error) {
 		signalled := signal != nil
 		// A signal means the instance changed: hints do not apply to it.
 		if signalled {
@@ -222,7 +224,7 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 				p.signals.Requeue(*sig)
 			}
 		}()
-		item, err := p.tryInstance(ctx, instance, lockTimeout, filter, signalled)
+		item, err := p.tryInstance(ctx, instance, lockTimeout, filter, signalled, shown)
 		if err != nil {
 			return false, p.candidateFailed(instance, err)
 		}
@@ -253,7 +255,7 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 				if p.waits.heldSignal(sig, p.nowMs()) {
 					continue // a turn of this process holds it: kept for its end
 				}
-				done, err := try(sig.Instance, &sig)
+				done, err := try(sig.Instance, &sig, nil)
 				if done || err != nil {
 					var untried []queues.Signal
 					for _, rest := range sigs[i+1:] {
@@ -306,6 +308,17 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 			// more than that, or a shard holds more than it read, the next
 			// sweep is due at once, for the fetch that finds no signal left
 			// (sweepSchedule.backlog).
+			//
+			// A page of the index can show only rows whose messages are
+			// gone (a lag longer than ackedWorkMs): the tries mark them,
+			// and when the shard holds more rows than the sweep read, the
+			// next sweep is due at once too, and reads past them.
+			shown := map[string][]string{}
+			for _, c := range candidates {
+				if id, err := keys.InstanceFromPK(c.pk); err == nil {
+					shown[id] = append(shown[id], c.sk)
+				}
+			}
 			seen := map[string]bool{}
 			for i, c := range candidates {
 				id, err := keys.InstanceFromPK(c.pk)
@@ -313,7 +326,7 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 					continue
 				}
 				seen[id] = true
-				if done, err := try(id, nil); done || err != nil {
+				if done, err := try(id, nil, shown[id]); done || err != nil {
 					var untried []queues.Signal
 					for _, rest := range unannounced(candidates[i+1:], now) {
 						if id, err := keys.InstanceFromPK(rest.pk); err == nil && !seen[id] {
@@ -330,6 +343,9 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 					}
 					return done, untried, err
 				}
+			}
+			if more && len(candidates) > 0 {
+				schedule.backlog()
 			}
 			return false, nil, nil
 		})
@@ -561,8 +577,11 @@ func (p *Provider) queryReadyShard(ctx context.Context, prefix string, shard int
 // returns nil when the instance has nothing to do, is locked, is not
 // admitted by filter, or another dispatcher won the lock. A signalled
 // instance found locked is tried again when the lease ends
-// (lockwait.go).
-func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout time.Duration, filter *provider.CapabilityFilter, signalled bool) (*provider.OrchestrationItem, error) {
+// (lockwait.go). shown names the message rows (sort keys) a sweep's read
+// of the ready index showed for instance: when the consistent read finds
+// none of the instance's messages visible, those rows are gone, or moved
+// later, and the sweeps of the next ackedWorkMs pass over them.
+func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout time.Duration, filter *provider.CapabilityFilter, signalled bool, shown []string) (*provider.OrchestrationItem, error) {
 	st, err := p.loadFetchState(ctx, instance)
 	if err != nil {
 		return nil, err
@@ -616,6 +635,9 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 		batchBytes += len(m.data)
 	}
 	if len(batch) == 0 {
+		for _, sk := range shown {
+			p.hints.heldWork(messageRowKeyOf(instance, sk), now+ackedWorkMs)
+		}
 		return nil, nil
 	}
 	if filter != nil && !filter.Admits(st.pinned()) {

@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -278,5 +279,66 @@ func TestSignalForConsumedMessageMakesNoRequest(t *testing.T) {
 	again, err := p.FetchOrchestrationItem(ctx, longLock, 5*time.Second, nil)
 	if err != nil || again == nil || again.Instance != "abandoned" {
 		t.Fatalf("fetch after the abandon: %+v, %v; want instance abandoned again", again, err)
+	}
+}
+
+// TestSweepPassesOverRowsItFoundGone: a lagging ready index can show
+// messages consumed longer ago than this process remembers its acks
+// (ackedWorkMs): DynamoDB bounds no index's lag, and the injector's view
+// of a partition queried rarely is as old as its previous query. A sweep
+// whose page of the index held only such rows tried each, found nothing,
+// and left the backlog behind them to the next sweep an interval later;
+// with sweeps an hour apart, the fetch returned nothing beside 130
+// instances with work. Now the rows a consistent read found gone are
+// passed over by the sweeps that follow, and a sweep that took nothing
+// from a shard holding more rows than it read is followed by another at
+// once, which reads past them.
+func TestSweepPassesOverRowsItFoundGone(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, true)
+	quiet := *env
+	quiet.OrchestratorQueueURL, quiet.WorkerQueueURL = "", ""
+	writer := quiet.NewProvider(t, dynamotest.Config{Shards: 1})
+	// More than a sweep's Scan reads: sweeps query the shard by pages.
+	const n = 230
+	for i := range n {
+		must(t, writer.EnqueueForOrchestrator(ctx, startItem(fmt.Sprintf("gone-%03d", i)), 0), "enqueue")
+	}
+	// The index as the first sweep saw it, for the whole test.
+	in := faults.New(7)
+	in.SetIndexLag(time.Hour, time.Hour, "ready")
+	var ahead atomic.Int64 // how far the provider's clock is moved on
+	p := env.NewProvider(t, dynamotest.Config{Shards: 1, Options: func(o *dynamo.Options) {
+		o.Client = in.DynamoDB(o.Client)
+		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
+		// A minute ahead, so that every row is old enough for a sweep to
+		// hand on (handOutAge).
+		o.Now = func() time.Time { return time.Now().Add(time.Minute + time.Duration(ahead.Load())) }
+	}})
+	seen := map[string]bool{}
+	take := func(what string) {
+		t.Helper()
+		item, err := p.FetchOrchestrationItem(ctx, longLock, 30*time.Second, nil)
+		if err != nil || item == nil {
+			t.Fatalf("%s: %+v, %v; want an instance (%d of %d taken)", what, item, err, len(seen), n)
+		}
+		if seen[item.Instance] {
+			t.Fatalf("%s: instance %s again", what, item.Instance)
+		}
+		seen[item.Instance] = true
+		done := provider.TurnCommit{ExecutionID: 1, HistoryDelta: []provider.Event{started(item.Instance)}, Metadata: meta()}
+		must(t, p.AckOrchestrationItem(ctx, item.LockToken, done), "ack")
+	}
+	// The first sweep takes one instance and hands on 50, the oldest: a
+	// page of the index.
+	for i := range 1 + 50 {
+		take(fmt.Sprintf("fetch %d", i+1))
+	}
+	// Long enough that this process no longer knows those messages are
+	// consumed; the index still shows them.
+	ahead.Store(int64(11 * time.Second))
+	for i := len(seen); i < n; i++ {
+		take(fmt.Sprintf("fetch %d, past the rows consumed", i+1))
 	}
 }
