@@ -233,7 +233,7 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 	// The messages the turn consumed are gone; a lagging ready index shows
 	// them a while longer, and sweeps pass over them (ackedWorkMs).
 	for _, sk := range turn.batch {
-		p.hints.heldWork(messageRowKeyOf(turn.st.id, sk), now+ackedWorkMs)
+		p.hints.heldWork(messageRowKeyOf(turn.st.id, sk), "", now+ackedWorkMs)
 	}
 	if large {
 		p.history.drop(turn.st.id) // its lock row records the large turn

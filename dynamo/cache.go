@@ -242,7 +242,7 @@ type hints struct {
 	// naming them stops being stale (ms): the end of the lease, or a
 	// while after the ack deleted the row; and the orchestrator messages
 	// its acks consumed, to a while after. See heldWork.
-	held map[string]int64
+	held map[string]heldRow
 	// contended maps worker shards where a claim was lost to another
 	// process to when that stops counting (ms; contention.go).
 	contended map[int]int64
@@ -254,7 +254,7 @@ type sessionHint struct {
 }
 
 func newHints() hints {
-	return hints{locked: map[string]int64{}, sessions: map[string]sessionHint{}, parked: map[string]parkHint{}, trying: map[string]*queues.Signal{}, held: map[string]int64{}, contended: map[int]int64{}}
+	return hints{locked: map[string]int64{}, sessions: map[string]sessionHint{}, parked: map[string]parkHint{}, trying: map[string]*queues.Signal{}, held: map[string]heldRow{}, contended: map[int]int64{}}
 }
 
 // maxLockHintMs caps how long a lock seen in another process is trusted:
@@ -331,22 +331,33 @@ func (h *hints) isLocked(instance string, nowMs int64) bool {
 // naming its row is known to be stale: the row is gone, and a signal sent
 // before the ack (to every waiter of the process, and on SQS) can still be
 // on its way. A row enqueued again under the same identity within it is
-// found by the next sweep.
+// found by the next sweep (its signal is dropped as stale; the sweep tells
+// the new row by its sequence number).
 const ackedWorkMs = 10_000
 
-// heldWork records that this process holds worker row k until untilMs (a
-// claim or a renewal), or, after its ack, that the row is gone. A signal
-// naming the row announces work this process already has: waiters drop it
-// instead of querying the row's shard and reading the row (a signal goes
-// to every waiter of the process, and to one process over SQS). An
-// abandon forgets the row (releasedWork) before it signals the row again.
-func (h *hints) heldWork(k string, untilMs int64) {
+// heldRow is what hints.held records of a queue row: until when (ms), and
+// the sequence number of the enqueue it concerns ("": any, for rows whose
+// key holds it, as an orchestrator message's does).
+type heldRow struct {
+	until int64
+	seq   string
+}
+
+// heldWork records that this process holds queue row k, enqueued with seq,
+// until untilMs (a claim or a renewal), or, after its ack, that the row is
+// gone. A signal naming the row announces work this process already has:
+// waiters drop it instead of querying the row's shard and reading the row
+// (a signal goes to every waiter of the process, and to one process over
+// SQS); a lagging index showing the row shows nothing to take (holdsRow).
+// An abandon forgets the row (releasedWork) before it signals the row
+// again.
+func (h *hints) heldWork(k, seq string, untilMs int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.held) >= maxCachedTurns {
 		clear(h.held)
 	}
-	h.held[k] = untilMs
+	h.held[k] = heldRow{until: untilMs, seq: seq}
 }
 
 // releasedWork forgets worker row k: it is eligible again.
@@ -356,12 +367,32 @@ func (h *hints) releasedWork(k string) {
 	delete(h.held, k)
 }
 
-// holdsWork reports whether a signal naming worker row k is stale at nowMs:
+// holdsWork reports whether a signal naming queue row k is stale at nowMs:
 // this process holds the row's lease, or acked it a moment ago.
 func (h *hints) holdsWork(k string, nowMs int64) bool {
+	_, ok := h.heldAt(k, nowMs)
+	return ok
+}
+
+// holdsRow reports whether an index entry showing queue row k enqueued
+// with seq is stale at nowMs: it is the enqueue this process holds or has
+// just acked, or found gone.
+func (h *hints) holdsRow(k, seq string, nowMs int64) bool {
+	held, ok := h.heldAt(k, nowMs)
+	return ok && (held.seq == "" || held.seq == seq)
+}
+
+// heldAt returns what held records of k at nowMs, forgetting it once its
+// end has passed.
+func (h *hints) heldAt(k string, nowMs int64) (heldRow, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return liveAt(h.held, k, nowMs)
+	held, ok := h.held[k]
+	if ok && held.until <= nowMs {
+		delete(h.held, k)
+		return heldRow{}, false
+	}
+	return held, ok
 }
 
 // liveAt reports whether m holds k with an end (ms) after nowMs, and

@@ -79,3 +79,11 @@ func (p *Provider) spreadClaims(rows []readyRow, shard int) []readyRow {
 	ordered = append(ordered, rows[:first]...)
 	return append(ordered, rows[first+1:]...)
 }
+
+// claimFoundGone records that the claim of r found its row gone (acked or
+// deleted since the index showed it): for ackedWorkMs, as after an ack of
+// this process, the fetches and sweeps that read a lagging index pass over
+// it (hints.holdsRow) instead of claiming it again, a failed write each.
+func (p *Provider) claimFoundGone(r readyRow) {
+	p.hints.heldWork(queueRowKey(r.row), readySeq(r.readySK), p.nowMs()+ackedWorkMs)
+}

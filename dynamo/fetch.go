@@ -636,7 +636,7 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 	}
 	if len(batch) == 0 {
 		for _, sk := range shown {
-			p.hints.heldWork(messageRowKeyOf(instance, sk), now+ackedWorkMs)
+			p.hints.heldWork(messageRowKeyOf(instance, sk), "", now+ackedWorkMs)
 		}
 		return nil, nil
 	}

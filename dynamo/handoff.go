@@ -166,6 +166,7 @@ type handedRow struct {
 	token string
 	until int64
 	rowSK string
+	seq   string // the row's enqueue (attrSeq)
 	item  provider.ActivityExecuteItem
 }
 
@@ -211,7 +212,7 @@ func (p *Provider) handActivity(plan *turnPlan, now int64) *handedRow {
 	plan.actions[c.action].put = claimed
 	plan.signals = append(plan.signals[:c.signal:c.signal], plan.signals[c.signal+1:]...)
 	plan.claimable = nil
-	return &handedRow{to: to, token: token, until: until, rowSK: sk, item: w}
+	return &handedRow{to: to, token: token, until: until, rowSK: sk, seq: seq, item: w}
 }
 
 // settleHanded ends what a turn's ack handed: committed reports whether
@@ -229,7 +230,7 @@ func (p *Provider) settleHanded(ctx context.Context, hand, sent *handedRow, comm
 	}
 	if sent == hand && p.nowMs() < sent.until {
 		p.leases.set(sent.token, sent.until)
-		p.hints.heldWork(workRowKeyOf(sent.item.Instance, sent.rowSK), sent.until)
+		p.hints.heldWork(workRowKeyOf(sent.item.Instance, sent.rowSK), sent.seq, sent.until)
 		if p.handoffs.deliver(sent.to, &provider.LockedWorkItem{Item: sent.item, LockToken: sent.token, AttemptCount: 1}) {
 			return
 		}

@@ -137,9 +137,7 @@ func TestInstanceBacklogNeedsNoSweep(t *testing.T) {
 func testInstanceBacklog(t *testing.T, fetchers int, lag time.Duration) {
 	ctx := t.Context()
 	env := dynamotest.NewEnv(t, true)
-	quiet := *env
-	quiet.OrchestratorQueueURL, quiet.WorkerQueueURL = "", ""
-	writer := quiet.NewProvider(t, dynamotest.Config{Shards: 1})
+	writer := env.NewQuietWriter(t, dynamotest.Config{Shards: 1})
 	const n = 2*queues.DefaultMaxPending + 30
 	for i := range n {
 		must(t, writer.EnqueueForOrchestrator(ctx, startItem(fmt.Sprintf("lost-%03d", i)), 0), "enqueue")
@@ -297,9 +295,7 @@ func TestSweepPassesOverRowsItFoundGone(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	env := dynamotest.NewEnv(t, true)
-	quiet := *env
-	quiet.OrchestratorQueueURL, quiet.WorkerQueueURL = "", ""
-	writer := quiet.NewProvider(t, dynamotest.Config{Shards: 1})
+	writer := env.NewQuietWriter(t, dynamotest.Config{Shards: 1})
 	// More than a sweep's Scan reads: sweeps query the shard by pages.
 	const n = 230
 	for i := range n {
@@ -341,4 +337,72 @@ func TestSweepPassesOverRowsItFoundGone(t *testing.T) {
 	for i := len(seen); i < n; i++ {
 		take(fmt.Sprintf("fetch %d, past the rows consumed", i+1))
 	}
+}
+
+// TestWorkerSweepPassesOverRowsGone: the worker's counterpart of
+// TestSweepPassesOverRowsItFoundGone. A fan-out whose signals were lost
+// is found by a sweep, and the fetches after it follow the backlog from
+// row to row; a lagging ready index shows the rows this process has just
+// acked among those still waiting. The fetches must not claim what they
+// acked (a failed conditional write each, a write unit billed), and once
+// this process no longer remembers those acks (ackedWorkMs), a claim that
+// finds its row gone marks it so, and the fetches go on past it instead
+// of leaving the backlog to the next sweep an interval later.
+func TestWorkerSweepPassesOverRowsGone(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, true)
+	writer := env.NewQuietWriter(t, dynamotest.Config{Shards: 1})
+	// More than a sweep's Scan reads: sweeps query the shard by pages.
+	const inst, n = "gone-work", 230
+	item := startAndFetch(ctx, t, writer, inst)
+	must(t, writer.AckOrchestrationItem(ctx, item.LockToken, activities(inst, n)), "ack scheduling")
+	// The index as the first sweep saw it, for the whole test.
+	in := faults.New(7)
+	in.SetIndexLag(time.Hour, time.Hour, "ready")
+	// The provider's clock stands still but when moved on below: what it
+	// remembers of its acks does not depend on how fast the machine runs.
+	// It is a minute ahead, so that every row is old enough for a sweep to
+	// hand on (handOutAge).
+	var ahead atomic.Int64
+	stopped := time.Now().Add(time.Minute)
+	meter := &dynamotest.Meter{}
+	p := env.NewProvider(t, dynamotest.Config{Shards: 1, Meter: meter, Options: func(o *dynamo.Options) {
+		o.Client = in.DynamoDB(o.Client)
+		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
+		o.Now = func() time.Time { return stopped.Add(time.Duration(ahead.Load())) }
+	}})
+	seen := map[uint64]bool{}
+	take := func(what string) {
+		t.Helper()
+		w, err := p.FetchWorkItem(ctx, longLock, 30*time.Second, nil, provider.AnyTag())
+		if err != nil || w == nil {
+			t.Fatalf("%s: %+v, %v; want an activity (%d of %d taken)", what, w, err, len(seen), n)
+		}
+		if seen[w.Item.ID] {
+			t.Fatalf("%s: activity %d again", what, w.Item.ID)
+		}
+		seen[w.Item.ID] = true
+		must(t, p.AckWorkItem(ctx, w.LockToken, provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: w.Item.ID, Result: "r"}), "ack")
+	}
+	const first = 60 // past the first page of the index the sweep read
+	for i := range first {
+		take(fmt.Sprintf("fetch %d", i+1))
+	}
+	// One claim per activity: none of a row this process acked.
+	if claims := meter.Usage().Requests["UpdateItem"]; claims != first {
+		t.Errorf("%d claims for %d activities; want one each (%v)", claims, first, meter.Usage().Requests)
+	}
+	// Long enough that this process no longer knows those rows are gone;
+	// the index still shows them.
+	ahead.Store(int64(11 * time.Second))
+	for i := len(seen); i < n; i++ {
+		take(fmt.Sprintf("fetch %d, past the rows acked", i+1))
+	}
+	// Each of the rows acked before is claimed once more, and found gone;
+	// the rows acked after are passed over.
+	if claims := meter.Usage().Requests["UpdateItem"]; claims != n+first {
+		t.Errorf("%d claims for %d activities; want one each and one more for each of the %d acked before the clock moved on (%v)", claims, n, first, meter.Usage().Requests)
+	}
+	t.Logf("requests: %v", meter.Usage().Requests)
 }

@@ -167,6 +167,16 @@ func readyAt(rqSK string) (atMs int64, ok bool) {
 	return int64(at), err == nil
 }
 
+// readySeq is the sequence number of the enqueue a ready-index sort key
+// (readySK) shows, "" for a key that is not one: a claim moves the key's
+// time and keeps its sequence number.
+func readySeq(rqSK string) string {
+	if len(rqSK) < 21 {
+		return ""
+	}
+	return rqSK[21:]
+}
+
 // readyBound is the exclusive upper bound of rq_sk for rows eligible at
 // nowMs.
 func readyBound(nowMs int64) string { return keys.Num20(uint64(nowMs + 1)) }

@@ -23,9 +23,7 @@ func TestWorkerSlotsShareOneSweep(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	env := dynamotest.NewEnv(t, true)
-	quiet := *env
-	quiet.OrchestratorQueueURL, quiet.WorkerQueueURL = "", ""
-	writer := quiet.NewProvider(t, dynamotest.Config{Shards: 1})
+	writer := env.NewQuietWriter(t, dynamotest.Config{Shards: 1})
 	meter := &dynamotest.Meter{}
 	p := env.NewProvider(t, dynamotest.Config{Queues: true, Shards: 1, Meter: meter, Options: func(o *dynamo.Options) {
 		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour

@@ -81,7 +81,13 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 		return nil, nil
 	}
 	keep := func(row item) bool {
-		if p.hints.isParked(queueRowKey(row), p.nowMs()) {
+		k, now := queueRowKey(row), p.nowMs()
+		if p.hints.isParked(k, now) {
+			return false
+		}
+		// A lagging index shows, for a while, the rows this process holds
+		// or has acked, and those its claims found gone (lockWork).
+		if rsk, _, _ := strAttr(row, attrReadySK); p.hints.holdsRow(k, readySeq(rsk), now) {
 			return false
 		}
 		tag, hasTag, _ := strAttr(row, attrTag)
@@ -221,12 +227,33 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 			}
 			// tryShard looks for the work of one signalled shard.
 			tryShard := func(shard int) (bool, []queues.Signal, error) {
-				rows, _, err := p.queryReadyShard(ctx, keys.ReadyWorkerPrefix, shard, readyBound(p.nowMs()), keep)
-				if err != nil {
-					return false, nil, err
-				}
-				if done, next, err := tryRows(p.spreadClaims(rows, shard)); done || err != nil {
-					return done, next, err
+				var rows []readyRow
+				// A lagging index shows rows already gone. The Query passes
+				// over those this process knows of (keep); when the claims
+				// find all it showed gone (claimFoundGone), a second Query
+				// reads past them.
+				for range 2 {
+					var (
+						more bool
+						err  error
+					)
+					rows, more, err = p.queryReadyShard(ctx, keys.ReadyWorkerPrefix, shard, readyBound(p.nowMs()), keep)
+					if err != nil {
+						return false, nil, err
+					}
+					done, next, err := tryRows(p.spreadClaims(rows, shard))
+					if done && more && len(next) == 0 {
+						// The fetch took the last row it read, and the
+						// shard holds more: the backlog is handed on past
+						// the rows read.
+						next = []queues.Signal{{Kind: queues.Worker, Shard: shard}}
+					}
+					if done || err != nil {
+						return done, next, err
+					}
+					if !more || len(rows) == 0 || slices.ContainsFunc(rows, func(r readyRow) bool { return keep(r.row) }) {
+						break
+					}
 				}
 				if sigs := named[shard]; len(sigs) > 0 {
 					// The index may lag the signals (missing the new rows,
@@ -287,12 +314,18 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 			return false, nil, nil
 		},
 		func() (bool, []queues.Signal, error) {
-			rows, _, err := p.sweepReady(ctx, keys.ReadyWorkerPrefix, keep)
+			rows, more, err := p.sweepReady(ctx, keys.ReadyWorkerPrefix, keep)
 			if err != nil {
 				return false, nil, err
 			}
 			if len(rows) > 0 {
 				schedule.active(time.Now())
+			}
+			if more {
+				// A shard holds rows past those read (a lagging index
+				// showed rows gone among them): the next sweep reads
+				// past them as soon as the signals handed on run out.
+				schedule.backlog()
 			}
 			// The rows after the one taken go to the process's other
 			// fetches, by shard (nextRows): a signal per row would fill
@@ -410,7 +443,7 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 	if d.err != nil {
 		return nil, d.err
 	}
-	seq := r.readySK[len(keys.Num20(0))+1:]
+	seq := readySeq(r.readySK)
 	tok := workToken{instance: instance, executionID: execID, activityID: actID, session: sid, seq: seq}
 	if sid != nil {
 		tok.owner = session.OwnerID
@@ -429,6 +462,8 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 			":tok": s(token), ":until": n(until), ":att": nu(attempts + 1),
 			":rs": s(readySK(until, seq)), ":seen": s(r.readySK),
 		},
+		// The row as it was when the claim failed; none when it is gone.
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
 	if sid == nil {
 		var out *dynamodb.UpdateItemOutput
@@ -454,6 +489,9 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 		if err != nil {
 			if conditionFailed(err) {
 				p.claimLost(r)
+				if failedConditionItem(err) == nil {
+					p.claimFoundGone(r)
+				}
 				return nil, nil
 			}
 			if held, rerr := p.heldBy(ctx, key(r.pk, r.sk), token); rerr != nil || !held {
@@ -486,6 +524,9 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 		if err != nil {
 			var tc *types.TransactionCanceledException
 			if reasons := cancelReasons(err); reasons != nil {
+				if reasons[0] == "ConditionalCheckFailed" && errors.As(err, &tc) && tc.CancellationReasons[0].Item == nil {
+					p.claimFoundGone(r)
+				}
 				if len(reasons) == 2 && reasons[1] == "ConditionalCheckFailed" && errors.As(err, &tc) {
 					if old := tc.CancellationReasons[1].Item; old != nil {
 						var od decoder
@@ -525,7 +566,7 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 		return nil, nil
 	}
 	p.leases.set(token, until)
-	p.hints.heldWork(workRowKeyOf(instance, r.sk), until)
+	p.hints.heldWork(workRowKeyOf(instance, r.sk), seq, until)
 	if sid != nil {
 		p.sweeps.sessionsHeld(session.OwnerID, start+durMs(session.LockTimeout))
 	}
@@ -693,7 +734,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 		return translate(provider.OpAckWorkItem, err)
 	}
 	p.leases.drop(lockToken)
-	p.hints.heldWork(workRowKeyOf(tok.instance, keys.WorkerSK(tok.executionID, tok.activityID)), p.nowMs()+ackedWorkMs)
+	p.hints.heldWork(workRowKeyOf(tok.instance, keys.WorkerSK(tok.executionID, tok.activityID)), tok.seq, p.nowMs()+ackedWorkMs)
 	p.post(signals)
 	return nil
 }
@@ -770,7 +811,7 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 		return translate(provider.OpRenewWorkItemLock, err)
 	}
 	p.leases.set(lockToken, until)
-	p.hints.heldWork(workRowKeyOf(tok.instance, keys.WorkerSK(tok.executionID, tok.activityID)), until)
+	p.hints.heldWork(workRowKeyOf(tok.instance, keys.WorkerSK(tok.executionID, tok.activityID)), tok.seq, until)
 	return nil
 }
 

@@ -114,6 +114,16 @@ func (env *Env) NewProvider(t testing.TB, c Config) *dynamo.Provider {
 	return p
 }
 
+// NewQuietWriter returns a provider on env's table that sends no wake-up
+// signals, closed when t ends: the rows it writes reach other processes
+// only through their sweeps, as after a crash that lost its signals.
+func (env *Env) NewQuietWriter(t testing.TB, c Config) *dynamo.Provider {
+	t.Helper()
+	quiet := *env
+	quiet.OrchestratorQueueURL, quiet.WorkerQueueURL = "", ""
+	return quiet.NewProvider(t, c)
+}
+
 // New returns a provider on a fresh table (and queues), both gone when t
 // ends.
 func New(t testing.TB, c Config) (*dynamo.Provider, *Env) {
