@@ -331,8 +331,10 @@ func (h *hints) isLocked(instance string, nowMs int64) bool {
 // naming its row is known to be stale: the row is gone, and a signal sent
 // before the ack (to every waiter of the process, and on SQS) can still be
 // on its way. A row enqueued again under the same identity within it is
-// found by the next sweep (its signal is dropped as stale; the sweep tells
-// the new row by its sequence number).
+// told apart by its sequence number: by fetches and sweeps reading the
+// index, and by the fetch its signal reaches when the signal names the
+// enqueue (a claim). A signal that names only the row is dropped, and the
+// row waits for another signal of its shard or for a sweep.
 const ackedWorkMs = 10_000
 
 // heldRow is what hints.held records of a queue row: until when (ms), and

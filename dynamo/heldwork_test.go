@@ -70,6 +70,42 @@ func TestSignalForHeldWorkMakesNoRequest(t *testing.T) {
 	noRequestFor("this process acked")
 }
 
+// TestSignalForWorkEnqueuedAgainIsNotStale: an instance deleted and
+// started again under its name schedules activities with the identities
+// of the old ones. A signal for one of them, arriving while this process
+// still remembers acking the old one, announces new work: its claim names
+// the new enqueue. The fetch must take it at once, not drop the signal as
+// stale and leave the activity to a sweep an interval later.
+func TestSignalForWorkEnqueuedAgainIsNotStale(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	p, _ := dynamotest.New(t, dynamotest.Config{Queues: true, Shards: 1, Options: func(o *dynamo.Options) {
+		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
+	}})
+	// The first fetch sweeps; none after it does.
+	if got, err := p.FetchWorkItem(ctx, longLock, 10*time.Millisecond, nil, provider.AnyTag()); err != nil || got != nil {
+		t.Fatalf("fetch of an empty queue: %+v, %v", got, err)
+	}
+	const inst = "enqueued-again"
+	run := func(what string) {
+		t.Helper()
+		item := startAndFetch(ctx, t, p, inst)
+		// No worker fetch waits: the turn signals the activity instead
+		// of handing it over.
+		must(t, p.AckOrchestrationItem(ctx, item.LockToken, activities(inst, 1)), what+": ack scheduling")
+		w, err := p.FetchWorkItem(ctx, longLock, 2*time.Second, nil, provider.AnyTag())
+		if err != nil || w == nil || w.Item.ID != 2 || w.AttemptCount != 1 {
+			t.Fatalf("%s: fetch: %+v, %v; want activity 2, attempt 1", what, w, err)
+		}
+		must(t, p.AckWorkItem(ctx, w.LockToken, provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: w.Item.ID, Result: "r"}), what+": ack")
+	}
+	run("first instance")
+	if _, err := p.DeleteInstancesAtomic(ctx, []string{inst}, true); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	run("instance started again")
+}
+
 // TestShardBacklogNeedsNoSweep: the activities of a fan-out share one
 // shard of the ready index. With sweeps an hour apart, one fetcher takes
 // them all one after another, each fetch led by the signal the fetch

@@ -140,9 +140,18 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 		return false, nil, nil
 	}
 	// stale reports whether sig names a row this process holds or has just
-	// acked (hints.heldWork).
+	// acked (hints.heldWork). A signal whose claim names the enqueue is
+	// stale only for that enqueue: an instance deleted and started again
+	// enqueues activities under the identities of its old ones.
 	stale := func(sig queues.Signal) bool {
-		return sig.Work != "" && sig.Instance != "" && p.hints.holdsWork(workRowKeyOf(sig.Instance, sig.Work), p.nowMs())
+		if sig.Work == "" || sig.Instance == "" {
+			return false
+		}
+		k, now := workRowKeyOf(sig.Instance, sig.Work), p.nowMs()
+		if seq := readySeq(sig.Claim); seq != "" {
+			return p.hints.holdsRow(k, seq, now)
+		}
+		return p.hints.holdsWork(k, now)
 	}
 	// The rows a fetch can take depend on its tags filter and session
 	// owner: fetches that differ in either do not pass over each other's
