@@ -246,6 +246,10 @@ type hints struct {
 	// contended maps worker shards where a claim was lost to another
 	// process to when that stops counting (ms; contention.go).
 	contended map[int]int64
+	// lagging maps the worker shards (by fetch filter) whose ready index
+	// showed nothing to a signal naming no row, to when it first did
+	// (indexlag.go).
+	lagging map[string]lagHint
 }
 
 type sessionHint struct {
@@ -254,7 +258,7 @@ type sessionHint struct {
 }
 
 func newHints() hints {
-	return hints{locked: map[string]int64{}, sessions: map[string]sessionHint{}, parked: map[string]parkHint{}, trying: map[string]*queues.Signal{}, held: map[string]heldRow{}, contended: map[int]int64{}}
+	return hints{locked: map[string]int64{}, sessions: map[string]sessionHint{}, parked: map[string]parkHint{}, trying: map[string]*queues.Signal{}, held: map[string]heldRow{}, contended: map[int]int64{}, lagging: map[string]lagHint{}}
 }
 
 // maxLockHintMs caps how long a lock seen in another process is trusted:

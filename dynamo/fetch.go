@@ -192,7 +192,9 @@ func (p *Provider) decline(ctx context.Context, sigs []queues.Signal) {
 //
 // Requests (docs/design.md §5): for a signalled instance, a consistent
 // Query of its control rows, a conditional PutItem of its lock row, and a
-// Query of its history (3). A sweep adds one Query of the ready index per
+// Query of its history (3), which a turn of an instance whose history this
+// process holds as the lock row shows, and a new instance's first turn,
+// do without (2). A sweep adds one Query of the ready index per
 // shard, run in parallel.
 func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, filter *provider.CapabilityFilter) (*provider.OrchestrationItem, error) {
 	if filter != nil && len(filter.SupportedVersions) == 0 {

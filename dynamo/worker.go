@@ -21,13 +21,8 @@ import (
 // A signal that names its activity row is followed by a consistent read of
 // that row, which no index lag can hide. A signal that names only a shard
 // (one of many activities of one turn) is followed by a query of the
-// shard's ready index, which is eventually consistent: when it finds
-// nothing it looks again after indexLagRetry, doubling, indexLagRetries
-// times (about 1.5 s in all, the index's lag on AWS under load).
-const (
-	indexLagRetry   = 100 * time.Millisecond
-	indexLagRetries = 4
-)
+// shard's ready index, which is eventually consistent: indexlag.go says
+// how a fetch looks again when it shows nothing.
 
 // EnqueueForWorker puts an activity on the worker queue, visible now, with
 // its identity, session and tag recorded. Enqueueing an identity that is
@@ -73,8 +68,9 @@ func (p *Provider) EnqueueForWorker(ctx context.Context, item provider.ActivityE
 // new activity with no older one queued, untagged and without a session:
 // directclaim.go), one conditional UpdateItem. For another signalled
 // shard, one Query of the ready index and one conditional UpdateItem of
-// the row (a two-action TransactWriteItems when it claims a session): 2.
-// A sweep is one Scan of a small ready index, else a Query per shard, in
+// the row (a two-action TransactWriteItems when it claims a session): 2;
+// a second Query when the claims found every row the first showed gone
+// (an index lagging the acks). A sweep is one Scan of a small ready index, else a Query per shard, in
 // parallel.
 func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, session *provider.SessionFetchConfig, tags provider.TagFilter) (*provider.LockedWorkItem, error) {
 	if tags.Mode() == provider.TagNone {
@@ -203,14 +199,14 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 				if !slices.Contains(shards, sig.Shard) {
 					shards = append(shards, sig.Shard)
 				}
-				if sig.Work != "" && sig.Instance != "" {
+				if sig.Work != "" && sig.Instance != "" && !isRelook(sig) {
 					named[sig.Shard] = append(named[sig.Shard], sig)
 				}
 			}
 			// A shard another fetch of this process (with the same filter)
 			// is looking at is passed over: every waiter received the same
 			// signals, and two would query the same index partition for one
-			// activity. That fetch hands its shard's signals back when it
+			// activity. That fetch hands the shard's backlog on when it
 			// gets work (the shard may hold more); if it gets none, what a
 			// signal only this fetch received announced is found by the
 			// next sweep.
@@ -223,34 +219,47 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 			// backlog is handed on from fetch to fetch, and does not depend
 			// on the signal that announced it, which a full list may have
 			// dropped.
+			//
+			// The done shard's signals that name no row do not go back:
+			// next hands its backlog on, and a copy that finds the shard
+			// emptied would look for rows until the index-lag budget is
+			// spent (indexlag.go).
 			untried := func(i int, next []queues.Signal) []queues.Signal {
 				var rest []queues.Signal
 				for _, shard := range shards[i:] {
 					for _, sig := range sigs {
-						if sig.Shard == shard && !stale(sig) {
+						if sig.Shard == shard && !stale(sig) && (shard != shards[i] || (sig.Work != "" && !isRelook(sig))) {
 							rest = append(rest, sig)
 						}
 					}
 				}
 				return append(rest, next...)
 			}
-			// tryShard looks for the work of one signalled shard.
-			tryShard := func(shard int) (bool, []queues.Signal, error) {
+			shardKey := func(shard int) string { return fmt.Sprintf("\x00shard\x00%s\x00%d", shardFilter, shard) }
+			// queryShard reads a shard's index: the rows this fetch may take.
+			queryShard := func(shard int) ([]readyRow, bool, error) {
+				rows, more, err := p.queryReadyShard(ctx, keys.ReadyWorkerPrefix, shard, readyBound(p.nowMs()), keep)
+				if err == nil && len(rows) > 0 {
+					p.hints.lagEnded(shardKey(shard))
+				}
+				return rows, more, err
+			}
+			// tryShard looks for the work of one signalled shard; lagging
+			// reports that its signals name no row and its index showed
+			// nothing (indexlag.go).
+			tryShard := func(shard int) (done bool, next []queues.Signal, lagging bool, err error) {
 				var rows []readyRow
 				// A lagging index shows rows already gone. The Query passes
 				// over those this process knows of (keep); when the claims
 				// find all it showed gone (claimFoundGone), a second Query
 				// reads past them.
 				for range 2 {
-					var (
-						more bool
-						err  error
-					)
-					rows, more, err = p.queryReadyShard(ctx, keys.ReadyWorkerPrefix, shard, readyBound(p.nowMs()), keep)
+					var more bool
+					rows, more, err = queryShard(shard)
 					if err != nil {
-						return false, nil, err
+						return false, nil, false, err
 					}
-					done, next, err := tryRows(p.spreadClaims(rows, shard))
+					done, next, err = tryRows(p.spreadClaims(rows, shard))
 					if done && more && len(next) == 0 {
 						// The fetch took the last row it read, and the
 						// shard holds more: the backlog is handed on past
@@ -258,7 +267,7 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 						next = []queues.Signal{{Kind: queues.Worker, Shard: shard}}
 					}
 					if done || err != nil {
-						return done, next, err
+						return done, next, false, err
 					}
 					if !more || len(rows) == 0 || slices.ContainsFunc(rows, func(r readyRow) bool { return keep(r.row) }) {
 						break
@@ -276,7 +285,7 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 						}
 						found, notForUs, err := p.readyWorkRow(ctx, sig.Instance, sig.Work, keep)
 						if err != nil {
-							return false, nil, err
+							return false, nil, false, err
 						}
 						if notForUs {
 							declined = append(declined, sig)
@@ -288,34 +297,39 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 					}
 					p.decline(ctx, declined)
 					slices.SortFunc(direct, func(a, b readyRow) int { return cmp.Compare(a.readySK, b.readySK) })
-					return tryRows(direct)
+					done, next, err = tryRows(direct)
+					return done, next, false, err
 				}
-				if len(rows) > 0 {
-					return false, nil, nil
-				}
-				// Only shard signals, and the index shows nothing yet.
-				wait := indexLagRetry
-				for range indexLagRetries {
-					if err := sleepCtx(ctx, wait); err != nil {
-						return false, nil, err
-					}
-					wait *= 2
-					if rows, _, err = p.queryReadyShard(ctx, keys.ReadyWorkerPrefix, shard, readyBound(p.nowMs()), keep); err != nil {
-						return false, nil, err
-					}
-					if len(rows) > 0 {
-						return tryRows(p.spreadClaims(rows, shard))
-					}
-				}
-				return false, nil, nil
+				return false, nil, len(rows) == 0, nil
 			}
+			// Every signalled shard is queried once; one whose index shows
+			// nothing to its signals is looked at again by a later fetch
+			// (indexlag.go), never by this one ahead of the others.
+			//
+			// A shard another fetch is trying is passed over, and that try
+			// may have read the index before this signal's rows were
+			// written: the fetch that ends the try then has the shard looked
+			// at again, as one that lags.
 			for i, shard := range shards {
-				shardKey := fmt.Sprintf("\x00shard\x00%s\x00%d", shardFilter, shard)
-				if !p.hints.beginTry(shardKey) {
+				k := shardKey(shard)
+				if !p.hints.beginTry(k) {
+					p.hints.passedOver(k, relookSignal(shard))
 					continue
 				}
-				done, next, err := tryShard(shard)
-				p.hints.endTry(shardKey)
+				if relookOnly(sigs, shard) && !p.hints.lagLookDue(k, time.Now()) {
+					// Another fetch made this look already.
+					if p.hints.endTry(k) != nil {
+						p.signals.RequeueAfter(indexLagRetry, relookSignal(shard))
+					}
+					continue
+				}
+				done, next, lagging, err := tryShard(shard)
+				passed := p.hints.endTry(k) != nil
+				if lagging || passed {
+					if wait, again := p.hints.lagged(k, time.Now(), relookOnly(sigs, shard) && !passed); again {
+						p.signals.RequeueAfter(wait, relookSignal(shard))
+					}
+				}
 				if done || err != nil {
 					return done, untried(i, next), err
 				}

@@ -425,6 +425,28 @@ func (s *Signals) Requeue(signals ...Signal) {
 	}
 }
 
+// RequeueAfter hands signals to this process's waiters as Requeue does,
+// after delay: for work a waiter looked for and may find on a second look
+// (an index that lags the writes it announces). A signal identical to one
+// already waiting to be handed over is not doubled. Close drops what has
+// not been handed over yet. A delay of 0 or less is Requeue.
+func (s *Signals) RequeueAfter(delay time.Duration, signals ...Signal) {
+	if delay <= 0 {
+		s.Requeue(signals...)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	for _, sig := range signals {
+		if k, err := s.kindState(opWait, sig.Kind); err == nil {
+			s.scheduleLocked(k, sig.key(), sig, delay)
+		}
+	}
+}
+
 // deliverLocked hands sigs to every waiter of k, or keeps them for the next
 // waiter when there is none. Each waiter gets its own copy. s.mu is held.
 func (s *Signals) deliverLocked(k *kindState, sigs []Signal) {

@@ -967,6 +967,36 @@ func TestSignals_SignalSentBackKeepsItsSender(t *testing.T) {
 
 // TestRequeue: signals a waiter hands back reach the next wait of their
 // kind.
+// TestRequeueAfter: a signal requeued with a delay reaches a waiter after
+// it, once however often it was requeued meanwhile, and not at all when
+// Close comes first.
+func TestRequeueAfter(t *testing.T) {
+	s, err := queues.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig := queues.Signal{Kind: queues.Worker, Shard: 2, Instance: "i"}
+	s.RequeueAfter(50*time.Millisecond, sig)
+	s.RequeueAfter(50*time.Millisecond, sig)
+	if got, _ := s.Wait(t.Context(), queues.Worker, 0); len(got) != 0 {
+		t.Fatalf("a signal requeued for later came at once: %v", got)
+	}
+	var got []queues.Signal
+	for len(got) == 0 {
+		if got, err = s.Wait(t.Context(), queues.Worker, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got) != 1 || got[0] != sig {
+		t.Fatalf("Wait after RequeueAfter: %v; want %v once", got, sig)
+	}
+	if more, _ := s.Wait(t.Context(), queues.Worker, 200*time.Millisecond); len(more) != 0 {
+		t.Fatalf("the signal requeued twice came twice: %v", more)
+	}
+	s.RequeueAfter(time.Hour, sig)
+	s.Close() // would wait an hour for the timer if Close kept it
+}
+
 func TestRequeue(t *testing.T) {
 	s, err := queues.New(nil)
 	if err != nil {
