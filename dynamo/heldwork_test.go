@@ -19,6 +19,21 @@ import (
 	"github.com/dynoxide/dynoxide/queues"
 )
 
+// sweptOnce returns a provider with wake-up queues, one shard and sweeps
+// an hour apart (metered by meter when it is not nil), after the worker
+// fetch that makes its only sweep: what its fetches find later, signals
+// led them to.
+func sweptOnce(t *testing.T, meter *dynamotest.Meter) *dynamo.Provider {
+	t.Helper()
+	p, _ := dynamotest.New(t, dynamotest.Config{Queues: true, Shards: 1, Meter: meter, Options: func(o *dynamo.Options) {
+		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
+	}})
+	if got, err := p.FetchWorkItem(t.Context(), longLock, 10*time.Millisecond, nil, provider.AnyTag()); err != nil || got != nil {
+		t.Fatalf("fetch of an empty queue: %+v, %v", got, err)
+	}
+	return p
+}
+
 // TestSignalForHeldWorkMakesNoRequest: a signal reaches every waiting
 // fetch of a process. One that names an activity this process holds, or
 // has just acked, announces nothing new: the fetch that receives it after
@@ -29,15 +44,8 @@ func TestSignalForHeldWorkMakesNoRequest(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	meter := &dynamotest.Meter{}
-	p, _ := dynamotest.New(t, dynamotest.Config{Queues: true, Shards: 1, Meter: meter, Options: func(o *dynamo.Options) {
-		// One sweep an hour: every request counted below is one a
-		// signal caused.
-		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
-	}})
-	// The first fetch sweeps; none after it does.
-	if got, err := p.FetchWorkItem(ctx, longLock, 10*time.Millisecond, nil, provider.AnyTag()); err != nil || got != nil {
-		t.Fatalf("fetch of an empty queue: %+v, %v", got, err)
-	}
+	// Every request counted below is one a signal caused.
+	p := sweptOnce(t, meter)
 	const inst = "held-work"
 	item := startAndFetch(ctx, t, p, inst)
 	must(t, p.AckOrchestrationItem(ctx, item.LockToken, activities(inst, 1)), "ack scheduling")
@@ -79,13 +87,7 @@ func TestSignalForHeldWorkMakesNoRequest(t *testing.T) {
 func TestSignalForWorkEnqueuedAgainIsNotStale(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	p, _ := dynamotest.New(t, dynamotest.Config{Queues: true, Shards: 1, Options: func(o *dynamo.Options) {
-		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
-	}})
-	// The first fetch sweeps; none after it does.
-	if got, err := p.FetchWorkItem(ctx, longLock, 10*time.Millisecond, nil, provider.AnyTag()); err != nil || got != nil {
-		t.Fatalf("fetch of an empty queue: %+v, %v", got, err)
-	}
+	p := sweptOnce(t, nil)
 	const inst = "enqueued-again"
 	run := func(what string) {
 		t.Helper()
@@ -116,13 +118,7 @@ func TestSignalForWorkEnqueuedAgainIsNotStale(t *testing.T) {
 func TestShardBacklogNeedsNoSweep(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	p, _ := dynamotest.New(t, dynamotest.Config{Queues: true, Shards: 1, Options: func(o *dynamo.Options) {
-		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
-	}})
-	// The first fetch sweeps; none after it does.
-	if got, err := p.FetchWorkItem(ctx, longLock, 10*time.Millisecond, nil, provider.AnyTag()); err != nil || got != nil {
-		t.Fatalf("fetch of an empty queue: %+v, %v", got, err)
-	}
+	p := sweptOnce(t, nil)
 	const inst, n = "backlog", 120
 	item := startAndFetch(ctx, t, p, inst)
 	must(t, p.AckOrchestrationItem(ctx, item.LockToken, activities(inst, n)), "ack scheduling")

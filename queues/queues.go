@@ -412,37 +412,30 @@ func closedError(op string) error {
 // kind that is not configured are ignored. A signal received from SQS that
 // no Wait takes within half a second goes back to its queue, as the
 // poller's kept signals do (see the package documentation).
-func (s *Signals) Requeue(signals ...Signal) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return
-	}
-	for _, sig := range signals {
-		if k, err := s.kindState(opWait, sig.Kind); err == nil {
-			s.deliverLocked(k, []Signal{sig})
-		}
-	}
-}
+func (s *Signals) Requeue(signals ...Signal) { s.requeue(0, signals) }
 
 // RequeueAfter hands signals to this process's waiters as Requeue does,
 // after delay: for work a waiter looked for and may find on a second look
 // (an index that lags the writes it announces). A signal identical to one
 // already waiting to be handed over is not doubled. Close drops what has
 // not been handed over yet. A delay of 0 or less is Requeue.
-func (s *Signals) RequeueAfter(delay time.Duration, signals ...Signal) {
-	if delay <= 0 {
-		s.Requeue(signals...)
-		return
-	}
+func (s *Signals) RequeueAfter(delay time.Duration, signals ...Signal) { s.requeue(delay, signals) }
+
+// requeue is Requeue, after delay when it is positive.
+func (s *Signals) requeue(delay time.Duration, signals []Signal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return
 	}
 	for _, sig := range signals {
-		if k, err := s.kindState(opWait, sig.Kind); err == nil {
+		k, err := s.kindState(opWait, sig.Kind)
+		switch {
+		case err != nil:
+		case delay > 0:
 			s.scheduleLocked(k, sig.key(), sig, delay)
+		default:
+			s.deliverLocked(k, []Signal{sig})
 		}
 	}
 }
