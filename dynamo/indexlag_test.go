@@ -7,6 +7,7 @@ import (
 	"github.com/dynoxide/dynoxide/dynamo"
 	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
 	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/dynoxide/dynoxide/faults"
 	"github.com/dynoxide/dynoxide/provider"
 	"github.com/dynoxide/dynoxide/queues"
 )
@@ -62,5 +63,77 @@ func TestStaleShardSignalHoldsUpNoOtherShard(t *testing.T) {
 	}
 	if q := meter.Usage().Requests["Query"]; q != 0 {
 		t.Errorf("a fetch after the budget was spent made %d Queries (%v), want none", q, meter.Usage().Requests)
+	}
+}
+
+// TestShardSignalPassedOverDuringATryIsLookedAtAgain: a fetch that comes
+// to a shard signal while another fetch of the process tries the shard
+// passes over it, and the try may have read the index just before the
+// signal's rows were written. The signal was dropped, and the rows waited
+// for a sweep (an hour apart here). Now the fetch that ends the try has
+// the shard looked at again: the waiting fetch takes the activity.
+func TestShardSignalPassedOverDuringATryIsLookedAtAgain(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, true)
+	in := faults.New(11)
+	p := env.NewProvider(t, dynamotest.Config{Queues: true, Shards: 1, Options: func(o *dynamo.Options) {
+		o.Client = in.DynamoDB(o.Client)
+		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
+	}})
+	// The first fetch sweeps; none after it does.
+	if got, err := p.FetchWorkItem(ctx, longLock, 10*time.Millisecond, nil, provider.AnyTag()); err != nil || got != nil {
+		t.Fatalf("fetch of an empty queue: %+v, %v", got, err)
+	}
+	// The writer's signals stay in its process.
+	writer := env.NewQuietWriter(t, dynamotest.Config{Shards: 1})
+
+	// The first fetch tries the shard for a signal naming a row that is
+	// gone; its Query reads the index, and its answer is held.
+	gate := faults.NewGate()
+	in.Add(faults.Rule{Ops: []string{faults.OpQuery}, Rate: 1, Count: 1, Fault: faults.HoldResponse(gate)})
+	dynamo.RequeueSignals(p, queues.Signal{Kind: queues.Worker, Shard: 0, Instance: "gone", Work: keys.WorkerSK(1, 99)})
+	first := make(chan *provider.LockedWorkItem, 1)
+	go func() {
+		w, err := p.FetchWorkItem(ctx, longLock, 100*time.Millisecond, nil, provider.AnyTag())
+		if err != nil {
+			t.Errorf("first fetch: %v", err)
+		}
+		first <- w
+	}()
+	select {
+	case <-gate.Arrived():
+	case <-ctx.Done():
+		t.Fatal("the first fetch's Query never came")
+	}
+	// Meanwhile the activity is written, and its shard signal reaches a
+	// second fetch, which passes over the shard the first one tries.
+	const inst = "written-during-the-try"
+	must(t, writer.EnqueueForWorker(ctx, provider.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: 1, Name: "A", Input: "{}"}), "enqueue")
+	dynamo.RequeueSignals(p, queues.Signal{Kind: queues.Worker, Shard: 0, Instance: inst})
+	second := make(chan *provider.LockedWorkItem, 1)
+	go func() {
+		w, err := p.FetchWorkItem(ctx, longLock, 5*time.Second, nil, provider.AnyTag())
+		if err != nil {
+			t.Errorf("second fetch: %v", err)
+		}
+		second <- w
+	}()
+	// The second fetch has taken the signal and waits (or is about to):
+	// release the first fetch's Query, which read the index before the
+	// activity was written.
+	for dynamo.WaitingFetches(p, queues.Worker) < 1 {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the second fetch never waited")
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	gate.Release()
+	if w := <-first; w != nil {
+		t.Fatalf("the first fetch took %+v; want nothing (its Query read the index before the write)", w.Item)
+	}
+	if w := <-second; w == nil || w.Item.Instance != inst {
+		t.Fatalf("the second fetch got %+v; want the activity written during the first one's try", w)
 	}
 }
