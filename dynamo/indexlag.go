@@ -20,8 +20,8 @@ import (
 // left a runtime idle beside its work). A shard whose index showed nothing
 // to a signal naming no row lags from then for indexLagBudget: the
 // process's fetches get a relook signal for it indexLagRetry later, then
-// after twice the time since the lag began, until the budget is spent (4
-// more Queries in all). A relook reaches every waiting fetch, and only the
+// after twice the time since the lag began, until the budget is spent (at
+// most 4 more Queries, at 0.1, 0.3, 0.9 and 1.5 s). A relook reaches every waiting fetch, and only the
 // first whose look is due makes it; one received by a fetch with another
 // filter, or after the budget, is dropped. So a stale signal costs the
 // Queries of one budget, and an index that lags costs a budget of latency

@@ -48,14 +48,15 @@ func TestStaleShardSignalHoldsUpNoOtherShard(t *testing.T) {
 	must(t, p.AckWorkItem(ctx, w.LockToken, provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: 1, Result: "r"}), "ack")
 
 	// The empty shard is looked at again, by the fetches that follow: a
-	// relook 0.1, 0.3, 0.9 and 1.5 s after its index showed nothing, and
-	// none after the budget.
+	// relook 0.1 s after its index showed nothing, then after twice the
+	// time since (at 0.3, 0.9 and 1.5 s when each look is made on time;
+	// fewer when a fetch comes to one late), and none after the budget.
 	meter.Reset()
 	if w, err := p.FetchWorkItem(ctx, longLock, 3*time.Second, nil, provider.AnyTag()); err != nil || w != nil {
 		t.Fatalf("fetch while the empty shard is looked at again: %+v, %v; want nothing", w, err)
 	}
-	if q := meter.Usage().Requests["Query"]; q != 4 {
-		t.Errorf("a fetch waiting out the index-lag budget made %d Queries (%v), want 4 (its relooks)", q, meter.Usage().Requests)
+	if q := meter.Usage().Requests["Query"]; q < 1 || q > 4 {
+		t.Errorf("a fetch waiting out the index-lag budget made %d Queries (%v), want 1 to 4 (its relooks)", q, meter.Usage().Requests)
 	}
 	meter.Reset()
 	if w, err := p.FetchWorkItem(ctx, longLock, 500*time.Millisecond, nil, provider.AnyTag()); err != nil || w != nil {
