@@ -4,12 +4,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/dynoxide/dynoxide/dynamo"
 	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
 	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
 	"github.com/dynoxide/dynoxide/faults"
 	"github.com/dynoxide/dynoxide/provider"
 	"github.com/dynoxide/dynoxide/queues"
+	"github.com/dynoxide/dynoxide/tables"
 )
 
 // TestStaleShardSignalHoldsUpNoOtherShard: a signal naming no row (a
@@ -136,5 +141,56 @@ func TestShardSignalPassedOverDuringATryIsLookedAtAgain(t *testing.T) {
 	}
 	if w := <-second; w == nil || w.Item.Instance != inst {
 		t.Fatalf("the second fetch got %+v; want the activity written during the first one's try", w)
+	}
+}
+
+// TestShardSignalAheadOfItsIndexFindsItsRow: a signal naming no row reaches
+// a fetch before the ready index shows the activity it announces (the
+// index lags 400 ms here; on AWS it is eventually consistent). The fetch's
+// Query shows nothing, and the shard is looked at again by relooks within
+// the index-lag budget: the waiting fetch takes the activity, though no
+// sweep comes for an hour.
+func TestShardSignalAheadOfItsIndexFindsItsRow(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, true)
+	in := faults.New(12)
+	in.SetIndexLag(400*time.Millisecond, 400*time.Millisecond, "ready")
+	meter := &dynamotest.Meter{}
+	p := env.NewProvider(t, dynamotest.Config{Queues: true, Shards: 1, Meter: meter, Options: func(o *dynamo.Options) {
+		o.Client = in.DynamoDB(o.Client)
+		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
+	}})
+	// The first fetch sweeps; none after it does.
+	if got, err := p.FetchWorkItem(ctx, longLock, 10*time.Millisecond, nil, provider.AnyTag()); err != nil || got != nil {
+		t.Fatalf("fetch of an empty queue: %+v, %v", got, err)
+	}
+	// The lagging index knows its past through the queries made of it: one
+	// of the shard before the write is the view it shows for 400 ms.
+	if _, err := in.DynamoDB(env.DB).Query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(env.Table),
+		IndexName:                 aws.String(tables.IndexReady),
+		KeyConditionExpression:    aws.String("#pk = :pk"),
+		ExpressionAttributeNames:  map[string]string{"#pk": tables.AttrReadyPK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: keys.ReadyWorkerPK(0)}},
+	}); err != nil {
+		t.Fatalf("query of the empty shard: %v", err)
+	}
+	writer := env.NewQuietWriter(t, dynamotest.Config{Shards: 1})
+	const inst = "ahead-of-its-index"
+	must(t, writer.EnqueueForWorker(ctx, provider.ActivityExecuteItem{Instance: inst, ExecutionID: 1, ID: 1, Name: "A", Input: "{}"}), "enqueue")
+	dynamo.RequeueSignals(p, queues.Signal{Kind: queues.Worker, Shard: 0, Instance: inst})
+
+	meter.Reset()
+	lagged := in.Stats().Faults[faults.KindLaggedQuery]
+	w, err := p.FetchWorkItem(ctx, longLock, 5*time.Second, nil, provider.AnyTag())
+	if err != nil || w == nil || w.Item.Instance != inst {
+		t.Fatalf("fetch woken by a shard signal ahead of the index: %+v, %v; want the activity", w, err)
+	}
+	if got := in.Stats().Faults[faults.KindLaggedQuery] - lagged; got < 2 {
+		t.Errorf("%d Queries were served from the lagging index, want at least 2 (the signal's and a relook's): the test tests nothing", got)
+	}
+	if q := meter.Usage().Requests["Query"]; q < 2 || q > 5 {
+		t.Errorf("the fetch made %d Queries, want 2 to 5 (the signal's and at most 4 relooks)", q)
 	}
 }
