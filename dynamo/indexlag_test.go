@@ -155,7 +155,7 @@ func TestShardSignalAheadOfItsIndexFindsItsRow(t *testing.T) {
 	ctx := t.Context()
 	env := dynamotest.NewEnv(t, true)
 	in := faults.New(12)
-	in.SetIndexLag(400*time.Millisecond, 400*time.Millisecond, "ready")
+	in.SetIndexLag(400*time.Millisecond, 400*time.Millisecond, tables.IndexReady)
 	meter := &dynamotest.Meter{}
 	p := env.NewProvider(t, dynamotest.Config{Queues: true, Shards: 1, Meter: meter, Options: func(o *dynamo.Options) {
 		o.Client = in.DynamoDB(o.Client)
