@@ -85,11 +85,43 @@ import (
 // run time it knows of, a [queues.Schedule] signal, an Add or Resume in
 // this process, or [SchedulerOptions.MaxWait].
 //
+// # Telemetry
+//
+// With [SchedulerOptions.TracerProvider] set, each run of a scheduled time
+// is a span "jobs.run <name>" (attributes jobs.job.id, jobs.job.name,
+// jobs.scheduled_time, jobs.repeat, jobs.scheduler.owner, and at its end
+// jobs.outcome), from the claim of the scheduled time (or its take-over) to
+// the end of the claim; the action's context carries it, and a failed run
+// sets its status to Error.
+// With [SchedulerOptions.MeterProvider] set, the scheduler records, each
+// with the attribute jobs.job.name (never the job's id, so that series stay
+// few however many jobs there are):
+//
+//	jobs.runs          counter    runs that ended, by jobs.outcome: succeeded,
+//	                              failed (with error.type), stopped (the
+//	                              scheduler stopped; the run is repeated
+//	                              elsewhere) or lost (another scheduler took
+//	                              the claim over)
+//	jobs.run.duration  histogram  seconds from a run's claim to the end of the
+//	                              claim, by jobs.outcome
+//	jobs.run.delay     histogram  seconds from the scheduled time to its claim
+//	                              (or take-over)
+//	jobs.passed_over   counter    missed times the misfire policy did not run
+//	jobs.claims.lost   counter    claims and take-overs another scheduler won:
+//	                              with n schedulers on a store, up to n-1 a
+//	                              scheduled time, each one compare-and-swap
+//	jobs.unrunnable    counter    jobs given status failed because they cannot
+//	                              run (an invalid trigger, a running job
+//	                              without its claim)
+//
+// Times are read on [SchedulerOptions.Clock]. Telemetry makes no request.
+//
 // A Scheduler is safe for concurrent use. Its Run runs at most once at a
 // time; Add, Pause, Resume and Remove work with or without Run.
 type Scheduler struct {
 	store Store
 	o     SchedulerOptions
+	tel   *telemetry
 
 	mu      sync.Mutex
 	actions map[string]Action
@@ -138,9 +170,14 @@ func NewScheduler(store Store, optFns ...func(*SchedulerOptions)) (*Scheduler, e
 	if err != nil {
 		return nil, err
 	}
+	tel, err := newTelemetry(o.TracerProvider, o.MeterProvider)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: telemetry: %w", err)
+	}
 	return &Scheduler{
 		store:   store,
 		o:       o,
+		tel:     tel,
 		actions: make(map[string]Action),
 		kick:    make(chan struct{}, 1),
 	}, nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
 )
 
 // Retries of a compare-and-swap whose outcome is unknown (paused in real
@@ -21,6 +23,7 @@ type claim struct {
 	scheduled time.Time // the scheduled time claimed
 	trig      Trigger   // the job's trigger
 	repeat    bool      // taken over from a scheduler that did not finish it
+	at        time.Time // when the claim (or take-over) was made, on the scheduler's clock
 }
 
 // process deals with one due job: it claims its scheduled time and starts
@@ -46,6 +49,7 @@ func (l *loop) process(job Job, action Action, now time.Time) (changed, due bool
 			l.logSwap("pass over missed time", job.ID, scheduled, err)
 			return false, false
 		}
+		s.tel.passedOver.Add(l.ctx, 1, metric.WithAttributes(attrJobName.String(job.Name)))
 		s.o.Logf("jobs: scheduler %s: job %q missed %s by more than %ds; passed over (%s)", s.o.Owner, job.ID, scheduled.Format(time.RFC3339Nano), job.MisfireThresholdSeconds, job.IfMissed)
 		s.note(next)
 		return true, next != nil && !next.After(now)
@@ -57,10 +61,11 @@ func (l *loop) process(job Job, action Action, now time.Time) (changed, due bool
 		FieldLastRunTime:       now,
 	})
 	if err != nil || !applied {
+		l.lostClaim(job, err)
 		l.logSwap("claim", job.ID, scheduled, err)
 		return false, false
 	}
-	l.start(claim{job: claimed, scheduled: scheduled, trig: trig}, action)
+	l.start(claim{job: claimed, scheduled: scheduled, trig: trig, at: now}, action)
 	return true, false
 }
 
@@ -76,11 +81,12 @@ func (l *loop) takeOver(job Job, trig Trigger, action Action, now time.Time) boo
 		Changes{FieldStatus: StatusRunning, FieldLastScheduledTime: scheduled, FieldNextRunTime: *job.NextRunTime},
 		Changes{FieldNextRunTime: now.Add(s.o.Lease)})
 	if err != nil || !applied {
+		l.lostClaim(job, err)
 		l.logSwap("take over", job.ID, scheduled, err)
 		return false
 	}
 	s.o.Logf("jobs: scheduler %s: job %q: the claim of %s expired unfinished; running it again", s.o.Owner, job.ID, scheduled.Format(time.RFC3339Nano))
-	l.start(claim{job: claimed, scheduled: scheduled, trig: trig, repeat: true}, action)
+	l.start(claim{job: claimed, scheduled: scheduled, trig: trig, repeat: true, at: now}, action)
 	return true
 }
 
@@ -95,8 +101,17 @@ func (l *loop) fail(job Job, reason error) bool {
 		l.logSwap("fail", job.ID, time.Time{}, err)
 		return false
 	}
+	l.s.tel.unrunnable.Add(l.ctx, 1, metric.WithAttributes(attrJobName.String(job.Name)))
 	l.s.o.Logf("jobs: scheduler %s: job %q failed: %v", l.s.o.Owner, job.ID, reason)
 	return true
+}
+
+// lostClaim counts a claim or take-over of job that did not apply for
+// want of an error (err nil): another scheduler changed the job first.
+func (l *loop) lostClaim(job Job, err error) {
+	if err == nil {
+		l.s.tel.claimsLost.Add(l.ctx, 1, metric.WithAttributes(attrJobName.String(job.Name)))
+	}
 }
 
 // logSwap logs a compare-and-swap that failed or lost; losing a claim to
@@ -112,23 +127,30 @@ func (l *loop) logSwap(what, id string, scheduled time.Time, err error) {
 // context error, the claim is left to expire: another scheduler repeats
 // the run.
 func (s *Scheduler) fire(ctx context.Context, c claim, action Action) {
+	ctx, tel := s.tel.startRun(ctx, c, s.o.Owner, s.now)
+	outcome := outcomeSucceeded
+	var err error
+	defer func() { tel.end(outcome, err) }()
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
 	renewCtx, stopRenewing := context.WithCancel(runCtx)
 	renewed := make(chan leaseState, 1)
 	go func() { renewed <- s.renew(renewCtx, c, cancelRun) }()
 
-	err := action(runCtx, Fire{Job: c.job, ScheduledTime: c.scheduled, Repeat: c.repeat})
+	err = action(runCtx, Fire{Job: c.job, ScheduledTime: c.scheduled, Repeat: c.repeat})
 	stopRenewing()
 	lease := <-renewed
 	at := c.scheduled.Format(time.RFC3339Nano)
 	switch {
 	case lease.lost:
+		outcome = outcomeLost
 		return
 	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		outcome = outcomeStopped
 		s.o.Logf("jobs: scheduler %s: job %q at %s stopped: %v; another scheduler runs it again after the lease", s.o.Owner, c.job.ID, at, err)
 		return
 	case err != nil:
+		outcome = outcomeFailed
 		s.o.Logf("jobs: scheduler %s: job %q at %s failed: %v", s.o.Owner, c.job.ID, at, err)
 	}
 	d := decideMisfire(c.trig, c.scheduled, *c.job.LastRunTime, time.Duration(c.job.MisfireThresholdSeconds)*time.Second, c.job.IfMissed)

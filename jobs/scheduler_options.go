@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/dynoxide/dynoxide/queues"
 )
 
@@ -56,6 +59,18 @@ type SchedulerOptions struct {
 	// errors it retries, claims lost to another scheduler. Default:
 	// discard.
 	Logf func(format string, args ...any)
+
+	// TracerProvider, when set, receives a span per run of a scheduled
+	// time ("jobs.run <name>"), from its claim to the end of the claim,
+	// timed on Clock; the action's context carries it. Default nil: no
+	// spans.
+	TracerProvider trace.TracerProvider
+
+	// MeterProvider, when set, receives the scheduler's metrics: runs by
+	// outcome, their duration and their delay after the scheduled time,
+	// missed times passed over, claims lost to other schedulers, jobs it
+	// cannot run ([Scheduler], Telemetry). Default nil: none.
+	MeterProvider metric.MeterProvider
 }
 
 // Defaults and limits of [SchedulerOptions].

@@ -8,6 +8,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/dynoxide/dynoxide/locks"
 	"github.com/dynoxide/dynoxide/queues"
@@ -141,4 +143,41 @@ func ExampleMemory_Reset() {
 	next, _, _ := l.Acquire(ctx, "k", time.Hour)
 	fmt.Println(removed, next.Fence > crashed.Fence)
 	// Output: true true
+}
+
+// Instrument wraps any locker: every call becomes a span and counts in the
+// metrics locks.operations and locks.operation.duration, by operation and
+// result.
+func ExampleInstrument() {
+	ctx := context.Background()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+
+	memory, err := locks.NewMemory()
+	if err != nil {
+		log.Fatal(err)
+	}
+	l, err := locks.Instrument(memory, func(o *locks.TelemetryOptions) { o.MeterProvider = mp })
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	_, _, _ = l.Acquire(ctx, "job:nightly-report", time.Minute)
+	_, _, _ = l.Acquire(ctx, "job:nightly-report", time.Minute) // not reentrant: not acquired
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		log.Fatal(err)
+	}
+	for _, m := range rm.ScopeMetrics[0].Metrics {
+		if sum, ok := m.Data.(metricdata.Sum[int64]); ok {
+			for _, p := range sum.DataPoints {
+				result, _ := p.Attributes.Value("locks.result")
+				fmt.Println(m.Name, result.AsString(), p.Value)
+			}
+		}
+	}
+	// Unordered output:
+	// locks.operations acquired 1
+	// locks.operations not_acquired 1
 }
