@@ -77,7 +77,9 @@ func TestSignals_KindNobodyWaitsForIsSentOn(t *testing.T) {
 	if err := sender.Notify(t.Context(), sig); err != nil {
 		t.Fatal(err)
 	}
-	awaitStats(t, lockOnly, "lock-only process sends the signal on", func(st queues.Stats) bool { return st.SignalsDeclined == 1 })
+	// Alone on the queue, it may receive its own first sending on (which
+	// has no delay) and decline it again before it closes: at least once.
+	awaitStats(t, lockOnly, "lock-only process sends the signal on", func(st queues.Stats) bool { return st.SignalsDeclined >= 1 })
 	if pending, _ := lockOnly.Wait(t.Context(), queues.Orchestrator, 0); len(pending) != 0 {
 		t.Errorf("lock-only process kept %v for an orchestrator waiter it never had", pending)
 	}
