@@ -40,14 +40,14 @@ type TelemetryOptions struct {
 // the operation and its result, never the key or the owner, so that their
 // series stay few however many locks there are; spans carry both.
 const (
-	attrOperation = attribute.Key("locks.operation")
-	attrResult    = attribute.Key("locks.result")
-	attrKey       = attribute.Key("locks.key")
-	attrOwnerKey  = attribute.Key("locks.owner")
-	attrWait      = attribute.Key("locks.wait")
-	attrFenceKey  = attribute.Key("locks.fence")
-	attrHolders   = attribute.Key("locks.holders")
-	attrErrorType = attribute.Key("error.type")
+	telOperation = attribute.Key("locks.operation")
+	telResult    = attribute.Key("locks.result")
+	telKey       = attribute.Key("locks.key")
+	telOwner     = attribute.Key("locks.owner")
+	telWait      = attribute.Key("locks.wait")
+	telFence     = attribute.Key("locks.fence")
+	telHolders   = attribute.Key("locks.holders")
+	telErrorType = attribute.Key("error.type")
 )
 
 // Results of a call (attribute locks.result).
@@ -142,9 +142,9 @@ func (in *instrumented) begin(ctx context.Context, op, key string, optFns []func
 	if op != opList {
 		// The arguments as the locker reads them; it reports them invalid.
 		args, _ := newCall(op, key, 0, false, in.l.Owner(), optFns)
-		attrs = append(attrs, attrKey.String(key), attrOwnerKey.String(args.owner))
+		attrs = append(attrs, telKey.String(key), telOwner.String(args.owner))
 		if op == opAcquire {
-			attrs = append(attrs, attrWait.Float64(args.wait.Seconds()))
+			attrs = append(attrs, telWait.Float64(args.wait.Seconds()))
 		}
 	}
 	ctx, span := in.tracer.Start(ctx, "locks."+name, trace.WithTimestamp(start), trace.WithAttributes(attrs...))
@@ -154,17 +154,17 @@ func (in *instrumented) begin(ctx context.Context, op, key string, optFns []func
 // end ends the call with result (resultError when err is not nil).
 func (c *tracedCall) end(ctx context.Context, result string, err error, attrs ...attribute.KeyValue) {
 	now := c.in.clock.Now()
-	metricAttrs := []attribute.KeyValue{attrOperation.String(c.op)}
+	metricAttrs := []attribute.KeyValue{telOperation.String(c.op)}
 	if err != nil {
 		result = resultError
 		kind := errorType(err)
-		metricAttrs = append(metricAttrs, attrErrorType.String(kind))
+		metricAttrs = append(metricAttrs, telErrorType.String(kind))
 		c.span.RecordError(err, trace.WithTimestamp(now))
 		c.span.SetStatus(codes.Error, err.Error())
-		attrs = append(attrs, attrErrorType.String(kind))
+		attrs = append(attrs, telErrorType.String(kind))
 	}
-	metricAttrs = append(metricAttrs, attrResult.String(result))
-	c.span.SetAttributes(append(attrs, attrResult.String(result))...)
+	metricAttrs = append(metricAttrs, telResult.String(result))
+	c.span.SetAttributes(append(attrs, telResult.String(result))...)
 	c.in.calls.Add(ctx, 1, metric.WithAttributes(metricAttrs...))
 	c.in.duration.Record(ctx, max(now.Sub(c.start), 0).Seconds(), metric.WithAttributes(metricAttrs...))
 	c.span.End(trace.WithTimestamp(now))
@@ -197,7 +197,7 @@ func (in *instrumented) Acquire(ctx context.Context, key string, ttl time.Durati
 	ctx, c := in.begin(ctx, opAcquire, key, optFns)
 	lease, acquired, err := in.l.Acquire(ctx, key, ttl, optFns...)
 	if acquired {
-		c.end(ctx, resultAcquired, err, attrFenceKey.Int64(lease.Fence))
+		c.end(ctx, resultAcquired, err, telFence.Int64(lease.Fence))
 	} else {
 		c.end(ctx, resultNotAcquired, err)
 	}
@@ -228,7 +228,7 @@ func (in *instrumented) Reset(ctx context.Context, key string) (bool, error) {
 func (in *instrumented) List(ctx context.Context) ([]Holder, error) {
 	ctx, c := in.begin(ctx, opList, "", nil)
 	holders, err := in.l.List(ctx)
-	c.end(ctx, resultListed, err, attrHolders.Int(len(holders)))
+	c.end(ctx, resultListed, err, telHolders.Int(len(holders)))
 	return holders, err
 }
 
