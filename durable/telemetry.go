@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dynoxide/dynoxide/durable/internal/replay"
+	"github.com/dynoxide/dynoxide/internal/instrument"
 	"github.com/dynoxide/dynoxide/provider"
 )
 
@@ -103,11 +104,11 @@ func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry,
 	t.poison = counter("durable.poison", "{message}", "Orchestration turns and activities delivered more than MaxAttempts times.")
 	t.lockLosses = counter("durable.lock_losses", "{lock}", "Orchestration and activity locks lost before their result was committed.")
 	var err error
-	t.fetchLatency, err = m.Float64Histogram("durable.fetch.duration", metric.WithUnit("s"),
-		metric.WithDescription("Duration of the runtime's fetches, empty long polls included."))
+	t.fetchLatency, err = m.Float64Histogram("durable.fetch.duration",
+		instrument.Seconds("Duration of the runtime's fetches, empty long polls included.")...)
 	errs = append(errs, err)
-	t.queueWait, err = m.Float64Histogram("durable.queue.wait", metric.WithUnit("s"),
-		metric.WithDescription("Time between a message becoming visible and its delivery, for messages whose visibility time is known (timers)."))
+	t.queueWait, err = m.Float64Histogram("durable.queue.wait",
+		instrument.Seconds("Time between a message becoming visible and its delivery, for messages whose visibility time is known (timers).")...)
 	errs = append(errs, err)
 	return t, errors.Join(errs...)
 }

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/dynoxide/dynoxide/internal/oteltest"
 	"github.com/dynoxide/dynoxide/provider"
 	"github.com/dynoxide/dynoxide/provider/memprovider"
 )
@@ -210,6 +211,7 @@ func TestTelemetry(t *testing.T) {
 		if err := reader.Collect(context.Background(), &rm); err != nil {
 			t.Fatal(err)
 		}
+		oteltest.CheckSecondsBounds(t, rm)
 		for _, c := range []struct {
 			metric string
 			attrs  []attribute.KeyValue

@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dynoxide/dynoxide/dynamo/internal/capacity"
+	"github.com/dynoxide/dynoxide/internal/instrument"
 	"github.com/dynoxide/dynoxide/queues"
 )
 
@@ -77,8 +78,8 @@ func newAWSTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*awsTele
 			metric.WithDescription("DynamoDB and SQS requests made by the provider (one per SDK operation call, retries included in it)."))
 		t.capacity, err2 = m.Float64Counter("dynamo.dynamodb.consumed_capacity", metric.WithUnit("{capacity_unit}"),
 			metric.WithDescription("Read and write capacity units consumed by the provider's DynamoDB requests."))
-		t.duration, err3 = m.Float64Histogram("rpc.client.call.duration", metric.WithUnit("s"),
-			metric.WithDescription("Duration of the provider's DynamoDB and SQS requests."))
+		t.duration, err3 = m.Float64Histogram("rpc.client.call.duration",
+			instrument.Seconds("Duration of the provider's DynamoDB and SQS requests.")...)
 		if err := errors.Join(err1, err2, err3); err != nil {
 			return nil, err
 		}

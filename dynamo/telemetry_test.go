@@ -24,6 +24,7 @@ import (
 	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
 	"github.com/dynoxide/dynoxide/faults"
 	"github.com/dynoxide/dynoxide/internal/clockskew/skewtest"
+	"github.com/dynoxide/dynoxide/internal/oteltest"
 )
 
 // fakeDynamoDB answers every DynamoDB request with an empty result that
@@ -160,6 +161,7 @@ func TestTelemetryMiddleware(t *testing.T) {
 	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
+	oteltest.CheckSecondsBounds(t, rm)
 	requests := map[string]int64{}
 	capacity := map[string]float64{}
 	durations := uint64(0)

@@ -8,9 +8,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/dynoxide/dynoxide/internal/instrument"
 )
 
 // InstrumentationName is the name of the tracer and meter a [Scheduler]
@@ -62,21 +62,16 @@ type telemetry struct {
 // newTelemetry makes the scheduler's instruments from tp and mp (nil for
 // none).
 func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*telemetry, error) {
-	if tp == nil {
-		tp = tracenoop.NewTracerProvider()
-	}
-	if mp == nil {
-		mp = metricnoop.NewMeterProvider()
-	}
+	tp, mp = instrument.Providers(tp, mp)
 	t := &telemetry{tracer: tp.Tracer(InstrumentationName)}
 	meter := mp.Meter(InstrumentationName)
 	var errs [6]error
 	t.runs, errs[0] = meter.Int64Counter("jobs.runs", metric.WithUnit("{run}"),
 		metric.WithDescription("Runs of scheduled times that ended, by jobs.outcome."))
-	t.runDuration, errs[1] = meter.Float64Histogram("jobs.run.duration", metric.WithUnit("s"),
-		metric.WithDescription("How long runs took, from the claim of the scheduled time to the end of the claim, by jobs.outcome."))
-	t.runDelay, errs[2] = meter.Float64Histogram("jobs.run.delay", metric.WithUnit("s"),
-		metric.WithDescription("How long after its scheduled time a run was claimed (or, repeated, taken over)."))
+	t.runDuration, errs[1] = meter.Float64Histogram("jobs.run.duration",
+		instrument.Seconds("How long runs took, from the claim of the scheduled time to the end of the claim, by jobs.outcome.")...)
+	t.runDelay, errs[2] = meter.Float64Histogram("jobs.run.delay",
+		instrument.Seconds("How long after its scheduled time a run was claimed (or, repeated, taken over).")...)
 	t.passedOver, errs[3] = meter.Int64Counter("jobs.passed_over", metric.WithUnit("{pass}"),
 		metric.WithDescription("Missed scheduled times the misfire policy did not run, each passed over with one write."))
 	t.claimsLost, errs[4] = meter.Int64Counter("jobs.claims.lost", metric.WithUnit("{claim}"),

@@ -10,10 +10,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
-	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/dynoxide/dynoxide/internal/instrument"
 	"github.com/dynoxide/dynoxide/provider"
 )
 
@@ -90,20 +89,15 @@ func Instrument(l Locker, optFns ...func(*TelemetryOptions)) (Locker, error) {
 			fn(&o)
 		}
 	}
-	if o.TracerProvider == nil {
-		o.TracerProvider = tracenoop.NewTracerProvider()
-	}
-	if o.MeterProvider == nil {
-		o.MeterProvider = metricnoop.NewMeterProvider()
-	}
+	o.TracerProvider, o.MeterProvider = instrument.Providers(o.TracerProvider, o.MeterProvider)
 	if o.Clock == nil {
 		o.Clock = SystemClock{}
 	}
 	meter := o.MeterProvider.Meter(InstrumentationName)
 	calls, err1 := meter.Int64Counter("locks.operations", metric.WithUnit("{call}"),
 		metric.WithDescription("Calls of a locker, by locks.operation and locks.result."))
-	duration, err2 := meter.Float64Histogram("locks.operation.duration", metric.WithUnit("s"),
-		metric.WithDescription("How long calls of a locker took, waits of a blocking Acquire included, by locks.operation and locks.result."))
+	duration, err2 := meter.Float64Histogram("locks.operation.duration",
+		instrument.Seconds("How long calls of a locker took, waits of a blocking Acquire included, by locks.operation and locks.result.")...)
 	if err := errors.Join(err1, err2); err != nil {
 		return nil, fmt.Errorf("%w: telemetry: %w", ErrInvalidOptions, err)
 	}

@@ -6,24 +6,29 @@ package oteltest
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/dynoxide/dynoxide/internal/instrument"
 )
 
 // Series collects reader and returns every data point recorded, keyed by
 // "<metric name> <attributes>" (attributes encoded by
 // [attribute.DefaultEncoder]: "k1=v1,k2=v2", sorted by key): an int64 sum
 // as its value, a float64 histogram as "[count,sum]". A scope other than
-// scope, or a data point of another kind, fails t.
+// scope, or a data point of another kind, fails t, and so does a histogram
+// in seconds without [instrument.SecondsBoundaries] (CheckSecondsBounds).
 func Series(t testing.TB, reader sdkmetric.Reader, scope string) map[string]string {
 	t.Helper()
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
+	CheckSecondsBounds(t, rm)
 	series := map[string]string{}
 	for _, sm := range rm.ScopeMetrics {
 		if sm.Scope.Name != scope {
@@ -45,6 +50,32 @@ func Series(t testing.TB, reader sdkmetric.Reader, scope string) map[string]stri
 		}
 	}
 	return series
+}
+
+// CheckSecondsBounds fails t for each data point of a float64 histogram in
+// seconds (unit "s") in rm whose bucket boundaries are not
+// [instrument.SecondsBoundaries], and when rm holds no such histogram.
+func CheckSecondsBounds(t testing.TB, rm metricdata.ResourceMetrics) {
+	t.Helper()
+	seen := 0
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			h, ok := m.Data.(metricdata.Histogram[float64])
+			if !ok || m.Unit != "s" {
+				continue
+			}
+			seen++
+			for _, p := range h.DataPoints {
+				if !slices.Equal(p.Bounds, instrument.SecondsBoundaries) {
+					t.Errorf("%s: bucket boundaries %v; want %v", key(m.Name, p.Attributes), p.Bounds, instrument.SecondsBoundaries)
+					break
+				}
+			}
+		}
+	}
+	if seen == 0 {
+		t.Error("no histogram in seconds was recorded")
+	}
 }
 
 // Expect reports in t each series of want that got lacks or holds with
