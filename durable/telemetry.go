@@ -22,8 +22,8 @@ import (
 const InstrumentationName = "github.com/dynoxide/dynoxide/durable"
 
 // Attribute keys of the runtime's spans and metrics. OpenTelemetry's
-// semantic conventions have none for durable orchestrations; error.type is
-// the convention's.
+// semantic conventions have none for durable orchestrations; error.type
+// ([instrument.ErrorTypeKey]) is the convention's.
 const (
 	attrInstanceID           = attribute.Key("durable.instance.id")
 	attrExecutionID          = attribute.Key("durable.execution.id")
@@ -39,7 +39,6 @@ const (
 	attrMessageKind          = attribute.Key("durable.message.kind")
 	attrProviderName         = attribute.Key("durable.provider.name")
 	attrProviderOperation    = attribute.Key("durable.provider.operation")
-	attrErrorType            = attribute.Key("error.type")
 	attrTurnResumed          = attribute.Key("durable.turn.resumed")
 )
 
@@ -290,10 +289,10 @@ func (tt *turnTelemetry) end() {
 		tt.span.SetAttributes(attrOutcome.String(tt.outcome), attrOrchestrationName.String(tt.name), attrOrchestrationVersion.String(tt.version))
 		switch {
 		case tt.err != "":
-			tt.span.SetAttributes(attrErrorType.String(outcomeFailed))
+			tt.span.SetAttributes(instrument.ErrorTypeKey.String(outcomeFailed))
 			tt.span.SetStatus(codes.Error, tt.err)
 		case tt.outcome == outcomeAbandoned || tt.outcome == outcomeLockLost:
-			tt.span.SetAttributes(attrErrorType.String(tt.outcome))
+			tt.span.SetAttributes(instrument.ErrorTypeKey.String(tt.outcome))
 			tt.span.SetStatus(codes.Error, tt.outcome)
 		}
 		tt.span.End()
@@ -409,10 +408,10 @@ func (at *activityTelemetry) end() {
 		at.span.SetAttributes(attrOutcome.String(at.outcome))
 		switch {
 		case at.err != "":
-			at.span.SetAttributes(attrErrorType.String(at.outcome))
+			at.span.SetAttributes(instrument.ErrorTypeKey.String(at.outcome))
 			at.span.SetStatus(codes.Error, at.err)
 		case at.outcome != outcomeCompleted:
-			at.span.SetAttributes(attrErrorType.String(at.outcome))
+			at.span.SetAttributes(instrument.ErrorTypeKey.String(at.outcome))
 			at.span.SetStatus(codes.Error, at.outcome)
 		}
 		at.span.End()

@@ -2,13 +2,13 @@ package durable
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/dynoxide/dynoxide/internal/instrument"
 	"github.com/dynoxide/dynoxide/provider"
 )
 
@@ -64,37 +64,9 @@ func endSpan(span trace.Span, err error) {
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
-		span.SetAttributes(attrErrorType.String(providerErrorType(err)))
+		span.SetAttributes(instrument.ErrorTypeKey.String(instrument.ErrorType(err)))
 	}
 	span.End()
-}
-
-// providerErrorType classifies a provider error for error.type: the
-// contract's sentinel it wraps, else retryable or permanent.
-func providerErrorType(err error) string {
-	for _, s := range []struct {
-		err  error
-		name string
-	}{
-		{provider.ErrInvalidLockToken, "invalid_lock_token"},
-		{provider.ErrNotFound, "not_found"},
-		{provider.ErrStillRunning, "still_running"},
-		{provider.ErrSubOrchestration, "sub_orchestration"},
-		{provider.ErrTreeChanged, "tree_changed"},
-		{provider.ErrDuplicateEvent, "duplicate_event"},
-		{provider.ErrInvalidInput, "invalid_input"},
-		{provider.ErrCorruptData, "corrupt_data"},
-		{context.Canceled, "canceled"},
-		{context.DeadlineExceeded, "deadline_exceeded"},
-	} {
-		if errors.Is(err, s.err) {
-			return s.name
-		}
-	}
-	if provider.IsRetryable(err) {
-		return "retryable"
-	}
-	return "permanent"
 }
 
 // Name returns the wrapped provider's name.

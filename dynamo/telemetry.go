@@ -40,7 +40,6 @@ const (
 	attrRequestID      = attribute.Key("aws.request_id")
 	attrCloudRegion    = attribute.Key("cloud.region")
 	attrHTTPStatusCode = attribute.Key("http.response.status_code")
-	attrErrorType      = attribute.Key("error.type")
 )
 
 // awsTelemetry is the SDK middleware that records a span per DynamoDB and
@@ -118,7 +117,7 @@ func (t *awsTelemetry) handle(ctx context.Context, in middleware.InitializeInput
 	began := time.Now()
 	out, md, err := next.HandleInitialize(ctx, in)
 	if err != nil {
-		attrs = append(attrs, attrErrorType.String(awsErrorType(err)))
+		attrs = append(attrs, instrument.ErrorTypeKey.String(awsErrorType(err)))
 	}
 	if span != nil {
 		if id, ok := awsmiddleware.GetRequestIDMetadata(md); ok && id != "" {
@@ -130,7 +129,7 @@ func (t *awsTelemetry) handle(ctx context.Context, in middleware.InitializeInput
 		if err != nil {
 			span.RecordError(err)
 			span.SetStatus(codes.Error, err.Error())
-			span.SetAttributes(attrErrorType.String(awsErrorType(err)))
+			span.SetAttributes(instrument.ErrorTypeKey.String(awsErrorType(err)))
 		}
 		span.End()
 	}

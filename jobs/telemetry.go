@@ -28,7 +28,6 @@ const (
 	attrRepeat        = attribute.Key("jobs.repeat")
 	attrOutcome       = attribute.Key("jobs.outcome")
 	attrOwner         = attribute.Key("jobs.scheduler.owner")
-	attrErrorType     = attribute.Key("error.type")
 )
 
 // Outcomes of a run (attribute jobs.outcome).
@@ -123,7 +122,7 @@ func (r *runTelemetry) end(outcome string, err error) {
 		r.span.RecordError(err, trace.WithTimestamp(now))
 		if outcome == outcomeFailed {
 			r.span.SetStatus(codes.Error, err.Error())
-			attrs = append(attrs, attrErrorType.String(errorType(err)))
+			attrs = append(attrs, instrument.ErrorTypeKey.String(errorType(err)))
 		}
 	}
 	r.t.runs.Add(r.ctx, 1, metric.WithAttributes(attrs...))

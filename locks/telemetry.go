@@ -13,7 +13,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/dynoxide/dynoxide/internal/instrument"
-	"github.com/dynoxide/dynoxide/provider"
 )
 
 // InstrumentationName is the name of the tracer and meter [Instrument]
@@ -46,7 +45,6 @@ const (
 	telWait      = attribute.Key("locks.wait")
 	telFence     = attribute.Key("locks.fence")
 	telHolders   = attribute.Key("locks.holders")
-	telErrorType = attribute.Key("error.type")
 )
 
 // Results of a call (attribute locks.result).
@@ -152,10 +150,10 @@ func (c *tracedCall) end(ctx context.Context, result string, err error, attrs ..
 	if err != nil {
 		result = resultError
 		kind := errorType(err)
-		metricAttrs = append(metricAttrs, telErrorType.String(kind))
+		metricAttrs = append(metricAttrs, instrument.ErrorTypeKey.String(kind))
 		c.span.RecordError(err, trace.WithTimestamp(now))
 		c.span.SetStatus(codes.Error, err.Error())
-		attrs = append(attrs, telErrorType.String(kind))
+		attrs = append(attrs, instrument.ErrorTypeKey.String(kind))
 	}
 	metricAttrs = append(metricAttrs, telResult.String(result))
 	c.span.SetAttributes(append(attrs, telResult.String(result))...)
@@ -164,27 +162,14 @@ func (c *tracedCall) end(ctx context.Context, result string, err error, attrs ..
 	c.span.End(trace.WithTimestamp(now))
 }
 
-// errorType is the error.type of a locker's error: invalid_input, closed,
-// canceled, deadline_exceeded, the class of a [*provider.Error]
-// (retryable or permanent), or "error".
+// errorType is the error.type of a locker's error: closed, or what
+// [instrument.ErrorType] says of the [*provider.Error] values lockers
+// return (invalid_input, canceled, retryable, ...).
 func errorType(err error) string {
-	var perr *provider.Error
-	switch {
-	case errors.Is(err, ErrInvalidInput):
-		return "invalid_input"
-	case errors.Is(err, ErrClosed):
+	if errors.Is(err, ErrClosed) {
 		return "closed"
-	case errors.Is(err, context.Canceled):
-		return "canceled"
-	case errors.Is(err, context.DeadlineExceeded):
-		return "deadline_exceeded"
-	case errors.As(err, &perr) && perr.Retryable:
-		return "retryable"
-	case errors.As(err, &perr):
-		return "permanent"
-	default:
-		return "error"
 	}
+	return instrument.ErrorType(err)
 }
 
 func (in *instrumented) Acquire(ctx context.Context, key string, ttl time.Duration, optFns ...func(*CallOptions)) (Lease, bool, error) {

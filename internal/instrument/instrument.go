@@ -1,14 +1,24 @@
 // Package instrument holds what the OpenTelemetry instrumentation of
 // dynoxide's packages shares: the bucket boundaries of its histograms in
-// seconds, and the no-op providers that stand for absent ones.
+// seconds, the error.type of an error, and the no-op providers that stand
+// for absent ones.
 package instrument
 
 import (
+	"context"
+	"errors"
+
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/dynoxide/dynoxide/provider"
 )
+
+// ErrorTypeKey is the semantic conventions' error.type attribute.
+const ErrorTypeKey = attribute.Key("error.type")
 
 // SecondsBoundaries are the bucket boundaries every histogram in seconds
 // advises (metric.WithExplicitBucketBoundaries; a View of the application
@@ -42,4 +52,33 @@ func Providers(tp trace.TracerProvider, mp metric.MeterProvider) (trace.TracerPr
 		mp = metricnoop.NewMeterProvider()
 	}
 	return tp, mp
+}
+
+// ErrorType classifies an error of the provider contract (or of a package
+// that reports [*provider.Error] values) for error.type: the contract's
+// sentinel or the context error it wraps, else retryable or permanent.
+func ErrorType(err error) string {
+	for _, s := range []struct {
+		err  error
+		name string
+	}{
+		{provider.ErrInvalidLockToken, "invalid_lock_token"},
+		{provider.ErrNotFound, "not_found"},
+		{provider.ErrStillRunning, "still_running"},
+		{provider.ErrSubOrchestration, "sub_orchestration"},
+		{provider.ErrTreeChanged, "tree_changed"},
+		{provider.ErrDuplicateEvent, "duplicate_event"},
+		{provider.ErrInvalidInput, "invalid_input"},
+		{provider.ErrCorruptData, "corrupt_data"},
+		{context.Canceled, "canceled"},
+		{context.DeadlineExceeded, "deadline_exceeded"},
+	} {
+		if errors.Is(err, s.err) {
+			return s.name
+		}
+	}
+	if provider.IsRetryable(err) {
+		return "retryable"
+	}
+	return "permanent"
 }

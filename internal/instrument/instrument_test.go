@@ -1,11 +1,16 @@
 package instrument
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/dynoxide/dynoxide/provider"
 )
 
 // TestSecondsBoundaries checks what the boundaries promise: sorted, from
@@ -27,5 +32,24 @@ func TestProviders(t *testing.T) {
 	sdkTP, sdkMP := sdktrace.NewTracerProvider(), sdkmetric.NewMeterProvider()
 	if gotTP, gotMP := Providers(sdkTP, sdkMP); gotTP != sdkTP || gotMP != sdkMP {
 		t.Fatal("given providers replaced")
+	}
+}
+
+func TestErrorType(t *testing.T) {
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{provider.Permanent("op", provider.ErrInvalidLockToken, "lost"), "invalid_lock_token"},
+		{fmt.Errorf("wrapped: %w", provider.ErrInvalidInput), "invalid_input"},
+		{provider.Retryable("op", context.DeadlineExceeded, "slow"), "deadline_exceeded"},
+		{context.Canceled, "canceled"},
+		{provider.Retryable("op", errors.New("throttled"), "throttled"), "retryable"},
+		{provider.Permanent("op", errors.New("refused"), "refused"), "permanent"},
+		{errors.New("unclassified"), "retryable"}, // as provider.IsRetryable treats it
+	} {
+		if got := ErrorType(tt.err); got != tt.want {
+			t.Errorf("ErrorType(%v) = %q; want %q", tt.err, got, tt.want)
+		}
 	}
 }
