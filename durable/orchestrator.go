@@ -26,7 +26,8 @@ func (r *Runtime) orchestrationSlot(fetchCtx, workCtx context.Context, slot int)
 		if item == nil {
 			return nil, err
 		}
-		return func() { r.processOrchestration(workCtx, item) }, err
+		fetched := r.opts.Now()
+		return func() { r.processOrchestration(workCtx, item, fetched) }, err
 	})
 }
 
@@ -65,7 +66,7 @@ func (r *Runtime) pollLoop(fetchCtx context.Context, slot int, queue string, fet
 //
 // A turn in flight finishes and commits even when the runtime shuts down:
 // its requests do not use the shutdown's cancellation.
-func (r *Runtime) processOrchestration(ctx context.Context, item *provider.OrchestrationItem) {
+func (r *Runtime) processOrchestration(ctx context.Context, item *provider.OrchestrationItem, fetched time.Time) {
 	ctx = context.WithoutCancel(ctx)
 	log := r.log.With("instance_id", item.Instance, "execution_id", item.ExecutionID)
 	ctx, tt := r.tel.startTurn(ctx, item, r.opts.Now())
@@ -103,11 +104,10 @@ func (r *Runtime) processOrchestration(ctx context.Context, item *provider.Orche
 	turnCtx, endTurn := context.WithCancel(ctx)
 	defer endTurn()
 	lost := make(chan error, 1)
-	go renewLoop(turnCtx, renewalInterval(r.opts.OrchestratorLockTimeout, r.opts.OrchestratorLockRenewalBuffer),
-		func(ctx context.Context) error {
-			return r.p.RenewOrchestrationItemLock(ctx, item.LockToken, r.opts.OrchestratorLockTimeout)
-		},
-		func(err error) { lost <- err })
+	l := r.newLease(r.opts.OrchestratorLockTimeout, r.opts.OrchestratorLockRenewalBuffer, func(ctx context.Context, extendFor time.Duration) error {
+		return r.p.RenewOrchestrationItemLock(ctx, item.LockToken, extendFor)
+	})
+	go l.keep(turnCtx, expiryOf(item.LeaseExpiry, fetched, r.opts.OrchestratorLockTimeout), func(err error) { lost <- err })
 	turn, err := replay.Resume(held, in)
 	held = nil
 	if turn != nil {

@@ -58,8 +58,20 @@ type Options struct {
 	// WorkerLockTimeout is an activity's lease; default 30 s.
 	WorkerLockTimeout time.Duration
 	// WorkerLockRenewalBuffer is how long before the lease ends a running
-	// activity renews it; default 5 s.
+	// activity renews it; default 5 s. Leases under 15 s are renewed at
+	// half their length instead (OrchestratorLockRenewalBuffer likewise:
+	// the default 5 s orchestration lease is renewed with 2.5 s left).
 	WorkerLockRenewalBuffer time.Duration
+	// LeaseSafetyMargin is how long before a lease's end the work under it
+	// stops when no renewal was confirmed: an activity's context is
+	// cancelled with [ErrLeaseExpired], a turn is dropped uncommitted.
+	// Another process may take the work over once the lease has ended by
+	// its own clock, so the margin is the clock skew between processes
+	// that leases tolerate; the provider's own measure of this clock
+	// running behind the store's (dynamo.Provider.ClockSkew) is added to
+	// it. It is capped at half the time between a renewal and the lease's
+	// end. Default 1 s.
+	LeaseSafetyMargin time.Duration
 	// MaxAttempts is how many deliveries of one message are tried before it
 	// is poison and fails its orchestration; default 10.
 	MaxAttempts uint32
@@ -100,7 +112,9 @@ type Options struct {
 	// Logger receives the runtime's logs and orchestrations' logs; default
 	// slog.Default().
 	Logger *slog.Logger
-	// Now is the runtime's clock; default time.Now.
+	// Now is the runtime's clock; default time.Now. Leases are timed on
+	// it against the expiries the provider reports, so it must be the
+	// provider's clock too.
 	Now func() time.Time
 	// RuntimeID names this runtime in logs and owner ids; default random.
 	RuntimeID string
@@ -162,6 +176,7 @@ func (o *Options) setDefaults() {
 	def(&o.OrchestratorLockRenewalBuffer, 2*time.Second)
 	def(&o.WorkerLockTimeout, 30*time.Second)
 	def(&o.WorkerLockRenewalBuffer, 5*time.Second)
+	def(&o.LeaseSafetyMargin, time.Second)
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = 10
 	}
@@ -202,6 +217,8 @@ func (o *Options) validate() error {
 	switch {
 	case o.OrchestrationConcurrency < 0 || o.WorkerConcurrency < 0:
 		return fmt.Errorf("%w: negative concurrency", provider.ErrInvalidInput)
+	case o.LeaseSafetyMargin < 0:
+		return fmt.Errorf("%w: negative LeaseSafetyMargin %s", provider.ErrInvalidInput, o.LeaseSafetyMargin)
 	case o.OrchestratorLockRenewalBuffer >= o.OrchestratorLockTimeout:
 		return fmt.Errorf("%w: OrchestratorLockRenewalBuffer %s must be below OrchestratorLockTimeout %s", provider.ErrInvalidInput, o.OrchestratorLockRenewalBuffer, o.OrchestratorLockTimeout)
 	case o.WorkerLockRenewalBuffer >= o.WorkerLockTimeout:
@@ -229,6 +246,9 @@ func renewalInterval(timeout, buffer time.Duration) time.Duration {
 // commit the result. Several runtimes, in one process or many, may share a
 // provider.
 type Runtime struct {
+	// skew is the provider's measure of this clock against the store's,
+	// if it has one (leaseMargin).
+	skew   clockSkewer
 	p      provider.Provider
 	reg    *Registry
 	opts   Options
@@ -281,6 +301,9 @@ func NewRuntime(p provider.Provider, reg *Registry, optFns ...func(*Options)) (*
 		work:     newWorkTracker(),
 
 		stableOwners: stableOwners,
+	}
+	if s, ok := p.(clockSkewer); ok {
+		r.skew = s
 	}
 	if tel.tracing {
 		r.p = traceProvider(p, tel.tracer)
@@ -414,24 +437,4 @@ func fetchBackoff(err error, n int) time.Duration {
 		return 100 * time.Millisecond
 	}
 	return min(100*time.Millisecond<<min(n, 5), 3*time.Second)
-}
-
-// renewLoop renews a lease every interval until ctx ends or a renewal
-// fails; it calls lost on failure.
-func renewLoop(ctx context.Context, interval time.Duration, renew func(context.Context) error, lost func(error)) {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := renew(ctx); err != nil {
-				if ctx.Err() == nil {
-					lost(err)
-				}
-				return
-			}
-		}
-	}
 }

@@ -59,8 +59,9 @@ func (r *renewalRecorder) awaitCall(t *testing.T, n int) {
 // has.
 func TestSessionRenewalsSkipIdleOwners(t *testing.T) {
 	ctx := t.Context()
-	rec := &renewalRecorder{Provider: memprovider.New(), call: make(chan struct{}, 1)}
 	clock := faults.NewClock(time.Now, 0)
+	// The provider shares the runtime's clock, as leases require.
+	rec := &renewalRecorder{Provider: memprovider.New(func(o *memprovider.Options) { o.Now = clock.Now }), call: make(chan struct{}, 1)}
 	const (
 		lease = 300 * time.Millisecond
 		idle  = 2 * time.Second

@@ -100,12 +100,13 @@ func (r *Runtime) workerSlot(fetchCtx, workCtx context.Context, slot int) {
 		if item == nil {
 			return nil, err
 		}
-		return func() { r.processWork(workCtx, item, owner) }, err
+		fetched := r.opts.Now()
+		return func() { r.processWork(workCtx, item, fetched, owner) }, err
 	})
 }
 
 // processWork runs one locked activity and acks its outcome.
-func (r *Runtime) processWork(ctx context.Context, locked *provider.LockedWorkItem, owner string) {
+func (r *Runtime) processWork(ctx context.Context, locked *provider.LockedWorkItem, fetched time.Time, owner string) {
 	item := locked.Item
 	log := r.log.With("instance_id", item.Instance, "execution_id", item.ExecutionID, "activity_name", item.Name, "activity_id", item.ID)
 	ctx, at := r.tel.startActivity(ctx, locked)
@@ -140,7 +141,13 @@ func (r *Runtime) processWork(ctx context.Context, locked *provider.LockedWorkIt
 		r.abandonWork(ctx, log, locked.LockToken, delay, false)
 		return
 	}
-	result, err, cause := r.runActivity(ctx, log, locked, owner, fn)
+	if !r.workLease(locked).usable(expiryOf(locked.LeaseExpiry, fetched, r.opts.WorkerLockTimeout)) {
+		// Too little of the lease is left to start: not an attempt.
+		log.Warn("activity lease ends before it could start; handing it back", "lease_expiry", locked.LeaseExpiry)
+		r.abandonWork(ctx, log, locked.LockToken, 0, true)
+		return
+	}
+	result, err, cause := r.runActivity(ctx, log, locked, fetched, owner, fn)
 	switch {
 	case errors.Is(cause, ErrShutdown):
 		if err == nil || !(errors.Is(err, context.Canceled) || errors.Is(err, ErrShutdown)) {
@@ -171,9 +178,10 @@ func (r *Runtime) processWork(ctx context.Context, locked *provider.LockedWorkIt
 	r.ackWork(context.WithoutCancel(ctx), log, locked, completion)
 }
 
-// runActivity runs fn with a lease renewal beside it. cause is set when the
-// activity's context was cancelled: ErrShutdown or ErrActivityCancelled.
-func (r *Runtime) runActivity(ctx context.Context, log *slog.Logger, locked *provider.LockedWorkItem, owner string, fn func(context.Context, string) (string, error)) (result string, err error, cause error) {
+// runActivity runs fn with its lease kept beside it. cause is set when the
+// activity's context was cancelled: ErrShutdown, ErrActivityCancelled or
+// ErrLeaseExpired.
+func (r *Runtime) runActivity(ctx context.Context, log *slog.Logger, locked *provider.LockedWorkItem, fetched time.Time, owner string, fn func(context.Context, string) (string, error)) (result string, err error, cause error) {
 	item := locked.Item
 	info := ActivityInfo{
 		Instance: item.Instance, ExecutionID: item.ExecutionID, Name: item.Name, ID: item.ID,
@@ -184,15 +192,14 @@ func (r *Runtime) runActivity(ctx context.Context, log *slog.Logger, locked *pro
 	actCtx = context.WithValue(actCtx, activityKey{}, &activityValues{info: info, logger: log})
 	renewCtx, stopRenew := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRenew()
-	go renewLoop(renewCtx, renewalInterval(r.opts.WorkerLockTimeout, r.opts.WorkerLockRenewalBuffer),
-		func(ctx context.Context) error {
-			return r.p.RenewWorkItemLock(ctx, locked.LockToken, r.opts.WorkerLockTimeout)
-		},
-		func(err error) {
-			log.Warn("activity lock lost; cancelling the activity", "error", err)
-			r.tel.activity(ctx).lockLost()
-			cancel(ErrActivityCancelled)
-		})
+	go r.workLease(locked).keep(renewCtx, expiryOf(locked.LeaseExpiry, fetched, r.opts.WorkerLockTimeout), func(err error) {
+		log.Warn("activity lock lost; cancelling the activity", "error", err)
+		r.tel.activity(ctx).lockLost()
+		if !errors.Is(err, ErrLeaseExpired) {
+			err = ErrActivityCancelled
+		}
+		cancel(err)
+	})
 	type outcome struct {
 		result string
 		err    error
@@ -477,4 +484,11 @@ func (r *Runtime) sessionManager(ctx context.Context) {
 			cleanups.last = r.opts.Now()
 		}
 	}
+}
+
+// workLease is the lease of an activity's lock.
+func (r *Runtime) workLease(locked *provider.LockedWorkItem) *lease {
+	return r.newLease(r.opts.WorkerLockTimeout, r.opts.WorkerLockRenewalBuffer, func(ctx context.Context, extendFor time.Duration) error {
+		return r.p.RenewWorkItemLock(ctx, locked.LockToken, extendFor)
+	})
 }

@@ -285,7 +285,7 @@ func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPla
 		turn.tx = &pendingTx{key: turn.token + "\x00" + digest}
 		turn.txHanded = nil
 	}
-	_, err := p.sendPending(ctx, provider.OpAckOrchestrationItem, turn.tx, func() *dynamodb.TransactWriteItemsInput {
+	_, err := p.sendPending(p.ackBudget(ctx, turn.leaseEnd()), provider.OpAckOrchestrationItem, turn.tx, func() *dynamodb.TransactWriteItemsInput {
 		turn.txHanded = hand
 		actions := make([]types.TransactWriteItem, 0, len(plan.actions)+1)
 		actions = append(actions, types.TransactWriteItem{Update: newLockRelease(plan.release, "", smallTurnID(turn.token, digest)).withSmallPast(turn.st.lock).acked(now).withKV(plan.kvDigest).withHistoryEnd(plan.histEnd).update(p.table, turn.st.id,

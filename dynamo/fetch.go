@@ -694,7 +694,7 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 	if err != nil || turn == nil {
 		return nil, err
 	}
-	out.LockToken = turn.token
+	out.LockToken, out.LeaseExpiry = turn.token, time.UnixMilli(turn.until)
 	for _, m := range batch {
 		out.AttemptCount = max(out.AttemptCount, turn.attempts[m.sk])
 	}

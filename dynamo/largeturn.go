@@ -158,7 +158,7 @@ func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan tu
 	if plan.cell != nil {
 		commit = append(commit, types.TransactWriteItem{Update: plan.cell})
 	}
-	if err := p.sendFresh(ctx, provider.OpAckOrchestrationItem, commit); err != nil {
+	if err := p.sendFresh(p.ackBudget(ctx, turn.leaseEnd()), provider.OpAckOrchestrationItem, commit); err != nil {
 		switch conditionFailedAt(cancelReasons(err)) {
 		case 0:
 			// An earlier attempt of this call may have committed.

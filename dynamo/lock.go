@@ -57,7 +57,8 @@ func (st *instanceState) lockAsRead() (cond *string, names map[string]string, va
 
 // lockTurn wins the instance lock for batch: one conditional PutItem of the
 // lock row (see stealCondition). The lease counts from a clock read taken
-// just before the request; a lock that comes back already expired is
+// just before the request, and the request may wait three quarters of it
+// (claimBudget); a lock that comes back with less than a quarter left is
 // released and reported as nil.
 func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queueRow, lockTimeout time.Duration) (*turnState, error) {
 	ver := st.lock.ver + 1
@@ -117,7 +118,7 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 	in := &dynamodb.PutItemInput{TableName: p.table, Item: row,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
 	in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = st.stealCondition(start)
-	if _, err := p.db.PutItem(ctx, in); err != nil && heldItem(err, token) == nil {
+	if _, err := p.db.PutItem(underClaim(ctx, start+durMs(claimBudget(lockTimeout))), in); err != nil && heldItem(err, token) == nil {
 		if conditionFailed(err) {
 			return nil, nil // another dispatcher won, or the lock is live after all
 		}
@@ -132,8 +133,8 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 		p.releaseUndelivered(st.id, turn)
 		return nil, ctx.Err()
 	}
-	if p.nowMs() >= until {
-		p.o.Logf("dynamo: lock on instance %q expired before the fetch returned (lock timeout %v); released", st.id, lockTimeout)
+	if !usefulLease(until, p.nowMs(), lockTimeout) {
+		p.o.Logf("dynamo: lock on instance %q came back with less than a quarter of its lease left (lock timeout %v); released", st.id, lockTimeout)
 		p.releaseUndelivered(st.id, turn)
 		return nil, nil
 	}
@@ -147,7 +148,7 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 // outcome: a claim that landed must be found and released, or the row
 // stays locked until its lease ends.
 func (p *Provider) heldBy(ctx context.Context, k item, token string) (bool, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unknownOutcomeReadTimeout)
+	ctx, cancel := context.WithTimeout(underLease(context.WithoutCancel(ctx), 0), unknownOutcomeReadTimeout)
 	defer cancel()
 	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: p.table, Key: k, ConsistentRead: aws.Bool(true),
@@ -313,39 +314,41 @@ func (p *Provider) releaseUndelivered(instance string, turn *turnState) {
 // RenewOrchestrationItemLock extends a live lock to now+extendFor. An
 // unknown, released or expired lock fails with
 // [provider.ErrInvalidLockToken]. Throttling, conflicts and lost
-// responses are retried inside the call, each attempt with a fresh clock
-// read, until the lease this process knows of is nearly over: an error
-// means the lock is lost (or the context ended), which is how a dispatcher
-// treats it.
+// responses are retried inside the call, each attempt sent once with a
+// fresh clock read, and an attempt whose answer was lost is looked up
+// (renewLease): an error means the lock is lost, proved by the row or
+// decided by the clock, or that the context ended.
 //
-// Requests: one UpdateItem conditioned on the token and a live lease, more
-// only on transient failures.
+// Requests: one UpdateItem conditioned on the token and a live lease; on
+// a failure, a consistent GetItem of the lock row and more attempts.
 func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
 	tok, err := parseOrchToken(lockToken)
 	if err != nil {
 		return invalidToken(provider.OpRenewOrchestrationItemLock)
 	}
-	var knownUntil int64
+	var knownEnd int64
 	turn := p.turns.get(lockToken)
 	if turn != nil {
-		knownUntil = turn.leaseEnd()
+		knownEnd = turn.leaseEnd()
 	}
-	var until int64
-	err = p.retryLeased(ctx, knownUntil, func() error {
-		now := p.nowMs()
-		until = now + durMs(extendFor)
-		_, err := p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName:                 p.table,
-			Key:                       key(keys.InstancePK(tok.instance), keys.Lock),
-			UpdateExpression:          aws.String("SET #until = :until ADD #ver :one"),
-			ConditionExpression:       aws.String("#tok = :tok AND #until > :now"),
-			ExpressionAttributeNames:  map[string]string{"#tok": attrToken, "#until": attrLockUntil, "#ver": attrLockVer},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":tok": s(lockToken), ":now": n(now), ":until": n(until), ":one": n(1)},
-		})
-		if conditionFailed(err) {
-			return provider.Permanent(provider.OpRenewOrchestrationItemLock, provider.ErrInvalidLockToken, "Invalid lock token: invalid, expired, or already acked")
-		}
-		return err
+	k := key(keys.InstancePK(tok.instance), keys.Lock)
+	until, err := p.renewLease(ctx, renewal{
+		op: provider.OpRenewOrchestrationItemLock, knownEnd: knownEnd, extendFor: extendFor,
+		write: func(ctx context.Context, now, until int64) error {
+			_, err := p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+				TableName:                 p.table,
+				Key:                       k,
+				UpdateExpression:          aws.String("SET #until = :until ADD #ver :one"),
+				ConditionExpression:       aws.String("#tok = :tok AND #until > :now"),
+				ExpressionAttributeNames:  map[string]string{"#tok": attrToken, "#until": attrLockUntil, "#ver": attrLockVer},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":tok": s(lockToken), ":now": n(now), ":until": n(until), ":one": n(1)},
+			})
+			if conditionFailed(err) {
+				return invalidToken(provider.OpRenewOrchestrationItemLock)
+			}
+			return err
+		},
+		read: func(ctx context.Context) (int64, bool, error) { return p.leaseOf(ctx, k, lockToken) },
 	})
 	if err != nil {
 		return translate(provider.OpRenewOrchestrationItemLock, err)
@@ -357,42 +360,21 @@ func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken str
 	return nil
 }
 
-// Renewal retries (see retryLeased).
-const (
-	// renewFirstBackoff is the first pause between renewal attempts; it
-	// doubles, with jitter, up to renewMaxBackoff.
-	renewFirstBackoff = 25 * time.Millisecond
-	renewMaxBackoff   = time.Second
-	// renewMargin is how long before the known end of a lease retries
-	// stop: a renewal that lands later than that would race a steal.
-	renewMargin = 250 * time.Millisecond
-	// renewUnknownLease is how long retries go on when this process does
-	// not know the lease's end (the lock was fetched elsewhere).
-	renewUnknownLease = 2 * time.Second
-)
-
-// retryLeased runs attempt until it succeeds, fails with an error that is
-// not retryable, ctx ends, or the lease ending at untilMs (0: unknown) is
-// nearly over.
-func (p *Provider) retryLeased(ctx context.Context, untilMs int64, attempt func() error) error {
-	deadline := untilMs - durMs(renewMargin)
-	if untilMs == 0 {
-		deadline = p.nowMs() + durMs(renewUnknownLease)
+// leaseOf reads the row at k consistently: the end of its lease, and
+// whether token holds it.
+func (p *Provider) leaseOf(ctx context.Context, k item, token string) (untilMs int64, held bool, err error) {
+	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: p.table, Key: k, ConsistentRead: aws.Bool(true),
+		ProjectionExpression:     aws.String("#tok, #until"),
+		ExpressionAttributeNames: map[string]string{"#tok": attrToken, "#until": attrLockUntil},
+	})
+	if err != nil {
+		return 0, false, err
 	}
-	backoff := renewFirstBackoff
-	for {
-		err := attempt()
-		if err == nil || !translate("renew", err).Retryable {
-			return err
-		}
-		pause := jitter(backoff)
-		if p.nowMs()+durMs(pause) >= deadline {
-			return err
-		}
-		p.o.Logf("dynamo: renewal failed, retrying in %v: %v", pause, err)
-		if err := sleepCtx(ctx, pause); err != nil {
-			return err
-		}
-		backoff = min(2*backoff, renewMaxBackoff)
+	if tok, _, _ := strAttr(out.Item, attrToken); tok != token {
+		return 0, false, nil
 	}
+	var d decoder
+	until := d.int(out.Item, attrLockUntil)
+	return until, d.err == nil, d.err
 }

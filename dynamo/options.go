@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"go.opentelemetry.io/otel/metric"
@@ -110,6 +113,24 @@ type Options struct {
 	// Default: discard.
 	Logf func(format string, args ...any)
 
+	// RequestTimeout bounds each HTTP attempt of the DynamoDB client [New]
+	// builds (an http.Client timeout), whose retryer makes at most 3
+	// attempts with backoff of at most 1 s; a client given in Client, or
+	// an HTTP client or retryer set in the aws.Config, is used as it is.
+	// Without a timeout, a request to an endpoint that never answers waits
+	// for ever. Default [DefaultRequestTimeout] (10 s).
+	RequestTimeout time.Duration
+
+	// LeaseRequestTimeout bounds each attempt of a request whose outcome
+	// a lease depends on: claims, renewals, turn commits and worker acks,
+	// and the reads that learn what such a request did when its answer
+	// was lost. Those are sent once by the SDK, whatever its retryer,
+	// under a deadline that is also capped by the lease (a renewal stops
+	// 250 ms before the lease ends; a claim may wait three quarters of
+	// its lease), and retried by the provider with fresh clock reads
+	// (docs/design.md §6). Default [DefaultLeaseRequestTimeout] (2 s).
+	LeaseRequestTimeout time.Duration
+
 	// Client overrides the DynamoDB client built from the aws.Config given
 	// to [New]. Tests use it to count or fail requests.
 	Client API
@@ -142,8 +163,10 @@ type Options struct {
 
 // Defaults and limits of [Options].
 const (
-	DefaultShards = 16
-	MaxShards     = 256
+	DefaultShards              = 16
+	MaxShards                  = 256
+	DefaultRequestTimeout      = 10 * time.Second
+	DefaultLeaseRequestTimeout = 2 * time.Second
 )
 
 // MaxIDBytes is the longest instance id and session id the provider
@@ -193,6 +216,15 @@ func (o Options) resolve() (Options, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.LeaseRequestTimeout == 0 {
+		o.LeaseRequestTimeout = DefaultLeaseRequestTimeout
+	}
+	if o.RequestTimeout < 0 || o.LeaseRequestTimeout < 0 {
+		return o, fmt.Errorf("%w: RequestTimeout %v and LeaseRequestTimeout %v must be positive", ErrInvalidOptions, o.RequestTimeout, o.LeaseRequestTimeout)
+	}
 	warn, err := clockskew.Warning(o.ClockSkewWarning)
 	if err != nil {
 		return o, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
@@ -218,7 +250,7 @@ func New(cfg aws.Config, optFns ...func(*Options)) (*Provider, error) {
 		return nil, err
 	}
 	if o.Client == nil {
-		o.Client = dynamodb.NewFromConfig(cfg)
+		o.Client = dynamodb.NewFromConfig(cfg, func(do *dynamodb.Options) { boundClient(do, cfg, o.RequestTimeout) })
 	}
 	if o.SQSClient == nil && (o.OrchestratorQueueURL != "" || o.WorkerQueueURL != "") {
 		o.SQSClient = sqs.NewFromConfig(cfg)
@@ -252,4 +284,29 @@ func New(cfg aws.Config, optFns ...func(*Options)) (*Provider, error) {
 		}
 	}
 	return p, nil
+}
+
+// boundClient gives a DynamoDB client built from cfg an HTTP timeout and a
+// retryer with bounded backoff, unless cfg sets its own.
+func boundClient(o *dynamodb.Options, cfg aws.Config, timeout time.Duration) {
+	if cfg.Retryer == nil {
+		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+			so.MaxAttempts = 3
+			so.MaxBackoff = time.Second
+		})
+	}
+	switch hc := cfg.HTTPClient.(type) {
+	case nil:
+		o.HTTPClient = awshttp.NewBuildableClient().WithTimeout(timeout)
+	case *awshttp.BuildableClient:
+		if hc.GetTimeout() == 0 {
+			o.HTTPClient = hc.WithTimeout(timeout)
+		}
+	case *http.Client:
+		if hc.Timeout == 0 {
+			c := *hc
+			c.Timeout = timeout
+			o.HTTPClient = &c
+		}
+	}
 }

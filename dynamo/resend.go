@@ -231,44 +231,67 @@ func (p *Provider) sendTx(ctx context.Context, op, callKey string, build func() 
 // to send again whatever became of an earlier attempt (reads, and batch
 // writes of fixed rows: puts of whole rows and deletes) are resent on
 // transient failures here, once for every caller. Conditional writes and
-// transactions pass through: their callers decide (see above).
+// transactions pass through: their callers decide (see above). Every
+// attempt is bounded as its context says (Provider.attempt).
 type resendSafe struct {
 	API
 	p *Provider
 }
 
-// Query is [API.Query], resent on transient failures.
-func (r resendSafe) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (out *dynamodb.QueryOutput, err error) {
-	_, err = r.p.resend(ctx, "query", func() error {
-		out, err = r.API.Query(ctx, in, optFns...)
+// call sends one attempt of a request through send, bounded by p.attempt.
+func call[In, Out any](p *Provider, ctx context.Context, in In, optFns []func(*dynamodb.Options),
+	send func(context.Context, In, ...func(*dynamodb.Options)) (Out, error)) (Out, error) {
+	ctx, cancel, optFns := p.attempt(ctx, optFns)
+	defer cancel()
+	return send(ctx, in, optFns...)
+}
+
+// callResent is call, resent on transient failures.
+func callResent[In, Out any](p *Provider, op string, ctx context.Context, in In, optFns []func(*dynamodb.Options),
+	send func(context.Context, In, ...func(*dynamodb.Options)) (Out, error)) (out Out, err error) {
+	_, err = p.resend(ctx, op, func() error {
+		out, err = call(p, ctx, in, optFns, send)
 		return err
 	})
 	return out, err
+}
+
+// Query is [API.Query], resent on transient failures.
+func (r resendSafe) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return callResent(r.p, "query", ctx, in, optFns, r.API.Query)
 }
 
 // Scan is [API.Scan], resent on transient failures.
-func (r resendSafe) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (out *dynamodb.ScanOutput, err error) {
-	_, err = r.p.resend(ctx, "scan", func() error {
-		out, err = r.API.Scan(ctx, in, optFns...)
-		return err
-	})
-	return out, err
+func (r resendSafe) Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error) {
+	return callResent(r.p, "scan", ctx, in, optFns, r.API.Scan)
 }
 
 // GetItem is [API.GetItem], resent on transient failures.
-func (r resendSafe) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (out *dynamodb.GetItemOutput, err error) {
-	_, err = r.p.resend(ctx, "get_item", func() error {
-		out, err = r.API.GetItem(ctx, in, optFns...)
-		return err
-	})
-	return out, err
+func (r resendSafe) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return callResent(r.p, "get_item", ctx, in, optFns, r.API.GetItem)
 }
 
 // BatchWriteItem is [API.BatchWriteItem], resent on transient failures.
-func (r resendSafe) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (out *dynamodb.BatchWriteItemOutput, err error) {
-	_, err = r.p.resend(ctx, "batch_write_item", func() error {
-		out, err = r.API.BatchWriteItem(ctx, in, optFns...)
-		return err
-	})
-	return out, err
+func (r resendSafe) BatchWriteItem(ctx context.Context, in *dynamodb.BatchWriteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchWriteItemOutput, error) {
+	return callResent(r.p, "batch_write_item", ctx, in, optFns, r.API.BatchWriteItem)
+}
+
+// PutItem is [API.PutItem], one attempt.
+func (r resendSafe) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	return call(r.p, ctx, in, optFns, r.API.PutItem)
+}
+
+// UpdateItem is [API.UpdateItem], one attempt.
+func (r resendSafe) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return call(r.p, ctx, in, optFns, r.API.UpdateItem)
+}
+
+// DeleteItem is [API.DeleteItem], one attempt.
+func (r resendSafe) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
+	return call(r.p, ctx, in, optFns, r.API.DeleteItem)
+}
+
+// TransactWriteItems is [API.TransactWriteItems], one attempt.
+func (r resendSafe) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	return call(r.p, ctx, in, optFns, r.API.TransactWriteItems)
 }

@@ -475,6 +475,7 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 
 	start := p.nowMs()
 	until := start + durMs(lockTimeout)
+	claimCtx := underClaim(ctx, start+durMs(claimBudget(lockTimeout)))
 	rowUpdate := &types.Update{
 		TableName:                p.table,
 		Key:                      key(r.pk, r.sk),
@@ -490,7 +491,7 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 	}
 	if sid == nil {
 		var out *dynamodb.UpdateItemOutput
-		out, err = p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		out, err = p.db.UpdateItem(claimCtx, &dynamodb.UpdateItemInput{
 			TableName: rowUpdate.TableName, Key: rowUpdate.Key, UpdateExpression: rowUpdate.UpdateExpression,
 			ConditionExpression: rowUpdate.ConditionExpression, ExpressionAttributeNames: rowUpdate.ExpressionAttributeNames,
 			ExpressionAttributeValues: rowUpdate.ExpressionAttributeValues,
@@ -541,7 +542,7 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 			},
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 		}
-		_, err = p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+		_, err = p.db.TransactWriteItems(claimCtx, &dynamodb.TransactWriteItemsInput{
 			TransactItems: []types.TransactWriteItem{{Update: rowUpdate}, {Update: claim}},
 		})
 		if err != nil {
@@ -582,8 +583,8 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 		_ = p.AbandonWorkItem(context.WithoutCancel(ctx), token, 0, true)
 		return nil, err
 	}
-	if p.nowMs() >= until {
-		p.o.Logf("dynamo: lock on activity %d of instance %q expired before the fetch returned (lock timeout %v); released", actID, instance, lockTimeout)
+	if !usefulLease(until, p.nowMs(), lockTimeout) {
+		p.o.Logf("dynamo: lock on activity %d of instance %q came back with less than a quarter of its lease left (lock timeout %v); released", actID, instance, lockTimeout)
 		// Never delivered, so not an attempt (as for an orchestration turn).
 		_ = p.AbandonWorkItem(context.WithoutCancel(ctx), token, 0, true)
 		return nil, nil
@@ -593,7 +594,7 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 	if sid != nil {
 		p.sweeps.sessionsHeld(session.OwnerID, start+durMs(session.LockTimeout))
 	}
-	return &provider.LockedWorkItem{Item: act, LockToken: token, AttemptCount: uint32(attempts + 1)}, nil
+	return &provider.LockedWorkItem{Item: act, LockToken: token, AttemptCount: uint32(attempts + 1), LeaseExpiry: time.UnixMilli(until)}, nil
 }
 
 // claimedActivity decodes the activity of the worker row at k, which the
@@ -742,13 +743,14 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 		}
 		return &dynamodb.TransactWriteItemsInput{TransactItems: actions}
 	}
-	err = p.sendTx(ctx, provider.OpAckWorkItem, callKey, build)
+	ackCtx := p.ackBudget(ctx, p.leases.get(lockToken))
+	err = p.sendTx(ackCtx, provider.OpAckWorkItem, callKey, build)
 	if touch && touchRefused(err) {
 		// The session is no longer this worker's: the ack goes
 		// ahead without recording activity on it.
 		touch = false
 		p.txs.rebuild(callKey)
-		err = p.sendTx(ctx, provider.OpAckWorkItem, callKey, build)
+		err = p.sendTx(ackCtx, provider.OpAckWorkItem, callKey, build)
 	}
 	if conditionFailedAt(cancelReasons(err)) == 0 {
 		return workLockLost(provider.OpAckWorkItem)
@@ -781,54 +783,28 @@ func abandonedAt(err error, readyKey string) bool {
 // expired fails with [provider.ErrInvalidLockToken]; that is how a worker
 // learns its activity was cancelled. Throttling, conflicts (two activities
 // of one session renewing at once touch one session row) and lost
-// responses are retried inside the call, each attempt with a fresh clock
-// read, until the lease this process knows of is nearly over: an error
-// means the lock is lost or the context ended.
+// responses are retried inside the call as for
+// [Provider.RenewOrchestrationItemLock]: an error means the lock is lost,
+// proved or by the clock, or that the context ended.
 //
 // Requests: one UpdateItem (a two-action TransactWriteItems for a session
 // activity, then the UpdateItem alone when the session is no longer the
-// worker's), more only on transient failures.
+// worker's); on a failure, a consistent GetItem of the row and more
+// attempts.
 func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
 	tok, err := parseWorkToken(lockToken)
 	if err != nil {
 		return workLockLost(provider.OpRenewWorkItemLock)
 	}
-	var until int64
 	touch := tok.session != nil
-	err = p.retryLeased(ctx, p.leases.get(lockToken), func() error {
-		now := p.nowMs()
-		until = now + durMs(extendFor)
-		// The ready key moves with the lease, so the row becomes eligible
-		// again exactly when the lease ends.
-		update := &types.Update{
-			TableName:                p.table,
-			Key:                      workKey(tok),
-			UpdateExpression:         aws.String("SET #until = :until, #rs = :rs"),
-			ConditionExpression:      aws.String("#tok = :tok AND #until > :now"),
-			ExpressionAttributeNames: map[string]string{"#tok": attrToken, "#until": attrLockUntil, "#rs": attrReadySK},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":tok": s(lockToken), ":now": n(now), ":until": n(until), ":rs": s(readySK(until, tok.seq)),
-			},
-		}
-		if touch {
-			_, err := p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
-				{Update: update}, {Update: p.sessionTouch(tok, now)},
-			}})
-			if !touchRefused(err) {
-				if conditionFailedAt(cancelReasons(err)) == 0 {
-					return workLockLost(provider.OpRenewWorkItemLock)
-				}
-				return err
-			}
-			// The session is no longer this worker's: renew the
-			// activity's lock alone.
-			touch = false
-		}
-		_, err := p.db.UpdateItem(ctx, updateItem(update))
-		if conditionFailed(err) {
-			return workLockLost(provider.OpRenewWorkItemLock)
-		}
-		return err
+	until, err := p.renewLease(ctx, renewal{
+		op: provider.OpRenewWorkItemLock, knownEnd: p.leases.get(lockToken), extendFor: extendFor,
+		write: func(ctx context.Context, now, until int64) error {
+			var err error
+			touch, err = p.renewWork(ctx, tok, lockToken, touch, now, until)
+			return err
+		},
+		read: func(ctx context.Context) (int64, bool, error) { return p.leaseOf(ctx, workKey(tok), lockToken) },
 	})
 	if err != nil {
 		return translate(provider.OpRenewWorkItemLock, err)
@@ -836,6 +812,42 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 	p.leases.set(lockToken, until)
 	p.hints.heldWork(workRowKeyOf(tok.instance, keys.WorkerSK(tok.executionID, tok.activityID)), tok.seq, until)
 	return nil
+}
+
+// renewWork sends one attempt of an activity's renewal, with a touch of
+// its session when touch is set; it reports whether the next attempt
+// should touch the session.
+func (p *Provider) renewWork(ctx context.Context, tok workToken, lockToken string, touch bool, now, until int64) (bool, error) {
+	// The ready key moves with the lease, so the row becomes eligible
+	// again exactly when the lease ends.
+	update := &types.Update{
+		TableName:                p.table,
+		Key:                      workKey(tok),
+		UpdateExpression:         aws.String("SET #until = :until, #rs = :rs"),
+		ConditionExpression:      aws.String("#tok = :tok AND #until > :now"),
+		ExpressionAttributeNames: map[string]string{"#tok": attrToken, "#until": attrLockUntil, "#rs": attrReadySK},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":tok": s(lockToken), ":now": n(now), ":until": n(until), ":rs": s(readySK(until, tok.seq)),
+		},
+	}
+	if touch {
+		_, err := p.db.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+			{Update: update}, {Update: p.sessionTouch(tok, now)},
+		}})
+		if !touchRefused(err) {
+			if conditionFailedAt(cancelReasons(err)) == 0 {
+				return touch, workLockLost(provider.OpRenewWorkItemLock)
+			}
+			return touch, err
+		}
+		// The session is no longer this worker's: renew the activity's
+		// lock alone.
+	}
+	_, err := p.db.UpdateItem(ctx, updateItem(update))
+	if conditionFailed(err) {
+		return false, workLockLost(provider.OpRenewWorkItemLock)
+	}
+	return false, err
 }
 
 // AbandonWorkItem unlocks an activity, visible again after delay (0 =

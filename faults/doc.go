@@ -42,6 +42,20 @@
 // rather than the code under test. Injected API errors carry the request
 // ID "injected-by-faults" and say so in their messages.
 //
+// # Below the retryer
+//
+// To test what the SDK's retries themselves do, a [Transport] injects
+// faults one level lower, as the http.RoundTripper of an SDK client's HTTP
+// client ([Transport.HTTPClient] as the client's Options.HTTPClient). Its
+// [NetRule] values meet every attempt the SDK makes, and the retryer meets
+// their faults as it meets real network and server failures: a lost
+// response ([LoseResponse], [ResetResponse], or [ServerStatus] after
+// sending) is retried, so a write lands twice and a conditioned one fails
+// its condition on its own earlier attempt; stalled or slow requests and
+// responses ([StallRequest], [StallResponse], [DelayRequest],
+// [SlowResponse]) wait for the caller's context. [Transport.Sent] counts
+// the attempts that reached the service.
+//
 // # Sharing an injector
 //
 // Give every client of a test the same injector: wrap each process's (or

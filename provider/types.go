@@ -69,6 +69,12 @@ type OrchestrationItem struct {
 	// AttemptCount is the highest delivery count over Messages; 1 on a
 	// first delivery.
 	AttemptCount uint32
+	// LeaseExpiry is when the lock's lease ends, counted from a clock
+	// read taken before the request that won the lock was sent: a slow
+	// claim leaves less of the lease, never more. Callers schedule
+	// renewals and stop work from it, not from the time the fetch
+	// returned. Zero when the provider does not report it.
+	LeaseExpiry time.Time
 }
 
 // LockedWorkItem is an activity locked for one worker, returned by
@@ -80,6 +86,9 @@ type LockedWorkItem struct {
 	LockToken string
 	// AttemptCount is the delivery count of the item, 1 on first delivery.
 	AttemptCount uint32
+	// LeaseExpiry is when the lock's lease ends, as for
+	// [OrchestrationItem.LeaseExpiry].
+	LeaseExpiry time.Time
 }
 
 // TurnCommit is what an orchestration turn commits atomically through

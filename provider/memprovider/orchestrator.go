@@ -200,6 +200,7 @@ func (p *Provider) lockInstance(id string, inst *instance, nowMs int64, lockTime
 		}
 	}
 	lock.lockedUntilMs = p.nowMs() + durMs(lockTimeout)
+	item.LeaseExpiry = time.UnixMilli(lock.lockedUntilMs)
 	return item, false, nil
 }
 

@@ -130,7 +130,7 @@ func (p *Provider) tryFetchWork(nowMs int64, lockTimeout time.Duration, cfg *pro
 				lastActivityAtMs: now,
 			}
 		}
-		return &provider.LockedWorkItem{Item: act, LockToken: token, AttemptCount: m.attempts}, 0, nil
+		return &provider.LockedWorkItem{Item: act, LockToken: token, AttemptCount: m.attempts, LeaseExpiry: time.UnixMilli(m.lockedUntilMs)}, 0, nil
 	}
 	return nil, wake, nil
 }
