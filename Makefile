@@ -1,5 +1,8 @@
-# dynoxide: durable orchestrations for Go on DynamoDB + SQS.
+# duradyn: durable orchestrations for Go on DynamoDB + SQS.
 #
+#   make check  the fast loop: go vet, gofmt, staticcheck, durablevet and
+#               the tests that need no emulator (-short, with
+#               DURADYN_NO_EMULATOR set), in a few minutes
 #   make test   every test, with the race detector (what CI runs)
 #   make lint   go vet, gofmt, actionlint (.github/workflows), staticcheck
 #               (staticcheck.conf) and durablevet (the determinism analyzer)
@@ -16,15 +19,15 @@
 #               FetchCost seeding its table with 100,000 instances)
 #   make tf-validate  terraform fmt, init and validate of terraform/, offline
 #   make tf-test      terraform apply of terraform/examples/basic against an
-#                     AWS emulator, checked from Go (cmd/tfsmoke), then destroy
+#                     AWS emulator, checked from Go (internal/cmd/tfsmoke), then destroy
 
 GO       ?= go
 PARALLEL ?= 16
 
-.PHONY: test lint run conformance bench bench-e2e tf-validate tf-test
+.PHONY: check test lint vet run conformance bench bench-e2e tf-validate tf-test
 
 # The benchmark module finds the emulators the library's tests install.
-BENCH_ENV = DYNOXIDE_CACHE_DIR=$(CURDIR)/.cache/emulators
+BENCH_ENV = DURADYN_CACHE_DIR=$(CURDIR)/.cache/emulators
 
 # One package at a time (-p 1): each test binary runs its own emulator, and
 # two at once on a small machine slow requests past the 200-500 ms windows
@@ -34,22 +37,28 @@ test: tf-validate
 	./bench/scripts/install-redis
 	cd bench && $(BENCH_ENV) $(GO) test -race -count=1 -short -timeout 20m ./...
 
-lint:
+check: vet
+	DURADYN_NO_EMULATOR=1 $(GO) test -short -count=1 -timeout 10m ./...
+
+lint: vet
+	$(GO) run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+
+# The static checks check and lint share.
+vet:
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
 	@unformatted=$$(gofmt -l .); \
 	if [ -n "$$unformatted" ]; then echo "gofmt -l reports:"; echo "$$unformatted"; exit 1; fi
-	$(GO) run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.7.0 ./...
 	cd bench && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.7.0 ./...
-	@if [ -d durable ]; then echo "$(GO) run ./cmd/durablevet ./durable/..."; $(GO) run ./cmd/durablevet ./durable/...; fi
+	$(GO) run ./cmd/durablevet ./durable/...
 
 run:
 	$(GO) run ./cmd/demo
 
 conformance:
 	$(GO) test -count=1 -parallel $(PARALLEL) -timeout 20m -json -run '^TestValidation$$' . \
-		| $(GO) run ./cmd/suitereport
+		| $(GO) run ./internal/cmd/suitereport
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./dynamo/

@@ -1,4 +1,4 @@
-package dynoxide_test
+package duradyn_test
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/durable/runtimetest"
-	"github.com/dynoxide/dynoxide/dynamo"
-	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/durable/runtimetest"
+	"github.com/duradyn/duradyn/dynamo"
+	"github.com/duradyn/duradyn/dynamo/dynamotest"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // badInputEnv is one test's DynamoDB provider (fresh table and queues),
@@ -273,7 +273,7 @@ func TestBadInput(t *testing.T) {
 		if n := ran.Load(); n != 0 {
 			t.Errorf("the activity with the oversized input ran %d times", n)
 		}
-		// dynoxide notifies the parent of a child whose commit is refused
+		// duradyn notifies the parent of a child whose commit is refused
 		// (duroxide sends nothing and the parent waits forever). As in
 		// duroxide, a child's infrastructure failure aborts the parent's
 		// turn before its code runs: the parent fails with the child's
@@ -332,7 +332,7 @@ func TestBadInput(t *testing.T) {
 		e.expectHealthy("healthy")
 	})
 
-	// duroxide's client has no duplicate check and neither has dynoxide's:
+	// duroxide's client has no duplicate check and neither has duradyn's:
 	// a second start of a running or finished instance is accepted, and
 	// the runtime ignores it. One execution runs, with the first input.
 	t.Run("duplicate_start", func(t *testing.T) {

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package dynoxide_test
+package duradyn_test
 
 import "os/exec"
 

@@ -1,4 +1,4 @@
-package dynoxide_test
+package duradyn_test
 
 import (
 	"bytes"
@@ -23,13 +23,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/durable/runtimetest"
-	"github.com/dynoxide/dynoxide/dynamo"
-	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
-	"github.com/dynoxide/dynoxide/faults"
-	"github.com/dynoxide/dynoxide/localstack"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/durable/runtimetest"
+	"github.com/duradyn/duradyn/dynamo"
+	"github.com/duradyn/duradyn/dynamo/dynamotest"
+	"github.com/duradyn/duradyn/internal/faults"
+	"github.com/duradyn/duradyn/localstack"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // Crash recovery: runtimes on the DynamoDB provider are killed with SIGKILL
@@ -46,7 +46,7 @@ import (
 // kills it on that line.
 
 // crashProcessEnv carries a crashProcessConfig (JSON) to a child process.
-const crashProcessEnv = "DYNOXIDE_CRASH_PROCESS"
+const crashProcessEnv = "DURADYN_CRASH_PROCESS"
 
 // Kill points (the kinds of marker a child prints).
 const (

@@ -1,4 +1,4 @@
-module github.com/dynoxide/dynoxide
+module github.com/duradyn/duradyn
 
 go 1.26.0
 

@@ -1,4 +1,4 @@
-package dynoxide_test
+package duradyn_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/dynamo/dynamotest"
 )
 
 // stopReasons records the reasons RunUntilIdle logs as it stops.

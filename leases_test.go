@@ -1,4 +1,4 @@
-package dynoxide_test
+package duradyn_test
 
 import (
 	"bytes"
@@ -13,10 +13,10 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/dynamo"
-	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
-	"github.com/dynoxide/dynoxide/faults"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/dynamo"
+	"github.com/duradyn/duradyn/dynamo/dynamotest"
+	"github.com/duradyn/duradyn/internal/faults"
 )
 
 // Two runtimes share one table while the network below their DynamoDB

@@ -1,18 +1,18 @@
-package dynoxide_test
+package duradyn_test
 
 import (
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/durable/runtimetest"
-	"github.com/dynoxide/dynoxide/dynamo"
-	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
-	"github.com/dynoxide/dynoxide/faults"
-	"github.com/dynoxide/dynoxide/provider"
-	"github.com/dynoxide/dynoxide/provider/providertest"
-	"github.com/dynoxide/dynoxide/tables"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/durable/runtimetest"
+	"github.com/duradyn/duradyn/dynamo"
+	"github.com/duradyn/duradyn/dynamo/dynamotest"
+	"github.com/duradyn/duradyn/internal/faults"
+	"github.com/duradyn/duradyn/provider"
+	"github.com/duradyn/duradyn/provider/providertest"
+	"github.com/duradyn/duradyn/tables"
 )
 
 // suiteTimeout bounds each wait of the runtime's suite on DynamoDB Local

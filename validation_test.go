@@ -1,4 +1,4 @@
-package dynoxide_test
+package duradyn_test
 
 import (
 	"os"
@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/dynamo"
-	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
-	"github.com/dynoxide/dynoxide/faults"
-	"github.com/dynoxide/dynoxide/localstack"
-	"github.com/dynoxide/dynoxide/provider/providertest"
-	"github.com/dynoxide/dynoxide/tables"
+	"github.com/duradyn/duradyn/dynamo"
+	"github.com/duradyn/duradyn/dynamo/dynamotest"
+	"github.com/duradyn/duradyn/internal/faults"
+	"github.com/duradyn/duradyn/localstack"
+	"github.com/duradyn/duradyn/provider/providertest"
+	"github.com/duradyn/duradyn/tables"
 )
 
 // TestMain shares one emulator (DynamoDB + SQS) between the tests of this

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/bench/peer/goworkflows"
-	"github.com/dynoxide/dynoxide/bench/report"
-	"github.com/dynoxide/dynoxide/bench/scenario"
-	"github.com/dynoxide/dynoxide/dynamo"
-	"github.com/dynoxide/dynoxide/localstack"
+	"github.com/duradyn/duradyn/bench/peer/goworkflows"
+	"github.com/duradyn/duradyn/bench/report"
+	"github.com/duradyn/duradyn/bench/scenario"
+	"github.com/duradyn/duradyn/dynamo"
+	"github.com/duradyn/duradyn/localstack"
 )
 
 // The smoke test runs every scenario at tiny sizes (scenario.ShortSizes)
@@ -25,9 +25,9 @@ import (
 func TestMain(m *testing.M) {
 	// The bench module has its own go.mod, so localstack would look for
 	// its emulator cache beside it: point it at the library's instead.
-	if os.Getenv("DYNOXIDE_CACHE_DIR") == "" {
+	if os.Getenv("DURADYN_CACHE_DIR") == "" {
 		if dir := scenario.LibraryCacheDir(); dir != "" {
-			os.Setenv("DYNOXIDE_CACHE_DIR", dir)
+			os.Setenv("DURADYN_CACHE_DIR", dir)
 		}
 	}
 	os.Exit(localstack.Main(m))
@@ -83,11 +83,11 @@ func total(m map[string]int) int {
 	return n
 }
 
-// checkDynoxide checks the result of every dynoxide system: the scenario's
+// checkDuradyn checks the result of every duradyn system: the scenario's
 // name, the activities, requests counted exactly for DynamoDB systems, and
 // for those, with timesApart, times taken from an unmetered run
 // ([checkTimes]).
-func checkDynoxide(t *testing.T, results map[string]report.Result, scenarioName string, activities int, wantRequests, timesApart bool) {
+func checkDuradyn(t *testing.T, results map[string]report.Result, scenarioName string, activities int, wantRequests, timesApart bool) {
 	t.Helper()
 	for _, s := range scenario.Systems() {
 		r, ok := results[s.Name]
@@ -164,7 +164,7 @@ func TestHelloCities5(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := bySystem(t, results)
-	checkDynoxide(t, rs, scenario.HelloCities5Name, 5*sizes.HelloInstances, true, true)
+	checkDuradyn(t, rs, scenario.HelloCities5Name, 5*sizes.HelloInstances, true, true)
 	checkPeers(t, env, rs, 5*sizes.HelloInstances)
 	for _, s := range scenario.Systems() {
 		if n := len(rs[s.Name].Latencies); n != sizes.HelloInstances {
@@ -211,7 +211,7 @@ func TestFanOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := bySystem(t, results)
-	checkDynoxide(t, rs, scenario.FanOutName(sizes.FanOutSmall), sizes.FanOutSmall, true, true)
+	checkDuradyn(t, rs, scenario.FanOutName(sizes.FanOutSmall), sizes.FanOutSmall, true, true)
 	checkPeers(t, env, rs, sizes.FanOutSmall)
 	two := scenario.DynamoDBSQS + " (" + scenario.Runtimes{Count: 2}.Label() + ")"
 	if r, ok := rs[two]; !ok || r.Activities != sizes.FanOutSmall || strings.Contains(r.Notes, "FAILED") || total(r.DynamoDB) == 0 {
@@ -243,7 +243,7 @@ func TestStartAfterIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := bySystem(t, results)
-	checkDynoxide(t, rs, scenario.StartAfterIdleName, 1, true, false)
+	checkDuradyn(t, rs, scenario.StartAfterIdleName, 1, true, false)
 	for _, s := range scenario.Systems() {
 		r := rs[s.Name]
 		if !s.DynamoDB {
@@ -270,7 +270,7 @@ func TestIdle(t *testing.T) {
 	rs := bySystem(t, results)
 	// Long-polling systems may make no request in a few seconds: only the
 	// short-polling one must have swept the table.
-	checkDynoxide(t, rs, scenario.IdleName, 0, false, false)
+	checkDuradyn(t, rs, scenario.IdleName, 0, false, false)
 	if total(rs[scenario.DynamoDBShortPoll].DynamoDB) == 0 {
 		t.Errorf("%s: no DynamoDB request while short polling", scenario.DynamoDBShortPoll)
 	}
@@ -294,7 +294,7 @@ func TestHistory(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := bySystem(t, results)
-	checkDynoxide(t, rs, scenario.HistoryName(sizes.HistoryEvents), 0, true, false)
+	checkDuradyn(t, rs, scenario.HistoryName(sizes.HistoryEvents), 0, true, false)
 	for _, s := range scenario.Systems() {
 		r := rs[s.Name]
 		if got := r.Extra["events"]; got != float64(sizes.HistoryEvents) {
@@ -388,7 +388,7 @@ func TestHelloCities5Payload(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := bySystem(t, results)
-	checkDynoxide(t, rs, scenario.HelloCities5PayloadName(sizes.PayloadBytes), 5*sizes.HelloInstances, true, true)
+	checkDuradyn(t, rs, scenario.HelloCities5PayloadName(sizes.PayloadBytes), 5*sizes.HelloInstances, true, true)
 	for _, s := range scenario.Systems() {
 		r := rs[s.Name]
 		if !s.DynamoDB {
@@ -422,7 +422,7 @@ func TestChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := bySystem(t, results)
-	checkDynoxide(t, rs, scenario.ChainName(sizes.ChainSteps), sizes.ChainSteps, true, true)
+	checkDuradyn(t, rs, scenario.ChainName(sizes.ChainSteps), sizes.ChainSteps, true, true)
 	for _, s := range scenario.Systems() {
 		r := rs[s.Name]
 		if got, want := r.Extra["events"], float64(2+2*sizes.ChainSteps); got != want {

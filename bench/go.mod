@@ -1,8 +1,8 @@
-module github.com/dynoxide/dynoxide/bench
+module github.com/duradyn/duradyn/bench
 
 go 1.26.0
 
-replace github.com/dynoxide/dynoxide => ../
+replace github.com/duradyn/duradyn => ../
 
 require (
 	github.com/aws/aws-sdk-go-v2 v1.47.7
@@ -10,7 +10,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/sqs v1.52.10
 	github.com/aws/smithy-go v1.28.8
 	github.com/cschleiden/go-workflows v1.2.0
-	github.com/dynoxide/dynoxide v0.0.0-00010101000000-000000000000
+	github.com/duradyn/duradyn v0.0.0-00010101000000-000000000000
 	github.com/redis/go-redis/v9 v9.0.2
 	go.uber.org/goleak v1.3.0
 )

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // Default polling of the client's Wait methods.

@@ -10,7 +10,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable/internal/replay"
+	"github.com/duradyn/duradyn/durable/internal/replay"
 )
 
 // Names of the built-in activities, served by every runtime.

@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/provider/memprovider"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/provider/memprovider"
 )
 
 // runExample starts a runtime for defs on an in-memory provider, runs

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable/internal/replay"
+	"github.com/duradyn/duradyn/durable/internal/replay"
 )
 
 // A turn that only waits for several activities or sub-orchestrations

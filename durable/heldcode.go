@@ -4,7 +4,7 @@ import (
 	"container/list"
 	"sync"
 
-	"github.com/dynoxide/dynoxide/durable/internal/replay"
+	"github.com/duradyn/duradyn/durable/internal/replay"
 )
 
 // heldCode keeps the code of executions between their turns, blocked where

@@ -11,9 +11,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/dynoxide/dynoxide/durable/internal/replay"
-	"github.com/dynoxide/dynoxide/provider"
-	"github.com/dynoxide/dynoxide/provider/memprovider"
+	"github.com/duradyn/duradyn/durable/internal/replay"
+	"github.com/duradyn/duradyn/provider"
+	"github.com/duradyn/duradyn/provider/memprovider"
 )
 
 // heldTurn returns the code of instance's first turn, blocked on an

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // workTracker records when the runtime's slots last had work: the items

@@ -8,9 +8,9 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable/internal/coro"
-	"github.com/dynoxide/dynoxide/durable/internal/replay"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable/internal/coro"
+	"github.com/duradyn/duradyn/durable/internal/replay"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // corruptHistoryEventID is the id of the failure event appended to a history

@@ -22,9 +22,9 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/durable/durabletest"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/durable/durabletest"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // Operations of a shape program: op = b % shapeOps, arg = b / shapeOps.
@@ -457,7 +457,7 @@ func FuzzPropEventIdsMonotonic(f *testing.F) {
 }
 
 // FuzzPropSingleTerminalState: every execution has exactly one terminal
-// event, and it is the last event (dynoxide writes terminal cancellations
+// event, and it is the last event (duradyn writes terminal cancellations
 // before it; duroxide may write activity ones after).
 func FuzzPropSingleTerminalState(f *testing.F) {
 	propAddSeeds(f)

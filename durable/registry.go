@@ -7,8 +7,8 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/dynoxide/dynoxide/durable/internal/replay"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable/internal/replay"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // VersionPolicy decides which registered version of an orchestration a new

@@ -10,12 +10,12 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dynoxide/dynoxide/durable/internal/replay"
-	"github.com/dynoxide/dynoxide/provider/memprovider"
+	"github.com/duradyn/duradyn/durable/internal/replay"
+	"github.com/duradyn/duradyn/provider/memprovider"
 )
 
 // duroxide builds registries with builders (merge, builder_from,
-// register_all) and lists them by name. dynoxide composes definitions: a
+// register_all) and lists them by name. duradyn composes definitions: a
 // library exports its []Definition and an application passes them all to
 // NewRegistry (or Add); Overlay is builder_from. The tests below port each
 // duroxide test to that API.
@@ -438,7 +438,7 @@ var registryTests = []struct {
 		}
 	}},
 	{"test_activity_always_1_0_0_and_latest", func(t *testing.T) {
-		// dynoxide activities carry no version (duroxide lists 1.0.0 and
+		// duradyn activities carry no version (duroxide lists 1.0.0 and
 		// resolves Latest): the name alone resolves, and activities do not
 		// appear among orchestration versions.
 		r := rgNew(t, rgActivity("activity1", "activity1"))
@@ -504,7 +504,7 @@ var registryTests = []struct {
 	}},
 }
 
-// TestRegistry runs the ported registry tests, then dynoxide's own checks
+// TestRegistry runs the ported registry tests, then duradyn's own checks
 // of what NewRegistry refuses.
 func TestRegistry(t *testing.T) {
 	if len(registryTests) != 34 {
@@ -513,7 +513,7 @@ func TestRegistry(t *testing.T) {
 	for _, tc := range registryTests {
 		t.Run(tc.name, tc.run)
 	}
-	// dynoxide's own: empty names, malformed versions and nil definitions
+	// duradyn's own: empty names, malformed versions and nil definitions
 	// are refused, and a refused Add changes nothing.
 	t.Run("empty_names_rejected", func(t *testing.T) {
 		_, err := NewRegistry(rgActivity("", "x"))

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable/internal/replay"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable/internal/replay"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // The replay-engine tables ported from duroxide's tests/replay_engine: each
@@ -19,7 +19,7 @@ import (
 // source ids and contents) and the work it sends.
 //
 // duroxide's engine returns the delta before the runtime appends terminal
-// breadcrumbs and the terminal event (execution.rs); dynoxide's turn
+// breadcrumbs and the terminal event (execution.rs); duradyn's turn
 // includes them, so the expected deltas end with the terminal event.
 
 // reCase is one replay-engine test.

@@ -3,11 +3,11 @@ package durable
 import (
 	"testing"
 
-	"github.com/dynoxide/dynoxide/durable/internal/replay"
+	"github.com/duradyn/duradyn/durable/internal/replay"
 )
 
 // duroxide's TurnResult::Cancelled(reason) is a Failed turn whose details
-// are Application{Cancelled{reason}} in dynoxide (the OrchestrationFailed
+// are Application{Cancelled{reason}} in duradyn (the OrchestrationFailed
 // event duroxide's runtime appends).
 
 func TestReplayCancellation(t *testing.T) {

@@ -4,10 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable/internal/replay"
+	"github.com/duradyn/duradyn/durable/internal/replay"
 )
 
-// duroxide checks prep_completions alone; dynoxide's engine always runs the
+// duroxide checks prep_completions alone; duradyn's engine always runs the
 // turn, so each row runs the orchestration its test documents and checks
 // the completion events at the head of the delta.
 

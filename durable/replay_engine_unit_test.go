@@ -3,14 +3,14 @@ package durable
 import (
 	"testing"
 
-	"github.com/dynoxide/dynoxide/durable/internal/replay"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable/internal/replay"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // ---- src/runtime/replay_engine_tests.rs ----
 //
 // duroxide's unit tests poke the engine's fields (baseline, delta, pending
-// actions, made_progress) between prep_completions and execution; dynoxide's
+// actions, made_progress) between prep_completions and execution; duradyn's
 // engine is one function from history and messages to a turn, so each test
 // runs whole turns and asserts the same facts on the turn's delta and work.
 // Every history starts with OrchestrationStarted (id 0 as in duroxide's

@@ -3,8 +3,8 @@ package durable
 import (
 	"testing"
 
-	"github.com/dynoxide/dynoxide/durable/internal/replay"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable/internal/replay"
+	"github.com/duradyn/duradyn/provider"
 )
 
 func TestReplayEventAllocation(t *testing.T) {

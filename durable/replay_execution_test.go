@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dynoxide/dynoxide/durable/internal/replay"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable/internal/replay"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // ---- src/runtime/execution.rs (unit tests) ----
@@ -15,7 +15,7 @@ import (
 // duroxide's unit tests call two functions of the turn over hand-written
 // event lists: collect_unmatched_queue_messages (the queued messages a
 // continue-as-new carries forward) and get_outstanding_schedule_ids (the
-// schedules a terminal turn cancels). dynoxide computes both inside the
+// schedules a terminal turn cancels). duradyn computes both inside the
 // engine's terminal turn, so each test replays its event list as the
 // persisted history of an execution and checks the turn:
 //   - collect_*: the code mirrors the history's schedules and continues as
@@ -353,7 +353,7 @@ var xeCases = []xeCase{
 		check:   xeCarried(xeCarriedData(25)...),
 	},
 	{
-		// dynoxide keeps duroxide 0.1.29's cap of 100 (earlier duroxide had
+		// duradyn keeps duroxide 0.1.29's cap of 100 (earlier duroxide had
 		// 20), and like its code keeps the first 100 in history order.
 		name:    "max_carry_forward_constant_is_20",
 		history: xeHistory(xeArrivals(2, replay.MaxCarryForwardEvents+1)...),

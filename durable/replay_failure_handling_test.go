@@ -3,7 +3,7 @@ package durable
 import (
 	"testing"
 
-	"github.com/dynoxide/dynoxide/durable/internal/replay"
+	"github.com/duradyn/duradyn/durable/internal/replay"
 )
 
 func TestReplayFailureHandling(t *testing.T) {

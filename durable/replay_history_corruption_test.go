@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable/internal/replay"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable/internal/replay"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // Ports of duroxide's replay-engine tests run as tables of rxCase: one turn
 // of an orchestration over a history and the messages delivered with it,
 // both written as duroxide JSON lines. Duroxide's engine leaves the
-// terminal event to its caller; dynoxide's turn ends with it, so the
+// terminal event to its caller; duradyn's turn ends with it, so the
 // expected deltas below end with the terminal event.
 
 // rxOrch is the orchestration code of a case.
@@ -323,7 +323,7 @@ var (
 var rxHistoryCorruptionCases = []rxCase{
 	// 8.1 Structural corruption.
 	{
-		// dynoxide's engine writes OrchestrationStarted itself from the start
+		// duradyn's engine writes OrchestrationStarted itself from the start
 		// item, so a turn can never see an empty history with code to run:
 		// with neither history nor a start item the batch is drained without
 		// running any code (duroxide's dispatcher drops it the same way).

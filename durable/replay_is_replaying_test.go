@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/dynoxide/dynoxide/durable/internal/replay"
+	"github.com/duradyn/duradyn/durable/internal/replay"
 )
 
 func TestReplayIsReplaying(t *testing.T) {

@@ -5,13 +5,13 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/dynoxide/dynoxide/durable/internal/replay"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable/internal/replay"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // ---- kv.rs ----
 //
-// No kv.rs replay test reaches a KV limit; dynoxide's limits are 0.1.29's
+// No kv.rs replay test reaches a KV limit; duradyn's limits are 0.1.29's
 // (256 KiB custom status, 256 B tag, 64 KiB value, 150 keys).
 
 func rxGetOr(ctx *OrchestrationContext, key, def string) string {
@@ -114,7 +114,7 @@ var rxKVCases = []rxCase{
 
 	// 2.2 Replay determinism. Code that returns without suspending ends the
 	// run before the history's KV events are applied; like duroxide's
-	// engine, dynoxide then records its KV actions again, so these rows
+	// engine, duradyn then records its KV actions again, so these rows
 	// assert the result only, as duroxide's do.
 	{
 		name: "replay_set_value_reconstructs_state",

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable/internal/replay"
+	"github.com/duradyn/duradyn/durable/internal/replay"
 )
 
 // Histories holding schedules and their completions: the code replays to

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable/internal/replay"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable/internal/replay"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // Resuming an execution's held code must give every turn exactly what a

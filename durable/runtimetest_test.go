@@ -3,9 +3,9 @@ package durable_test
 import (
 	"testing"
 
-	"github.com/dynoxide/dynoxide/durable/runtimetest"
-	"github.com/dynoxide/dynoxide/provider"
-	"github.com/dynoxide/dynoxide/provider/memprovider"
+	"github.com/duradyn/duradyn/durable/runtimetest"
+	"github.com/duradyn/duradyn/provider"
+	"github.com/duradyn/duradyn/provider/memprovider"
 )
 
 // TestRuntimeSuite runs the runtime's end-to-end suite on memprovider.

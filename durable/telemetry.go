@@ -12,14 +12,14 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/dynoxide/dynoxide/durable/internal/replay"
-	"github.com/dynoxide/dynoxide/internal/instrument"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable/internal/replay"
+	"github.com/duradyn/duradyn/internal/instrument"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // InstrumentationName is the name of the tracer and meter the runtime
 // takes from [Options.TracerProvider] and [Options.MeterProvider].
-const InstrumentationName = "github.com/dynoxide/dynoxide/durable"
+const InstrumentationName = "github.com/duradyn/duradyn/durable"
 
 // Attribute keys of the runtime's spans and metrics. OpenTelemetry's
 // semantic conventions have none for durable orchestrations; error.type

@@ -8,8 +8,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/dynoxide/dynoxide/internal/instrument"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/internal/instrument"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // traceProvider wraps p so that every call the runtime makes through it

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable/internal/replay"
-	"github.com/dynoxide/dynoxide/provider"
-	"github.com/dynoxide/dynoxide/provider/memprovider"
+	"github.com/duradyn/duradyn/durable/internal/replay"
+	"github.com/duradyn/duradyn/provider"
+	"github.com/duradyn/duradyn/provider/memprovider"
 )
 
 // utTimeout bounds every wait of the unit, registry and options tests.

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // ActivityInfo describes the activity execution a context belongs to.

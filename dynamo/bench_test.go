@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/dynamo"
-	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/dynamo"
+	"github.com/duradyn/duradyn/dynamo/dynamotest"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // The benchmarks below measure what the hot path costs on DynamoDB, per
@@ -29,7 +29,7 @@ import (
 // puts of 1- and 3-unit items come back as 8 units, where DynamoDB bills
 // twice the sum, 40). capacity/op of the acks and the round trip is
 // therefore a floor against it; run against DynamoDB itself
-// (DYNOXIDE_DYNAMODB_ENDPOINT and DYNOXIDE_SQS_ENDPOINT) for billing
+// (DURADYN_DYNAMODB_ENDPOINT and DURADYN_SQS_ENDPOINT) for billing
 // figures.
 //
 // Every iteration works on a fresh instance. What an operation needs first

@@ -3,7 +3,7 @@ package dynamo
 import (
 	"sync"
 
-	"github.com/dynoxide/dynoxide/queues"
+	"github.com/duradyn/duradyn/queues"
 )
 
 // maxCachedTurns and maxCachedTurnBytes bound the turn cache, in turns and

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/dynamo"
-	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
-	"github.com/dynoxide/dynoxide/faults"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/dynamo"
+	"github.com/duradyn/duradyn/dynamo/dynamotest"
+	"github.com/duradyn/duradyn/internal/faults"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // TestSignalForAnotherProcessIsSentOn: the SQS copy of a worker signal

@@ -4,9 +4,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
-	"github.com/dynoxide/dynoxide/provider"
-	"github.com/dynoxide/dynoxide/queues"
+	"github.com/duradyn/duradyn/dynamo/internal/keys"
+	"github.com/duradyn/duradyn/provider"
+	"github.com/duradyn/duradyn/queues"
 )
 
 // A claim addressed by its signal (docs/design.md §8, "Direct claims").

@@ -1,6 +1,6 @@
 // Package dynamo is the DynamoDB + SQS implementation of
-// [github.com/dynoxide/dynoxide/provider.Provider] and
-// [github.com/dynoxide/dynoxide/provider.Admin].
+// [github.com/duradyn/duradyn/provider.Provider] and
+// [github.com/duradyn/duradyn/provider.Admin].
 //
 // All state lives in one DynamoDB table shaped by package tables: each
 // instance's metadata, lock, executions, queued messages, KV entries and

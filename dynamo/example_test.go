@@ -7,8 +7,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 
-	"github.com/dynoxide/dynoxide/dynamo"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/dynamo"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // ExampleNew connects to a table and queues provisioned by the Terraform
@@ -22,9 +22,9 @@ func ExampleNew() {
 		log.Fatal(err)
 	}
 	p, err := dynamo.New(cfg, func(o *dynamo.Options) {
-		o.TableName = "dynoxide"
-		o.OrchestratorQueueURL = "https://sqs.eu-west-1.amazonaws.com/123456789012/dynoxide-orchestrator"
-		o.WorkerQueueURL = "https://sqs.eu-west-1.amazonaws.com/123456789012/dynoxide-worker"
+		o.TableName = "duradyn"
+		o.OrchestratorQueueURL = "https://sqs.eu-west-1.amazonaws.com/123456789012/duradyn-orchestrator"
+		o.WorkerQueueURL = "https://sqs.eu-west-1.amazonaws.com/123456789012/duradyn-worker"
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -3,7 +3,7 @@ package dynamo
 import (
 	"context"
 
-	"github.com/dynoxide/dynoxide/queues"
+	"github.com/duradyn/duradyn/queues"
 )
 
 // RequeueSignals hands sigs to p's waiters as a second delivery of a

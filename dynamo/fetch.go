@@ -14,10 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
-	"github.com/dynoxide/dynoxide/provider"
-	"github.com/dynoxide/dynoxide/queues"
-	"github.com/dynoxide/dynoxide/tables"
+	"github.com/duradyn/duradyn/dynamo/internal/keys"
+	"github.com/duradyn/duradyn/provider"
+	"github.com/duradyn/duradyn/queues"
+	"github.com/duradyn/duradyn/tables"
 )
 
 // Work discovery limits (docs/design.md §8).

@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
+	"github.com/duradyn/duradyn/dynamo/internal/keys"
 )
 
 // maxHistorySegments bounds the Queries a long history is read with at

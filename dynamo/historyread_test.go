@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/dynoxide/dynoxide/dynamo"
-	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/dynamo"
+	"github.com/duradyn/duradyn/dynamo/dynamotest"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // TestLongHistoryIsReadInSegments: a history longer than a page is read

@@ -3,7 +3,7 @@ package dynamo
 import (
 	"time"
 
-	"github.com/dynoxide/dynoxide/queues"
+	"github.com/duradyn/duradyn/queues"
 )
 
 // Signals that name no row. A turn that schedules several activities sends

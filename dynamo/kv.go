@@ -4,8 +4,8 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/dynamo/internal/keys"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // kvRow is what one KV key's row holds: the key's value in the store (as

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // attrKVDigest is the lock row's digest of the KV rows the last turn left

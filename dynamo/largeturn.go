@@ -14,9 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
-	"github.com/dynoxide/dynoxide/internal/itemsize"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/dynamo/internal/keys"
+	"github.com/duradyn/duradyn/internal/itemsize"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // The large-turn protocol (docs/design.md §5): a turn too big for one

@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dynoxide/dynoxide/queues"
+	"github.com/duradyn/duradyn/queues"
 )
 
 // Signals for locked instances (docs/design.md §8). A signal that reaches a

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/queues"
+	"github.com/duradyn/duradyn/queues"
 )
 
 // TestLockWaitsOwnTurn: a signal for an instance whose turn this process

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/dynoxide/dynoxide/localstack"
+	"github.com/duradyn/duradyn/localstack"
 )
 
 // TestMain shares one emulator between the tests and benchmarks of this

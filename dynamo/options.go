@@ -15,9 +15,9 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/dynoxide/dynoxide/internal/clockskew"
-	"github.com/dynoxide/dynoxide/provider"
-	"github.com/dynoxide/dynoxide/queues"
+	"github.com/duradyn/duradyn/internal/clockskew"
+	"github.com/duradyn/duradyn/provider"
+	"github.com/duradyn/duradyn/queues"
 )
 
 // API is the part of the DynamoDB client the provider calls; the SDK's
@@ -48,7 +48,7 @@ type API interface {
 // has a default.
 type Options struct {
 	// TableName is the DynamoDB table, created with the shape of
-	// [github.com/dynoxide/dynoxide/tables.Default] (by the Terraform module
+	// [github.com/duradyn/duradyn/tables.Default] (by the Terraform module
 	// or tables.Ensure). Required.
 	TableName string
 

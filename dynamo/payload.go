@@ -11,8 +11,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/internal/itemsize"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/internal/itemsize"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // Payloads (a queued message's or activity's JSON in attrItem, a history

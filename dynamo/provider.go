@@ -16,10 +16,10 @@ import (
 	"github.com/aws/smithy-go"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
-	"github.com/dynoxide/dynoxide/internal/clockskew"
-	"github.com/dynoxide/dynoxide/provider"
-	"github.com/dynoxide/dynoxide/queues"
+	"github.com/duradyn/duradyn/dynamo/internal/keys"
+	"github.com/duradyn/duradyn/internal/clockskew"
+	"github.com/duradyn/duradyn/provider"
+	"github.com/duradyn/duradyn/queues"
 )
 
 // Version is the version [Provider.Version] reports.

@@ -7,7 +7,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/dynoxide/dynoxide/internal/clockskew"
+	"github.com/duradyn/duradyn/internal/clockskew"
 )
 
 // DefaultClockSkewWarning is the default of [Options.ClockSkewWarning].

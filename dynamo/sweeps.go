@@ -4,8 +4,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
-	"github.com/dynoxide/dynoxide/queues"
+	"github.com/duradyn/duradyn/provider"
+	"github.com/duradyn/duradyn/queues"
 )
 
 // Defaults of the sweep schedule ([Options.SweepInterval],

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/dynamo"
-	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/dynamo"
+	"github.com/duradyn/duradyn/dynamo/dynamotest"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // TestWorkerSlotsShareOneSweep: a runtime's worker slots are a session

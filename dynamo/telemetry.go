@@ -19,14 +19,14 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/dynoxide/dynoxide/dynamo/internal/capacity"
-	"github.com/dynoxide/dynoxide/internal/instrument"
-	"github.com/dynoxide/dynoxide/queues"
+	"github.com/duradyn/duradyn/dynamo/internal/capacity"
+	"github.com/duradyn/duradyn/internal/instrument"
+	"github.com/duradyn/duradyn/queues"
 )
 
 // InstrumentationName is the name of the tracer and meter the provider
 // takes from [Options.TracerProvider] and [Options.MeterProvider].
-const InstrumentationName = "github.com/dynoxide/dynoxide/dynamo"
+const InstrumentationName = "github.com/duradyn/duradyn/dynamo"
 
 // Attribute keys, from OpenTelemetry's semantic conventions for the AWS
 // SDK, RPC and database clients.
@@ -84,7 +84,7 @@ func newAWSTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*awsTele
 		}
 	}
 	add := func(stack *middleware.Stack) error {
-		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("DynoxideTelemetry", t.handle), middleware.After)
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("DuradynTelemetry", t.handle), middleware.After)
 	}
 	t.dynamoOpt = func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, add) }
 	t.sqsOpt = func(o *sqs.Options) { o.APIOptions = append(o.APIOptions, add) }

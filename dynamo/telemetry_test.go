@@ -20,11 +20,11 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/dynoxide/dynoxide/dynamo"
-	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
-	"github.com/dynoxide/dynoxide/faults"
-	"github.com/dynoxide/dynoxide/internal/clockskew/skewtest"
-	"github.com/dynoxide/dynoxide/internal/oteltest"
+	"github.com/duradyn/duradyn/dynamo"
+	"github.com/duradyn/duradyn/dynamo/dynamotest"
+	"github.com/duradyn/duradyn/internal/clockskew/skewtest"
+	"github.com/duradyn/duradyn/internal/faults"
+	"github.com/duradyn/duradyn/internal/oteltest"
 )
 
 // fakeDynamoDB answers every DynamoDB request with an empty result that

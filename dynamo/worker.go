@@ -13,9 +13,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
-	"github.com/dynoxide/dynoxide/provider"
-	"github.com/dynoxide/dynoxide/queues"
+	"github.com/duradyn/duradyn/dynamo/internal/keys"
+	"github.com/duradyn/duradyn/provider"
+	"github.com/duradyn/duradyn/queues"
 )
 
 // A signal that names its activity row is followed by a consistent read of

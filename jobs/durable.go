@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable"
+	"github.com/duradyn/duradyn/durable"
 )
 
 // instanceTimeLayout writes a scheduled time in [InstanceID]: RFC 3339 in

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/jobs"
-	"github.com/dynoxide/dynoxide/provider/memprovider"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/jobs"
+	"github.com/duradyn/duradyn/provider/memprovider"
 )
 
 func TestInstanceID(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/dynoxide/dynoxide/internal/clockskew"
-	"github.com/dynoxide/dynoxide/queues"
+	"github.com/duradyn/duradyn/internal/clockskew"
+	"github.com/duradyn/duradyn/queues"
 )
 
 // DynamoAPI is the part of the DynamoDB client a [DynamoStore] calls; the
@@ -34,8 +34,8 @@ type DynamoAPI interface {
 // DynamoOptions configures a [DynamoStore]. TableName is required;
 // everything else has a default.
 type DynamoOptions struct {
-	// TableName is the dynoxide table, created with the shape of
-	// [github.com/dynoxide/dynoxide/tables.Default] (by the Terraform module
+	// TableName is the duradyn table, created with the shape of
+	// [github.com/duradyn/duradyn/tables.Default] (by the Terraform module
 	// or tables.Ensure). Jobs share it with orchestrations under keys of
 	// their own. Required.
 	TableName string
@@ -105,7 +105,7 @@ func (o DynamoOptions) resolve() (DynamoOptions, error) {
 	return o, nil
 }
 
-// DynamoStore is a [Store] in the dynoxide DynamoDB table, shared safely by
+// DynamoStore is a [Store] in the duradyn DynamoDB table, shared safely by
 // any number of processes.
 //
 // # Rows

@@ -8,9 +8,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/dynoxide/dynoxide/faults"
-	"github.com/dynoxide/dynoxide/jobs"
-	"github.com/dynoxide/dynoxide/tables"
+	"github.com/duradyn/duradyn/internal/faults"
+	"github.com/duradyn/duradyn/jobs"
+	"github.com/duradyn/duradyn/tables"
 )
 
 // faultyClient sends every request through a fault injector except

@@ -8,7 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/tables"
+	"github.com/duradyn/duradyn/tables"
 )
 
 // Attributes of a job's item besides its fields, which are named by

@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/jobs"
-	"github.com/dynoxide/dynoxide/queues"
+	"github.com/duradyn/duradyn/jobs"
+	"github.com/duradyn/duradyn/queues"
 )
 
 // rawItem reads the item of the job with id as DynamoDB holds it.

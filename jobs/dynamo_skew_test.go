@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/internal/clockskew/skewtest"
-	"github.com/dynoxide/dynoxide/jobs"
+	"github.com/duradyn/duradyn/internal/clockskew/skewtest"
+	"github.com/duradyn/duradyn/jobs"
 )
 
 // TestDynamoStoreClockSkew: a store whose clock runs five seconds ahead

@@ -8,10 +8,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/dynoxide/dynoxide/jobs"
-	"github.com/dynoxide/dynoxide/jobs/jobstest"
-	"github.com/dynoxide/dynoxide/localstack"
-	"github.com/dynoxide/dynoxide/tables"
+	"github.com/duradyn/duradyn/jobs"
+	"github.com/duradyn/duradyn/jobs/jobstest"
+	"github.com/duradyn/duradyn/localstack"
+	"github.com/duradyn/duradyn/tables"
 )
 
 // dynamoEnv is one test's table on the shared emulator.

@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/dynoxide/dynoxide/queues"
-	"github.com/dynoxide/dynoxide/tables"
+	"github.com/duradyn/duradyn/queues"
+	"github.com/duradyn/duradyn/tables"
 )
 
 // Create stores a new job; see [Store.Create].

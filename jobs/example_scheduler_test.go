@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dynoxide/dynoxide/jobs"
+	"github.com/duradyn/duradyn/jobs"
 )
 
 // A scheduler runs a job every five minutes; here a fake clock stands in

@@ -8,7 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 
-	"github.com/dynoxide/dynoxide/jobs"
+	"github.com/duradyn/duradyn/jobs"
 )
 
 // ExampleNewMemoryStore creates a job, claims its scheduled time with a
@@ -57,7 +57,7 @@ func ExampleNewMemoryStore() {
 	// claimed again: false
 }
 
-// ExampleNewDynamoStore keeps jobs in the dynoxide table. It needs a table,
+// ExampleNewDynamoStore keeps jobs in the duradyn table. It needs a table,
 // so it is compiled but not run.
 func ExampleNewDynamoStore() {
 	ctx := context.Background()
@@ -66,7 +66,7 @@ func ExampleNewDynamoStore() {
 		log.Fatal(err)
 	}
 	store, err := jobs.NewDynamoStore(cfg, func(o *jobs.DynamoOptions) {
-		o.TableName = "dynoxide"
+		o.TableName = "duradyn"
 	})
 	if err != nil {
 		log.Fatal(err)

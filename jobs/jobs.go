@@ -1,6 +1,6 @@
 // Package jobs stores scheduled jobs and runs them: a job store with an
 // atomic compare-and-swap (the job-store adapter of the Chronis scheduler,
-// in Go), in memory ([NewMemoryStore]) and in the dynoxide DynamoDB table
+// in Go), in memory ([NewMemoryStore]) and in the duradyn DynamoDB table
 // ([NewDynamoStore]), and a [Scheduler] that fires each job's scheduled
 // times exactly once across any number of processes sharing a store.
 //

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dynoxide/dynoxide/internal/tablekeys"
+	"github.com/duradyn/duradyn/internal/tablekeys"
 )
 
-// Keys of a job's item in the dynoxide table. This file is the only place
+// Keys of a job's item in the duradyn table. This file is the only place
 // they are built or parsed.
 //
 //	pk    = J#<job id>

@@ -3,8 +3,8 @@ package jobs_test
 import (
 	"testing"
 
-	"github.com/dynoxide/dynoxide/jobs"
-	"github.com/dynoxide/dynoxide/jobs/jobstest"
+	"github.com/duradyn/duradyn/jobs"
+	"github.com/duradyn/duradyn/jobs/jobstest"
 )
 
 func TestMemoryStore(t *testing.T) {

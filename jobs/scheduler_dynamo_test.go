@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/dynoxide/dynoxide/faults"
-	"github.com/dynoxide/dynoxide/jobs"
-	"github.com/dynoxide/dynoxide/queues"
+	"github.com/duradyn/duradyn/internal/faults"
+	"github.com/duradyn/duradyn/jobs"
+	"github.com/duradyn/duradyn/queues"
 )
 
 func TestSchedulersFireEachTimeOnce_Dynamo(t *testing.T) {

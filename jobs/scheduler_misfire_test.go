@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/jobs"
+	"github.com/duradyn/duradyn/jobs"
 )
 
 // TestSchedulerMisfireAfterOutage stops the schedulers from 00:00:30 to

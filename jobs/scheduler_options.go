@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/dynoxide/dynoxide/queues"
+	"github.com/duradyn/duradyn/queues"
 )
 
 // SchedulerOptions configures a [Scheduler]. Everything has a default.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/dynoxide/dynoxide/queues"
+	"github.com/duradyn/duradyn/queues"
 )
 
 // signalWait is the timeout of one wait for schedule signals; the listener

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/jobs"
+	"github.com/duradyn/duradyn/jobs"
 )
 
 // skewedClock reads a shared fake clock shifted by off: a host whose clock

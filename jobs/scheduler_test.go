@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/jobs"
-	"github.com/dynoxide/dynoxide/queues"
+	"github.com/duradyn/duradyn/jobs"
+	"github.com/duradyn/duradyn/queues"
 )
 
 // startTime is the fake clocks' start: half a minute before the first

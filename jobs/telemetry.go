@@ -10,13 +10,13 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/dynoxide/dynoxide/internal/instrument"
+	"github.com/duradyn/duradyn/internal/instrument"
 )
 
 // InstrumentationName is the name of the tracer and meter a [Scheduler]
 // takes from [SchedulerOptions.TracerProvider] and
 // [SchedulerOptions.MeterProvider].
-const InstrumentationName = "github.com/dynoxide/dynoxide/jobs"
+const InstrumentationName = "github.com/duradyn/duradyn/jobs"
 
 // Attribute keys of the scheduler's spans and metrics. Metrics carry the
 // job's name (its action), never its id, so that their series stay few

@@ -14,8 +14,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/dynoxide/dynoxide/internal/oteltest"
-	"github.com/dynoxide/dynoxide/jobs"
+	"github.com/duradyn/duradyn/internal/oteltest"
+	"github.com/duradyn/duradyn/jobs"
 )
 
 // rivalStore lets a rival scheduler win the first claim of job rival: it

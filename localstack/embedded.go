@@ -43,7 +43,7 @@ func startEmbedded(ctx context.Context, o Options) (*Emulator, error) {
 	if err != nil {
 		return nil, err
 	}
-	logDir, err := os.MkdirTemp("", "dynoxide-emulators-")
+	logDir, err := os.MkdirTemp("", "duradyn-emulators-")
 	if err != nil {
 		return nil, fmt.Errorf("localstack: create log directory: %w", err)
 	}

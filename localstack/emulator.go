@@ -33,16 +33,16 @@ type terminator interface {
 // Start returns DynamoDB and SQS endpoints, starting emulators when needed.
 // It looks in this order:
 //
-//  1. The environment: for DynamoDB, DYNOXIDE_DYNAMODB_ENDPOINT, else
+//  1. The environment: for DynamoDB, DURADYN_DYNAMODB_ENDPOINT, else
 //     AWS_ENDPOINT_URL_DYNAMODB, else AWS_ENDPOINT_URL; for SQS,
-//     DYNOXIDE_SQS_ENDPOINT, else AWS_ENDPOINT_URL_SQS, else
+//     DURADYN_SQS_ENDPOINT, else AWS_ENDPOINT_URL_SQS, else
 //     AWS_ENDPOINT_URL. If any of these is set, both services must resolve;
 //     Start then waits until both answer and starts nothing (Source
 //     [SourceEnv]). Skipped with [Options.IgnoreEnvironment].
 //  2. LocalStack, through testcontainers-go, when a Docker provider answers
 //     a health check within [Options.DockerProbeTimeout] (Source
 //     [SourceLocalStack]). Skipped with [Options.DisableLocalStack] or
-//     DYNOXIDE_DISABLE_LOCALSTACK=1. If the container fails to start, Start
+//     DURADYN_DISABLE_LOCALSTACK=1. If the container fails to start, Start
 //     logs why and goes on to the next step.
 //  3. Embedded emulators (Source [SourceEmbedded]): DynamoDB Local run with
 //     Java, and moto_server (when on PATH) or fauxqs run with Node.js, each

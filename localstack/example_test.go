@@ -8,7 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/dynoxide/dynoxide/localstack"
+	"github.com/duradyn/duradyn/localstack"
 )
 
 // ExampleStart starts (or finds) DynamoDB and SQS emulators outside of a

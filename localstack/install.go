@@ -15,7 +15,7 @@ import (
 
 // installedMarker is written into an installation directory once the
 // installation is complete; directories without it are never used.
-const installedMarker = ".dynoxide-installed"
+const installedMarker = ".duradyn-installed"
 
 // installNPM makes sure the npm package spec (name@version) is installed under
 // cacheDir and returns the directory that holds its node_modules. check

@@ -12,25 +12,25 @@ import (
 const (
 	// EnvDynamoDBEndpoint names an already running DynamoDB API. It takes
 	// precedence over AWS_ENDPOINT_URL_DYNAMODB and AWS_ENDPOINT_URL.
-	EnvDynamoDBEndpoint = "DYNOXIDE_DYNAMODB_ENDPOINT"
+	EnvDynamoDBEndpoint = "DURADYN_DYNAMODB_ENDPOINT"
 	// EnvSQSEndpoint names an already running SQS API. It takes precedence
 	// over AWS_ENDPOINT_URL_SQS and AWS_ENDPOINT_URL.
-	EnvSQSEndpoint = "DYNOXIDE_SQS_ENDPOINT"
+	EnvSQSEndpoint = "DURADYN_SQS_ENDPOINT"
 	// EnvCacheDir overrides the default cache directory (see
 	// [Options.CacheDir]).
-	EnvCacheDir = "DYNOXIDE_CACHE_DIR"
+	EnvCacheDir = "DURADYN_CACHE_DIR"
 	// EnvDisableLocalStack, set to "1" or "true", skips the LocalStack step
 	// like [Options.DisableLocalStack].
-	EnvDisableLocalStack = "DYNOXIDE_DISABLE_LOCALSTACK"
+	EnvDisableLocalStack = "DURADYN_DISABLE_LOCALSTACK"
 	// EnvLocalStackImage overrides the default LocalStack image (see
 	// [Options.LocalStackImage]).
-	EnvLocalStackImage = "DYNOXIDE_LOCALSTACK_IMAGE"
+	EnvLocalStackImage = "DURADYN_LOCALSTACK_IMAGE"
 	// EnvSQSEmulator selects the embedded SQS emulator, "moto" or "fauxqs"
 	// (see [Options.SQSEmulator]).
-	EnvSQSEmulator = "DYNOXIDE_SQS_EMULATOR"
+	EnvSQSEmulator = "DURADYN_SQS_EMULATOR"
 	// EnvKeepLogs, set to "1" or "true", keeps the embedded servers' log
 	// directory after [Emulator.Stop] (see [Options.KeepLogs]).
-	EnvKeepLogs = "DYNOXIDE_KEEP_EMULATOR_LOGS"
+	EnvKeepLogs = "DURADYN_KEEP_EMULATOR_LOGS"
 )
 
 // Embedded SQS emulators accepted by [Options.SQSEmulator].
@@ -58,9 +58,9 @@ const (
 // documents its default.
 type Options struct {
 	// CacheDir is where embedded emulators are installed. Default: the value
-	// of DYNOXIDE_CACHE_DIR if set, else ".cache/emulators" under the root of
+	// of DURADYN_CACHE_DIR if set, else ".cache/emulators" under the root of
 	// the Go module containing the working directory (the first parent with a
-	// go.mod), else "dynoxide/emulators" under os.UserCacheDir.
+	// go.mod), else "duradyn/emulators" under os.UserCacheDir.
 	CacheDir string
 
 	// Logf receives progress messages (installing, starting, falling back).
@@ -68,7 +68,7 @@ type Options struct {
 	Logf func(format string, args ...any)
 
 	// DisableLocalStack skips the LocalStack step even when Docker is
-	// available. Default false; DYNOXIDE_DISABLE_LOCALSTACK=1 has the same
+	// available. Default false; DURADYN_DISABLE_LOCALSTACK=1 has the same
 	// effect.
 	DisableLocalStack bool
 
@@ -81,7 +81,7 @@ type Options struct {
 	Region string
 
 	// LocalStackImage is the image the LocalStack step runs. Default:
-	// DYNOXIDE_LOCALSTACK_IMAGE if set, else "localstack/localstack:4.14.0".
+	// DURADYN_LOCALSTACK_IMAGE if set, else "localstack/localstack:4.14.0".
 	// If LOCALSTACK_AUTH_TOKEN is set it is passed to the container.
 	LocalStackImage string
 
@@ -90,7 +90,7 @@ type Options struct {
 	DockerProbeTimeout time.Duration
 
 	// SQSEmulator selects the embedded SQS emulator: [SQSEmulatorMoto] or
-	// [SQSEmulatorFauxqs]. Default: DYNOXIDE_SQS_EMULATOR if set, else moto
+	// [SQSEmulatorFauxqs]. Default: DURADYN_SQS_EMULATOR if set, else moto
 	// when moto_server is on PATH, else fauxqs.
 	SQSEmulator string
 
@@ -105,7 +105,7 @@ type Options struct {
 
 	// KeepLogs keeps the directory holding the embedded servers' logs after
 	// Stop (and after a failed Start) instead of removing it. Default:
-	// DYNOXIDE_KEEP_EMULATOR_LOGS=1 keeps them; otherwise they are removed.
+	// DURADYN_KEEP_EMULATOR_LOGS=1 keeps them; otherwise they are removed.
 	// A failed Start always quotes the tail of the failing server's log in
 	// its error.
 	KeepLogs bool
@@ -176,7 +176,7 @@ func (o Options) cacheDir() (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("localstack: choose a cache directory (set %s): %w", EnvCacheDir, err)
 		}
-		dir = filepath.Join(base, "dynoxide", "emulators")
+		dir = filepath.Join(base, "duradyn", "emulators")
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {

@@ -67,6 +67,9 @@ func Main(m *testing.M) int {
 // testcontainers-go, but later.
 func ForTest(t testing.TB) Endpoints {
 	t.Helper()
+	if os.Getenv(NoEmulatorEnv) != "" {
+		t.Skipf("localstack: %s is set (make check runs only the tests that need no emulator; make test runs them all)", NoEmulatorEnv)
+	}
 	shared.once.Do(func() {
 		// The shared emulator outlives the test that happens to start it:
 		// only its start-up is bound to that test.
@@ -89,6 +92,11 @@ func ForTest(t testing.TB) Endpoints {
 	}
 	return em.Endpoints
 }
+
+// NoEmulatorEnv names the environment variable that, when set, makes
+// [ForTest] skip its test instead of starting an emulator: the fast loop
+// (make check) runs only the tests that need none.
+const NoEmulatorEnv = "DURADYN_NO_EMULATOR"
 
 // maxNameLen keeps names from UniqueName within the 80 characters SQS allows
 // even after a ".fifo" suffix.

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/locks"
-	"github.com/dynoxide/dynoxide/locks/lockstest"
+	"github.com/duradyn/duradyn/locks"
+	"github.com/duradyn/duradyn/locks/lockstest"
 )
 
 // BenchmarkBlockedAcquireWake measures how soon a blocked Acquire takes a

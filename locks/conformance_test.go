@@ -3,8 +3,8 @@ package locks_test
 import (
 	"testing"
 
-	"github.com/dynoxide/dynoxide/locks"
-	"github.com/dynoxide/dynoxide/locks/lockstest"
+	"github.com/duradyn/duradyn/locks"
+	"github.com/duradyn/duradyn/locks/lockstest"
 )
 
 func TestMemoryConformance(t *testing.T) {

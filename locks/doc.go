@@ -1,5 +1,5 @@
 // Package locks provides distributed locks with leases and fencing tokens,
-// on the dynoxide DynamoDB table ([NewDynamo]) or in memory ([NewMemory]),
+// on the duradyn DynamoDB table ([NewDynamo]) or in memory ([NewMemory]),
 // behind one interface, [Locker]: the lock adapter of the Chronis
 // scheduler, in Go.
 //
@@ -32,7 +32,7 @@
 //
 // # Rows
 //
-// A [Dynamo] locker keeps one item per key in the dynoxide table:
+// A [Dynamo] locker keeps one item per key in the duradyn table:
 //
 //	pk = K#<key>, sk = #LOCK
 //	owner      the holder's owner token (absent when free)

@@ -12,9 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/internal/clockskew"
-	"github.com/dynoxide/dynoxide/provider"
-	"github.com/dynoxide/dynoxide/tables"
+	"github.com/duradyn/duradyn/internal/clockskew"
+	"github.com/duradyn/duradyn/provider"
+	"github.com/duradyn/duradyn/tables"
 )
 
 // Retention is how long a lock row stays in the table after its last
@@ -33,7 +33,7 @@ const (
 	attrNonce = "op"        // a random nonce of the last write
 )
 
-// Dynamo is a [Locker] on the dynoxide DynamoDB table: one item per key,
+// Dynamo is a [Locker] on the duradyn DynamoDB table: one item per key,
 // every change one conditional UpdateItem. Create it with [NewDynamo].
 //
 // # Fencing tokens

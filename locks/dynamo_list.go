@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/provider"
-	"github.com/dynoxide/dynoxide/tables"
+	"github.com/duradyn/duradyn/provider"
+	"github.com/duradyn/duradyn/tables"
 )
 
 // List implements [Locker.List] with one Query of the instances index per

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dynoxide/dynoxide/queues"
+	"github.com/duradyn/duradyn/queues"
 )
 
 // Release notices across processes. A notice is a [queues.Signal] of kind

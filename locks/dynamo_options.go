@@ -7,8 +7,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/dynoxide/dynoxide/internal/clockskew"
-	"github.com/dynoxide/dynoxide/queues"
+	"github.com/duradyn/duradyn/internal/clockskew"
+	"github.com/duradyn/duradyn/queues"
 )
 
 // API is the part of the DynamoDB client a [Dynamo] locker calls; the SDK's
@@ -24,8 +24,8 @@ type API interface {
 // DynamoOptions configures a [Dynamo] locker. TableName is required;
 // everything else has a default.
 type DynamoOptions struct {
-	// TableName is the dynoxide table (the shape of
-	// [github.com/dynoxide/dynoxide/tables.Default]). Required.
+	// TableName is the duradyn table (the shape of
+	// [github.com/duradyn/duradyn/tables.Default]). Required.
 	TableName string
 
 	// Client overrides the DynamoDB client built from the aws.Config given

@@ -12,9 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/locks"
-	"github.com/dynoxide/dynoxide/locks/lockstest"
-	"github.com/dynoxide/dynoxide/tables"
+	"github.com/duradyn/duradyn/locks"
+	"github.com/duradyn/duradyn/locks/lockstest"
+	"github.com/duradyn/duradyn/tables"
 )
 
 // row reads the lock row of key with a consistent read; nil when absent.

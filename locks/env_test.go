@@ -8,10 +8,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/dynoxide/dynoxide/localstack"
-	"github.com/dynoxide/dynoxide/locks"
-	"github.com/dynoxide/dynoxide/queues"
-	"github.com/dynoxide/dynoxide/tables"
+	"github.com/duradyn/duradyn/localstack"
+	"github.com/duradyn/duradyn/locks"
+	"github.com/duradyn/duradyn/queues"
+	"github.com/duradyn/duradyn/tables"
 )
 
 // testShards keeps List at four queries per call: the emulator serves

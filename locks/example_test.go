@@ -11,8 +11,8 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/dynoxide/dynoxide/locks"
-	"github.com/dynoxide/dynoxide/queues"
+	"github.com/duradyn/duradyn/locks"
+	"github.com/duradyn/duradyn/queues"
 )
 
 // A lock guards a job: whoever acquires it runs the job and hands the
@@ -81,7 +81,7 @@ func ExampleNewMemoryStore() {
 	// Output: second 2
 }
 
-// A locker on the dynoxide table, whose release notices reach the lockers
+// A locker on the duradyn table, whose release notices reach the lockers
 // of other processes through the orchestrator queue. It needs AWS
 // credentials, a table and a queue, so it is compiled but not run.
 func ExampleNewDynamo() {
@@ -91,14 +91,14 @@ func ExampleNewDynamo() {
 		log.Fatal(err)
 	}
 	signals, err := queues.New(sqs.NewFromConfig(cfg), func(o *queues.Options) {
-		o.OrchestratorQueueURL = "https://sqs.eu-west-1.amazonaws.com/123456789012/dynoxide-orchestrator"
+		o.OrchestratorQueueURL = "https://sqs.eu-west-1.amazonaws.com/123456789012/duradyn-orchestrator"
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer signals.Close()
 	l, err := locks.NewDynamo(cfg, func(o *locks.DynamoOptions) {
-		o.TableName = "dynoxide"
+		o.TableName = "duradyn"
 		o.Signals = signals
 	})
 	if err != nil {

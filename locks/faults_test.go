@@ -8,9 +8,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/dynoxide/dynoxide/faults"
-	"github.com/dynoxide/dynoxide/locks"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/internal/faults"
+	"github.com/duradyn/duradyn/locks"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // Update expressions of the locker's writes, as a rule's Match sees them.

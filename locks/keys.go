@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dynoxide/dynoxide/internal/tablekeys"
+	"github.com/duradyn/duradyn/internal/tablekeys"
 )
 
 // The keys of lock rows. Every key is a fixed prefix followed by at most one

@@ -7,7 +7,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/dynoxide/dynoxide/localstack"
+	"github.com/duradyn/duradyn/localstack"
 )
 
 // TestMain runs the tests against one shared emulator, stops it, and then

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // MemoryStore holds the locks of one or more [Memory] lockers: lockers

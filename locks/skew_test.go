@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/internal/clockskew/skewtest"
-	"github.com/dynoxide/dynoxide/locks"
-	"github.com/dynoxide/dynoxide/locks/lockstest"
+	"github.com/duradyn/duradyn/internal/clockskew/skewtest"
+	"github.com/duradyn/duradyn/locks"
+	"github.com/duradyn/duradyn/locks/lockstest"
 )
 
 // skewedClock reads a shared fake clock shifted by off: a host whose clock

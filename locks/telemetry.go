@@ -12,13 +12,13 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/dynoxide/dynoxide/internal/instrument"
+	"github.com/duradyn/duradyn/internal/instrument"
 )
 
 // InstrumentationName is the name of the tracer and meter [Instrument]
 // takes from [TelemetryOptions.TracerProvider] and
 // [TelemetryOptions.MeterProvider].
-const InstrumentationName = "github.com/dynoxide/dynoxide/locks"
+const InstrumentationName = "github.com/duradyn/duradyn/locks"
 
 // TelemetryOptions configures [Instrument]. Everything has a default.
 type TelemetryOptions struct {

@@ -11,9 +11,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/dynoxide/dynoxide/internal/oteltest"
-	"github.com/dynoxide/dynoxide/locks"
-	"github.com/dynoxide/dynoxide/locks/lockstest"
+	"github.com/duradyn/duradyn/internal/oteltest"
+	"github.com/duradyn/duradyn/locks"
+	"github.com/duradyn/duradyn/locks/lockstest"
 )
 
 // instrument wraps l with Instrument on clock, reporting to tp and mp.

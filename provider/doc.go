@@ -121,6 +121,6 @@
 // # Conformance
 //
 // Package providertest runs duroxide's whole validation suite (and
-// dynoxide's own checks) against any implementation; package memprovider is
+// duradyn's own checks) against any implementation; package memprovider is
 // the in-memory reference implementation.
 package provider

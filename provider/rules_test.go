@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 func TestOperationNamesAreDistinctSnakeCase(t *testing.T) {

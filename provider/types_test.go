@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 func TestTagFilterConstructorsRejectBadSets(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/dynoxide/dynoxide/queues"
+	"github.com/duradyn/duradyn/queues"
 )
 
 // stallingAPI forwards to an SQS client; once armed, the next

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // MaxHops is how many times in all a signal is declined and sent on

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/faults"
-	"github.com/dynoxide/dynoxide/queues"
+	"github.com/duradyn/duradyn/internal/faults"
+	"github.com/duradyn/duradyn/queues"
 )
 
 // awaitStats waits (at most 3 × generous) until cond holds for s's Stats.

@@ -1,4 +1,4 @@
-// Package queues carries wake-up signals for dynoxide's dispatchers over
+// Package queues carries wake-up signals for duradyn's dispatchers over
 // SQS standard queues.
 //
 // DynamoDB holds all queue state. SQS only wakes the dispatchers that wait

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/dynoxide/dynoxide/queues"
+	"github.com/duradyn/duradyn/queues"
 )
 
 // ExampleNew wires signals to two SQS queues: the provider notifies after
@@ -23,8 +23,8 @@ func ExampleNew() {
 		return
 	}
 	signals, err := queues.New(sqs.NewFromConfig(cfg), func(o *queues.Options) {
-		o.OrchestratorQueueURL = "https://sqs.us-east-1.amazonaws.com/123456789012/dynoxide-orchestrator"
-		o.WorkerQueueURL = "https://sqs.us-east-1.amazonaws.com/123456789012/dynoxide-worker"
+		o.OrchestratorQueueURL = "https://sqs.us-east-1.amazonaws.com/123456789012/duradyn-orchestrator"
+		o.WorkerQueueURL = "https://sqs.us-east-1.amazonaws.com/123456789012/duradyn-worker"
 		o.Logf = log.Printf
 	})
 	if err != nil {

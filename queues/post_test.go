@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/faults"
-	"github.com/dynoxide/dynoxide/queues"
+	"github.com/duradyn/duradyn/internal/faults"
+	"github.com/duradyn/duradyn/queues"
 )
 
 // Post wakes this process's waiters and returns while its SQS message is

@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"go.uber.org/goleak"
 
-	"github.com/dynoxide/dynoxide/provider"
-	"github.com/dynoxide/dynoxide/queues"
+	"github.com/duradyn/duradyn/provider"
+	"github.com/duradyn/duradyn/queues"
 )
 
 // The SDK client satisfies the narrow interface.

@@ -1,4 +1,4 @@
-// Package tables is the single source of truth for the shape of dynoxide's
+// Package tables is the single source of truth for the shape of duradyn's
 // DynamoDB table, and creates, checks and deletes tables of that shape.
 //
 // The provider, the emulator-backed tests, the command-line tool and the

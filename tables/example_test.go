@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/dynoxide/dynoxide/tables"
+	"github.com/duradyn/duradyn/tables"
 )
 
 // ExampleEnsure makes sure the table exists with the expected schema before a
@@ -23,9 +23,9 @@ func ExampleEnsure() {
 	}
 	client := dynamodb.NewFromConfig(cfg)
 
-	err = tables.Ensure(ctx, client, "dynoxide", func(o *tables.CreateOptions) {
+	err = tables.Ensure(ctx, client, "duradyn", func(o *tables.CreateOptions) {
 		o.DeletionProtection = true
-		o.Tags = map[string]string{"app": "dynoxide"}
+		o.Tags = map[string]string{"app": "duradyn"}
 	})
 	var mismatch *tables.MismatchError
 	switch {

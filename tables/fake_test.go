@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/tables"
+	"github.com/duradyn/duradyn/tables"
 )
 
 // fakeAPI is an in-memory tables.API for the paths a real DynamoDB API

@@ -1,6 +1,6 @@
 package tables
 
-// Attribute and index names of the dynoxide table. Every package that reads or
+// Attribute and index names of the duradyn table. Every package that reads or
 // writes the table, and every check of the infrastructure code against it,
 // refers to these constants rather than to string literals.
 //

@@ -15,7 +15,7 @@ import (
 // settings that do not change how items are stored and found are not part of
 // a Schema; they are [CreateOptions].
 //
-// [Default] returns the dynoxide table's schema; [FromDescription] reads one
+// [Default] returns the duradyn table's schema; [FromDescription] reads one
 // back from a live table. Two schemas are equal when [Schema.Diff] returns no
 // differences. Indexes are kept sorted by name and non-key attributes sorted
 // by name, so equal schemas also have equal JSON encodings.
@@ -64,7 +64,7 @@ type Index struct {
 	NonKeyAttributes []string `json:"non_key_attributes"`
 }
 
-// Default returns the dynoxide table's schema:
+// Default returns the duradyn table's schema:
 //
 //   - keys [AttrPK] (partition) and [AttrSK] (sort);
 //   - index [IndexReady] on [AttrReadyPK] and [AttrReadySK], projecting

@@ -15,7 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/tables"
+	"github.com/duradyn/duradyn/tables"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/schema.golden.json from tables.Default()")

@@ -12,8 +12,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/localstack"
-	"github.com/dynoxide/dynoxide/tables"
+	"github.com/duradyn/duradyn/localstack"
+	"github.com/duradyn/duradyn/tables"
 )
 
 // newTable returns a DynamoDB client for the test emulator and a table name
@@ -96,7 +96,7 @@ func TestCreate_Provisioned(t *testing.T) {
 		o.BillingMode = types.BillingModeProvisioned
 		o.Capacity = tables.Capacity{Read: 3, Write: 4}
 		o.IndexCapacity = map[string]tables.Capacity{tables.IndexReady: {Read: 5, Write: 6}}
-		o.Tags = map[string]string{"app": "dynoxide"}
+		o.Tags = map[string]string{"app": "duradyn"}
 	})
 	if err != nil {
 		t.Fatal(err)

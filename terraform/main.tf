@@ -220,7 +220,7 @@ resource "aws_appautoscaling_policy" "this" {
   for_each = aws_appautoscaling_target.this
 
   # Policy names are unique per scalable target only.
-  name               = "dynoxide-${each.key}"
+  name               = "duradyn-${each.key}"
   policy_type        = "TargetTrackingScaling"
   service_namespace  = each.value.service_namespace
   resource_id        = each.value.resource_id
@@ -256,14 +256,14 @@ resource "aws_sqs_queue" "this" {
   kms_master_key_id                 = var.queue_kms_key_arn
   kms_data_key_reuse_period_seconds = var.queue_kms_key_arn != null ? var.queue_kms_data_key_reuse_period_seconds : null
 
-  tags = merge(var.tags, var.queue_tags, { "dynoxide:signal-kind" = each.key })
+  tags = merge(var.tags, var.queue_tags, { "duradyn:signal-kind" = each.key })
 }
 
 ################################################################################
 # IAM policy
 ################################################################################
 
-# The least privilege a dynoxide process needs: item reads and writes on the
+# The least privilege a duradyn process needs: item reads and writes on the
 # table, queries of its indexes, and sending, receiving and deleting signals.
 # The action lists are read from iam_actions.json, which a Go test
 # (internal/parity) checks against the SDK operations the provider calls:
@@ -272,21 +272,21 @@ data "aws_iam_policy_document" "this" {
   count = var.create ? 1 : 0
 
   statement {
-    sid       = "DynoxideTable"
+    sid       = "DuradynTable"
     effect    = "Allow"
     actions   = local.iam_actions.table
     resources = [local.table_arn]
   }
 
   statement {
-    sid       = "DynoxideIndexes"
+    sid       = "DuradynIndexes"
     effect    = "Allow"
     actions   = local.iam_actions.indexes
     resources = [for ix in local.schema.global_secondary_indexes : "${local.table_arn}/index/${ix.name}"]
   }
 
   statement {
-    sid       = "DynoxideSignalQueues"
+    sid       = "DuradynSignalQueues"
     effect    = "Allow"
     actions   = local.iam_actions.queues
     resources = [for q in aws_sqs_queue.this : q.arn]
@@ -295,7 +295,7 @@ data "aws_iam_policy_document" "this" {
   dynamic "statement" {
     for_each = length(local.kms_key_arns) > 0 ? [local.kms_key_arns] : []
     content {
-      sid       = "DynoxideKMS"
+      sid       = "DuradynKMS"
       effect    = "Allow"
       actions   = ["kms:Decrypt", "kms:GenerateDataKey"]
       resources = statement.value
@@ -315,9 +315,9 @@ data "aws_iam_policy_document" "this" {
 resource "aws_iam_policy" "this" {
   count = var.create && var.create_iam_policy ? 1 : 0
 
-  name        = coalesce(var.iam_policy_name, "${var.table_name}-dynoxide")
+  name        = coalesce(var.iam_policy_name, "${var.table_name}-duradyn")
   path        = var.iam_policy_path
-  description = "Access a dynoxide process needs to table ${var.table_name} and its signal queues."
+  description = "Access a duradyn process needs to table ${var.table_name} and its signal queues."
   policy      = data.aws_iam_policy_document.this[0].json
 
   tags = var.tags

@@ -51,7 +51,7 @@ output "worker_queue_arn" {
 ################################################################################
 
 output "iam_policy_json" {
-  description = "Least-privilege IAM policy document (JSON) for a dynoxide process: the table, its indexes, both queues and, when given, the KMS keys."
+  description = "Least-privilege IAM policy document (JSON) for a duradyn process: the table, its indexes, both queues and, when given, the KMS keys."
   value       = try(data.aws_iam_policy_document.this[0].json, null)
 }
 

@@ -241,7 +241,7 @@ variable "queue_receive_wait_time_seconds" {
 
   validation {
     condition     = var.queue_receive_wait_time_seconds >= 0 && var.queue_receive_wait_time_seconds <= 20 && var.queue_receive_wait_time_seconds == floor(var.queue_receive_wait_time_seconds)
-    error_message = "queue_receive_wait_time_seconds must be a whole number from 0 to 20; 0 is the value dynoxide expects."
+    error_message = "queue_receive_wait_time_seconds must be a whole number from 0 to 20; 0 is the value duradyn expects."
   }
 }
 
@@ -287,7 +287,7 @@ variable "create_iam_policy" {
 }
 
 variable "iam_policy_name" {
-  description = "Name of the IAM policy created when create_iam_policy is true. Default null: \"<table_name>-dynoxide\"."
+  description = "Name of the IAM policy created when create_iam_policy is true. Default null: \"<table_name>-duradyn\"."
   type        = string
   default     = null
 
@@ -305,6 +305,6 @@ variable "iam_policy_path" {
 
   validation {
     condition     = can(regex("^/([\\x21-\\x7E]{0,510}/)?$", var.iam_policy_path))
-    error_message = "iam_policy_path must start and end with '/', for example \"/\" or \"/dynoxide/\"."
+    error_message = "iam_policy_path must start and end with '/', for example \"/\" or \"/duradyn/\"."
   }
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/internal/itemsize"
+	"github.com/duradyn/duradyn/internal/itemsize"
 )
 
 // equalItems reports whether two items hold the same attributes with equal

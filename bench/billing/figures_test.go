@@ -6,13 +6,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/internal/itemsize"
-	"github.com/dynoxide/dynoxide/tables"
+	"github.com/duradyn/duradyn/internal/itemsize"
+	"github.com/duradyn/duradyn/tables"
 )
 
-// TestFigures_DynoxideTable records what typical writes to the dynoxide
+// TestFigures_DuradynTable records what typical writes to the duradyn
 // table cost by the rules.
-func TestFigures_DynoxideTable(t *testing.T) {
+func TestFigures_DuradynTable(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	// A 1 KB queue row that enters the ready index with a 1 KB projected

@@ -9,9 +9,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/bench/billing"
-	"github.com/dynoxide/dynoxide/localstack"
-	"github.com/dynoxide/dynoxide/tables"
+	"github.com/duradyn/duradyn/bench/billing"
+	"github.com/duradyn/duradyn/localstack"
+	"github.com/duradyn/duradyn/tables"
 )
 
 // fixture is a table on DynamoDB Local with a metered client, an unmetered
@@ -24,7 +24,7 @@ type fixture struct {
 	meter  *billing.Meter
 }
 
-// newFixture creates a table with the dynoxide schema (two sparse indexes
+// newFixture creates a table with the duradyn schema (two sparse indexes
 // with INCLUDE projections), or with schema when given.
 func newFixture(t *testing.T, schema ...tables.Schema) *fixture {
 	t.Helper()
@@ -125,7 +125,7 @@ func sumReported(cs []types.ConsumedCapacity) float64 {
 func wru(size int) float64 { return float64(max(1, (size+1023)/1024)) }
 func rru(size int) float64 { return float64(max(1, (size+4095)/4096)) }
 
-// readyEntry is the entry of the dynoxide table's ready index for it: the
+// readyEntry is the entry of the duradyn table's ready index for it: the
 // table keys, the index keys and the projected attributes it has.
 func readyEntry(it map[string]types.AttributeValue) map[string]types.AttributeValue {
 	e := map[string]types.AttributeValue{}

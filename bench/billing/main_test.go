@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/dynoxide/dynoxide/localstack"
+	"github.com/duradyn/duradyn/localstack"
 )
 
 func TestMain(m *testing.M) { os.Exit(localstack.Main(m)) }

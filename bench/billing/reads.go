@@ -7,7 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/internal/itemsize"
+	"github.com/duradyn/duradyn/internal/itemsize"
 )
 
 // eventualFactor is the share of a strongly consistent read's units an

@@ -3,8 +3,8 @@ package billing
 import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/internal/itemsize"
-	"github.com/dynoxide/dynoxide/tables"
+	"github.com/duradyn/duradyn/internal/itemsize"
+	"github.com/duradyn/duradyn/tables"
 )
 
 // tableSchema is what the rules need of a table: its key attributes and its

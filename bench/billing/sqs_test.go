@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/dynoxide/dynoxide/bench/billing"
-	"github.com/dynoxide/dynoxide/localstack"
+	"github.com/duradyn/duradyn/bench/billing"
+	"github.com/duradyn/duradyn/localstack"
 )
 
 func TestSQS(t *testing.T) {

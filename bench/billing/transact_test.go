@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/internal/itemsize"
-	"github.com/dynoxide/dynoxide/tables"
+	"github.com/duradyn/duradyn/internal/itemsize"
+	"github.com/duradyn/duradyn/tables"
 )
 
 // TestTransactWriteItems_Puts checks that ten transactional puts of 1- and

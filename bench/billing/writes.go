@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/internal/itemsize"
+	"github.com/duradyn/duradyn/internal/itemsize"
 )
 
 // transactionMultiplier is how many standard units a transactional write or

@@ -18,8 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"go.uber.org/goleak"
 
-	"github.com/dynoxide/dynoxide/bench/proxy"
-	"github.com/dynoxide/dynoxide/localstack"
+	"github.com/duradyn/duradyn/bench/proxy"
+	"github.com/duradyn/duradyn/localstack"
 )
 
 func TestMain(m *testing.M) { os.Exit(localstack.Main(m)) }

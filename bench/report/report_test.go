@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/bench/report"
+	"github.com/duradyn/duradyn/bench/report"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
@@ -26,7 +26,7 @@ func sampleResults() []report.Result {
 	return []report.Result{
 		{
 			Scenario:   "HelloCities5",
-			System:     "dynoxide/memprovider",
+			System:     "duradyn/memprovider",
 			Activities: 5000,
 			Elapsed:    1250 * ms,
 			Latencies:  []time.Duration{12 * ms, 9 * ms, 30 * ms, 11 * ms},
@@ -34,7 +34,7 @@ func sampleResults() []report.Result {
 		},
 		{
 			Scenario: "Idle",
-			System:   "dynoxide/dynamodb-local+sqs",
+			System:   "duradyn/dynamodb-local+sqs",
 			Elapsed:  time.Minute,
 			DynamoDB: map[string]int{"Query": 4},
 			SQS:      map[string]int{"ReceiveMessage": 6},
@@ -43,7 +43,7 @@ func sampleResults() []report.Result {
 		},
 		{
 			Scenario:           "HelloCities5",
-			System:             "dynoxide/dynamodb-local+sqs",
+			System:             "duradyn/dynamodb-local+sqs",
 			Activities:         5000,
 			Elapsed:            9876 * ms,
 			Latencies:          []time.Duration{80 * ms, 95 * ms, 120 * ms, 410 * ms},
@@ -296,7 +296,7 @@ func TestChartIsWellFormedSVG(t *testing.T) {
 			t.Fatal(err)
 		}
 		texts := parseSVG(t, name, data)
-		for _, want := range []string{"dynoxide/memprovider", "4,000", "no figure"} {
+		for _, want := range []string{"duradyn/memprovider", "4,000", "no figure"} {
 			if name == "HelloCities5.svg" && !slices.Contains(texts, want) {
 				t.Errorf("%s: no text %q among %q", name, want, texts)
 			}

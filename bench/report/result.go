@@ -8,8 +8,8 @@ import "time"
 type Result struct {
 	// Scenario names the scenario (HelloCities5, FanOut1000, ...).
 	Scenario string
-	// System names what ran it: "dynoxide/memprovider",
-	// "dynoxide/dynamodb-local+sqs", "go-workflows/sqlite-file", ...
+	// System names what ran it: "duradyn/memprovider",
+	// "duradyn/dynamodb-local+sqs", "go-workflows/sqlite-file", ...
 	System string
 	// Activities is how many activities completed.
 	Activities int

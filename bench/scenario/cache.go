@@ -8,15 +8,15 @@ import (
 )
 
 // libraryModule is the module path of the library the benchmark measures.
-const libraryModule = "github.com/dynoxide/dynoxide"
+const libraryModule = "github.com/duradyn/duradyn"
 
 // LibraryCacheDir returns the emulator cache of the library's module
 // (.cache/emulators beside the go.mod that declares
-// github.com/dynoxide/dynoxide), found by walking up from the working
+// github.com/duradyn/duradyn), found by walking up from the working
 // directory, or "" when there is none. The bench module is a module of its
 // own, so localstack, which looks beside the nearest go.mod, would not
 // find the library's cache from it: callers pass this directory as
-// localstack.Options.CacheDir (or DYNOXIDE_CACHE_DIR) so that the
+// localstack.Options.CacheDir (or DURADYN_CACHE_DIR) so that the
 // emulators installed for the library are reused.
 func LibraryCacheDir() string {
 	dir, err := os.Getwd()

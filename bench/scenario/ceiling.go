@@ -14,8 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/bench/report"
-	"github.com/dynoxide/dynoxide/tables"
+	"github.com/duradyn/duradyn/bench/report"
+	"github.com/duradyn/duradyn/tables"
 )
 
 // EndpointCeilingName is the name of the EndpointCeiling scenario.
@@ -41,8 +41,8 @@ const ceilingSystem = "dynamodb endpoint alone"
 // the lock's conditional PutItem, the turn's four-item transaction (lock
 // released, history row put, message row deleted, activity row put already
 // claimed for the waiting worker, §8 handed activities) and the worker's
-// two-item transaction (activity row deleted, completion message put). Items have dynoxide's keys on a
-// dynoxide table, queue rows its ready index's keys (so their writes keep
+// two-item transaction (activity row deleted, completion message put). Items have duradyn's keys on a
+// duradyn table, queue rows its ready index's keys (so their writes keep
 // the index), and no payload; each of ceilingClients clients has an
 // instance of its own, so no condition fails. There is no runtime, no
 // meter and no wake-up queue.

@@ -1,4 +1,4 @@
-// Package scenario runs dynoxide's end-to-end benchmark scenarios on each
+// Package scenario runs duradyn's end-to-end benchmark scenarios on each
 // system under test (the runtime on memprovider, and on the DynamoDB
 // provider with and without SQS wake-up queues and behind a latency proxy)
 // and, where a peer exists, on go-workflows' backends, and returns one
@@ -31,6 +31,6 @@
 // load, whose reads the meter adds no request to, and the scenarios that
 // report costs only, run once, metered.
 //
-// [report.Result]: github.com/dynoxide/dynoxide/bench/report.Result
-// [billing.Meter]: github.com/dynoxide/dynoxide/bench/billing.Meter
+// [report.Result]: github.com/duradyn/duradyn/bench/report.Result
+// [billing.Meter]: github.com/duradyn/duradyn/bench/billing.Meter
 package scenario

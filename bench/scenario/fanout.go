@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dynoxide/dynoxide/bench/peer/goworkflows"
-	"github.com/dynoxide/dynoxide/bench/report"
-	"github.com/dynoxide/dynoxide/durable"
+	"github.com/duradyn/duradyn/bench/peer/goworkflows"
+	"github.com/duradyn/duradyn/bench/report"
+	"github.com/duradyn/duradyn/durable"
 )
 
 // FanOutName is the name of the FanOut scenario of n activities.
@@ -19,7 +19,7 @@ func FanOutName(n int) string { return fmt.Sprintf("FanOut%d", n) }
 // all, and checks that every result is present and right. The provider
 // hands a turn at most 45 completions (docs/design.md §8), so the fan-in
 // takes about n/45 turns. On DynamoDBSQS it also runs with two runtimes on
-// one table (the system named "dynoxide/dynamodb-local+sqs (2 runtimes,
+// one table (the system named "duradyn/dynamodb-local+sqs (2 runtimes,
 // 2+2 slots)"), whose workers' completions wake the turns of their own
 // process, so that turns move between the processes and each reads what
 // the other added to the history. Then it runs go-workflows' FanOut on

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/dynoxide/dynoxide/bench/report"
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/bench/report"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // FetchCostName is the name of the FetchCost scenario.

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dynoxide/dynoxide/bench/peer/goworkflows"
-	"github.com/dynoxide/dynoxide/bench/report"
-	"github.com/dynoxide/dynoxide/durable"
+	"github.com/duradyn/duradyn/bench/peer/goworkflows"
+	"github.com/duradyn/duradyn/bench/report"
+	"github.com/duradyn/duradyn/durable"
 )
 
 // startConcurrency bounds the client's concurrent starts.
@@ -71,7 +71,7 @@ func payloadSuffix(bytes int) string {
 
 // HelloCities5Payload is HelloCities5 with payloads: each activity's input
 // carries bytes of filler beside its city, and its output greets all of
-// it, so both are about bytes long. It runs on the dynoxide systems only,
+// it, so both are about bytes long. It runs on the duradyn systems only,
 // to show what a payload costs in write and read units, and, after
 // DynamoDBSQS, on DynamoDBSQSUncompressed, to show what compressing
 // payloads saves.
@@ -95,7 +95,7 @@ func HelloCities5Payload(ctx context.Context, env *Env, instances, bytes int) ([
 	})
 }
 
-// Runtimes is how many runtimes a scenario starts on a dynoxide system, and
+// Runtimes is how many runtimes a scenario starts on a duradyn system, and
 // with how many slots. The zero value is one runtime of default options.
 type Runtimes struct {
 	// Count is the number of runtimes, each on its own provider as

@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dynoxide/dynoxide/bench/billing"
-	"github.com/dynoxide/dynoxide/bench/report"
-	"github.com/dynoxide/dynoxide/durable"
+	"github.com/duradyn/duradyn/bench/billing"
+	"github.com/duradyn/duradyn/bench/report"
+	"github.com/duradyn/duradyn/durable"
 )
 
 // Names of the idle scenarios.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dynoxide/dynoxide/bench/report"
+	"github.com/duradyn/duradyn/bench/report"
 )
 
 // HelloCities5LoadName is the name of the HelloCities5Load scenario.
@@ -51,7 +51,7 @@ func (rt Runtimes) slots() int {
 // process on the same table. It shows what the wake-up and sweep design
 // costs when work waits, which HelloCities5's 100 instances on one
 // runtime of default options do not. Each result's system names its
-// variant: "dynoxide/dynamodb-local+sqs (2 runtimes, 2+2 slots)". It runs
+// variant: "duradyn/dynamodb-local+sqs (2 runtimes, 2+2 slots)". It runs
 // nothing when env has no DynamoDBSQS system.
 func HelloCities5Load(ctx context.Context, env *Env, instances int) ([]report.Result, error) {
 	system, ok := env.system(DynamoDBSQS)

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dynoxide/dynoxide/bench/billing"
-	"github.com/dynoxide/dynoxide/bench/report"
-	"github.com/dynoxide/dynoxide/durable"
+	"github.com/duradyn/duradyn/bench/billing"
+	"github.com/duradyn/duradyn/bench/report"
+	"github.com/duradyn/duradyn/durable"
 )
 
 // ErrScenario is wrapped by the error a scenario returns for a system that

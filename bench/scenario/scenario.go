@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dynoxide/dynoxide/bench/report"
+	"github.com/duradyn/duradyn/bench/report"
 )
 
 // ErrUnknownScenario is returned by Select for a name it does not know.
@@ -19,7 +19,7 @@ type Sizes struct {
 	// HelloCities5Payload1KB's.
 	HelloInstances int
 	// HelloRuntimes is the runtimes HelloCities5 runs them on, on each
-	// dynoxide system: one of default options unless set.
+	// duradyn system: one of default options unless set.
 	HelloRuntimes Runtimes
 	// LoadInstances is HelloCities5Load's number of instances: more than
 	// one process keeps signals for.
@@ -126,7 +126,7 @@ type Scenario struct {
 	Name string
 	// Run runs it on every system of env and returns one result per system
 	// (and per peer and size where it has them), with an error wrapping
-	// ErrScenario for each dynoxide system that failed; results of failed
+	// ErrScenario for each duradyn system that failed; results of failed
 	// systems say what failed in their Notes.
 	Run func(ctx context.Context, env *Env) ([]report.Result, error)
 }

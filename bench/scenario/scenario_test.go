@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/bench/billing"
-	"github.com/dynoxide/dynoxide/bench/report"
+	"github.com/duradyn/duradyn/bench/billing"
+	"github.com/duradyn/duradyn/bench/report"
 )
 
 func TestSelectKeepsTheOrderOfAllAndRejectsUnknownNames(t *testing.T) {
@@ -129,7 +129,7 @@ func TestSystemByNameFindsEverySystem(t *testing.T) {
 			t.Errorf("SystemByName(%q) = %q, %v", s.Name, got.Name, err)
 		}
 	}
-	if _, err := SystemByName("dynoxide/nope"); !errors.Is(err, ErrUnknownSystem) {
+	if _, err := SystemByName("duradyn/nope"); !errors.Is(err, ErrUnknownSystem) {
 		t.Errorf("unknown system: err = %v, want ErrUnknownSystem", err)
 	}
 }

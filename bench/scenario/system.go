@@ -19,34 +19,34 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/dynoxide/dynoxide/bench/billing"
-	"github.com/dynoxide/dynoxide/bench/proxy"
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/dynamo"
-	"github.com/dynoxide/dynoxide/localstack"
-	"github.com/dynoxide/dynoxide/provider"
-	"github.com/dynoxide/dynoxide/provider/memprovider"
-	"github.com/dynoxide/dynoxide/tables"
+	"github.com/duradyn/duradyn/bench/billing"
+	"github.com/duradyn/duradyn/bench/proxy"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/dynamo"
+	"github.com/duradyn/duradyn/localstack"
+	"github.com/duradyn/duradyn/provider"
+	"github.com/duradyn/duradyn/provider/memprovider"
+	"github.com/duradyn/duradyn/tables"
 )
 
 // Names of the systems under test.
 const (
 	// MemProvider is the runtime on the in-memory provider.
-	MemProvider = "dynoxide/memprovider"
+	MemProvider = "duradyn/memprovider"
 	// DynamoDBSQS is the runtime on the DynamoDB provider with SQS wake-up
 	// queues (long polling).
-	DynamoDBSQS = "dynoxide/dynamodb-local+sqs"
+	DynamoDBSQS = "duradyn/dynamodb-local+sqs"
 	// DynamoDBShortPoll is the runtime on the DynamoDB provider without
 	// queues, short polling the table.
-	DynamoDBShortPoll = "dynoxide/dynamodb-local"
+	DynamoDBShortPoll = "duradyn/dynamodb-local"
 	// DynamoDBSQSProxied is DynamoDBSQS with both endpoints reached through
 	// a proxy that delays each direction by ProxyOneWay.
-	DynamoDBSQSProxied = "dynoxide/dynamodb-local+sqs+4ms"
+	DynamoDBSQSProxied = "duradyn/dynamodb-local+sqs+4ms"
 	// DynamoDBSQSUncompressed is DynamoDBSQS storing payloads uncompressed
 	// (dynamo.Options.DisablePayloadCompression). Not among Systems():
 	// HelloCities5Payload runs on it beside DynamoDBSQS, to measure what
 	// compression saves.
-	DynamoDBSQSUncompressed = "dynoxide/dynamodb-local+sqs+uncompressed"
+	DynamoDBSQSUncompressed = "duradyn/dynamodb-local+sqs+uncompressed"
 )
 
 // ProxyOneWay is the delay the proxy of DynamoDBSQSProxied adds in each
@@ -63,7 +63,7 @@ type Env struct {
 	// Endpoints are the DynamoDB and SQS endpoints (from localstack.Start
 	// or localstack.ForTest).
 	Endpoints localstack.Endpoints
-	// Systems are the dynoxide systems each scenario runs on; nil means
+	// Systems are the duradyn systems each scenario runs on; nil means
 	// Systems().
 	Systems []System
 	// Peers are the go-workflows backends ("monoprocess", "sqlite-memory",
@@ -120,7 +120,7 @@ func (e *Env) logger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
-// System is one configuration of dynoxide under test.
+// System is one configuration of duradyn under test.
 type System struct {
 	// Name is the system's name in results (MemProvider, DynamoDBSQS, ...).
 	Name string
@@ -133,7 +133,7 @@ type System struct {
 	setup func(ctx context.Context, env *Env, metered bool) (*Deployment, error)
 }
 
-// Systems returns the four dynoxide systems: MemProvider, DynamoDBSQS,
+// Systems returns the four duradyn systems: MemProvider, DynamoDBSQS,
 // DynamoDBShortPoll and DynamoDBSQSProxied.
 func Systems() []System {
 	return []System{

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dynoxide/dynoxide/localstack"
+	"github.com/duradyn/duradyn/localstack"
 )
 
 // targetCounter counts the DynamoDB operations that pass a transport, by

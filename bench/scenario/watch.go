@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // completions records when each instance's terminal turn committed. The

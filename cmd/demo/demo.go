@@ -14,12 +14,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/dynamo"
-	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
-	"github.com/dynoxide/dynoxide/localstack"
-	"github.com/dynoxide/dynoxide/provider"
-	"github.com/dynoxide/dynoxide/tables"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/dynamo"
+	"github.com/duradyn/duradyn/dynamo/dynamotest"
+	"github.com/duradyn/duradyn/localstack"
+	"github.com/duradyn/duradyn/provider"
+	"github.com/duradyn/duradyn/tables"
 )
 
 const (
@@ -115,7 +115,7 @@ func run(ctx context.Context, con *console, ep localstack.Endpoints) (res *resul
 
 	// The table and queues.
 	db, sq := ep.DynamoDB(cfg), ep.SQS(cfg)
-	table := "dynoxide-demo-" + randomHex()
+	table := "duradyn-demo-" + randomHex()
 	con.say("demo", "", "creating table %s and its two wake-up queues", table)
 	if err := tables.Create(ctx, db, table); err != nil {
 		return nil, err

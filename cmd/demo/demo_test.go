@@ -8,8 +8,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/localstack"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/localstack"
 )
 
 func TestMain(m *testing.M) { os.Exit(localstack.Main(m)) }

@@ -1,4 +1,4 @@
-// Command demo runs an order workflow on dynoxide's durable runtime, on
+// Command demo runs an order workflow on duradyn's durable runtime, on
 // DynamoDB and SQS, and prints what happens: `make run`.
 //
 // It takes DynamoDB and SQS from package localstack (the endpoints named
@@ -34,7 +34,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dynoxide/dynoxide/localstack"
+	"github.com/duradyn/duradyn/localstack"
 )
 
 func main() {

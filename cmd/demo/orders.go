@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable"
+	"github.com/duradyn/duradyn/durable"
 )
 
 // The workflow: names, timings and the state the orders report.

@@ -1,7 +1,7 @@
 // Command durablevet reports code that would make a durable orchestration
 // non-deterministic on replay.
 //
-// The runtime in package github.com/dynoxide/dynoxide/durable runs an
+// The runtime in package github.com/duradyn/duradyn/durable runs an
 // orchestration again from the start on every turn and matches what it does
 // against the recorded history, so orchestration code must take the same path
 // on every run. durablevet checks every function, declared or literal, with a
@@ -65,6 +65,6 @@
 // It exits with status 3 when it reports anything. make lint runs it over
 // ./durable/... when that directory exists. The analyzer itself is
 // determinism.Analyzer in package
-// github.com/dynoxide/dynoxide/cmd/durablevet/determinism, for use in other
+// github.com/duradyn/duradyn/cmd/durablevet/determinism, for use in other
 // drivers.
 package main

@@ -3,7 +3,7 @@ package main
 import (
 	"golang.org/x/tools/go/analysis/singlechecker"
 
-	"github.com/dynoxide/dynoxide/cmd/durablevet/determinism"
+	"github.com/duradyn/duradyn/cmd/durablevet/determinism"
 )
 
 func main() {

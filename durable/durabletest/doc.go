@@ -1,7 +1,7 @@
 // Package durabletest tests orchestrations: [Env] runs them on the real
 // runtime over an in-memory provider with a simulated clock that skips
 // timers, and [Replay] / [ReplayHistory] check that recorded histories
-// (duroxide JSON lines, as "dynoxide history --json" prints them) still
+// (duroxide JSON lines, as "duradyn history --json" prints them) still
 // replay against today's code.
 //
 // A unit test of an orchestration:

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // ErrBlocked reports that the system went idle with nothing scheduled while

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/durable/durabletest"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/durable/durabletest"
 )
 
 type Order struct {
@@ -80,7 +80,7 @@ func Example() {
 }
 
 // A recorded execution of a greeting orchestration, as
-// "dynoxide history greet-1 --json" prints it.
+// "duradyn history greet-1 --json" prints it.
 const greetHistory = `
 {"event_id":1,"source_event_id":null,"instance_id":"greet-1","execution_id":1,"timestamp_ms":1735689600000,"duroxide_version":"0.1.29","type":"OrchestrationStarted","name":"Greeting","version":"1.0.0","input":"\"Ada\"","parent_instance":null,"parent_id":null}
 {"event_id":2,"source_event_id":null,"instance_id":"greet-1","execution_id":1,"timestamp_ms":1735689600000,"duroxide_version":"0.1.29","type":"ActivityScheduled","name":"Greet","input":"\"Ada\""}

@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
-	"github.com/dynoxide/dynoxide/provider/memprovider"
+	"github.com/duradyn/duradyn/provider"
+	"github.com/duradyn/duradyn/provider/memprovider"
 )
 
 // clock is the simulated clock shared by the provider and the runtime. It

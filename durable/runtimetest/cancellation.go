@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/provider"
 )
 
 var cancellationTests = []Test{
@@ -615,7 +615,7 @@ func activitySkippedWhenOrchestrationTerminalAtFetch(h *H) {
 		})
 	}
 	// Phase 1: orchestrator only. duroxide sets worker_concurrency 0; a
-	// worker filter that accepts no activity is dynoxide's equivalent.
+	// worker filter that accepts no activity is duradyn's equivalent.
 	rt1 := h.Runtime(h.Registry(orch, activity(&ran1)), func(o *durable.Options) { o.WorkerTags = provider.NoTags() })
 	h.Start("O", "inst-skip", durable.Raw(""))
 	h.AwaitEvent("inst-skip", "ExternalSubscribed")

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // duroxide's async blocks joined or raced are durable.Go branches here.
@@ -83,7 +83,7 @@ func (h *H) cmpChildren(parent, name string) []string {
 
 // cmpChildCancelled checks that the child that lost a race did not
 // complete. duroxide only requires "not Completed" (its losing
-// sub-orchestrations are not cancelled); dynoxide cancels them, so the
+// sub-orchestrations are not cancelled); duradyn cancels them, so the
 // child must end Failed with a cancellation.
 func (h *H) cmpChildCancelled(child string) {
 	h.Helper()

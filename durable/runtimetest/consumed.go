@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // consumedWatch is the provider the suite's runtimes use: the test's

@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/provider"
-	"github.com/dynoxide/dynoxide/provider/memprovider"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/provider"
+	"github.com/duradyn/duradyn/provider/memprovider"
 )
 
 func memHarness(t *testing.T) *H {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/dynoxide/dynoxide/durable"
+	"github.com/duradyn/duradyn/durable"
 )
 
 // csMaxBytes is the custom status size limit (duroxide's

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // duroxide runs the *_inmem and *_fs variants on the same store; both are
@@ -96,7 +96,7 @@ var errorTests = []Test{
 		}
 	}},
 	// duroxide 0.1.29 has no history cap (its test also accepts a timeout);
-	// dynoxide neither. Both tests check the intent "no truncation": a
+	// duradyn neither. Both tests check the intent "no truncation": a
 	// history of more than 1024 events is kept whole. duroxide's test awaits
 	// 600 activities one by one (1200 turns); here 600 timers that fire
 	// together make the same number of events in a few turns, so the test

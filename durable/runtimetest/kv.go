@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // KV limits of duroxide 0.1.29 (runtime.md §3.7); the 0.1.26 sources these
@@ -304,7 +304,7 @@ func kvPersistsAcrossTurns(h *H) {
 }
 
 func kvTypedRoundTrip(h *H) {
-	// dynoxide's KV holds strings; typed values are JSON, as duroxide's
+	// duradyn's KV holds strings; typed values are JSON, as duroxide's
 	// set_kv_value_typed / get_kv_value_typed.
 	kvCompleted(h, "kv-typed", "", "TypedKV", func(ctx *durable.OrchestrationContext, _ string) (string, error) {
 		b, _ := json.Marshal(int32(42))

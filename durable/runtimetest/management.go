@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // managementTests port duroxide's management_interface_test.rs,

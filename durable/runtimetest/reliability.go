@@ -8,14 +8,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // Reliability: duplicate deliveries, crashes and restarts, lost and failed
 // acks, lock timeouts and renewals (reliability_tests.rs,
 // recovery_tests.rs, worker_reliability_test.rs, lock_timeout_tests.rs),
-// and the fault-injection cases of dynoxide's own crash-recovery plan.
+// and the fault-injection cases of duradyn's own crash-recovery plan.
 //
 // A crash is a runtime stopped with Shutdown, or a turn whose ack the
 // fault wrapper holds while its lock lapses (a paused process); a second
@@ -50,7 +50,7 @@ var reliabilityTests = []Test{
 	{"concurrent_activities_with_renewal", concurrentActivitiesWithRenewal},
 	{"orchestrator_lock_renewal_buffer_defaults", orchestratorLockRenewalBufferDefaults},
 	{"orchestration_lock_renewal_prevents_expiration", orchestrationLockRenewalPreventsExpiration},
-	// dynoxide's own fault-injection cases
+	// duradyn's own fault-injection cases
 	{"fault_orchestration_ack_lost_after_commit", faultOrchestrationAckLostAfterCommit},
 	{"fault_orchestration_ack_retryable_failures", faultOrchestrationAckRetryableFailures},
 	{"fault_orchestration_ack_permanent_failure", faultOrchestrationAckPermanentFailure},
@@ -226,7 +226,7 @@ func crashAfterDequeueBeforeAppendCompletion(h *H) {
 	}
 }
 
-// dynoxide commits a turn's history and its dequeue atomically, so "append
+// duradyn commits a turn's history and its dequeue atomically, so "append
 // done, ack not" is a commit whose response is lost: the runtime sees an
 // error after the provider committed. The fired timer is also delivered
 // twice, as in the original.
@@ -641,7 +641,7 @@ func customLockTimeoutConfiguration(h *H) {
 		h.Errorf("fetch lock timeouts %v / %v; want 10s / 120s", orch, work)
 	}
 	// The original's short options (1 s / 5 s) keep the default buffers,
-	// which dynoxide rejects (a buffer must be below its lock timeout).
+	// which duradyn rejects (a buffer must be below its lock timeout).
 	if relAccepts(h, func(o *durable.Options) { o.OrchestratorLockTimeout, o.WorkerLockTimeout = time.Second, 5*time.Second }) {
 		h.Errorf("NewRuntime accepted lock timeouts not above their default renewal buffers")
 	}

@@ -6,8 +6,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // FaultMode is how an injected [Fault] changes a call.

@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // The policy tests port duroxide's RetryPolicy and BackoffStrategy unit
@@ -41,7 +41,7 @@ var retryPolicyTests = []Test{
 		}
 	}},
 	{Name: "test_retry_policy_new_zero_panics", Run: func(h *H) {
-		// dynoxide: MaxAttempts 0 is the zero value and means the default 3
+		// duradyn: MaxAttempts 0 is the zero value and means the default 3
 		// (duroxide's RetryPolicy::new(0) panics). Checked by running it.
 		var attempts atomic.Int32
 		h.Serve(
@@ -102,7 +102,7 @@ var retryPolicyTests = []Test{
 			map[uint32]time.Duration{1: time.Second, 5: 5 * time.Second, 10: 5 * time.Second, 100: 5 * time.Second})
 	}},
 	{Name: "test_backoff_linear_zero_base", Run: func(h *H) {
-		// dynoxide: a zero Base is the default 100 ms (duroxide: no delay);
+		// duradyn: a zero Base is the default 100 ms (duroxide: no delay);
 		// BackoffNone is the way to retry at once.
 		expectDelays(h, backoffPolicy(durable.Backoff{Kind: durable.BackoffLinear, Max: 10 * time.Second}),
 			map[uint32]time.Duration{1: 100 * time.Millisecond, 100: 10 * time.Second})
@@ -128,7 +128,7 @@ var retryPolicyTests = []Test{
 			map[uint32]time.Duration{1000: 30 * time.Second, ^uint32(0): 30 * time.Second})
 	}},
 	{Name: "test_backoff_exponential_zero_base", Run: func(h *H) {
-		// dynoxide: a zero Base is the default 100 ms (duroxide: no delay).
+		// duradyn: a zero Base is the default 100 ms (duroxide: no delay).
 		expectDelays(h, backoffPolicy(durable.Backoff{Multiplier: 2, Max: 30 * time.Second}),
 			map[uint32]time.Duration{1: 100 * time.Millisecond, 100: 30 * time.Second})
 	}},
@@ -147,7 +147,7 @@ var retryPolicyTests = []Test{
 		}
 	}},
 	{Name: "test_zero_duration_timeout", Run: func(h *H) {
-		// dynoxide: a zero Timeout is the zero value, "no timeout"
+		// duradyn: a zero Timeout is the zero value, "no timeout"
 		// (duroxide's Some(0) is a timeout that fires at once). Checked by
 		// running it: the attempt is not raced against a timer.
 		h.Serve(

@@ -24,9 +24,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/durable/durabletest"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/durable/durabletest"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // Factory makes the providers the suite runs on.
@@ -177,9 +177,9 @@ func newHarness(t *testing.T, f Factory) *H {
 // one delivery or of one schedule.
 func (h *H) Redelivers() bool { return h.f.Exact != nil }
 
-// Logger returns the suite's logger: quiet unless DYNOXIDE_TEST_LOG is set.
+// Logger returns the suite's logger: quiet unless DURADYN_TEST_LOG is set.
 func Logger() *slog.Logger {
-	if os.Getenv("DYNOXIDE_TEST_LOG") != "" {
+	if os.Getenv("DURADYN_TEST_LOG") != "" {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	return slog.New(slog.DiscardHandler)

@@ -13,8 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // The samples: the end-to-end examples that show the API, one pattern each.
@@ -989,7 +989,7 @@ func sampleDualRuntimeTagCooperation(h *H) {
 		}
 	}
 	// Runtime A: orchestrations and untagged work. Runtime B: gpu work only
-	// (dynoxide has no orchestration-less runtime, so B's orchestration
+	// (duradyn has no orchestration-less runtime, so B's orchestration
 	// dispatcher runs too; the worker filters decide who runs what).
 	h.Runtime(h.Registry(defs("A")...), func(o *durable.Options) { o.WorkerTags = provider.DefaultOnlyTags() })
 	h.Runtime(h.Registry(defs("B")...), smpWorkerTags(h)(provider.OnlyTags("gpu")))

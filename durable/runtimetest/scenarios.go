@@ -11,8 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // scenarioTests port duroxide's tests/scenarios: versioned replays and
@@ -59,7 +59,7 @@ var scenarioTests = []Test{
 // ---- replay_versioning.rs
 //
 // duroxide's v2 handlers use schedule_wait2 (ExternalSubscribed2 /
-// ExternalEvent2, a feature-gated event family dynoxide does not have).
+// ExternalEvent2, a feature-gated event family duradyn does not have).
 // The ports keep the point — an execution started by continue-as-new on a
 // new version records a different family of events, with a clean boundary
 // — by having v2 receive its events through a persistent queue
@@ -242,7 +242,7 @@ func e2eUpgradeWithPreexistingV1History(h *H) {
 }
 
 func v2EventsDeserializeWithFeatureFlag(h *H) {
-	// The feature (and the event family) does not exist in dynoxide: the
+	// The feature (and the event family) does not exist in duradyn: the
 	// port asserts the other side of the boundary, that they are refused.
 	serdeBoundaryV2Events(h)
 }
@@ -313,7 +313,7 @@ func e2eRollingDeploymentVersionUpgrade(h *H) {
 //
 // duroxide's unit tests there check WorkItemReader/HistoryManager, which
 // pick the name, version, input and parent of a turn whose batch holds only
-// completions. dynoxide's engine does that in one place for every turn
+// completions. duradyn's engine does that in one place for every turn
 // (each turn replays from the stored history); the ports run such
 // completion-only turns end to end and check what the orchestration code
 // saw in them.

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/provider"
 )
 
 var systemCallTests = []Test{

@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/durable/internal/replay"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/durable/internal/replay"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // Tags: tagged activities run only on workers whose tag filter accepts
@@ -201,7 +201,7 @@ func e2eTwoWorkersDifferentTagsNoOverlap(h *H) {
 	}
 	h.Runtime(reg(&cpuWorker), tagFilter(h, defaultTags))
 	// The original's orchestration_concurrency 0 means no orchestration
-	// slots; dynoxide reads 0 as the default, so the GPU runtime's
+	// slots; duradyn reads 0 as the default, so the GPU runtime's
 	// registry simply serves the same code.
 	h.Runtime(reg(&gpuWorker), tagFilter(h, onlyGPU))
 	if out := tagRun(h, "TwoPoolOrch", "two-pool-1", ""); out != "done:cpu|done:gpu" {

@@ -3,7 +3,7 @@ package runtimetest
 import (
 	"context"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // ofKind returns the events of events whose kind is K, in order.

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // versioningTests port duroxide's versioning_tests.rs (orchestration
@@ -290,7 +290,7 @@ func duplicateSpecificVersionReturnsError(h *H) {
 }
 
 func nonMonotonicRegistrationPanics(h *H) {
-	// dynoxide deviates: versions may be registered in any order (the
+	// duradyn deviates: versions may be registered in any order (the
 	// registry keeps them sorted), where duroxide's builder panics on a
 	// version lower than the last one registered.
 	reg := h.Registry(verEcho("OrderFlow", durable.Version("2.0.0")), verEcho("OrderFlow", durable.Version("1.1.0")))
@@ -316,7 +316,7 @@ func resolveHandlerExactMissingReturnsNone(h *H) {
 }
 
 func serdeBoundaryV2Events(h *H) {
-	// dynoxide has no ExternalSubscribed2/ExternalEvent2 (duroxide's
+	// duradyn has no ExternalSubscribed2/ExternalEvent2 (duroxide's
 	// replay-version-test feature): like a duroxide build without the
 	// feature, it refuses to decode them, so it cannot replay histories
 	// written by a runtime that has them.

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // Helpers of the Versioning and Scenarios categories.

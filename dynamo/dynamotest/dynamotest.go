@@ -19,12 +19,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/dynamo"
-	"github.com/dynoxide/dynoxide/dynamo/internal/keys"
-	"github.com/dynoxide/dynoxide/localstack"
-	"github.com/dynoxide/dynoxide/provider"
-	"github.com/dynoxide/dynoxide/provider/providertest"
-	"github.com/dynoxide/dynoxide/tables"
+	"github.com/duradyn/duradyn/dynamo"
+	"github.com/duradyn/duradyn/dynamo/internal/keys"
+	"github.com/duradyn/duradyn/localstack"
+	"github.com/duradyn/duradyn/provider"
+	"github.com/duradyn/duradyn/provider/providertest"
+	"github.com/duradyn/duradyn/tables"
 )
 
 // Config describes the provider a test gets.

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/dynamo/dynamotest"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/dynamo/dynamotest"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // A test gets a provider on a table (and wake-up queues) of its own on the

@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/dynoxide/dynoxide/dynamo/internal/capacity"
+	"github.com/duradyn/duradyn/dynamo/internal/capacity"
 )
 
 // Meter counts DynamoDB requests per operation, and the capacity units
@@ -72,7 +72,7 @@ func (m *Meter) attach(o *dynamodb.Options) {
 		return
 	}
 	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
-		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("DynoxideMeter",
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("DuradynMeter",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 				capacity.Ask(in.Parameters)
 				out, md, err := next.HandleInitialize(ctx, in)

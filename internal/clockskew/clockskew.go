@@ -44,7 +44,7 @@ func Warning(option time.Duration) (time.Duration, error) {
 }
 
 // middlewareID names the watch's middleware in a call's stack.
-const middlewareID = "dynoxide.ClockSkew"
+const middlewareID = "duradyn.ClockSkew"
 
 // Watch holds one process clock's skew estimate. Its zero value is not
 // usable; create one with [New]. It is safe for concurrent use.

@@ -15,8 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/internal/clockskew"
-	"github.com/dynoxide/dynoxide/internal/clockskew/skewtest"
+	"github.com/duradyn/duradyn/internal/clockskew"
+	"github.com/duradyn/duradyn/internal/clockskew/skewtest"
 )
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -1,5 +1,5 @@
 // Package instrument holds what the OpenTelemetry instrumentation of
-// dynoxide's packages shares: the bucket boundaries of its histograms in
+// duradyn's packages shares: the bucket boundaries of its histograms in
 // seconds, the error.type of an error, and the no-op providers that stand
 // for absent ones.
 package instrument
@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // ErrorTypeKey is the semantic conventions' error.type attribute.

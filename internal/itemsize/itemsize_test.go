@@ -10,9 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/dynoxide/dynoxide/internal/itemsize"
-	"github.com/dynoxide/dynoxide/localstack"
-	"github.com/dynoxide/dynoxide/tables"
+	"github.com/duradyn/duradyn/internal/itemsize"
+	"github.com/duradyn/duradyn/localstack"
+	"github.com/duradyn/duradyn/tables"
 )
 
 func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }

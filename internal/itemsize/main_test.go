@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/dynoxide/dynoxide/localstack"
+	"github.com/duradyn/duradyn/localstack"
 )
 
 // TestMain stops the emulator the tests share once they end.

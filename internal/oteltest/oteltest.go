@@ -13,7 +13,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/dynoxide/dynoxide/internal/instrument"
+	"github.com/duradyn/duradyn/internal/instrument"
 )
 
 // Series collects reader and returns every data point recorded, keyed by

@@ -13,6 +13,6 @@
 //     granted that no call needs.
 //   - The table. [TableParity] compares the schema of the table Terraform
 //     created with that of a reference table created by tables.Create, as
-//     read back from the same endpoint (cmd/tfsmoke runs it after applying
+//     read back from the same endpoint (internal/cmd/tfsmoke runs it after applying
 //     the module, in make tf-test).
 package parity

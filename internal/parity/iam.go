@@ -13,13 +13,13 @@ import (
 // IAMActions are the action lists of the module's IAM policy document, one
 // per statement, as terraform/iam_actions.json holds them.
 type IAMActions struct {
-	// Table are the actions allowed on the table (statement DynoxideTable).
+	// Table are the actions allowed on the table (statement DuradynTable).
 	Table []string `json:"table"`
 	// Indexes are the actions allowed on the table's global secondary
-	// indexes (statement DynoxideIndexes).
+	// indexes (statement DuradynIndexes).
 	Indexes []string `json:"indexes"`
 	// Queues are the actions allowed on both signal queues (statement
-	// DynoxideSignalQueues).
+	// DuradynSignalQueues).
 	Queues []string `json:"queues"`
 }
 

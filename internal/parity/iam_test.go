@@ -12,11 +12,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/dynoxide/dynoxide/dynamo"
-	"github.com/dynoxide/dynoxide/internal/parity"
-	"github.com/dynoxide/dynoxide/jobs"
-	"github.com/dynoxide/dynoxide/locks"
-	"github.com/dynoxide/dynoxide/queues"
+	"github.com/duradyn/duradyn/dynamo"
+	"github.com/duradyn/duradyn/internal/parity"
+	"github.com/duradyn/duradyn/jobs"
+	"github.com/duradyn/duradyn/locks"
+	"github.com/duradyn/duradyn/queues"
 )
 
 // The interfaces name SDK operations: the SDK clients implement them, so

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/dynoxide/dynoxide/tables"
+	"github.com/duradyn/duradyn/tables"
 )
 
 // ErrTableMismatch is wrapped by the error [TableParity] returns when the

@@ -1,5 +1,5 @@
 // Package tablekeys holds the key rules that every package writing the
-// dynoxide table shares: the shard of a routing key ([Shard]), the
+// duradyn table shares: the shard of a routing key ([Shard]), the
 // fixed-width numbers keys sort by ([Num20], [ParseNum20]), the digest that
 // stands in for a value too long for a key ([Digest]), and the prefixes
 // that keep the packages' partitions apart.

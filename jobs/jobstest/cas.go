@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/jobs"
+	"github.com/duradyn/duradyn/jobs"
 )
 
 func testCompareAndSwap(t *testing.T, s jobs.Store) {

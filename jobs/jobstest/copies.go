@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/jobs"
+	"github.com/duradyn/duradyn/jobs"
 )
 
 // spoil changes every field of job that shares memory with others.

@@ -3,8 +3,8 @@ package jobstest_test
 import (
 	"testing"
 
-	"github.com/dynoxide/dynoxide/jobs"
-	"github.com/dynoxide/dynoxide/jobs/jobstest"
+	"github.com/duradyn/duradyn/jobs"
+	"github.com/duradyn/duradyn/jobs/jobstest"
 )
 
 // A job store's tests run the whole suite from one test; each subtest gets

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/jobs"
+	"github.com/duradyn/duradyn/jobs"
 )
 
 // Sizes of the pagination test: enough jobs that a store reading in pages

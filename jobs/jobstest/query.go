@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/jobs"
+	"github.com/duradyn/duradyn/jobs"
 )
 
 // fleet creates jobs of various statuses, times and metadata:

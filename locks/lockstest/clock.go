@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dynoxide/dynoxide/locks"
+	"github.com/duradyn/duradyn/locks"
 )
 
 // FakeClock is a [locks.Clock] whose time moves only when [FakeClock.Advance]

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/locks"
+	"github.com/duradyn/duradyn/locks"
 )
 
 func contentionTests() []testCase {

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/locks"
-	"github.com/dynoxide/dynoxide/locks/lockstest"
+	"github.com/duradyn/duradyn/locks"
+	"github.com/duradyn/duradyn/locks/lockstest"
 )
 
 // An implementation runs the whole suite from one test in its own package.

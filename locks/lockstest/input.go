@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/locks"
+	"github.com/duradyn/duradyn/locks"
 )
 
 func inputTests() []testCase {

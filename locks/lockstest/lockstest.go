@@ -24,7 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/locks"
+	"github.com/duradyn/duradyn/locks"
 )
 
 // Factory makes the lockers under test.

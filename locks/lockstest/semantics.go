@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/locks"
+	"github.com/duradyn/duradyn/locks"
 )
 
 func semanticsTests() []testCase {

@@ -5,7 +5,7 @@ import (
 	"context"
 	"slices"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // rows returns the instances that exist (have an instance record), oldest

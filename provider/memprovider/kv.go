@@ -3,7 +3,7 @@ package memprovider
 import (
 	"context"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // CustomStatus returns the instance's custom status and its version when

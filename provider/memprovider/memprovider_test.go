@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
-	"github.com/dynoxide/dynoxide/provider/memprovider"
-	"github.com/dynoxide/dynoxide/provider/providertest"
+	"github.com/duradyn/duradyn/provider"
+	"github.com/duradyn/duradyn/provider/memprovider"
+	"github.com/duradyn/duradyn/provider/providertest"
 )
 
 // conformanceFactory is the suite's factory for memprovider: a fresh store

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // EnqueueForOrchestrator puts item on its target instance's queue, visible

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // EnqueueForWorker puts an activity on the worker queue, visible now, with

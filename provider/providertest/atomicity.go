@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // atomicityTests returns the Atomicity category.

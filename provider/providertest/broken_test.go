@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
-	"github.com/dynoxide/dynoxide/provider/memprovider"
+	"github.com/duradyn/duradyn/provider"
+	"github.com/duradyn/duradyn/provider/memprovider"
 )
 
 // This file holds providers that break one rule of the contract each, for

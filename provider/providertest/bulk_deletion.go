@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // bulkDeletionTests returns the BulkDeletion category.

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // errorHandlingTests returns the ErrorHandling category (duroxide module

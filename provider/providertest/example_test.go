@@ -4,9 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
-	"github.com/dynoxide/dynoxide/provider/memprovider"
-	"github.com/dynoxide/dynoxide/provider/providertest"
+	"github.com/duradyn/duradyn/provider"
+	"github.com/duradyn/duradyn/provider/memprovider"
+	"github.com/duradyn/duradyn/provider/providertest"
 )
 
 // An implementation runs the whole suite from one test in its own package.

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
-// inputValidationTests returns dynoxide's own checks that bad input is
+// inputValidationTests returns duradyn's own checks that bad input is
 // rejected with a permanent, typed error and loses nothing, and that ids
 // and keys of any shape stay distinct.
 func inputValidationTests() []testCase {

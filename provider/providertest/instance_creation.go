@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // instanceCreationTests returns the InstanceCreation category (duroxide

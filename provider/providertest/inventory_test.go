@@ -11,7 +11,7 @@ import (
 // order: duroxide's test_lock_expires_after_timeout is
 // LockExpiration/LockExpiresAfterTimeout. The suite must run exactly these
 // as its ports: a lost, merged or renamed test makes the inventory tests
-// fail. dynoxide's own tests are listed apart, in additions.
+// fail. duradyn's own tests are listed apart, in additions.
 var contractTests = map[string][]string{
 	"Atomicity": {
 		"AtomicityFailureRollback", "MultiOperationAtomicAck", "LockReleasedOnlyOnSuccessfulAck",
@@ -174,7 +174,7 @@ var contractCounts = map[string]int{
 	"TagFiltering":        10,
 }
 
-// additions lists dynoxide's own tests per category: checks duroxide's
+// additions lists duradyn's own tests per category: checks duroxide's
 // suite does not make (gaps a broken provider passes through, see
 // TestSuiteCatchesBrokenProviders) and the InputValidation category.
 var additions = map[string][]string{
@@ -213,7 +213,7 @@ func TestInventoryMatchesContract(t *testing.T) {
 		want, isContract := contractTests[c.name]
 		_, isOwn := additions[c.name]
 		if !isContract && !isOwn {
-			t.Errorf("category %s is neither a contract category nor one of dynoxide's own", c.name)
+			t.Errorf("category %s is neither a contract category nor one of duradyn's own", c.name)
 			continue
 		}
 		if got := names(c.tests); !slices.Equal(got, want) {

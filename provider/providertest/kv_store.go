@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // The KV store has two layers (contract §1.3.2 step 9, §1.3.15, §4.8): a
@@ -827,9 +827,9 @@ func kvStoreDeltaPruneUntouchedKeySurvives(t *testing.T, s *suite) {
 }
 
 // ---------------------------------------------------------------------------
-// dynoxide's additions: tombstones reaching the store
+// duradyn's additions: tombstones reaching the store
 
-// kvStoreAdditions returns dynoxide's additions to KVStore. duroxide's tests
+// kvStoreAdditions returns duradyn's additions to KVStore. duroxide's tests
 // never finish an execution that cleared a key the store already held, so a
 // provider whose terminal merge never deletes store entries would pass them.
 func kvStoreAdditions() []testCase {

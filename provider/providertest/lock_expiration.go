@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // lockExpirationTests returns the LockExpiration category.
@@ -417,7 +417,7 @@ func lockExpirationOrchestrationLockRenewalAfterExpiration(t *testing.T, s *suit
 	wantPermanent(t, err, provider.ErrInvalidLockToken, "RenewOrchestrationItemLock after the lock expired")
 }
 
-// lockExpirationAdditions returns dynoxide's additions to LockExpiration.
+// lockExpirationAdditions returns duradyn's additions to LockExpiration.
 func lockExpirationAdditions() []testCase {
 	return []testCase{
 		{"OrchestrationLockRenewalExtendsLock", lockExpirationOrchestrationLockRenewalExtendsLock},

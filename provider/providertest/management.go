@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // managementTests returns the Management category.
@@ -444,7 +444,7 @@ func managementGetInstanceStatsKVMerged(t *testing.T, s *suite) {
 	wantEqual(t, stats.QueuePendingCount, uint64(0), "QueuePendingCount without carry-forward events")
 }
 
-// managementAdditions returns dynoxide's additions to Management.
+// managementAdditions returns duradyn's additions to Management.
 func managementAdditions() []testCase {
 	return []testCase{
 		{"AdminHistoryReads", managementAdminHistoryReads},

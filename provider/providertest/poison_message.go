@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // poisonMessageTests returns the PoisonMessage category (duroxide module

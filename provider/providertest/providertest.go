@@ -4,7 +4,7 @@
 // [Run] executes every behavioural test of duroxide's provider validation
 // suite (221 tests in 19 categories, named in Go style: duroxide's
 // test_lock_expires_after_timeout is LockExpiration/LockExpiresAfterTimeout)
-// plus dynoxide's own checks, as named subtests:
+// plus duradyn's own checks, as named subtests:
 //
 //	func TestConformance(t *testing.T) {
 //		providertest.Run(t, providertest.Factory{
@@ -16,7 +16,7 @@
 //	}
 //
 // Run one category or test with -run, e.g. -run 'Conformance/Sessions/'.
-// Each category holds the ports of duroxide's tests followed by dynoxide's
+// Each category holds the ports of duroxide's tests followed by duradyn's
 // additions to the same area (InputValidation holds additions only).
 //
 // A provider whose listings and work discovery lag its writes (an
@@ -57,7 +57,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // Factory supplies the providers under test and describes them.
@@ -196,8 +196,8 @@ type testCase struct {
 }
 
 // category groups the tests of one duroxide validation module (or one area
-// of dynoxide's own checks). tests are the ports of duroxide's tests, in
-// its order; additions are dynoxide's own tests of the same area, which
+// of duradyn's own checks). tests are the ports of duroxide's tests, in
+// its order; additions are duradyn's own tests of the same area, which
 // close gaps duroxide's suite leaves open. Both run under the category's
 // name.
 type category struct {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // pruneTests returns the Prune category.

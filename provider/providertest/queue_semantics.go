@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // queueSemanticsTests returns the QueueSemantics category (duroxide module
@@ -313,7 +313,7 @@ func queueSemanticsOrphanQueueMessagesDropped(t *testing.T, s *suite) {
 	ack(ctx, t, p, item.LockToken, provider.TurnCommit{ExecutionID: item.ExecutionID})
 }
 
-// queueSemanticsAdditions returns dynoxide's additions to QueueSemantics.
+// queueSemanticsAdditions returns duradyn's additions to QueueSemantics.
 func queueSemanticsAdditions() []testCase {
 	return []testCase{
 		{"TimerFromAckInvisibleUntilFireAt", queueSemanticsTimerFromAckInvisibleUntilFireAt},

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
-	"github.com/dynoxide/dynoxide/provider/memprovider"
-	"github.com/dynoxide/dynoxide/provider/providertest"
+	"github.com/duradyn/duradyn/provider"
+	"github.com/duradyn/duradyn/provider/memprovider"
+	"github.com/duradyn/duradyn/provider/providertest"
 )
 
 // flaky fails the first calls of some methods, as a provider under

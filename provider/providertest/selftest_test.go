@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dynoxide/dynoxide/provider"
-	"github.com/dynoxide/dynoxide/provider/memprovider"
-	"github.com/dynoxide/dynoxide/provider/providertest"
+	"github.com/duradyn/duradyn/provider"
+	"github.com/duradyn/duradyn/provider/memprovider"
+	"github.com/duradyn/duradyn/provider/providertest"
 )
 
 // The suite tests itself as testing/fstest's tests test TestFS: it runs

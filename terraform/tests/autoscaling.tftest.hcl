@@ -20,7 +20,7 @@ mock_provider "aws" {
 }
 
 variables {
-  table_name   = "dynoxide"
+  table_name   = "duradyn"
   billing_mode = "PROVISIONED"
   provisioned_capacity = {
     table     = { read = 5, write = 4 }
@@ -48,7 +48,7 @@ run "autoscaled_apply" {
 
   assert {
     condition = jsonencode([output.table_name, output.table_arn, output.region, output.table_index_arns]) == jsonencode([
-      "dynoxide",
+      "duradyn",
       "arn:aws:dynamodb:eu-west-1:123456789012:table/created",
       "eu-west-1",
       {
@@ -150,14 +150,14 @@ run "migration_before" {
   }
 
   override_resource {
-    target = module.dynoxide.aws_dynamodb_table.this[0]
+    target = module.duradyn.aws_dynamodb_table.this[0]
     values = {
-      arn = "arn:aws:dynamodb:eu-west-1:123456789012:table/dynoxide"
+      arn = "arn:aws:dynamodb:eu-west-1:123456789012:table/duradyn"
     }
   }
 
   assert {
-    condition     = output.table_arn == "arn:aws:dynamodb:eu-west-1:123456789012:table/dynoxide"
+    condition     = output.table_arn == "arn:aws:dynamodb:eu-west-1:123456789012:table/duradyn"
     error_message = "The first apply must create the table without auto scaling."
   }
 }
@@ -170,7 +170,7 @@ run "migration_autoscaling_on" {
   }
 
   assert {
-    condition     = output.table_arn == "arn:aws:dynamodb:eu-west-1:123456789012:table/dynoxide"
+    condition     = output.table_arn == "arn:aws:dynamodb:eu-west-1:123456789012:table/duradyn"
     error_message = "Turning autoscaling on with the moved block must keep the table, not replace it."
   }
 }
@@ -183,7 +183,7 @@ run "migration_autoscaling_off" {
   }
 
   assert {
-    condition     = output.table_arn == "arn:aws:dynamodb:eu-west-1:123456789012:table/dynoxide"
+    condition     = output.table_arn == "arn:aws:dynamodb:eu-west-1:123456789012:table/duradyn"
     error_message = "Turning autoscaling off with the moved block must keep the table, not replace it."
   }
 }

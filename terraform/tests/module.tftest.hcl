@@ -4,13 +4,13 @@
 mock_provider "aws" {
   mock_resource "aws_dynamodb_table" {
     defaults = {
-      arn = "arn:aws:dynamodb:eu-west-1:123456789012:table/dynoxide"
+      arn = "arn:aws:dynamodb:eu-west-1:123456789012:table/duradyn"
     }
   }
 }
 
 variables {
-  table_name = "dynoxide"
+  table_name = "duradyn"
 }
 
 run "defaults" {
@@ -53,7 +53,7 @@ run "defaults" {
   }
 
   assert {
-    condition     = keys(aws_sqs_queue.this) == ["orchestrator", "worker"] && aws_sqs_queue.this["orchestrator"].name == "dynoxide-orchestrator" && aws_sqs_queue.this["worker"].name == "dynoxide-worker"
+    condition     = keys(aws_sqs_queue.this) == ["orchestrator", "worker"] && aws_sqs_queue.this["orchestrator"].name == "duradyn-orchestrator" && aws_sqs_queue.this["worker"].name == "duradyn-worker"
     error_message = "The module must create the orchestrator and worker queues named after the table."
   }
 
@@ -185,12 +185,12 @@ run "autoscaling" {
   }
 
   assert {
-    condition     = output.table_name == "dynoxide"
+    condition     = output.table_name == "duradyn"
     error_message = "The table_name output must come from aws_dynamodb_table.autoscaled."
   }
 
   assert {
-    condition     = aws_dynamodb_table.autoscaled[0].name == "dynoxide" && aws_dynamodb_table.autoscaled[0].billing_mode == "PROVISIONED" && aws_dynamodb_table.autoscaled[0].hash_key == "pk" && aws_dynamodb_table.autoscaled[0].range_key == "sk"
+    condition     = aws_dynamodb_table.autoscaled[0].name == "duradyn" && aws_dynamodb_table.autoscaled[0].billing_mode == "PROVISIONED" && aws_dynamodb_table.autoscaled[0].hash_key == "pk" && aws_dynamodb_table.autoscaled[0].range_key == "sk"
     error_message = "The autoscaled table must have the name, billing mode and keys of the table."
   }
 
@@ -228,12 +228,12 @@ run "autoscaling" {
 
   assert {
     condition = jsonencode({ for k, t in aws_appautoscaling_target.this : k => [t.service_namespace, t.resource_id, t.scalable_dimension, t.min_capacity, t.max_capacity] }) == jsonencode({
-      "table-read"      = ["dynamodb", "table/dynoxide", "dynamodb:table:ReadCapacityUnits", 5, 100]
-      "table-write"     = ["dynamodb", "table/dynoxide", "dynamodb:table:WriteCapacityUnits", 2, 50]
-      "ready-read"      = ["dynamodb", "table/dynoxide/index/ready", "dynamodb:index:ReadCapacityUnits", 3, 30]
-      "ready-write"     = ["dynamodb", "table/dynoxide/index/ready", "dynamodb:index:WriteCapacityUnits", 3, 60]
-      "instances-read"  = ["dynamodb", "table/dynoxide/index/instances", "dynamodb:index:ReadCapacityUnits", 1, 10]
-      "instances-write" = ["dynamodb", "table/dynoxide/index/instances", "dynamodb:index:WriteCapacityUnits", 1, 20]
+      "table-read"      = ["dynamodb", "table/duradyn", "dynamodb:table:ReadCapacityUnits", 5, 100]
+      "table-write"     = ["dynamodb", "table/duradyn", "dynamodb:table:WriteCapacityUnits", 2, 50]
+      "ready-read"      = ["dynamodb", "table/duradyn/index/ready", "dynamodb:index:ReadCapacityUnits", 3, 30]
+      "ready-write"     = ["dynamodb", "table/duradyn/index/ready", "dynamodb:index:WriteCapacityUnits", 3, 60]
+      "instances-read"  = ["dynamodb", "table/duradyn/index/instances", "dynamodb:index:ReadCapacityUnits", 1, 10]
+      "instances-write" = ["dynamodb", "table/duradyn/index/instances", "dynamodb:index:WriteCapacityUnits", 1, 20]
     })
     error_message = "Unexpected scalable targets: ${jsonencode({ for k, t in aws_appautoscaling_target.this : k => [t.resource_id, t.scalable_dimension, t.min_capacity, t.max_capacity] })}"
   }
@@ -246,12 +246,12 @@ run "autoscaling" {
       p.target_tracking_scaling_policy_configuration[0].scale_in_cooldown,
       p.target_tracking_scaling_policy_configuration[0].scale_out_cooldown,
       ] }) == jsonencode({
-      "table-read"      = ["dynoxide-table-read", "TargetTrackingScaling", "dynamodb", "table/dynoxide", "dynamodb:table:ReadCapacityUnits", "DynamoDBReadCapacityUtilization", 70, 0, 0]
-      "table-write"     = ["dynoxide-table-write", "TargetTrackingScaling", "dynamodb", "table/dynoxide", "dynamodb:table:WriteCapacityUnits", "DynamoDBWriteCapacityUtilization", 70, 0, 0]
-      "ready-read"      = ["dynoxide-ready-read", "TargetTrackingScaling", "dynamodb", "table/dynoxide/index/ready", "dynamodb:index:ReadCapacityUnits", "DynamoDBReadCapacityUtilization", 70, 0, 0]
-      "ready-write"     = ["dynoxide-ready-write", "TargetTrackingScaling", "dynamodb", "table/dynoxide/index/ready", "dynamodb:index:WriteCapacityUnits", "DynamoDBWriteCapacityUtilization", 70, 0, 0]
-      "instances-read"  = ["dynoxide-instances-read", "TargetTrackingScaling", "dynamodb", "table/dynoxide/index/instances", "dynamodb:index:ReadCapacityUnits", "DynamoDBReadCapacityUtilization", 70, 0, 0]
-      "instances-write" = ["dynoxide-instances-write", "TargetTrackingScaling", "dynamodb", "table/dynoxide/index/instances", "dynamodb:index:WriteCapacityUnits", "DynamoDBWriteCapacityUtilization", 70, 0, 0]
+      "table-read"      = ["duradyn-table-read", "TargetTrackingScaling", "dynamodb", "table/duradyn", "dynamodb:table:ReadCapacityUnits", "DynamoDBReadCapacityUtilization", 70, 0, 0]
+      "table-write"     = ["duradyn-table-write", "TargetTrackingScaling", "dynamodb", "table/duradyn", "dynamodb:table:WriteCapacityUnits", "DynamoDBWriteCapacityUtilization", 70, 0, 0]
+      "ready-read"      = ["duradyn-ready-read", "TargetTrackingScaling", "dynamodb", "table/duradyn/index/ready", "dynamodb:index:ReadCapacityUnits", "DynamoDBReadCapacityUtilization", 70, 0, 0]
+      "ready-write"     = ["duradyn-ready-write", "TargetTrackingScaling", "dynamodb", "table/duradyn/index/ready", "dynamodb:index:WriteCapacityUnits", "DynamoDBWriteCapacityUtilization", 70, 0, 0]
+      "instances-read"  = ["duradyn-instances-read", "TargetTrackingScaling", "dynamodb", "table/duradyn/index/instances", "dynamodb:index:ReadCapacityUnits", "DynamoDBReadCapacityUtilization", 70, 0, 0]
+      "instances-write" = ["duradyn-instances-write", "TargetTrackingScaling", "dynamodb", "table/duradyn/index/instances", "dynamodb:index:WriteCapacityUnits", "DynamoDBWriteCapacityUtilization", 70, 0, 0]
     })
     error_message = "Unexpected scaling policies."
   }

@@ -15,8 +15,8 @@ provider "aws" {
 override_resource {
   target = aws_dynamodb_table.this[0]
   values = {
-    name = "dynoxide"
-    arn  = "arn:aws:dynamodb:eu-west-1:123456789012:table/dynoxide"
+    name = "duradyn"
+    arn  = "arn:aws:dynamodb:eu-west-1:123456789012:table/duradyn"
   }
 }
 
@@ -24,8 +24,8 @@ override_resource {
 override_resource {
   target = aws_dynamodb_table.autoscaled[0]
   values = {
-    name = "dynoxide"
-    arn  = "arn:aws:dynamodb:eu-west-1:123456789012:table/dynoxide"
+    name = "duradyn"
+    arn  = "arn:aws:dynamodb:eu-west-1:123456789012:table/duradyn"
   }
 }
 
@@ -40,21 +40,21 @@ override_resource {
 override_resource {
   target = aws_sqs_queue.this["orchestrator"]
   values = {
-    arn = "arn:aws:sqs:eu-west-1:123456789012:dynoxide-orchestrator"
-    url = "https://sqs.eu-west-1.amazonaws.com/123456789012/dynoxide-orchestrator"
+    arn = "arn:aws:sqs:eu-west-1:123456789012:duradyn-orchestrator"
+    url = "https://sqs.eu-west-1.amazonaws.com/123456789012/duradyn-orchestrator"
   }
 }
 
 override_resource {
   target = aws_sqs_queue.this["worker"]
   values = {
-    arn = "arn:aws:sqs:eu-west-1:123456789012:dynoxide-worker"
-    url = "https://sqs.eu-west-1.amazonaws.com/123456789012/dynoxide-worker"
+    arn = "arn:aws:sqs:eu-west-1:123456789012:duradyn-worker"
+    url = "https://sqs.eu-west-1.amazonaws.com/123456789012/duradyn-worker"
   }
 }
 
 variables {
-  table_name = "dynoxide"
+  table_name = "duradyn"
 }
 
 run "policy_without_kms" {
@@ -70,14 +70,14 @@ run "policy_without_kms" {
   # (checked against the provider's SDK calls by internal/parity).
   assert {
     condition = jsonencode([for s in jsondecode(output.iam_policy_json).Statement : [s.Sid, s.Effect, sort(flatten([s.Action])), sort(flatten([s.Resource]))]]) == jsonencode([
-      ["DynoxideTable", "Allow", sort(jsondecode(file("${path.module}/iam_actions.json")).table), ["arn:aws:dynamodb:eu-west-1:123456789012:table/dynoxide"]],
-      ["DynoxideIndexes", "Allow", sort(jsondecode(file("${path.module}/iam_actions.json")).indexes), [
-        "arn:aws:dynamodb:eu-west-1:123456789012:table/dynoxide/index/instances",
-        "arn:aws:dynamodb:eu-west-1:123456789012:table/dynoxide/index/ready",
+      ["DuradynTable", "Allow", sort(jsondecode(file("${path.module}/iam_actions.json")).table), ["arn:aws:dynamodb:eu-west-1:123456789012:table/duradyn"]],
+      ["DuradynIndexes", "Allow", sort(jsondecode(file("${path.module}/iam_actions.json")).indexes), [
+        "arn:aws:dynamodb:eu-west-1:123456789012:table/duradyn/index/instances",
+        "arn:aws:dynamodb:eu-west-1:123456789012:table/duradyn/index/ready",
       ]],
-      ["DynoxideSignalQueues", "Allow", sort(jsondecode(file("${path.module}/iam_actions.json")).queues), [
-        "arn:aws:sqs:eu-west-1:123456789012:dynoxide-orchestrator",
-        "arn:aws:sqs:eu-west-1:123456789012:dynoxide-worker",
+      ["DuradynSignalQueues", "Allow", sort(jsondecode(file("${path.module}/iam_actions.json")).queues), [
+        "arn:aws:sqs:eu-west-1:123456789012:duradyn-orchestrator",
+        "arn:aws:sqs:eu-west-1:123456789012:duradyn-worker",
       ]],
     ])
     error_message = "Unexpected policy: ${output.iam_policy_json}"
@@ -95,7 +95,7 @@ run "policy_with_kms" {
   assert {
     condition = jsonencode([for s in jsondecode(output.iam_policy_json).Statement : [
       s.Effect, sort(flatten([s.Action])), sort(flatten([s.Resource])), sort(flatten([s.Condition.StringEquals["kms:ViaService"]]))
-      ] if s.Sid == "DynoxideKMS"]) == jsonencode([[
+      ] if s.Sid == "DuradynKMS"]) == jsonencode([[
       "Allow",
       ["kms:Decrypt", "kms:GenerateDataKey"],
       ["arn:aws:kms:eu-west-1:123456789012:key/queue-key", "arn:aws:kms:eu-west-1:123456789012:key/table-key"],

@@ -1,4 +1,4 @@
-// Command benche2e runs dynoxide's end-to-end benchmark: every scenario of
+// Command benche2e runs duradyn's end-to-end benchmark: every scenario of
 // package scenario on the runtime over memprovider and over the DynamoDB
 // provider (DynamoDB Local, with and without SQS wake-up queues, and behind
 // a proxy adding a same-region round trip to each request), with
@@ -9,14 +9,14 @@
 //
 //	go run ./cmd/benche2e [-out results] [-short] [-scenarios HelloCities5,Chain1000,...] [-cpuprofile file]
 //
-// -systems and -peers select the dynoxide systems and the go-workflows
+// -systems and -peers select the duradyn systems and the go-workflows
 // backends; -systems none runs only the peers.
 //
 // It finds or starts DynamoDB and SQS as package localstack does (the
 // endpoints in the environment, LocalStack with Docker, else the embedded
 // DynamoDB Local and SQS emulator), once per run, and Redis for the
 // go-workflows Redis backend. Progress lines go to standard output with
-// timestamps. It exits with status 1 if a dynoxide scenario failed (its
+// timestamps. It exits with status 1 if a duradyn scenario failed (its
 // errors printed), after writing the results that succeeded; failures of
 // peers are recorded in their results' notes.
 package main

@@ -16,10 +16,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/dynoxide/dynoxide/bench/peer/goworkflows"
-	"github.com/dynoxide/dynoxide/bench/report"
-	"github.com/dynoxide/dynoxide/bench/scenario"
-	"github.com/dynoxide/dynoxide/localstack"
+	"github.com/duradyn/duradyn/bench/peer/goworkflows"
+	"github.com/duradyn/duradyn/bench/report"
+	"github.com/duradyn/duradyn/bench/scenario"
+	"github.com/duradyn/duradyn/localstack"
 )
 
 // warmUpInstances is the size of the unrecorded HelloCities5 run that
@@ -50,14 +50,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.out, "out", "results", "directory the results are written to")
 	fs.BoolVar(&c.short, "short", false, "tiny sizes (a few iterations of each scenario); size flags given explicitly still apply")
 	fs.StringVar(&c.scenarios, "scenarios", "", "comma-separated scenarios to run (HelloCities5, EndpointCeiling, HelloCities5Load, HelloCities5Payload1KB, Chain1000, Chain1000Payload1KB, FanOut1000, FanOut10000, StartAfterIdle, Idle, History10000, FetchCost); empty runs all")
-	fs.StringVar(&c.systems, "systems", "", "comma-separated dynoxide systems to run on; empty runs all, \"none\" none (only the peers)")
-	fs.StringVar(&c.peers, "peers", strings.Join(goworkflows.Backends(), ","), "comma-separated go-workflows backends to run beside dynoxide; empty runs none")
+	fs.StringVar(&c.systems, "systems", "", "comma-separated duradyn systems to run on; empty runs all, \"none\" none (only the peers)")
+	fs.StringVar(&c.peers, "peers", strings.Join(goworkflows.Backends(), ","), "comma-separated go-workflows backends to run beside duradyn; empty runs none")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the benchmark's process while the scenarios run (go tool pprof reads it)")
 	def := scenario.DefaultSizes()
 	hello := fs.Int("hello-instances", def.HelloInstances, "HelloCities5: instances")
 	load := fs.Int("load-instances", def.LoadInstances, "HelloCities5Load: instances")
-	helloRuntimes := fs.Int("hello-runtimes", 1, "HelloCities5: runtimes on each dynoxide system, each with its own provider")
-	helloSlots := fs.Int("hello-slots", 0, "HelloCities5: orchestration and worker slots of each dynoxide runtime (0: the runtime's defaults, 2 and 2)")
+	helloRuntimes := fs.Int("hello-runtimes", 1, "HelloCities5: runtimes on each duradyn system, each with its own provider")
+	helloSlots := fs.Int("hello-slots", 0, "HelloCities5: orchestration and worker slots of each duradyn runtime (0: the runtime's defaults, 2 and 2)")
 	payload := fs.Int("payload-bytes", def.PayloadBytes, "HelloCities5Payload1KB and Chain1000Payload1KB: bytes of filler in each activity's input and output")
 	chainSteps := fs.Int("chain-steps", def.ChainSteps, "Chain1000 and Chain1000Payload1KB: activities in the chain")
 	fanSmall := fs.Int("fanout-small", def.FanOutSmall, "FanOut1000: activities")
@@ -147,7 +147,7 @@ func run(ctx context.Context, args []string) int {
 	opts := func(o *localstack.Options) {
 		o.Logf = p.logf
 		o.SQSEmulator = sqsEmulator()
-		if os.Getenv("DYNOXIDE_CACHE_DIR") == "" {
+		if os.Getenv("DURADYN_CACHE_DIR") == "" {
 			o.CacheDir = scenario.LibraryCacheDir()
 		}
 	}
@@ -239,7 +239,7 @@ func needsPeers(selected []scenario.Scenario) bool {
 	return false
 }
 
-// noSystems is the -systems value that runs no dynoxide system, only the
+// noSystems is the -systems value that runs no duradyn system, only the
 // peers.
 const noSystems = "none"
 
@@ -293,7 +293,7 @@ func goVersion() string {
 }
 
 // sqsEmulator is the embedded SQS emulator the run starts (when the
-// environment names no endpoint): DYNOXIDE_SQS_EMULATOR if set, else
+// environment names no endpoint): DURADYN_SQS_EMULATOR if set, else
 // fauxqs, where the tests prefer moto. moto's long polls check their queue
 // every 10 ms and take half a core of the machine the benchmark measures
 // while they wait; SQS on AWS costs the process's host nothing.

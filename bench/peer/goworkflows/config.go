@@ -44,7 +44,7 @@ type Config struct {
 	FanOut int
 	// Timeout bounds the run, from opening the backend to the last
 	// output read; zero gives one minute and 50 ms an activity. A scenario
-	// sets the limit its dynoxide systems get, so that both sides have the
+	// sets the limit its duradyn systems get, so that both sides have the
 	// same room.
 	Timeout time.Duration
 }

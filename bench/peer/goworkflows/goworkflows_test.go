@@ -15,13 +15,13 @@ import (
 	"github.com/cschleiden/go-workflows/backend/history"
 	"github.com/cschleiden/go-workflows/core"
 	"github.com/cschleiden/go-workflows/workflow"
-	"github.com/dynoxide/dynoxide/bench/report"
+	"github.com/duradyn/duradyn/bench/report"
 	"github.com/redis/go-redis/v9"
 )
 
 // Sizes: tiny in -short mode (the CI smoke), larger otherwise; the
-// environment variables DYNOXIDE_BENCH_PEER_INSTANCES and
-// DYNOXIDE_BENCH_PEER_FANOUT override them (the test then logs the
+// environment variables DURADYN_BENCH_PEER_INSTANCES and
+// DURADYN_BENCH_PEER_FANOUT override them (the test then logs the
 // figures, for measuring by hand).
 func sizes(t *testing.T) (instances, fanOut int) {
 	t.Helper()
@@ -29,8 +29,8 @@ func sizes(t *testing.T) (instances, fanOut int) {
 	if testing.Short() {
 		instances, fanOut = 5, 20
 	}
-	instances = envSize(t, "DYNOXIDE_BENCH_PEER_INSTANCES", instances)
-	fanOut = envSize(t, "DYNOXIDE_BENCH_PEER_FANOUT", fanOut)
+	instances = envSize(t, "DURADYN_BENCH_PEER_INSTANCES", instances)
+	fanOut = envSize(t, "DURADYN_BENCH_PEER_FANOUT", fanOut)
 	return instances, fanOut
 }
 
@@ -48,13 +48,13 @@ func envSize(t *testing.T, name string, fallback int) int {
 }
 
 // startRedis starts a private Redis for t. Without redis-server it fails
-// with ErrNoRedis's message, unless DYNOXIDE_BENCH_NO_REDIS=1 (then it
+// with ErrNoRedis's message, unless DURADYN_BENCH_NO_REDIS=1 (then it
 // skips t).
 func startRedis(t *testing.T) string {
 	t.Helper()
 	addr, stop, err := StartRedis(t.Context(), t.TempDir())
-	if errors.Is(err, ErrNoRedis) && os.Getenv("DYNOXIDE_BENCH_NO_REDIS") == "1" {
-		t.Skipf("DYNOXIDE_BENCH_NO_REDIS=1: %v", err)
+	if errors.Is(err, ErrNoRedis) && os.Getenv("DURADYN_BENCH_NO_REDIS") == "1" {
+		t.Skipf("DURADYN_BENCH_NO_REDIS=1: %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -267,8 +267,8 @@ func TestInvalidConfigsFailWithErrConfig(t *testing.T) {
 }
 
 func TestStartRedisAnswersPingUntilStopped(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil && os.Getenv("DYNOXIDE_BENCH_NO_REDIS") == "1" {
-		t.Skipf("DYNOXIDE_BENCH_NO_REDIS=1: %v", err)
+	if _, err := exec.LookPath("redis-server"); err != nil && os.Getenv("DURADYN_BENCH_NO_REDIS") == "1" {
+		t.Skipf("DURADYN_BENCH_NO_REDIS=1: %v", err)
 	}
 	dir := t.TempDir()
 	addr, stop, err := StartRedis(t.Context(), dir)
@@ -438,7 +438,7 @@ func TestExecutorCacheOutlastsTheRun(t *testing.T) {
 }
 
 // TestTimeoutSetIsTheRunsLimit: a scenario gives the peer the limit its
-// dynoxide systems get; unset, the limit grows with the activities.
+// duradyn systems get; unset, the limit grows with the activities.
 func TestTimeoutSetIsTheRunsLimit(t *testing.T) {
 	if got := (Config{Timeout: 21 * time.Minute}).runTimeout(10000); got != 21*time.Minute {
 		t.Errorf("limit with Timeout 21m = %v, want 21m", got)

@@ -14,10 +14,10 @@ import (
 	"github.com/cschleiden/go-workflows/client"
 	"github.com/cschleiden/go-workflows/worker"
 	"github.com/cschleiden/go-workflows/workflow"
-	"github.com/dynoxide/dynoxide/bench/report"
+	"github.com/duradyn/duradyn/bench/report"
 )
 
-// startConcurrency bounds the client's concurrent starts, as on dynoxide's
+// startConcurrency bounds the client's concurrent starts, as on duradyn's
 // side of the benchmark.
 const startConcurrency = 16
 

@@ -3,7 +3,7 @@
 //
 // An orchestration is any function, declared or literal, with a parameter of
 // type *durable.OrchestrationContext (package
-// github.com/dynoxide/dynoxide/durable). The runtime replays its code from the
+// github.com/duradyn/duradyn/durable). The runtime replays its code from the
 // start on every turn, so the code must take the same path each time it runs.
 // Inside an orchestration, and inside the functions of the same package that it
 // calls statically (directly or through other such functions), the analyzer
@@ -49,7 +49,7 @@ import (
 
 // DurablePath is the import path of the package that declares
 // OrchestrationContext.
-const DurablePath = "github.com/dynoxide/dynoxide/durable"
+const DurablePath = "github.com/duradyn/duradyn/durable"
 
 // IgnoreDirective is the comment that suppresses a report on its own line, or
 // on the next line when the comment stands alone on its line.

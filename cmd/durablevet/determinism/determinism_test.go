@@ -5,7 +5,7 @@ import (
 
 	"golang.org/x/tools/go/analysis/analysistest"
 
-	"github.com/dynoxide/dynoxide/cmd/durablevet/determinism"
+	"github.com/duradyn/duradyn/cmd/durablevet/determinism"
 )
 
 // TestAnalyzer checks every rule, the negative cases and the ignore
@@ -18,5 +18,5 @@ func TestAnalyzer(t *testing.T) {
 // the deterministic primitives with goroutines and channels, is not
 // reported.
 func TestRuntimeNotChecked(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), determinism.Analyzer, "github.com/dynoxide/dynoxide/durable")
+	analysistest.Run(t, analysistest.TestData(), determinism.Analyzer, "github.com/duradyn/duradyn/durable")
 }

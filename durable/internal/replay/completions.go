@@ -1,6 +1,6 @@
 package replay
 
-import "github.com/dynoxide/dynoxide/provider"
+import "github.com/duradyn/duradyn/provider"
 
 // prepCompletions turns the batch's completions into history events, in
 // batch order: completions of other executions and duplicates are dropped,

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable/internal/coro"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable/internal/coro"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // Context is the deterministic state of one run of an orchestration: the

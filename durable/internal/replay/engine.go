@@ -11,8 +11,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable/internal/coro"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable/internal/coro"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // Version is the replay model this engine implements, written into every

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"maps"
 
-	"github.com/dynoxide/dynoxide/durable/internal/coro"
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/durable/internal/coro"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // result is how user code ended the run, before finalisation.

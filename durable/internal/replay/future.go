@@ -3,7 +3,7 @@ package replay
 import (
 	"errors"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // ErrCancelled is the error of a future that was cancelled before it

@@ -3,7 +3,7 @@ package replay
 import (
 	"bytes"
 
-	"github.com/dynoxide/dynoxide/provider"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // Held is an execution's code kept between two of its turns: the

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dynoxide/dynoxide/internal/tablekeys"
+	"github.com/duradyn/duradyn/internal/tablekeys"
 )
 
 // This file is the only place table keys are built or parsed (see

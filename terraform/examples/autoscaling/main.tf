@@ -2,7 +2,7 @@ provider "aws" {
   region = var.region
 }
 
-module "dynoxide" {
+module "duradyn" {
   source = "../../"
 
   table_name = var.name
@@ -29,6 +29,6 @@ module "dynoxide" {
   deletion_protection_enabled = false
 
   tags = {
-    Project = "dynoxide-example"
+    Project = "duradyn-example"
   }
 }

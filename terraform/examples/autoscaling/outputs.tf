@@ -4,20 +4,20 @@
 
 output "table_name" {
   description = "Name of the DynamoDB table."
-  value       = module.dynoxide.table_name
+  value       = module.duradyn.table_name
 }
 
 output "orchestrator_queue_url" {
   description = "URL of the SQS queue carrying orchestrator wake-up signals (queues.Options.OrchestratorQueueURL)."
-  value       = module.dynoxide.orchestrator_queue_url
+  value       = module.duradyn.orchestrator_queue_url
 }
 
 output "worker_queue_url" {
   description = "URL of the SQS queue carrying worker wake-up signals (queues.Options.WorkerQueueURL)."
-  value       = module.dynoxide.worker_queue_url
+  value       = module.duradyn.worker_queue_url
 }
 
 output "region" {
   description = "AWS region of the table and queues."
-  value       = module.dynoxide.region
+  value       = module.duradyn.region
 }

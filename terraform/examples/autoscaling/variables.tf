@@ -13,7 +13,7 @@ variable "region" {
 variable "name" {
   description = "Name of the table; the queues are named after it."
   type        = string
-  default     = "dynoxide-autoscaling-example"
+  default     = "duradyn-autoscaling-example"
   nullable    = false
 
   validation {

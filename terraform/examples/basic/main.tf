@@ -2,7 +2,7 @@ provider "aws" {
   region = var.region
 }
 
-module "dynoxide" {
+module "duradyn" {
   source = "../../"
 
   table_name = var.name
@@ -12,6 +12,6 @@ module "dynoxide" {
   deletion_protection_enabled = false
 
   tags = {
-    Project = "dynoxide-example"
+    Project = "duradyn-example"
   }
 }

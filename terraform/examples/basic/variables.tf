@@ -13,7 +13,7 @@ variable "region" {
 variable "name" {
   description = "Name of the table; the queues are named after it."
   type        = string
-  default     = "dynoxide-example"
+  default     = "duradyn-example"
   nullable    = false
 
   validation {

@@ -10,10 +10,10 @@ terraform {
   }
 }
 
-module "dynoxide" {
+module "duradyn" {
   source = "../../.."
 
-  table_name   = "dynoxide"
+  table_name   = "duradyn"
   billing_mode = "PROVISIONED"
   provisioned_capacity = {
     table     = { read = 5, write = 5 }
@@ -29,10 +29,10 @@ module "dynoxide" {
 }
 
 moved {
-  from = module.dynoxide.aws_dynamodb_table.this[0]
-  to   = module.dynoxide.aws_dynamodb_table.autoscaled[0]
+  from = module.duradyn.aws_dynamodb_table.this[0]
+  to   = module.duradyn.aws_dynamodb_table.autoscaled[0]
 }
 
 output "table_arn" {
-  value = module.dynoxide.table_arn
+  value = module.duradyn.table_arn
 }

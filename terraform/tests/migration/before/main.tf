@@ -9,10 +9,10 @@ terraform {
   }
 }
 
-module "dynoxide" {
+module "duradyn" {
   source = "../../.."
 
-  table_name   = "dynoxide"
+  table_name   = "duradyn"
   billing_mode = "PROVISIONED"
   provisioned_capacity = {
     table     = { read = 5, write = 5 }
@@ -22,5 +22,5 @@ module "dynoxide" {
 }
 
 output "table_arn" {
-  value = module.dynoxide.table_arn
+  value = module.duradyn.table_arn
 }

@@ -3,7 +3,7 @@ package orch
 import (
 	. "time"
 
-	"github.com/dynoxide/dynoxide/durable"
+	"github.com/duradyn/duradyn/durable"
 )
 
 // Dot uses package time through a dot import.

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/dynoxide/dynoxide/durable"
+	"github.com/duradyn/duradyn/durable"
 )
 
 // Statements covers go, select and channels.
