@@ -733,7 +733,7 @@ func TestCrashRecoveryProcess(t *testing.T) {
 		o.OrchestratorQueueURL = c.OrchestratorQueueURL
 		o.WorkerQueueURL = c.WorkerQueueURL
 		o.Shards = crashShards
-		o.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "dynamo: "+format+"\n", args...) }
+		o.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
 		o.Client = db
 		o.SQSClient = ep.SQS(cfg)
 	})

@@ -285,7 +285,7 @@ func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPla
 		turn.tx = &pendingTx{key: turn.token + "\x00" + digest}
 		turn.txHanded = nil
 	}
-	_, err := p.sendPending(p.ackBudget(ctx, turn.leaseEnd()), provider.OpAckOrchestrationItem, turn.tx, func() *dynamodb.TransactWriteItemsInput {
+	_, err := p.sendPending(ackBudget(ctx), provider.OpAckOrchestrationItem, turn.tx, func() *dynamodb.TransactWriteItemsInput {
 		turn.txHanded = hand
 		actions := make([]types.TransactWriteItem, 0, len(plan.actions)+1)
 		actions = append(actions, types.TransactWriteItem{Update: newLockRelease(plan.release, "", smallTurnID(turn.token, digest)).withSmallPast(turn.st.lock).acked(now).withKV(plan.kvDigest).withHistoryEnd(plan.histEnd).update(p.table, turn.st.id,
@@ -329,7 +329,7 @@ func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPla
 // reports the lock as lost: the next fetch reads the rows as they are.
 func (p *Provider) staleRead(ctx context.Context, turn *turnState) error {
 	if err := p.AbandonOrchestrationItem(ctx, turn.token, 0, true); err != nil && !errors.Is(err, provider.ErrInvalidLockToken) {
-		p.o.Logf("dynamo: releasing instance %q after a stale read: %v (its lock expires instead)", turn.st.id, err)
+		p.o.Logger.Warn("dynamo: releasing an instance after a stale read failed; its lock expires instead", "instance", turn.st.id, "error", err)
 	}
 	return provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidLockToken,
 		"the turn of instance %q was planned on rows an earlier turn had changed (the fetch read the instance while that turn committed); the turn is released and the instance is fetched again", turn.st.id)
@@ -762,7 +762,7 @@ func (p *Provider) notify(ctx context.Context, signals []queues.Signal) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), notifyTimeout)
 	defer cancel()
 	if err := p.signals.Notify(ctx, signals...); err != nil {
-		p.o.Logf("dynamo: wake-up signals not sent (work is committed; sweeps find it): %v", err)
+		p.o.Logger.Warn("dynamo: wake-up signals not sent; the work is committed and sweeps find it", "error", err)
 	}
 }
 
@@ -776,7 +776,7 @@ func (p *Provider) post(signals []queues.Signal) {
 		return
 	}
 	if err := p.signals.Post(signals...); err != nil {
-		p.o.Logf("dynamo: wake-up signals not sent (work is committed; sweeps find it): %v", err)
+		p.o.Logger.Warn("dynamo: wake-up signals not sent; the work is committed and sweeps find it", "error", err)
 	}
 }
 

@@ -181,7 +181,7 @@ func (p *Provider) decline(ctx context.Context, sigs []queues.Signal) {
 		return
 	}
 	if err := p.signals.Decline(ctx, sigs...); err != nil {
-		p.o.Logf("dynamo: sending on %d signals this process cannot use: %v", len(sigs), err)
+		p.o.Logger.Warn("dynamo: sending on signals this process cannot use failed", "signals", len(sigs), "error", err)
 	}
 }
 
@@ -787,7 +787,7 @@ func (p *Provider) dropOrphans(ctx context.Context, st *instanceState, batch []q
 		return err
 	}
 	if err == nil {
-		p.o.Logf("dynamo: dropped %d QueueMessage(s) for instance %q, which does not exist", len(actions)-1, st.id)
+		p.o.Logger.Warn("dynamo: dropped messages queued for an instance that does not exist", "instance", st.id, "messages", len(actions)-1)
 	}
 	return nil
 }

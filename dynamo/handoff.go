@@ -242,7 +242,7 @@ func (p *Provider) settleHanded(ctx context.Context, hand, sent *handedRow, comm
 	// Nobody here takes it: visible again now, the attempt not counted
 	// (it was never delivered); the abandon signals it.
 	if err := p.AbandonWorkItem(context.WithoutCancel(ctx), sent.token, 0, true); err != nil {
-		p.o.Logf("dynamo: handing back activity %d of instance %q, written for a fetch that is gone: %v (its lease ends it)", sent.item.ID, sent.item.Instance, err)
+		p.o.Logger.Warn("dynamo: handing back an activity written for a fetch that is gone failed; its lease ends it", "instance", sent.item.Instance, "activity", sent.item.ID, "error", err)
 	}
 }
 

@@ -671,7 +671,7 @@ func TestClockSkewMeasured(t *testing.T) {
 	const ahead = 5 * time.Second
 	p := env.NewProvider(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
 		o.Now = faults.NewClock(nil, ahead).Now
-		o.Logf = warnings.Logf
+		o.Logger = warnings.Logger()
 	}})
 	honest := env.NewProvider(t, dynamotest.Config{ShortPoll: true})
 	if _, _, ok := p.ClockSkew(); ok {

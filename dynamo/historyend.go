@@ -60,7 +60,7 @@ func (p *Provider) settledHistory(ctx context.Context, instance string, executio
 		rows = next
 	}
 	if read := historyEvents(rows); read < end.events {
-		p.o.Logf("dynamo: history of instance %q holds %d events where its last turn left %d; fetching on it", instance, read, end.events)
+		p.o.Logger.Warn("dynamo: history holds fewer events than the last turn left; fetching on it", "instance", instance, "events", read, "events_left", end.events)
 	}
 	return rows, nil
 }

@@ -97,7 +97,7 @@ func (p *Provider) settle(ctx context.Context, instance string, st *instanceStat
 		st = next
 	}
 	if !st.kvSettled() {
-		p.o.Logf("dynamo: KV rows of instance %q do not match the digest its last turn recorded (edited outside turns?); fetching on them", instance)
+		p.o.Logger.Warn("dynamo: KV rows do not match the digest the last turn recorded (edited outside turns?); fetching on them", "instance", instance)
 	}
 	return st, nil
 }

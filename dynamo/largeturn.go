@@ -158,7 +158,7 @@ func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan tu
 	if plan.cell != nil {
 		commit = append(commit, types.TransactWriteItem{Update: plan.cell})
 	}
-	if err := p.sendFresh(p.ackBudget(ctx, turn.leaseEnd()), provider.OpAckOrchestrationItem, commit); err != nil {
+	if err := p.sendFresh(ackBudget(ctx), provider.OpAckOrchestrationItem, commit); err != nil {
 		switch conditionFailedAt(cancelReasons(err)) {
 		case 0:
 			// An earlier attempt of this call may have committed.
@@ -554,7 +554,7 @@ func (p *Provider) turnOutcome(ctx context.Context, instance, tid string) error 
 	if done, _, _ := strAttr(out.Item, attrTurnDone); done == tid {
 		return nil
 	}
-	p.o.Logf("dynamo: large turn %s of instance %q was cut short: its lock row no longer holds it (instance deleted?)", tid, instance)
+	p.o.Logger.Warn("dynamo: large turn cut short: the lock row no longer holds it (instance deleted?)", "instance", instance, "turn", tid)
 	return invalidToken(provider.OpAckOrchestrationItem)
 }
 

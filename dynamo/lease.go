@@ -19,12 +19,22 @@ import (
 
 // leaseBudget marks a context whose requests are lease-critical. endMs,
 // when not 0, is the latest time (epoch ms, provider clock) an attempt may
-// still be waiting for its answer; a claim's attempts are bounded by that
-// alone (whole, they only take from the lease they win).
+// still be waiting for its answer. A claim's attempts are bounded by that
+// alone (they only take from the lease they win); a renewal's by half of
+// what is left, so that a read and another attempt fit after one that
+// went unanswered.
 type leaseBudget struct {
 	endMs int64
-	claim bool
+	kind  budgetKind
 }
+
+type budgetKind int
+
+const (
+	budgetAck budgetKind = iota
+	budgetClaim
+	budgetRenewal
+)
 
 type leaseBudgetKey struct{}
 
@@ -38,7 +48,7 @@ func underLease(ctx context.Context, endMs int64) context.Context {
 // underClaim returns ctx with its requests made lease-critical, each
 // attempt bounded by endMs alone.
 func underClaim(ctx context.Context, endMs int64) context.Context {
-	return context.WithValue(ctx, leaseBudgetKey{}, leaseBudget{endMs: endMs, claim: true})
+	return context.WithValue(ctx, leaseBudgetKey{}, leaseBudget{endMs: endMs, kind: budgetClaim})
 }
 
 // noSDKRetry sends a request once: the provider decides what to resend.
@@ -53,28 +63,25 @@ func (p *Provider) attempt(ctx context.Context, optFns []func(*dynamodb.Options)
 		return ctx, func() {}, optFns
 	}
 	wait := p.o.LeaseRequestTimeout
-	if left := time.Duration(b.endMs-p.nowMs()) * time.Millisecond; b.claim {
+	left := time.Duration(b.endMs-p.nowMs()) * time.Millisecond
+	switch {
+	case b.kind == budgetClaim:
 		wait = left
-	} else if b.endMs != 0 {
+	case b.kind == budgetRenewal:
+		wait = min(wait, left/2)
+	case b.endMs != 0:
 		wait = min(wait, left)
 	}
 	ctx, cancel := context.WithTimeout(ctx, max(wait, 0))
 	return ctx, cancel, append(optFns[:len(optFns):len(optFns)], noSDKRetry)
 }
 
-// minLeaseAttempt is the least time an ack's attempt gets once its lease
-// is (nearly) over: an ack that lands late is harmless (fencing, §6), and
-// a resend of one whose outcome is unknown learns that it landed.
-const minLeaseAttempt = 250 * time.Millisecond
-
-// ackBudget is the budget of an ack under a lease ending at untilMs (0:
-// unknown to this process).
-func (p *Provider) ackBudget(ctx context.Context, untilMs int64) context.Context {
-	if untilMs == 0 {
-		return underLease(ctx, 0)
-	}
-	return underLease(ctx, max(untilMs, p.nowMs()+durMs(minLeaseAttempt)))
-}
+// ackBudget is the budget of an ack: LeaseRequestTimeout per attempt,
+// whatever is left of the lease. An ack that lands after its lease ended
+// is harmless (fencing, §6), and one refused because it ended must get
+// that definite answer ([provider.ErrInvalidLockToken]) rather than a
+// deadline.
+func ackBudget(ctx context.Context) context.Context { return underLease(ctx, 0) }
 
 // claimBudget is the part of a lease a claim may spend waiting for its
 // answer: a claim answered later leaves too little of the lease to be
@@ -126,7 +133,7 @@ func (p *Provider) renewLease(ctx context.Context, r renewal) (int64, error) {
 	if r.knownEnd == 0 {
 		deadline = p.nowMs() + durMs(renewUnknownLease)
 	}
-	ctx = underLease(ctx, deadline)
+	ctx = context.WithValue(ctx, leaseBudgetKey{}, leaseBudget{endMs: deadline, kind: budgetRenewal})
 	// Every attempt of this call extends the lease to at least this; a
 	// stored end that reaches it is one of them.
 	least := p.nowMs() + durMs(r.extendFor)
@@ -155,7 +162,7 @@ func (p *Provider) renewLease(ctx context.Context, r renewal) (int64, error) {
 			return 0, translate(r.op, ctx.Err())
 		}
 		pause := jitter(backoff)
-		p.o.Logf("dynamo: renewal failed, retrying in %v: %v", pause, err)
+		p.o.Logger.Warn("dynamo: renewal failed; retrying", "pause", pause, "error", err)
 		if sleepCtx(ctx, min(pause, time.Duration(deadline-p.nowMs())*time.Millisecond)) != nil {
 			return 0, translate(r.op, ctx.Err())
 		}

@@ -134,7 +134,7 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 		return nil, ctx.Err()
 	}
 	if !usefulLease(until, p.nowMs(), lockTimeout) {
-		p.o.Logf("dynamo: lock on instance %q came back with less than a quarter of its lease left (lock timeout %v); released", st.id, lockTimeout)
+		p.o.Logger.Warn("dynamo: instance lock came back with less than a quarter of its lease left; released", "instance", st.id, "lock_timeout", lockTimeout)
 		p.releaseUndelivered(st.id, turn)
 		return nil, nil
 	}
@@ -307,7 +307,7 @@ func (p *Provider) releaseUndelivered(instance string, turn *turnState) {
 		return err
 	})
 	if err != nil && !conditionFailed(err) {
-		p.o.Logf("dynamo: release lock of instance %q: %v", instance, err)
+		p.o.Logger.Warn("dynamo: releasing an instance lock failed", "instance", instance, "error", err)
 	}
 }
 

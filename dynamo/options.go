@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -36,7 +37,8 @@ type API interface {
 	// Query is [dynamodb.Client.Query].
 	Query(ctx context.Context, params *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	// Scan is [dynamodb.Client.Scan]. The provider scans only the ready
-	// index, one page, while it is small (docs/design.md §8).
+	// index, never the table: a sweep reads one page while the index is
+	// small (docs/design.md §8), and QueueDepths reads it to its end.
 	Scan(ctx context.Context, params *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
 	// TransactWriteItems is [dynamodb.Client.TransactWriteItems].
 	TransactWriteItems(ctx context.Context, params *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
@@ -104,14 +106,16 @@ type Options struct {
 
 	// ClockSkewWarning is the clock skew against DynamoDB's clock (see
 	// [Provider.ClockSkew]) above which the provider logs a warning through
-	// Logf. Default [DefaultClockSkewWarning]. docs/design.md §9 lists what
+	// Logger. Default [DefaultClockSkewWarning]. docs/design.md §9 lists what
 	// each guarantee tolerates.
 	ClockSkewWarning time.Duration
 
-	// Logf receives problems the provider handles itself (a signal that
-	// could not be sent, a lease that expired before the fetch returned).
-	// Default: discard.
-	Logf func(format string, args ...any)
+	// Logger receives, as warnings, the problems the provider handles
+	// itself (a signal that could not be sent, a lease that expired before
+	// the fetch returned, a clock skew beyond ClockSkewWarning), with
+	// attributes such as "instance" and "error"; the queues the provider
+	// polls log to it too. Nil (the default) discards them.
+	Logger *slog.Logger
 
 	// RequestTimeout bounds each HTTP attempt of the DynamoDB client [New]
 	// builds (an http.Client timeout), whose retryer makes at most 3
@@ -125,10 +129,11 @@ type Options struct {
 	// a lease depends on: claims, renewals, turn commits and worker acks,
 	// and the reads that learn what such a request did when its answer
 	// was lost. Those are sent once by the SDK, whatever its retryer,
-	// under a deadline that is also capped by the lease (a renewal stops
-	// 250 ms before the lease ends; a claim may wait three quarters of
-	// its lease), and retried by the provider with fresh clock reads
-	// (docs/design.md §6). Default [DefaultLeaseRequestTimeout] (2 s).
+	// under this deadline, which the lease may shorten (a renewal's is at
+	// most half the time left until 250 ms before the lease ends; a claim
+	// may wait three quarters of its lease instead), and
+	// retried by the provider with fresh clock reads (docs/design.md §6).
+	// Default [DefaultLeaseRequestTimeout] (5 s).
 	LeaseRequestTimeout time.Duration
 
 	// Client overrides the DynamoDB client built from the aws.Config given
@@ -166,7 +171,7 @@ const (
 	DefaultShards              = 16
 	MaxShards                  = 256
 	DefaultRequestTimeout      = 10 * time.Second
-	DefaultLeaseRequestTimeout = 2 * time.Second
+	DefaultLeaseRequestTimeout = 5 * time.Second
 )
 
 // MaxIDBytes is the longest instance id and session id the provider
@@ -230,8 +235,8 @@ func (o Options) resolve() (Options, error) {
 		return o, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	o.ClockSkewWarning = warn
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o, nil
 }
@@ -268,7 +273,7 @@ func New(cfg aws.Config, optFns ...func(*Options)) (*Provider, error) {
 	signals, err := queues.New(o.SQSClient, func(q *queues.Options) {
 		q.OrchestratorQueueURL = o.OrchestratorQueueURL
 		q.WorkerQueueURL = o.WorkerQueueURL
-		q.Logf = o.Logf
+		q.Logger = o.Logger
 		q.Now = o.Now
 		if o.MaxLongPoll != 0 {
 			q.MaxLongPoll = o.MaxLongPoll

@@ -82,7 +82,7 @@ func (p *Provider) candidateFailed(k string, err error) error {
 		return err
 	}
 	p.hints.park(k, p.nowMs())
-	p.o.Logf("dynamo: passing over %q for a while: %v", k, err)
+	p.o.Logger.Warn("dynamo: passing over corrupt work for a while", "key", k, "error", err)
 	return nil
 }
 
@@ -106,6 +106,6 @@ func (p *Provider) parkOrphans(ctx context.Context, st *instanceState, batch []q
 			return err
 		}
 	}
-	p.o.Logf("dynamo: %d message(s) for instance %q, which does not exist, parked", min(len(batch), orphanParkRows), st.id)
+	p.o.Logger.Warn("dynamo: parked messages queued for an instance that does not exist", "instance", st.id, "messages", min(len(batch), orphanParkRows))
 	return nil
 }

@@ -16,7 +16,7 @@ const DefaultClockSkewWarning = clockskew.DefaultWarning
 // newClockWatch returns the watch of the clock o.Now, which sees the
 // responses of every call of the provider's client (package clockskew).
 func newClockWatch(o Options) *clockskew.Watch {
-	return clockskew.New("dynamo", o.Now, o.ClockSkewWarning, o.Logf,
+	return clockskew.New("dynamo", o.Now, o.ClockSkewWarning, o.Logger,
 		"leases, visibility times and timers assume less skew between processes (docs/design.md §9)")
 }
 
@@ -25,7 +25,7 @@ func newClockWatch(o Options) *clockskew.Watch {
 // responses seen so far, and the half-width of the interval the skew is
 // known to lie in. ok is false before the first response that carried a
 // Date header. A skew beyond [Options.ClockSkewWarning] is logged once
-// through Options.Logf each time it is first seen.
+// as a warning through Options.Logger each time it is first seen.
 func (p *Provider) ClockSkew() (skew, uncertainty time.Duration, ok bool) {
 	return p.skew.Estimate()
 }

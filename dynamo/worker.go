@@ -584,7 +584,7 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 		return nil, err
 	}
 	if !usefulLease(until, p.nowMs(), lockTimeout) {
-		p.o.Logf("dynamo: lock on activity %d of instance %q came back with less than a quarter of its lease left (lock timeout %v); released", actID, instance, lockTimeout)
+		p.o.Logger.Warn("dynamo: activity lock came back with less than a quarter of its lease left; released", "instance", instance, "activity", actID, "lock_timeout", lockTimeout)
 		// Never delivered, so not an attempt (as for an orchestration turn).
 		_ = p.AbandonWorkItem(context.WithoutCancel(ctx), token, 0, true)
 		return nil, nil
@@ -743,7 +743,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 		}
 		return &dynamodb.TransactWriteItemsInput{TransactItems: actions}
 	}
-	ackCtx := p.ackBudget(ctx, p.leases.get(lockToken))
+	ackCtx := ackBudget(ctx)
 	err = p.sendTx(ackCtx, provider.OpAckWorkItem, callKey, build)
 	if touch && touchRefused(err) {
 		// The session is no longer this worker's: the ack goes

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -58,14 +59,15 @@ type DynamoOptions struct {
 	Now func() time.Time
 
 	// ClockSkewWarning is the skew between Now and DynamoDB's clock above
-	// which the store logs a warning through Logf. Default
+	// which the store logs a warning through Logger. Default
 	// [DefaultClockSkewWarning].
 	ClockSkewWarning time.Duration
 
-	// Logf receives problems the store handles itself (a signal that could
-	// not be sent after its write succeeded, a clock skew beyond
-	// ClockSkewWarning). Default: discard.
-	Logf func(format string, args ...any)
+	// Logger receives, as warnings, the problems the store handles itself
+	// (a signal that could not be sent after its write succeeded, a clock
+	// skew beyond ClockSkewWarning), with attributes such as "job" and
+	// "error". Nil (the default) discards them.
+	Logger *slog.Logger
 
 	// shards is the number of partitions of the instances index the jobs
 	// are spread over: JobShards, except in this package's tests.
@@ -99,8 +101,8 @@ func (o DynamoOptions) resolve() (DynamoOptions, error) {
 		return o, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	o.ClockSkewWarning = warn
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o, nil
 }
@@ -165,7 +167,7 @@ func NewDynamoStore(cfg aws.Config, optFns ...func(*DynamoOptions)) (*DynamoStor
 	if o.Client == nil {
 		o.Client = dynamodb.NewFromConfig(cfg)
 	}
-	skew := clockskew.New("jobs", o.Now, o.ClockSkewWarning, o.Logf,
+	skew := clockskew.New("jobs", o.Now, o.ClockSkewWarning, o.Logger,
 		"a scheduler fires a job when its own clock reaches the job's time, early when ahead and late when behind")
 	return &DynamoStore{o: o, skew: skew}, nil
 }
@@ -175,7 +177,7 @@ func NewDynamoStore(cfg aws.Config, optFns ...func(*DynamoOptions)) (*DynamoStor
 // responses to the store's requests so far, and the half-width of the
 // interval the skew is known to lie in. ok is false before the first
 // response. A skew beyond [DynamoOptions.ClockSkewWarning] is logged
-// through DynamoOptions.Logf once each time it is first seen.
+// through DynamoOptions.Logger once each time it is first seen.
 func (s *DynamoStore) ClockSkew() (skew, uncertainty time.Duration, ok bool) {
 	return s.skew.Estimate()
 }

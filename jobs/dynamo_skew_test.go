@@ -20,9 +20,9 @@ func TestDynamoStoreClockSkew(t *testing.T) {
 	var warnings skewtest.Warnings
 	skewed := env.store(t, func(o *jobs.DynamoOptions) {
 		o.Now = func() time.Time { return time.Now().Add(ahead) }
-		o.Logf = warnings.Logf
+		o.Logger = warnings.Logger()
 	})
-	honest := env.store(t, func(o *jobs.DynamoOptions) { o.Logf = warnings.Logf })
+	honest := env.store(t, func(o *jobs.DynamoOptions) { o.Logger = warnings.Logger() })
 	if _, _, ok := skewed.ClockSkew(); ok {
 		t.Fatal("ClockSkew before any request: ok, want no estimate")
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/duradyn/duradyn/internal/testlog"
 	"github.com/duradyn/duradyn/jobs"
 	"github.com/duradyn/duradyn/jobs/jobstest"
 	"github.com/duradyn/duradyn/localstack"
@@ -51,7 +52,7 @@ func (env *dynamoEnv) store(t *testing.T, optFns ...func(*jobs.DynamoOptions)) *
 		o.TableName = env.table
 		o.Client = env.db
 		jobs.WithShards(4)(o)
-		o.Logf = t.Logf
+		o.Logger = testlog.New(t)
 	}}, optFns...)...)
 	if err != nil {
 		t.Fatalf("NewDynamoStore: %v", err)

@@ -211,7 +211,7 @@ func (s *DynamoStore) signal(ctx context.Context, before *Job, after Job) {
 	}
 	sig := queues.Signal{Kind: queues.Schedule, Shard: s.Shard(after.ID), VisibleAt: *after.NextRunTime}
 	if err := s.o.Signals.Notify(ctx, sig); err != nil {
-		s.o.Logf("jobs: schedule signal for job %q: %v", after.ID, err)
+		s.o.Logger.Warn("jobs: schedule signal not sent", "job", after.ID, "next_run_time", *after.NextRunTime, "error", err)
 	}
 }
 

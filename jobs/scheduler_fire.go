@@ -50,7 +50,7 @@ func (l *loop) process(job Job, action Action, now time.Time) (changed, due bool
 			return false, false
 		}
 		s.tel.passedOver.Add(l.ctx, 1, metric.WithAttributes(attrJobName.String(job.Name)))
-		s.o.Logf("jobs: scheduler %s: job %q missed %s by more than %ds; passed over (%s)", s.o.Owner, job.ID, scheduled.Format(time.RFC3339Nano), job.MisfireThresholdSeconds, job.IfMissed)
+		s.o.Logger.Warn("jobs: scheduled time missed by more than the misfire threshold; passed over", "scheduler", s.o.Owner, "job", job.ID, "scheduled", scheduled, "misfire_threshold_seconds", job.MisfireThresholdSeconds, "if_missed", string(job.IfMissed))
 		s.note(next)
 		return true, next != nil && !next.After(now)
 	}
@@ -85,7 +85,7 @@ func (l *loop) takeOver(job Job, trig Trigger, action Action, now time.Time) boo
 		l.logSwap("take over", job.ID, scheduled, err)
 		return false
 	}
-	s.o.Logf("jobs: scheduler %s: job %q: the claim of %s expired unfinished; running it again", s.o.Owner, job.ID, scheduled.Format(time.RFC3339Nano))
+	s.o.Logger.Warn("jobs: a claim expired unfinished; running it again", "scheduler", s.o.Owner, "job", job.ID, "scheduled", scheduled)
 	l.start(claim{job: claimed, scheduled: scheduled, trig: trig, repeat: true, at: now}, action)
 	return true
 }
@@ -102,7 +102,7 @@ func (l *loop) fail(job Job, reason error) bool {
 		return false
 	}
 	l.s.tel.unrunnable.Add(l.ctx, 1, metric.WithAttributes(attrJobName.String(job.Name)))
-	l.s.o.Logf("jobs: scheduler %s: job %q failed: %v", l.s.o.Owner, job.ID, reason)
+	l.s.o.Logger.Warn("jobs: job cannot run; its status is now failed", "scheduler", l.s.o.Owner, "job", job.ID, "reason", reason)
 	return true
 }
 
@@ -115,10 +115,15 @@ func (l *loop) lostClaim(job Job, err error) {
 }
 
 // logSwap logs a compare-and-swap that failed or lost; losing a claim to
-// another scheduler is the common case and not logged.
+// another scheduler is the common case and not logged. A zero scheduled
+// time is left out.
 func (l *loop) logSwap(what, id string, scheduled time.Time, err error) {
 	if err != nil && l.ctx.Err() == nil {
-		l.s.o.Logf("jobs: scheduler %s: %s job %q at %s: %v", l.s.o.Owner, what, id, scheduled.Format(time.RFC3339Nano), err)
+		args := []any{"scheduler", l.s.o.Owner, "operation", what, "job", id}
+		if !scheduled.IsZero() {
+			args = append(args, "scheduled", scheduled)
+		}
+		l.s.o.Logger.Warn("jobs: updating a job failed", append(args, "error", err)...)
 	}
 }
 
@@ -140,18 +145,17 @@ func (s *Scheduler) fire(ctx context.Context, c claim, action Action) {
 	err = action(runCtx, Fire{Job: c.job, ScheduledTime: c.scheduled, Repeat: c.repeat})
 	stopRenewing()
 	lease := <-renewed
-	at := c.scheduled.Format(time.RFC3339Nano)
 	switch {
 	case lease.lost:
 		outcome = outcomeLost
 		return
 	case ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
 		outcome = outcomeStopped
-		s.o.Logf("jobs: scheduler %s: job %q at %s stopped: %v; another scheduler runs it again after the lease", s.o.Owner, c.job.ID, at, err)
+		s.o.Logger.Info("jobs: run stopped with the scheduler; another scheduler runs it again after the lease", "scheduler", s.o.Owner, "job", c.job.ID, "scheduled", c.scheduled, "error", err)
 		return
 	case err != nil:
 		outcome = outcomeFailed
-		s.o.Logf("jobs: scheduler %s: job %q at %s failed: %v", s.o.Owner, c.job.ID, at, err)
+		s.o.Logger.Warn("jobs: run failed", "scheduler", s.o.Owner, "job", c.job.ID, "scheduled", c.scheduled, "error", err)
 	}
 	d := decideMisfire(c.trig, c.scheduled, *c.job.LastRunTime, time.Duration(c.job.MisfireThresholdSeconds)*time.Second, c.job.IfMissed)
 	next := optionalTime(d.next, d.hasNext)
@@ -166,9 +170,9 @@ func (s *Scheduler) fire(ctx context.Context, c claim, action Action) {
 		Changes{FieldStatus: status, FieldNextRunTime: timeOrNil(next)})
 	switch {
 	case serr != nil && !errors.Is(serr, ErrJobNotFound):
-		s.o.Logf("jobs: scheduler %s: job %q at %s ran; ending its claim failed: %v; another scheduler runs it again after the lease", s.o.Owner, c.job.ID, at, serr)
+		s.o.Logger.Warn("jobs: run ended but ending its claim failed; another scheduler runs it again after the lease", "scheduler", s.o.Owner, "job", c.job.ID, "scheduled", c.scheduled, "error", serr)
 	case !applied:
-		s.o.Logf("jobs: scheduler %s: job %q at %s ran; its claim was gone at the end (paused, removed or taken over)", s.o.Owner, c.job.ID, at)
+		s.o.Logger.Info("jobs: run ended but its claim was gone (paused, removed or taken over)", "scheduler", s.o.Owner, "job", c.job.ID, "scheduled", c.scheduled)
 	default:
 		s.note(next)
 	}
@@ -206,13 +210,13 @@ func (s *Scheduler) renew(ctx context.Context, c claim, cancelRun func()) leaseS
 		case errors.Is(err, ErrJobNotFound):
 			return leaseState{end: end}
 		case err != nil:
-			s.o.Logf("jobs: scheduler %s: renew the lease of job %q: %v", s.o.Owner, c.job.ID, err)
+			s.o.Logger.Warn("jobs: renewing the lease of a run failed", "scheduler", s.o.Owner, "job", c.job.ID, "scheduled", c.scheduled, "error", err)
 			at = s.now().Add(s.o.Lease / 10)
 		case applied:
 			end = newEnd
 			at = end.Add(-s.o.Lease / 2)
 		case job.Status == StatusRunning && job.LastScheduledTime != nil && job.LastScheduledTime.Equal(c.scheduled):
-			s.o.Logf("jobs: scheduler %s: job %q at %s: another scheduler took the claim over; cancelling the run", s.o.Owner, c.job.ID, c.scheduled.Format(time.RFC3339Nano))
+			s.o.Logger.Warn("jobs: another scheduler took the claim over; cancelling the run", "scheduler", s.o.Owner, "job", c.job.ID, "scheduled", c.scheduled)
 			cancelRun()
 			return leaseState{end: end, lost: true}
 		default:

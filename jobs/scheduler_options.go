@@ -3,6 +3,7 @@ package jobs
 import (
 	"crypto/rand"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
@@ -55,10 +56,13 @@ type SchedulerOptions struct {
 	// 16-character id.
 	Owner string
 
-	// Logf receives what the scheduler handles itself: failed runs, store
-	// errors it retries, claims lost to another scheduler. Default:
-	// discard.
-	Logf func(format string, args ...any)
+	// Logger receives what the scheduler handles itself: failed runs,
+	// store errors it retries, runs another scheduler took over (warnings),
+	// runs stopped with the scheduler and jobs due here without an action
+	// (info), with attributes such as "scheduler" (Owner), "job" and
+	// "error". It is called from several goroutines. Nil (the default)
+	// discards them.
+	Logger *slog.Logger
 
 	// TracerProvider, when set, receives a span per run of a scheduled
 	// time ("jobs.run <name>"), from its claim to the end of the claim,
@@ -105,8 +109,8 @@ func (o SchedulerOptions) resolve() (SchedulerOptions, error) {
 	if o.Owner == "" {
 		o.Owner = rand.Text()[:16]
 	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o, nil
 }

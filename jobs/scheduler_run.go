@@ -27,7 +27,7 @@ var activeStatuses = []Status{StatusScheduled, StatusRunning}
 // [ErrSchedulerRunning].
 //
 // Run only fails with that: store errors are logged through
-// [SchedulerOptions.Logf] and retried after a pause.
+// [SchedulerOptions.Logger] and retried after a pause.
 func (s *Scheduler) Run(ctx context.Context) error {
 	if !s.running.CompareAndSwap(false, true) {
 		return ErrSchedulerRunning
@@ -177,7 +177,7 @@ func (l *loop) pass(now time.Time) passResult {
 					l.passedBy[job.ID] = true
 				} else if !l.unknown[job.ID] {
 					l.unknown[job.ID] = true
-					s.o.Logf("jobs: scheduler %s: job %q is due but no action %q is registered here; left to other schedulers", s.o.Owner, job.ID, job.Name)
+					s.o.Logger.Info("jobs: job is due but its action is not registered here; left to other schedulers", "scheduler", s.o.Owner, "job", job.ID, "action", job.Name)
 				}
 				left++
 				continue
@@ -231,7 +231,7 @@ func (l *loop) drain() {
 // pause.
 func (l *loop) failed(what string, err error, now time.Time) passResult {
 	if l.ctx.Err() == nil {
-		l.s.o.Logf("jobs: scheduler %s: %s: %v", l.s.o.Owner, what, err)
+		l.s.o.Logger.Warn("jobs: reading the jobs failed; retrying after a pause", "scheduler", l.s.o.Owner, "operation", what, "error", err)
 	}
 	return passResult{next: now.Add(errorPause)}
 }

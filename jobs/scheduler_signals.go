@@ -26,7 +26,7 @@ func (s *Scheduler) listen(ctx context.Context, wake chan<- struct{}) {
 		}
 		if err != nil {
 			if ctx.Err() == nil {
-				s.o.Logf("jobs: scheduler %s: schedule signals: %v; going on without them", s.o.Owner, err)
+				s.o.Logger.Warn("jobs: schedule signals failed; going on without them", "scheduler", s.o.Owner, "error", err)
 			}
 			return
 		}

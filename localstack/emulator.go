@@ -70,7 +70,7 @@ func Start(ctx context.Context, optFns ...func(*Options)) (*Emulator, error) {
 			if err := waitEndpoints(ctx, o, ep); err != nil {
 				return nil, err
 			}
-			o.Logf("using endpoints from the environment: DynamoDB %s, SQS %s", ep.DynamoDBURL, ep.SQSURL)
+			o.Logger.Info("localstack: using endpoints from the environment", "dynamodb", ep.DynamoDBURL, "sqs", ep.SQSURL)
 			return &Emulator{Endpoints: ep, opts: o}, nil
 		}
 	}
@@ -83,7 +83,7 @@ func Start(ctx context.Context, optFns ...func(*Options)) (*Emulator, error) {
 		if ctx.Err() != nil {
 			return nil, err
 		}
-		o.Logf("LocalStack not used, starting embedded emulators: %v", err)
+		o.Logger.Info("localstack: LocalStack not used; starting embedded emulators", "reason", err)
 	}
 
 	return startEmbedded(ctx, o)

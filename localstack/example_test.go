@@ -3,7 +3,7 @@ package localstack_test
 import (
 	"context"
 	"fmt"
-	"log"
+	"log/slog"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -18,7 +18,7 @@ func ExampleStart() {
 	defer cancel()
 
 	em, err := localstack.Start(ctx, func(o *localstack.Options) {
-		o.Logf = log.Printf // progress: installing, starting, falling back
+		o.Logger = slog.Default() // progress: installing, starting, falling back
 	})
 	if err != nil {
 		fmt.Println("no emulator:", err)

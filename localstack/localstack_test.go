@@ -17,6 +17,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/duradyn/duradyn/internal/testlog"
 )
 
 func TestMain(m *testing.M) { os.Exit(Main(m)) }
@@ -184,7 +186,7 @@ func TestStart_FromEnvironment(t *testing.T) {
 	t.Setenv(EnvSQSEndpoint, e.SQSURL)
 
 	ctx := t.Context()
-	em, err := Start(ctx, func(o *Options) { o.Logf = t.Logf })
+	em, err := Start(ctx, func(o *Options) { o.Logger = testlog.New(t) })
 	if err != nil {
 		t.Fatalf("Start: %v", err)
 	}
@@ -240,7 +242,7 @@ func TestStop_StopsEmbeddedProcesses(t *testing.T) {
 		o.IgnoreEnvironment = true
 		o.DisableLocalStack = true
 		o.SQSEmulator = SQSEmulatorFauxqs
-		o.Logf = t.Logf
+		o.Logger = testlog.New(t)
 	})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
@@ -308,7 +310,7 @@ func TestStart_LocalStack(t *testing.T) {
 	}
 	em, err := Start(ctx, func(o *Options) {
 		o.IgnoreEnvironment = true
-		o.Logf = t.Logf
+		o.Logger = testlog.New(t)
 	})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
@@ -337,7 +339,7 @@ func TestOptions_Resolve(t *testing.T) {
 		t.Fatalf("defaults: %v", err)
 	}
 	if o.Region != DefaultRegion || o.LocalStackImage != defaultLocalStackImage ||
-		o.ReadyTimeout <= 0 || o.StopGracePeriod <= 0 || o.DockerProbeTimeout <= 0 || o.Logf == nil {
+		o.ReadyTimeout <= 0 || o.StopGracePeriod <= 0 || o.DockerProbeTimeout <= 0 || o.Logger == nil {
 		t.Errorf("defaults not applied: %+v", o)
 	}
 	if _, err := (Options{SQSEmulator: "sqslite"}).resolve(); err == nil {
@@ -374,10 +376,11 @@ func TestInstallNPM_Concurrent(t *testing.T) {
 	const n = 3
 	dirs := make([]string, n)
 	errs := make([]error, n)
+	logger := testlog.New(t)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			dirs[i], errs[i] = installNPM(t.Context(), cache, dynamoDBLocalPackage, check, t.Logf)
+			dirs[i], errs[i] = installNPM(t.Context(), cache, dynamoDBLocalPackage, check, logger)
 		})
 	}
 	wg.Wait()

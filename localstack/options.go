@@ -3,6 +3,7 @@ package localstack
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -63,9 +64,11 @@ type Options struct {
 	// go.mod), else "duradyn/emulators" under os.UserCacheDir.
 	CacheDir string
 
-	// Logf receives progress messages (installing, starting, falling back).
-	// Default: messages are discarded.
-	Logf func(format string, args ...any)
+	// Logger receives progress messages (installing, starting, falling
+	// back, and the lines testcontainers-go prints) at Info, and an
+	// emulator that is started again at Warn, with attributes such as
+	// "endpoint" and "package". Nil (the default) discards them.
+	Logger *slog.Logger
 
 	// DisableLocalStack skips the LocalStack step even when Docker is
 	// available. Default false; DURADYN_DISABLE_LOCALSTACK=1 has the same
@@ -114,8 +117,8 @@ type Options struct {
 // resolve applies defaults and environment overrides to a copy of o and
 // validates the result.
 func (o Options) resolve() (Options, error) {
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if envTrue(EnvDisableLocalStack) {
 		o.DisableLocalStack = true

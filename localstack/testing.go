@@ -6,7 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"log"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -75,8 +75,7 @@ func ForTest(t testing.TB) Endpoints {
 		// only its start-up is bound to that test.
 		ctx, cancel := context.WithTimeout(t.Context(), sharedStartTimeout)
 		defer cancel()
-		logger := log.New(os.Stderr, "localstack: ", log.LstdFlags)
-		em, err := Start(ctx, func(o *Options) { o.Logf = logger.Printf })
+		em, err := Start(ctx, func(o *Options) { o.Logger = slog.Default() })
 		shared.mu.Lock()
 		shared.em, shared.err = em, err
 		shared.mu.Unlock()

@@ -86,7 +86,7 @@
 // replaced (TestClockSkew). [Dynamo.ClockSkew] tells how far the
 // locker's clock is from DynamoDB's, measured from the Date header of each
 // response, and a skew beyond [DynamoOptions.ClockSkewWarning] (default
-// 1 s) is logged through DynamoOptions.Logf.
+// 1 s) is logged through DynamoOptions.Logger.
 //
 // Release notices are hints. One that is lost costs latency, not safety:
 // the waiters wake when the lease they saw ends, or their wait does. SQS

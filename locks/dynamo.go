@@ -102,7 +102,7 @@ func NewDynamo(cfg aws.Config, optFns ...func(*DynamoOptions)) (*Dynamo, error) 
 		o.Client = dynamodb.NewFromConfig(cfg)
 	}
 	d := &Dynamo{o: o, api: o.Client, done: make(chan struct{})}
-	d.skew = clockskew.New("locks", o.Clock.Now, o.ClockSkewWarning, o.Logf,
+	d.skew = clockskew.New("locks", o.Clock.Now, o.ClockSkewWarning, o.Logger,
 		"lease ends are compared by each locker's clock (package doc, Clock skew)")
 	d.closeCtx, d.closeAll = context.WithCancel(context.Background())
 	d.blocker = blocker{clock: o.Clock, waiters: &d.waiters, done: d.done}
@@ -115,7 +115,7 @@ func NewDynamo(cfg aws.Config, optFns ...func(*DynamoOptions)) (*Dynamo, error) 
 // the responses to its requests so far, and the half-width of the interval
 // the skew is known to lie in. ok is false before the first response. A
 // skew beyond [DynamoOptions.ClockSkewWarning] is logged through
-// DynamoOptions.Logf once each time it is first seen.
+// DynamoOptions.Logger once each time it is first seen.
 func (d *Dynamo) ClockSkew() (skew, uncertainty time.Duration, ok bool) {
 	return d.skew.Estimate()
 }

@@ -39,7 +39,7 @@ func (d *Dynamo) notice(ctx context.Context, key string, fence int64) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sendTimeout)
 	defer cancel()
 	if err := d.o.Signals.Notify(ctx, sig); err != nil {
-		d.o.Logf("locks: release notice of %q not sent: %v", key, err)
+		d.o.Logger.Warn("locks: release notice not sent", "key", key, "error", err)
 	}
 }
 
@@ -79,7 +79,7 @@ func (d *Dynamo) listen(ctx context.Context) {
 		if err != nil {
 			// The signals were closed: waiters wake when the leases
 			// they saw end.
-			d.o.Logf("locks: no more release notices from other processes: %v", err)
+			d.o.Logger.Warn("locks: no more release notices from other processes; waiters wake when the leases they saw end", "error", err)
 			return
 		}
 	}
@@ -92,7 +92,7 @@ func (d *Dynamo) dispatch(sigs []queues.Signal) {
 	for _, sig := range sigs {
 		fence, err := strconv.ParseInt(sig.Work, 10, 64)
 		if err != nil {
-			d.o.Logf("locks: release notice of %q dropped: token %q: %v", sig.Instance, sig.Work, err)
+			d.o.Logger.Warn("locks: release notice with an unreadable fence dropped", "key", sig.Instance, "fence", sig.Work, "error", err)
 			continue
 		}
 		if d.waiters.notify(sig.Instance, fence) == 0 {
@@ -105,6 +105,6 @@ func (d *Dynamo) dispatch(sigs []queues.Signal) {
 	ctx, cancel := context.WithTimeout(d.closeCtx, sendTimeout)
 	defer cancel()
 	if err := d.o.Signals.Decline(ctx, decline...); err != nil && d.closeCtx.Err() == nil {
-		d.o.Logf("locks: %d release notices not sent on: %v", len(decline), err)
+		d.o.Logger.Warn("locks: release notices not sent on", "notices", len(decline), "error", err)
 	}
 }

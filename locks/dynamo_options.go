@@ -3,6 +3,7 @@ package locks
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -50,14 +51,14 @@ type DynamoOptions struct {
 
 	// ClockSkewWarning is the skew between Clock and DynamoDB's clock (see
 	// [Dynamo.ClockSkew]) above which the locker logs a warning through
-	// Logf. Default [DefaultClockSkewWarning].
+	// Logger. Default [DefaultClockSkewWarning].
 	ClockSkewWarning time.Duration
 
-	// Logf receives the problems the locker handles itself (a release
-	// notice that could not be sent, a clock skew beyond
-	// ClockSkewWarning). It is called from several
-	// goroutines. Default: discard.
-	Logf func(format string, args ...any)
+	// Logger receives, as warnings, the problems the locker handles itself
+	// (a release notice that could not be sent, a clock skew beyond
+	// ClockSkewWarning), with attributes such as "key" and "error". It is
+	// called from several goroutines. Nil (the default) discards them.
+	Logger *slog.Logger
 
 	// shards is the number of partitions of the listing index the
 	// holders are spread over: LockShards, except in this package's tests.
@@ -96,8 +97,8 @@ func (o DynamoOptions) resolve() (DynamoOptions, error) {
 		return o, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
 	o.ClockSkewWarning = warn
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	return o, nil
 }

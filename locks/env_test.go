@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/duradyn/duradyn/internal/testlog"
 	"github.com/duradyn/duradyn/localstack"
 	"github.com/duradyn/duradyn/locks"
 	"github.com/duradyn/duradyn/queues"
@@ -68,7 +69,7 @@ func (env *dynamoEnv) signals(t testing.TB) *queues.Signals {
 	}
 	s, err := queues.New(api, func(o *queues.Options) {
 		o.OrchestratorQueueURL = env.queueURL
-		o.Logf = t.Logf
+		o.Logger = testlog.New(t)
 	})
 	if err != nil {
 		t.Fatalf("queues.New: %v", err)
@@ -88,7 +89,7 @@ func (env *dynamoEnv) locker(t testing.TB, optFns ...func(*locks.DynamoOptions))
 		o.TableName = env.table
 		o.Client = env.ep.DynamoDB(env.cfg)
 		locks.WithShards(testShards)(o)
-		o.Logf = t.Logf
+		o.Logger = testlog.New(t)
 	}}, optFns...)
 	l, err := locks.NewDynamo(env.cfg, fns...)
 	if err != nil {

@@ -140,8 +140,8 @@ func TestClockSkewMeasured(t *testing.T) {
 	env := newDynamoEnv(t, false)
 	const ahead = 5 * time.Second
 	var aheadLog, honestLog skewtest.Warnings
-	skewed := env.locker(t, withClock(offsetClock{off: ahead}), func(o *locks.DynamoOptions) { o.Logf = aheadLog.Logf })
-	honest := env.locker(t, func(o *locks.DynamoOptions) { o.Logf = honestLog.Logf })
+	skewed := env.locker(t, withClock(offsetClock{off: ahead}), func(o *locks.DynamoOptions) { o.Logger = aheadLog.Logger() })
+	honest := env.locker(t, func(o *locks.DynamoOptions) { o.Logger = honestLog.Logger() })
 	if _, _, ok := skewed.ClockSkew(); ok {
 		t.Fatal("ClockSkew before any request: ok, want no estimate")
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/duradyn/duradyn/internal/testlog"
 	"github.com/duradyn/duradyn/queues"
 )
 
@@ -43,7 +44,7 @@ func TestSignals_MessageReceivedDuringCloseIsKept(t *testing.T) {
 	orch := newQueue(t, "orch")
 	stall := &stallingAPI{API: c, got: make(chan struct{}, 1), release: make(chan struct{})}
 	stall.armed.Store(true)
-	closing, err := queues.New(stall, queueURLs(orch, ""), func(o *queues.Options) { o.Logf = t.Logf })
+	closing, err := queues.New(stall, queueURLs(orch, ""), func(o *queues.Options) { o.Logger = testlog.New(t) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"log/slog"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -25,7 +26,7 @@ func ExampleNew() {
 	signals, err := queues.New(sqs.NewFromConfig(cfg), func(o *queues.Options) {
 		o.OrchestratorQueueURL = "https://sqs.us-east-1.amazonaws.com/123456789012/duradyn-orchestrator"
 		o.WorkerQueueURL = "https://sqs.us-east-1.amazonaws.com/123456789012/duradyn-worker"
-		o.Logf = log.Printf
+		o.Logger = slog.Default()
 	})
 	if err != nil {
 		fmt.Println(err)

@@ -88,7 +88,7 @@ func (s *Signals) Notify(ctx context.Context, signals ...Signal) error {
 // most 10 messages per queue, so that the signals of commits that follow
 // each other closely share requests; identical signals posted while
 // earlier ones were being sent are sent once. A failed send is logged
-// ([Options.Logf]) and counted in [Stats.Errors], nothing more: signals are
+// ([Options.Logger]) and counted in [Stats.Errors], nothing more: signals are
 // hints, and a lost one costs latency until a poll timeout or a sweep. At
 // most [Options.MaxPosted] messages wait to be sent; a post beyond that
 // drops its messages, counted in [Stats.SignalsDropped].
@@ -168,7 +168,7 @@ func (s *Signals) sendPosted() {
 		}
 		ctx, cancel := context.WithTimeout(s.sendCtx, postSendTimeout)
 		if err := s.send(ctx, opNotify, send, s.id); err != nil {
-			s.opts.Logf("queues: posted wake-up signals not sent (their work is committed; a poll timeout or a sweep finds it): %v", err)
+			s.opts.Logger.Warn("queues: posted wake-up signals not sent; their work is committed and a poll timeout or a sweep finds it", "error", err)
 		}
 		cancel()
 		s.mu.Lock()
@@ -388,7 +388,7 @@ func (s *Signals) deferLocked(key signalKey, sig Signal, delay time.Duration) bo
 		ctx, cancel := context.WithTimeout(context.Background(), deferredSendTimeout)
 		defer cancel()
 		if err := s.Notify(ctx, sig); err != nil {
-			s.opts.Logf("queues: deferred signal for %s shard %d: %v", sig.Kind, sig.Shard, err)
+			s.opts.Logger.Warn("queues: sending a deferred signal failed", "kind", sig.Kind.String(), "shard", sig.Shard, "error", err)
 		}
 	})
 	s.deferred[key] = t

@@ -2,6 +2,7 @@ package queues
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -55,11 +56,12 @@ type Options struct {
 	// negative.
 	MaxPosted int
 
-	// Logf receives the problems the background pollers handle themselves:
-	// failed receives and deletes, undecodable messages, posted signals
-	// that could not be sent. It is called from
-	// several goroutines. Default: discard.
-	Logf func(format string, args ...any)
+	// Logger receives, as warnings, the problems the background pollers
+	// handle themselves: failed receives and deletes, undecodable messages,
+	// posted signals that could not be sent, with attributes such as
+	// "queue" and "error". It is called from several goroutines. Nil (the
+	// default) discards them.
+	Logger *slog.Logger
 
 	// Now is the clock used to turn [Signal.VisibleAt] into a delay.
 	// Default [time.Now].
@@ -105,8 +107,8 @@ func (o Options) resolve() (Options, error) {
 	if o.OrchestratorQueueURL != "" && o.OrchestratorQueueURL == o.WorkerQueueURL {
 		return o, fmt.Errorf("queues: orchestrator and worker signals need different queues, both are %q", o.WorkerQueueURL)
 	}
-	if o.Logf == nil {
-		o.Logf = func(string, ...any) {}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	if o.Now == nil {
 		o.Now = time.Now

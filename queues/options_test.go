@@ -12,7 +12,7 @@ func TestOptions_Defaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if o.MaxLongPoll != 20*time.Second || o.ErrorBackoff != time.Second || o.MaxPending != 100 ||
-		o.Logf == nil || o.Now == nil || o.OrchestratorQueueURL != "" || o.WorkerQueueURL != "" {
+		o.Logger == nil || o.Now == nil || o.OrchestratorQueueURL != "" || o.WorkerQueueURL != "" {
 		t.Errorf("defaults = %+v", o)
 	}
 	o, err = Options{MaxLongPoll: 5500 * time.Millisecond}.resolve()

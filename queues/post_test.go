@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/duradyn/duradyn/internal/faults"
+	"github.com/duradyn/duradyn/internal/testlog"
 	"github.com/duradyn/duradyn/queues"
 )
 
@@ -128,7 +129,7 @@ func TestSignals_CloseSendsPosted(t *testing.T) {
 	t.Parallel()
 	c := sqsClient(t)
 	orch, work := newQueue(t, "orch"), newQueue(t, "work")
-	s, err := queues.New(c, queueURLs(orch, work), func(o *queues.Options) { o.Logf = t.Logf })
+	s, err := queues.New(c, queueURLs(orch, work), func(o *queues.Options) { o.Logger = testlog.New(t) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +163,7 @@ func TestSignals_CloseGivesUpOnAStuckSend(t *testing.T) {
 	c := sqsClient(t)
 	orch := newQueue(t, "orch")
 	gated := &gatedAPI{API: c, entered: make(chan struct{}, 10), release: make(chan struct{})}
-	s, err := queues.New(gated, queueURLs(orch, ""), func(o *queues.Options) { o.Logf = t.Logf })
+	s, err := queues.New(gated, queueURLs(orch, ""), func(o *queues.Options) { o.Logger = testlog.New(t) })
 	if err != nil {
 		t.Fatal(err)
 	}

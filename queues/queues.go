@@ -530,7 +530,7 @@ func (s *Signals) returnUntaken(k *kindState) {
 	ctx, cancel := context.WithTimeout(context.Background(), deleteTimeout)
 	defer cancel()
 	if err := s.giveBack(ctx, back); err != nil {
-		s.opts.Logf("queues: sending back %d signals no wait of this process took: %v", len(back), err)
+		s.opts.Logger.Warn("queues: sending back signals no wait of this process took failed", "signals", len(back), "error", err)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"go.uber.org/goleak"
 
+	"github.com/duradyn/duradyn/internal/testlog"
 	"github.com/duradyn/duradyn/provider"
 	"github.com/duradyn/duradyn/queues"
 )
@@ -27,7 +28,7 @@ const generous = 5 * time.Second
 // newSignals returns a Signals closed at the end of the test.
 func newSignals(t *testing.T, api queues.API, optFns ...func(*queues.Options)) *queues.Signals {
 	t.Helper()
-	optFns = append([]func(*queues.Options){func(o *queues.Options) { o.Logf = t.Logf }}, optFns...)
+	optFns = append([]func(*queues.Options){func(o *queues.Options) { o.Logger = testlog.New(t) }}, optFns...)
 	s, err := queues.New(api, optFns...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
@@ -656,7 +657,7 @@ func TestSignals_Close(t *testing.T) {
 	orch, work := newQueue(t, "orch"), newQueue(t, "work")
 	defer goleak.VerifyNone(t, append(leakOptions(), goleak.IgnoreCurrent())...)
 
-	s, err := queues.New(c, queueURLs(orch, work), func(o *queues.Options) { o.Logf = t.Logf })
+	s, err := queues.New(c, queueURLs(orch, work), func(o *queues.Options) { o.Logger = testlog.New(t) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ const deleteTimeout = 5 * time.Second
 // ([Signals.Decline]), and a [Lock] waiter's release notices, which it
 // returns with the error for the caller to dispatch. After [Signals.Close] it
 // returns an error wrapping [ErrClosed], with what reached it. SQS failures
-// are not returned: the poller logs them through [Options.Logf], counts them
+// are not returned: the poller logs them through [Options.Logger], counts them
 // in [Stats.Errors], and waiters fall back to their timeout.
 func (s *Signals) Wait(ctx context.Context, kind Kind, timeout time.Duration) ([]Signal, error) {
 	k, err := s.kindState(opWait, kind)
@@ -192,7 +192,7 @@ func (s *Signals) poll(ctx context.Context, k *queueState) {
 				continue // Close: the next round ends the poller
 			}
 			s.stats.errors.Add(1)
-			s.opts.Logf("queues: ReceiveMessage from %s: %v", k.url, err)
+			s.opts.Logger.Warn("queues: ReceiveMessage failed", "queue", k.url, "error", err)
 			s.pause(ctx, s.opts.ErrorBackoff)
 			continue
 		}
@@ -218,7 +218,7 @@ func (s *Signals) poll(ctx context.Context, k *queueState) {
 			sig, from, err := decodeSignal(deref(m.Body))
 			switch {
 			case err != nil:
-				s.opts.Logf("queues: message %s on %s dropped: %v", deref(m.MessageId), k.url, err)
+				s.opts.Logger.Warn("queues: undecodable message dropped", "message_id", deref(m.MessageId), "queue", k.url, "error", err)
 				done[i] = true
 				continue
 			case from == s.id && sig.Kind != Lock:
@@ -230,7 +230,7 @@ func (s *Signals) poll(ctx context.Context, k *queueState) {
 				continue
 			case !sig.Kind.valid() || s.kinds[sig.Kind-1].q != k:
 				own := k.kinds[0].kind
-				s.opts.Logf("queues: message %s on the %s queue %s names kind %q; taken as %s", deref(m.MessageId), own, k.url, sig.Kind, own)
+				s.opts.Logger.Warn("queues: message names another kind than its queue's; taken as the queue's", "message_id", deref(m.MessageId), "queue", k.url, "kind", sig.Kind.String(), "queue_kind", own.String())
 				sig.Kind = own
 			}
 			sig.from, sig.received = from, true
@@ -301,14 +301,14 @@ func (s *Signals) poll(ctx context.Context, k *queueState) {
 			send     func(context.Context, []Signal) error
 			what     string
 		}{
-			{decline, declined, s.decline, "sending on %d signals this process does not use: %v"},
-			{giveBack, givenBack, s.giveBack, "sending back %d signals nobody here waits for now: %v"},
+			{decline, declined, s.decline, "queues: sending on signals this process does not use failed"},
+			{giveBack, givenBack, s.giveBack, "queues: sending back signals nobody here waits for now failed"},
 		} {
 			if len(out.sigs) == 0 {
 				continue
 			}
 			if err := out.send(dctx, out.sigs); err != nil {
-				s.opts.Logf("queues: "+out.what, len(out.sigs), err)
+				s.opts.Logger.Warn(out.what, "signals", len(out.sigs), "error", err)
 				continue
 			}
 			for _, i := range out.messages {
@@ -387,13 +387,13 @@ func (s *Signals) deleteMessages(ctx context.Context, k *queueState, msgs []type
 		res, err := s.api.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: &k.url, Entries: batch})
 		if err != nil {
 			s.stats.errors.Add(1)
-			s.opts.Logf("queues: DeleteMessageBatch of %d on %s: %v", len(batch), k.url, err)
+			s.opts.Logger.Warn("queues: DeleteMessageBatch failed", "queue", k.url, "messages", len(batch), "error", err)
 			continue
 		}
 		if len(res.Failed) > 0 {
 			s.stats.errors.Add(int64(len(res.Failed)))
 			f := res.Failed[0]
-			s.opts.Logf("queues: DeleteMessageBatch on %s: %d of %d failed, first: %s: %s", k.url, len(res.Failed), len(batch), deref(f.Code), deref(f.Message))
+			s.opts.Logger.Warn("queues: DeleteMessageBatch failed for some messages", "queue", k.url, "failed", len(res.Failed), "messages", len(batch), "first_code", deref(f.Code), "first_message", deref(f.Message))
 		}
 	}
 }

@@ -366,66 +366,27 @@ func dynamoSetup(name string, withSQS bool, oneWay time.Duration, adjust ...func
 			}
 		}()
 		ep := env.Endpoints
-		// One transport for every client of the deployment, closed last.
-		transport := http.DefaultTransport.(*http.Transport).Clone()
-		transport.MaxIdleConnsPerHost = 64
-		d.closers = append(d.closers, func(context.Context) error {
-			transport.CloseIdleConnections()
-			return nil
-		})
-		cfg, err := ep.AWSConfig(ctx)
+		cfg, err := d.awsConfig(ctx, env)
 		if err != nil {
 			return nil, err
 		}
-		var roundTripper http.RoundTripper = transport
-		if env.wrapTransport != nil {
-			roundTripper = env.wrapTransport(roundTripper)
-		}
-		cfg.HTTPClient = &http.Client{Transport: roundTripper}
 
 		// The table and queues, made and removed without the meter.
 		db, sq := ep.DynamoDB(cfg), ep.SQS(cfg)
 		table := "bench-" + sanitize(name) + "-" + randomHex()
-		if err := tables.Create(ctx, db, table); err != nil {
-			return nil, fmt.Errorf("create table %s: %w", table, err)
-		}
-		d.closers = append(d.closers, func(ctx context.Context) error { return tables.Delete(ctx, db, table) })
-		var orchQueue, workQueue string
-		if withSQS {
-			for _, q := range []struct {
-				url    *string
-				suffix string
-			}{{&orchQueue, "orchestrator"}, {&workQueue, "worker"}} {
-				out, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(table + "-" + q.suffix)})
-				if err != nil {
-					return nil, fmt.Errorf("create queue %s-%s: %w", table, q.suffix, err)
-				}
-				queueURL := aws.ToString(out.QueueUrl)
-				*q.url = queueURL
-				d.closers = append(d.closers, func(ctx context.Context) error { return deleteQueue(ctx, sq, queueURL) })
-			}
+		orchQueue, workQueue, err := d.createStore(ctx, db, sq, table, withSQS)
+		if err != nil {
+			return nil, err
 		}
 
-		// The meter reads item images through db, which it does not meter.
-		var dynamoDBMeter []func(*dynamodb.Options)
-		var sqsMeter []func(*sqs.Options)
-		if metered {
-			meter, err := billing.NewMeter(ctx, db, table)
-			if err != nil {
-				return nil, fmt.Errorf("meter: %w", err)
-			}
-			d.Meter = meter
-			dynamoDBMeter, sqsMeter = []func(*dynamodb.Options){meter.DynamoDB}, []func(*sqs.Options){meter.SQS}
+		dynamoDBMeter, sqsMeter, err := d.attachMeter(ctx, db, table, metered)
+		if err != nil {
+			return nil, err
 		}
 
-		reach := ep
-		if oneWay > 0 {
-			if reach.DynamoDBURL, err = d.proxy(ep.DynamoDBURL, oneWay); err != nil {
-				return nil, err
-			}
-			if reach.SQSURL, err = d.proxy(ep.SQSURL, oneWay); err != nil {
-				return nil, err
-			}
+		reach, err := d.reach(ep, oneWay)
+		if err != nil {
+			return nil, err
 		}
 		measured := func(o *dynamo.Options) {
 			o.TableName = table
@@ -440,41 +401,137 @@ func dynamoSetup(name string, withSQS bool, oneWay time.Duration, adjust ...func
 				fn(o)
 			}
 		}
-		d.newProvider = func() (provider.Provider, func() error, error) {
-			p, err := dynamo.New(cfg, measured)
-			if err != nil {
-				return nil, nil, err
-			}
-			return p, p.Close, nil
-		}
-		cp, closeClient, err := d.newProvider()
-		if err != nil {
+		if err := d.connect(cfg, db, table, measured); err != nil {
 			return nil, err
 		}
-		d.closers = append(d.closers, func(context.Context) error { return closeClient() })
-		d.Provider = cp
-		d.Client = durable.NewClient(cp)
-		op, err := dynamo.New(cfg, func(o *dynamo.Options) {
+		return d, nil
+	}
+}
+
+// awsConfig returns the AWS configuration of env's endpoints with the HTTP
+// transport every client of the deployment shares (wrapped by
+// env.wrapTransport when set); it is the first step of [dynamoSetup] so
+// that the transport's closer runs last.
+func (d *Deployment) awsConfig(ctx context.Context, env *Env) (aws.Config, error) {
+	// One transport for every client of the deployment, closed last.
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.MaxIdleConnsPerHost = 64
+	d.closers = append(d.closers, func(context.Context) error {
+		transport.CloseIdleConnections()
+		return nil
+	})
+	cfg, err := env.Endpoints.AWSConfig(ctx)
+	if err != nil {
+		return aws.Config{}, err
+	}
+	var roundTripper http.RoundTripper = transport
+	if env.wrapTransport != nil {
+		roundTripper = env.wrapTransport(roundTripper)
+	}
+	cfg.HTTPClient = &http.Client{Transport: roundTripper}
+	return cfg, nil
+}
+
+// createStore creates the deployment's table and, withSQS, its
+// orchestrator and worker queues, through the unmetered clients db and sq,
+// and registers their removal with d. It returns the queues' URLs, "" for
+// none.
+func (d *Deployment) createStore(ctx context.Context, db *dynamodb.Client, sq *sqs.Client, table string, withSQS bool) (orchQueue, workQueue string, err error) {
+	if err := tables.Create(ctx, db, table); err != nil {
+		return "", "", fmt.Errorf("create table %s: %w", table, err)
+	}
+	d.closers = append(d.closers, func(ctx context.Context) error { return tables.Delete(ctx, db, table) })
+	if withSQS {
+		for _, q := range []struct {
+			url    *string
+			suffix string
+		}{{&orchQueue, "orchestrator"}, {&workQueue, "worker"}} {
+			out, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(table + "-" + q.suffix)})
+			if err != nil {
+				return "", "", fmt.Errorf("create queue %s-%s: %w", table, q.suffix, err)
+			}
+			queueURL := aws.ToString(out.QueueUrl)
+			*q.url = queueURL
+			d.closers = append(d.closers, func(ctx context.Context) error { return deleteQueue(ctx, sq, queueURL) })
+		}
+	}
+	return orchQueue, workQueue, nil
+}
+
+// attachMeter sets d.Meter when the deployment is metered and returns the
+// client options that route the measured clients' requests through it;
+// unmetered, it returns none. The meter reads item images through db,
+// which it does not meter.
+func (d *Deployment) attachMeter(ctx context.Context, db *dynamodb.Client, table string, metered bool) ([]func(*dynamodb.Options), []func(*sqs.Options), error) {
+	var dynamoDBMeter []func(*dynamodb.Options)
+	var sqsMeter []func(*sqs.Options)
+	if metered {
+		meter, err := billing.NewMeter(ctx, db, table)
+		if err != nil {
+			return nil, nil, fmt.Errorf("meter: %w", err)
+		}
+		d.Meter = meter
+		dynamoDBMeter, sqsMeter = []func(*dynamodb.Options){meter.DynamoDB}, []func(*sqs.Options){meter.SQS}
+	}
+	return dynamoDBMeter, sqsMeter, nil
+}
+
+// reach returns the endpoints the measured clients use: ep itself, or,
+// when oneWay is not zero, proxies to ep's DynamoDB and SQS delaying each
+// direction by oneWay.
+func (d *Deployment) reach(ep localstack.Endpoints, oneWay time.Duration) (localstack.Endpoints, error) {
+	reach := ep
+	if oneWay > 0 {
+		var err error
+		if reach.DynamoDBURL, err = d.proxy(ep.DynamoDBURL, oneWay); err != nil {
+			return localstack.Endpoints{}, err
+		}
+		if reach.SQSURL, err = d.proxy(ep.SQSURL, oneWay); err != nil {
+			return localstack.Endpoints{}, err
+		}
+	}
+	return reach, nil
+}
+
+// connect opens the deployment's providers: the measured one (options from
+// measured) behind d.Provider, d.Client and the runtimes, and unmetered ones
+// on db for d.Observer and the seeders. It is the last step of
+// [dynamoSetup], once the table, queues, meter and proxies exist.
+func (d *Deployment) connect(cfg aws.Config, db *dynamodb.Client, table string, measured func(*dynamo.Options)) error {
+	d.newProvider = func() (provider.Provider, func() error, error) {
+		p, err := dynamo.New(cfg, measured)
+		if err != nil {
+			return nil, nil, err
+		}
+		return p, p.Close, nil
+	}
+	cp, closeClient, err := d.newProvider()
+	if err != nil {
+		return err
+	}
+	d.closers = append(d.closers, func(context.Context) error { return closeClient() })
+	d.Provider = cp
+	d.Client = durable.NewClient(cp)
+	op, err := dynamo.New(cfg, func(o *dynamo.Options) {
+		o.TableName = table
+		o.Client = db
+	})
+	if err != nil {
+		return err
+	}
+	d.closers = append(d.closers, func(context.Context) error { return op.Close() })
+	d.Observer = durable.NewClient(op)
+	d.newSeedProvider = func() (provider.Provider, func() error, error) {
+		p, err := dynamo.New(cfg, func(o *dynamo.Options) {
 			o.TableName = table
 			o.Client = db
 		})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		d.closers = append(d.closers, func(context.Context) error { return op.Close() })
-		d.Observer = durable.NewClient(op)
-		d.newSeedProvider = func() (provider.Provider, func() error, error) {
-			p, err := dynamo.New(cfg, func(o *dynamo.Options) {
-				o.TableName = table
-				o.Client = db
-			})
-			if err != nil {
-				return nil, nil, err
-			}
-			return p, p.Close, nil
-		}
-		return d, nil
+		return p, p.Close, nil
 	}
+	return nil
 }
 
 // proxy starts a proxy to the endpoint base URL target and returns the

@@ -165,7 +165,7 @@ func run(ctx context.Context, con *console, ep localstack.Endpoints) (res *resul
 			o.Shards = demoShards
 			o.Client = ep.DynamoDB(cfg, m.Attach)
 			o.SQSClient = ep.SQS(cfg)
-			o.Logf = func(format string, args ...any) { con.say(who, "", "provider: "+format, args...) }
+			o.Logger = con.logger(who)
 		})
 	}
 	s := newShop()

@@ -49,7 +49,7 @@ func demoMain() int {
 	start := time.Now()
 	con.say("demo", "", "looking for DynamoDB and SQS (environment, LocalStack, or embedded emulators)")
 	em, err := localstack.Start(ctx, func(o *localstack.Options) {
-		o.Logf = func(format string, args ...any) { con.say("emul", "", format, args...) }
+		o.Logger = con.logger("emul")
 	})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "demo: %v\n", err)

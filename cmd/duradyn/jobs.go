@@ -96,9 +96,7 @@ func (a *app) orchestratorSignals() (*queues.Signals, error) {
 	})
 	signals, err := queues.New(client, func(o *queues.Options) {
 		o.OrchestratorQueueURL = a.g.orchQueue
-		o.Logf = func(format string, args ...any) {
-			fmt.Fprintf(a.stderr, "duradyn: signals: "+format+"\n", args...)
-		}
+		o.Logger = a.logger()
 	})
 	if err != nil {
 		return nil, usageError("%v", err)
@@ -376,9 +374,7 @@ func (a *app) openJobs(signal bool) (store *jobs.DynamoStore, sched *jobs.Schedu
 		o.TableName = a.g.table
 		o.Client = a.db
 		o.Signals = signals
-		o.Logf = func(format string, args ...any) {
-			fmt.Fprintf(a.stderr, "duradyn: warning: "+format+"\n", args...)
-		}
+		o.Logger = a.logger()
 	})
 	if err == nil {
 		sched, err = jobs.NewScheduler(store)

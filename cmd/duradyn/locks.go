@@ -50,9 +50,7 @@ func (a *app) openLocks(signal bool) (locker *locks.Dynamo, close func(), err er
 		o.TableName = a.g.table
 		o.Client = a.db
 		o.Signals = signals
-		o.Logf = func(format string, args ...any) {
-			fmt.Fprintf(a.stderr, "duradyn: warning: "+format+"\n", args...)
-		}
+		o.Logger = a.logger()
 	})
 	if err != nil {
 		closeSignals(signals)

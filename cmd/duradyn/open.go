@@ -106,9 +106,7 @@ func (a *app) newProvider(cfg aws.Config) error {
 		o.WorkerQueueURL = a.g.workerQueue
 		o.ShortPoll = true
 		o.Client = a.db
-		o.Logf = func(format string, args ...any) {
-			fmt.Fprintf(a.stderr, "duradyn: provider: "+format+"\n", args...)
-		}
+		o.Logger = a.logger()
 		if a.g.orchQueue != "" || a.g.workerQueue != "" {
 			o.SQSClient = sqs.NewFromConfig(cfg, func(o *sqs.Options) {
 				if a.g.sqsEndpoint != "" {

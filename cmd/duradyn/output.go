@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/internal/linelog"
 	"github.com/duradyn/duradyn/provider"
 )
 
@@ -42,6 +44,13 @@ func (a *app) fields(pairs ...string) error {
 // progressf prints a progress line on stderr.
 func (a *app) progressf(format string, args ...any) {
 	fmt.Fprintf(a.stderr, "duradyn: "+format+"\n", args...)
+}
+
+// logger returns the logger of the library packages the command uses
+// (their Logger options): a line on stderr per record of level Info and
+// above, "duradyn: warning: dynamo: ... key=value" (package linelog).
+func (a *app) logger() *slog.Logger {
+	return linelog.New(func(line string) { fmt.Fprintf(a.stderr, "duradyn: %s\n", line) }, slog.LevelInfo)
 }
 
 // timeLayout prints times in UTC with milliseconds; every printed time has

@@ -273,6 +273,8 @@ func crumbKey(ev provider.Event, ids map[uint64]uint64) string {
 	return fmt.Sprintf("%s(source %d) %s", ev.Kind.EventType(), src, describe(ev))
 }
 
+// verifyExecution checks one execution of [Replay]: h is its history sorted
+// by event id, kv the KV snapshot it started from.
 func verifyExecution(reg *durable.Registry, instance string, exec uint64, h []provider.Event, kv map[string]provider.KVEntry) error {
 	fail := func(format string, args ...any) error {
 		return &ReplayError{Instance: instance, ExecutionID: exec, Message: fmt.Sprintf(format, args...)}
@@ -284,24 +286,7 @@ func verifyExecution(reg *durable.Registry, instance string, exec uint64, h []pr
 	if !ok {
 		return fail("corrupted history: first event is %s, not OrchestrationStarted", h[0].Kind.EventType())
 	}
-	// Split the history: what the replay takes as persisted, and the
-	// terminal event and terminal cancellations it must reproduce.
-	var persisted, tail []provider.Event
-	var terminal *provider.Event
-	for i := range h {
-		ev := h[i]
-		switch {
-		case ev.IsTerminal():
-			if terminal == nil {
-				terminal = &h[i]
-			}
-			tail = append(tail, ev)
-		case terminal != nil || isTerminalBreadcrumb(ev):
-			tail = append(tail, ev)
-		default:
-			persisted = append(persisted, ev)
-		}
-	}
+	persisted, tail, terminal := splitRecorded(h)
 	turnTime := time.UnixMilli(int64(h[len(h)-1].TimestampMs)).UTC()
 	input := func(resolve replay.Resolver) replay.Input {
 		return replay.Input{
@@ -319,18 +304,7 @@ func verifyExecution(reg *durable.Registry, instance string, exec uint64, h []pr
 	if err != nil {
 		return fmt.Errorf("durabletest: replay of instance %s execution %d: %w", instance, exec, err)
 	}
-	var replayedTerminal *provider.Event
-	var crumbs, extra []provider.Event
-	for i, ev := range turn.Commit.HistoryDelta {
-		switch {
-		case ev.IsTerminal():
-			replayedTerminal = &turn.Commit.HistoryDelta[i]
-		case isTerminalBreadcrumb(ev):
-			crumbs = append(crumbs, ev)
-		default:
-			extra = append(extra, ev)
-		}
-	}
+	replayedTerminal, crumbs, extra := splitReplayed(turn.Commit.HistoryDelta)
 	// A recorded failure the replay reproduces exactly (nondeterminism
 	// included) passes.
 	if terminal != nil && replayedTerminal != nil && describe(*terminal) == describe(*replayedTerminal) {
@@ -355,6 +329,62 @@ func verifyExecution(reg *durable.Registry, instance string, exec uint64, h []pr
 		return nil
 	}
 	fresh, ids := newActions(persisted, extra)
+	if err := checkDroppedFutures(fail, persisted, extra, ids); err != nil {
+		return err
+	}
+	return compareTerminal(fail, terminal, replayedTerminal, tail, crumbs, extra, fresh, ids)
+}
+
+// failFunc builds the *[ReplayError] for a mismatch in the execution
+// [verifyExecution] is checking; its steps share it so that every mismatch
+// names the same instance and execution.
+type failFunc func(format string, args ...any) error
+
+// splitRecorded splits an execution's recorded history into what the replay
+// takes as persisted, and the terminal event and terminal cancellations it
+// must reproduce (tail, which starts at the first terminal breadcrumb or
+// terminal event). It is its own step so that [verifyExecution] reads as
+// split, replay, compare.
+func splitRecorded(h []provider.Event) (persisted, tail []provider.Event, terminal *provider.Event) {
+	for i := range h {
+		ev := h[i]
+		switch {
+		case ev.IsTerminal():
+			if terminal == nil {
+				terminal = &h[i]
+			}
+			tail = append(tail, ev)
+		case terminal != nil || isTerminalBreadcrumb(ev):
+			tail = append(tail, ev)
+		default:
+			persisted = append(persisted, ev)
+		}
+	}
+	return persisted, tail, terminal
+}
+
+// splitReplayed sorts a replay's history delta the way [splitRecorded] sorts
+// recorded history: the terminal event the code ends with, the terminal
+// cancellations, and everything else the code emitted (extra), so the two
+// can be compared piece by piece.
+func splitReplayed(delta []provider.Event) (terminal *provider.Event, crumbs, extra []provider.Event) {
+	for i, ev := range delta {
+		switch {
+		case ev.IsTerminal():
+			terminal = &delta[i]
+		case isTerminalBreadcrumb(ev):
+			crumbs = append(crumbs, ev)
+		default:
+			extra = append(extra, ev)
+		}
+	}
+	return terminal, crumbs, extra
+}
+
+// checkDroppedFutures reports a future the code cancels that the recorded
+// history did not cancel. It is separate from [compareTerminal] because it
+// applies to running executions as well as terminal ones.
+func checkDroppedFutures(fail failFunc, persisted, extra []provider.Event, ids map[uint64]uint64) error {
 	recordedCrumbs := map[string]bool{}
 	for _, ev := range persisted {
 		if isDroppedFuture(ev) {
@@ -366,6 +396,14 @@ func verifyExecution(reg *durable.Registry, instance string, exec uint64, h []pr
 			return fail("cancellation mismatch: the code cancels event %d (%s) but the recorded history does not", derefOr(ev.SourceEventID), describe(ev))
 		}
 	}
+	return nil
+}
+
+// compareTerminal checks how the replay ends against how the recorded
+// execution ended: still running, the same terminal event, no actions beyond
+// the recorded ones, and the same terminal cancellations. It is the last step
+// of [verifyExecution], once the replay itself has found no nondeterminism.
+func compareTerminal(fail failFunc, terminal, replayedTerminal *provider.Event, tail, crumbs, extra, fresh []provider.Event, ids map[uint64]uint64) error {
 	if terminal == nil {
 		if replayedTerminal != nil {
 			return fail("outcome mismatch: the recorded execution is still running but the code ends it with %s", describe(*replayedTerminal))

@@ -594,12 +594,50 @@ type copilotTurn struct {
 	Message string `json:"message,omitempty"`
 }
 
-func durableCopilotSDKScaledOutMultiConversation(h *H) {
-	var amu sync.Mutex
-	assignment := map[string]string{}
-	mgrs := map[string]*copilotSessions{"worker-A": {messages: map[string][]string{}}, "worker-B": {messages: map[string][]string{}}}
+// copilotFleet is the state the scaled-out copilot test shares between its
+// workers' activities and its final checks: which worker ran each session,
+// and each worker's conversations.
+type copilotFleet struct {
+	amu        sync.Mutex
+	assignment map[string]string
+	mgrs       map[string]*copilotSessions
+}
 
-	orch := durable.OrchestrationFunc("durable-turn", func(ctx *durable.OrchestrationContext, in string) (string, error) {
+func durableCopilotSDKScaledOutMultiConversation(h *H) {
+	f := &copilotFleet{
+		assignment: map[string]string{},
+		mgrs:       map[string]*copilotSessions{"worker-A": {messages: map[string][]string{}}, "worker-B": {messages: map[string][]string{}}},
+	}
+	orch := copilotTurnOrchestration()
+	for _, w := range []struct{ worker, node string }{{"worker-A", "pod-worker-a"}, {"worker-B", "pod-worker-b"}} {
+		h.Runtime(h.Registry(orch, f.agentTurn(w.worker)), func(o *durable.Options) {
+			o.WorkerConcurrency, o.OrchestrationConcurrency, o.MaxSessionsPerRuntime = 2, 2, 4
+			o.WorkerNodeID = w.node
+		})
+	}
+	convs := []struct{ id, prompt string }{
+		{"conv-1", "Hello, what is Rust?"},
+		{"conv-2", "Explain async/await"},
+		{"conv-3", "Deploy my app and check back in 30s"},
+		{"conv-4", "Run the test suite and check back later"},
+	}
+	for _, c := range convs {
+		h.Start("durable-turn", c.id, durable.Raw(fmt.Sprintf("session-%s|%s|0|You are a helpful coding assistant.", c.id, c.prompt)))
+	}
+	results := map[string]string{}
+	for _, c := range convs {
+		results[c.id] = h.Completed(c.id)
+	}
+	checkCopilotResults(h, results)
+	f.checkSessionsPinned(h)
+}
+
+// copilotTurnOrchestration is the "durable-turn" orchestration: one agent
+// turn in the conversation's session, then either its reply or a durable
+// sleep and a continue-as-new into the next turn. It captures no test state,
+// so both workers register the same definition.
+func copilotTurnOrchestration() durable.Definition {
+	return durable.OrchestrationFunc("durable-turn", func(ctx *durable.OrchestrationContext, in string) (string, error) {
 		parts := strings.SplitN(in, "|", 4)
 		session := parts[0]
 		iteration := 0
@@ -624,55 +662,45 @@ func durableCopilotSDKScaledOutMultiConversation(h *H) {
 		}
 		return "", errors.New(t.Message)
 	})
-	activity := func(worker string) durable.Definition {
-		mgr := mgrs[worker]
-		return durable.ActivityFunc("runAgentTurn", func(ctx context.Context, in string) (string, error) {
-			parts := strings.SplitN(in, "|", 4)
-			session, prompt := parts[0], parts[1]
-			iteration := 0
-			_, _ = fmt.Sscan(parts[2], &iteration)
-			if info, _ := durable.ActivityInfoFrom(ctx); info.SessionID == nil || *info.SessionID != session {
-				return "", fmt.Errorf("activity for %s ran without its session id", session)
-			}
-			amu.Lock()
-			assignment[session] = worker
-			amu.Unlock()
-			mgr.mu.Lock()
-			msgs, ok := mgr.messages[session]
-			if !ok {
-				mgr.creates++
-			}
-			msgs = append(msgs, "user:"+prompt)
-			resp := fmt.Sprintf("[%s] Reply to '%s' (turn %d, history=%d)", worker, prompt, iteration, len(msgs))
-			mgr.messages[session] = append(msgs, "assistant:"+resp)
-			mgr.mu.Unlock()
-			t := copilotTurn{Type: "completed", Content: resp}
-			if iteration == 0 && strings.Contains(prompt, "check back") {
-				t = copilotTurn{Type: "wait", Seconds: 1, Reason: "Checking deployment status", Content: resp}
-			}
-			b, err := json.Marshal(t)
-			return string(b), err
-		})
-	}
-	for _, w := range []struct{ worker, node string }{{"worker-A", "pod-worker-a"}, {"worker-B", "pod-worker-b"}} {
-		h.Runtime(h.Registry(orch, activity(w.worker)), func(o *durable.Options) {
-			o.WorkerConcurrency, o.OrchestrationConcurrency, o.MaxSessionsPerRuntime = 2, 2, 4
-			o.WorkerNodeID = w.node
-		})
-	}
-	convs := []struct{ id, prompt string }{
-		{"conv-1", "Hello, what is Rust?"},
-		{"conv-2", "Explain async/await"},
-		{"conv-3", "Deploy my app and check back in 30s"},
-		{"conv-4", "Run the test suite and check back later"},
-	}
-	for _, c := range convs {
-		h.Start("durable-turn", c.id, durable.Raw(fmt.Sprintf("session-%s|%s|0|You are a helpful coding assistant.", c.id, c.prompt)))
-	}
-	results := map[string]string{}
-	for _, c := range convs {
-		results[c.id] = h.Completed(c.id)
-	}
+}
+
+// agentTurn is worker's "runAgentTurn" activity: it records which worker ran
+// the session and appends the turn to that worker's in-memory conversation,
+// the non-durable state a session must keep on one worker.
+func (f *copilotFleet) agentTurn(worker string) durable.Definition {
+	mgr := f.mgrs[worker]
+	return durable.ActivityFunc("runAgentTurn", func(ctx context.Context, in string) (string, error) {
+		parts := strings.SplitN(in, "|", 4)
+		session, prompt := parts[0], parts[1]
+		iteration := 0
+		_, _ = fmt.Sscan(parts[2], &iteration)
+		if info, _ := durable.ActivityInfoFrom(ctx); info.SessionID == nil || *info.SessionID != session {
+			return "", fmt.Errorf("activity for %s ran without its session id", session)
+		}
+		f.amu.Lock()
+		f.assignment[session] = worker
+		f.amu.Unlock()
+		mgr.mu.Lock()
+		msgs, ok := mgr.messages[session]
+		if !ok {
+			mgr.creates++
+		}
+		msgs = append(msgs, "user:"+prompt)
+		resp := fmt.Sprintf("[%s] Reply to '%s' (turn %d, history=%d)", worker, prompt, iteration, len(msgs))
+		mgr.messages[session] = append(msgs, "assistant:"+resp)
+		mgr.mu.Unlock()
+		t := copilotTurn{Type: "completed", Content: resp}
+		if iteration == 0 && strings.Contains(prompt, "check back") {
+			t = copilotTurn{Type: "wait", Seconds: 1, Reason: "Checking deployment status", Content: resp}
+		}
+		b, err := json.Marshal(t)
+		return string(b), err
+	})
+}
+
+// checkCopilotResults checks each conversation's output: the plain ones end
+// on their first turn, the "check back" ones on the turn after the wait.
+func checkCopilotResults(h *H, results map[string]string) {
 	for _, id := range []string{"conv-1", "conv-2"} {
 		if out := results[id]; !strings.Contains(out, "Reply to") || !strings.Contains(out, "turn 0") {
 			h.Errorf("%s: output %q; want a turn 0 reply", id, out)
@@ -683,10 +711,16 @@ func durableCopilotSDKScaledOutMultiConversation(h *H) {
 			h.Errorf("%s: output %q; want the turn 1 continuation", id, out)
 		}
 	}
-	amu.Lock()
-	defer amu.Unlock()
+}
+
+// checkSessionsPinned checks the point of the test: each session was
+// created on one worker only, and the two-turn conversations kept both
+// turns' messages on that worker.
+func (f *copilotFleet) checkSessionsPinned(h *H) {
+	f.amu.Lock()
+	defer f.amu.Unlock()
 	total := 0
-	for w, m := range mgrs {
+	for w, m := range f.mgrs {
 		m.mu.Lock()
 		if m.creates != len(m.messages) {
 			h.Errorf("%s created %d sessions for %d conversations: a session moved", w, m.creates, len(m.messages))
@@ -699,10 +733,10 @@ func durableCopilotSDKScaledOutMultiConversation(h *H) {
 	}
 	for _, id := range []string{"conv-3", "conv-4"} {
 		sid := "session-" + id
-		m := mgrs[assignment[sid]]
+		m := f.mgrs[f.assignment[sid]]
 		m.mu.Lock()
 		if n := len(m.messages[sid]); n < 4 {
-			h.Errorf("%s has %d messages on %s; want 4 (two turns on one worker)", sid, n, assignment[sid])
+			h.Errorf("%s has %d messages on %s; want 4 (two turns on one worker)", sid, n, f.assignment[sid])
 		}
 		m.mu.Unlock()
 	}

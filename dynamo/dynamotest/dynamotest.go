@@ -21,6 +21,7 @@ import (
 
 	"github.com/duradyn/duradyn/dynamo"
 	"github.com/duradyn/duradyn/dynamo/internal/keys"
+	"github.com/duradyn/duradyn/internal/testlog"
 	"github.com/duradyn/duradyn/localstack"
 	"github.com/duradyn/duradyn/provider"
 	"github.com/duradyn/duradyn/provider/providertest"
@@ -97,7 +98,7 @@ func (env *Env) NewProvider(t testing.TB, c Config) *dynamo.Provider {
 		o.WorkerQueueURL = env.WorkerQueueURL
 		o.ShortPoll = c.ShortPoll
 		o.Shards = cmp.Or(c.Shards, 4)
-		o.Logf = t.Logf
+		o.Logger = testlog.New(t)
 		o.Client = env.Endpoints.DynamoDB(env.AWS, c.Meter.attach)
 		if env.OrchestratorQueueURL != "" {
 			o.SQSClient = env.Endpoints.SQS(env.AWS)

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -51,7 +52,7 @@ const middlewareID = "duradyn.ClockSkew"
 type Watch struct {
 	who, assumes string
 	now          func() time.Time
-	logf         func(string, ...any)
+	logger       *slog.Logger
 	warn         time.Duration
 
 	mu sync.Mutex
@@ -61,15 +62,20 @@ type Watch struct {
 	warned  bool
 }
 
-// New returns a watch of the clock now ([time.Now] when nil). The first response that shows a
-// skew beyond warn after one within it (or after none) is logged through
-// logf, once, as "<who>: this process's clock is ... from DynamoDB's ...;
-// <assumes>".
-func New(who string, now func() time.Time, warn time.Duration, logf func(string, ...any), assumes string) *Watch {
+// New returns a watch of the clock now ([time.Now] when nil). The first
+// response that shows a skew beyond warn after one within it (or after
+// none) is logged through logger (nil discards), once, as a warning
+// "<who>: this process's clock is off from DynamoDB's; <assumes>" with the
+// attributes "skew" (the estimate, positive when ahead), "uncertainty"
+// (the half-width of its interval) and "threshold" (warn).
+func New(who string, now func() time.Time, warn time.Duration, logger *slog.Logger, assumes string) *Watch {
 	if now == nil {
 		now = time.Now
 	}
-	return &Watch{who: who, assumes: assumes, now: now, logf: logf, warn: warn}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Watch{who: who, assumes: assumes, now: now, logger: logger, warn: warn}
 }
 
 // Option adds the watch to one call of a DynamoDB client: pass it among
@@ -111,8 +117,8 @@ func (w *Watch) Observe(sent, received, server time.Time) {
 	w.samples++
 	beyond := lo > w.warn || hi < -w.warn
 	if beyond && !w.warned {
-		w.logf("%s: this process's clock is %v from DynamoDB's (± %v), more than %v; %s",
-			w.who, (lo+hi)/2, (hi-lo)/2, w.warn, w.assumes)
+		w.logger.Warn(w.who+": this process's clock is off from DynamoDB's; "+w.assumes,
+			"skew", (lo+hi)/2, "uncertainty", (hi-lo)/2, "threshold", w.warn)
 	}
 	w.warned = beyond
 }

@@ -26,7 +26,7 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // and one that contradicts the estimate (a stepped clock) starts it again.
 func TestIntervalsIntersect(t *testing.T) {
 	var l skewtest.Warnings
-	w := clockskew.New("test", time.Now, time.Second, l.Logf, "assumed")
+	w := clockskew.New("test", time.Now, time.Second, l.Logger(), "assumed")
 	if _, _, ok := w.Estimate(); ok {
 		t.Fatal("estimate before any response: ok")
 	}
@@ -57,7 +57,7 @@ func TestIntervalsIntersect(t *testing.T) {
 	if skew-within > 10*time.Second+ahead || skew+within < 10*time.Second+ahead {
 		t.Fatalf("after a step: %v ± %v, want around %v", skew, within, 10*time.Second+ahead)
 	}
-	if len(l.Lines()) != 1 || !strings.HasPrefix(l.Lines()[0], "test: this process's clock is") || !strings.HasSuffix(l.Lines()[0], "; assumed") {
+	if len(l.Lines()) != 1 || !strings.HasPrefix(l.Lines()[0], "test: this process's clock is off from DynamoDB's; assumed skew=10.") || !strings.Contains(l.Lines()[0], " threshold=1s") {
 		t.Fatalf("logged %q, want one warning", l.Lines())
 	}
 }
@@ -67,7 +67,7 @@ func TestIntervalsIntersect(t *testing.T) {
 // within the threshold and went beyond it once more.
 func TestWarnsOncePerEpisode(t *testing.T) {
 	var l skewtest.Warnings
-	w := clockskew.New("test", time.Now, time.Second, l.Logf, "assumed")
+	w := clockskew.New("test", time.Now, time.Second, l.Logger(), "assumed")
 	at := func(skew time.Duration, n int) {
 		for i := range n {
 			local := epoch.Add(time.Duration(i) * time.Minute)
@@ -83,7 +83,7 @@ func TestWarnsOncePerEpisode(t *testing.T) {
 		t.Fatalf("%d warnings after the skew went, want still 1", len(l.Lines()))
 	}
 	at(-3*time.Second, 5)
-	if len(l.Lines()) != 2 || !strings.Contains(l.Lines()[1], "-") {
+	if len(l.Lines()) != 2 || !strings.Contains(l.Lines()[1], " skew=-") {
 		t.Fatalf("logged %q, want a second warning of a clock behind", l.Lines())
 	}
 }
@@ -116,7 +116,7 @@ func TestOptionObservesEveryResponse(t *testing.T) {
 		BaseEndpoint: aws.String(server.URL),
 	})
 	var l skewtest.Warnings
-	w := clockskew.New("test", func() time.Time { return time.Now().Add(ahead) }, time.Second, l.Logf, "assumed")
+	w := clockskew.New("test", func() time.Time { return time.Now().Add(ahead) }, time.Second, l.Logger(), "assumed")
 	get := &dynamodb.GetItemInput{TableName: aws.String("t"), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "k"}}}
 	if _, err := client.GetItem(t.Context(), get, w.Option); err != nil {
 		t.Fatal(err)

@@ -24,6 +24,18 @@ const (
 // windows of Limit and Offset, and filtered.
 func testPagination(t *testing.T, s jobs.Store) {
 	args := json.RawMessage(`{"pad":"` + strings.Repeat("p", pageArgsBytes) + `"}`)
+	want := createPageJobs(t, s, args)
+	all := pageOrder(want)
+	checkWholeRead(t, s, all, args)
+	checkWindows(t, s, all)
+	checkFilteredPages(t, s, all)
+	checkDuePoll(t, s, all)
+}
+
+// createPageJobs creates the pagination test's jobs, a few at a time, and
+// returns their ids in creation order. Every job carries args and a
+// "parity" metadata value; most have a next run time, several sharing each.
+func createPageJobs(t *testing.T, s jobs.Store, args json.RawMessage) []string {
 	want := make([]string, pageJobs)
 	var wg sync.WaitGroup
 	errs := make(chan error, pageJobs)
@@ -50,22 +62,31 @@ func testPagination(t *testing.T, s jobs.Store) {
 	for err := range errs {
 		t.Fatalf("Create: %v", err)
 	}
-	order := func(list []string) []string {
-		// Jobs with a next run time by time then id (ids follow times
-		// here), then the others by id.
-		var timed, untimed []string
-		for _, id := range list {
-			var i int
-			fmt.Sscanf(id, "job-%d", &i)
-			if i%10 == 9 {
-				untimed = append(untimed, id)
-			} else {
-				timed = append(timed, id)
-			}
+	return want
+}
+
+// pageOrder sorts the pagination test's job ids into the order a store
+// returns them: jobs with a next run time by time then id (ids follow times
+// here), then the others by id. The steps of [testPagination] all compare
+// against it.
+func pageOrder(list []string) []string {
+	var timed, untimed []string
+	for _, id := range list {
+		var i int
+		fmt.Sscanf(id, "job-%d", &i)
+		if i%10 == 9 {
+			untimed = append(untimed, id)
+		} else {
+			timed = append(timed, id)
 		}
-		return append(timed, untimed...)
 	}
-	all := order(want)
+	return append(timed, untimed...)
+}
+
+// checkWholeRead reads every job in one query and checks the order, the
+// large trigger arguments and the count: the read that must span many of
+// the store's pages.
+func checkWholeRead(t *testing.T, s jobs.Store, all []string, args json.RawMessage) {
 	got, err := s.Query(ctx(t), jobs.Filter{})
 	if err != nil {
 		t.Fatalf("Query: %v", err)
@@ -79,8 +100,11 @@ func testPagination(t *testing.T, s jobs.Store) {
 		}
 	}
 	wantCount(t, s, jobs.Filter{}, pageJobs)
+}
 
-	// Windows walk through every job once.
+// checkWindows checks that windows of Limit and Offset walk through every
+// job once, in order.
+func checkWindows(t *testing.T, s jobs.Store, all []string) {
 	var walked []string
 	for offset := 0; ; offset += 37 {
 		page, err := s.Query(ctx(t), jobs.Filter{Offset: offset, Limit: 37})
@@ -95,8 +119,11 @@ func testPagination(t *testing.T, s jobs.Store) {
 	if !slices.Equal(walked, all) {
 		t.Fatalf("windows of 37 walked %q, want %q", walked, all)
 	}
+}
 
-	// Filters across pages.
+// checkFilteredPages checks a metadata filter whose matches are spread
+// across the store's pages, whole and by a window.
+func checkFilteredPages(t *testing.T, s jobs.Store, all []string) {
 	var odd []string
 	for _, id := range all {
 		var i int
@@ -106,7 +133,7 @@ func testPagination(t *testing.T, s jobs.Store) {
 		}
 	}
 	filter := jobs.Filter{Metadata: map[string]string{"parity": "1"}}
-	got, err = s.Query(ctx(t), filter)
+	got, err := s.Query(ctx(t), filter)
 	if err != nil || !slices.Equal(ids(got), odd) {
 		t.Fatalf("Query(%+v) = %q, %v; want %q", filter, ids(got), err, odd)
 	}
@@ -116,8 +143,11 @@ func testPagination(t *testing.T, s jobs.Store) {
 	if err != nil || !slices.Equal(ids(got), odd[50:60]) {
 		t.Fatalf("Query(%+v) = %q, %v; want %q", filter, ids(got), err, odd[50:60])
 	}
+}
 
-	// The due-job poll: jobs at or before a time, the earliest few.
+// checkDuePoll checks the scheduler's due-job poll: jobs at or before a
+// time, all of them and the earliest few.
+func checkDuePoll(t *testing.T, s jobs.Store, all []string) {
 	bound := at(40 * time.Second)
 	var due []string
 	for _, id := range all {
@@ -127,7 +157,7 @@ func testPagination(t *testing.T, s jobs.Store) {
 			due = append(due, id)
 		}
 	}
-	got, err = s.Query(ctx(t), jobs.Filter{NextRunTimeLTE: &bound})
+	got, err := s.Query(ctx(t), jobs.Filter{NextRunTimeLTE: &bound})
 	if err != nil || !slices.Equal(ids(got), due) {
 		t.Fatalf("Query(due by %v) = %q, %v; want %q", bound, ids(got), err, due)
 	}

@@ -316,10 +316,7 @@ func tagFilteringConcurrentConsumers(ctx context.Context, t *testing.T, p provid
 		enqueueWorker(ctx, t, p, tagFilteringItem(fmt.Sprintf("inst-%d", id), id, tag))
 	}
 
-	consumers := []struct {
-		name   string
-		filter provider.TagFilter
-	}{
+	consumers := []tagFilteringConsumer{
 		{"DefaultOnly", provider.DefaultOnlyTags()},
 		{"Tags[gpu]", tagFilteringOnly(t, "gpu")},
 		{"Tags[gpu,cpu]", tagFilteringOnly(t, "gpu", "cpu")},
@@ -327,6 +324,32 @@ func tagFilteringConcurrentConsumers(ctx context.Context, t *testing.T, p provid
 		{"DefaultAnd[tpu]", tagFilteringDefaultAnd(t, "tpu")},
 		{"Any", provider.AnyTag()},
 	}
+	got, errs := tagFilteringRunConsumers(ctx, p, consumers)
+	seen := tagFilteringCheckDeliveries(t, consumers, got, errs, tagOf)
+	tagFilteringDrainRest(ctx, t, p, seen, tagOf)
+	if len(seen) != n {
+		var missing []uint64
+		for id := uint64(first); id < first+n; id++ {
+			if _, ok := seen[id]; !ok {
+				missing = append(missing, id)
+			}
+		}
+		t.Fatalf("%d of %d activities were delivered; lost: %v", len(seen), n, missing)
+	}
+}
+
+// tagFilteringConsumer is one of the concurrent consumers: a name for
+// failure messages and the filter it fetches with.
+type tagFilteringConsumer struct {
+	name   string
+	filter provider.TagFilter
+}
+
+// tagFilteringRunConsumers runs every consumer at once, released together,
+// and returns what each received and the error that stopped it (got[i] and
+// errs[i] belong to consumers[i]). It is the concurrent step of
+// [tagFilteringConcurrentConsumers]; the checks run once all have stopped.
+func tagFilteringRunConsumers(ctx context.Context, p provider.Provider, consumers []tagFilteringConsumer) ([][]provider.ActivityExecuteItem, []error) {
 	got := make([][]provider.ActivityExecuteItem, len(consumers))
 	errs := make([]error, len(consumers))
 	start := make(chan struct{})
@@ -339,36 +362,50 @@ func tagFilteringConcurrentConsumers(ctx context.Context, t *testing.T, p provid
 	for i, c := range consumers {
 		wg.Go(func() {
 			<-start
-			for {
-				began := time.Now()
-				item, err := p.FetchWorkItem(ctx, tagFilteringLock, 0, nil, c.filter)
-				if err != nil {
-					errs[i] = fmt.Errorf("FetchWorkItem: %w", err)
-					return
-				}
-				if item == nil {
-					if bound == 0 || began.After(deadline) {
-						return
-					}
-					select {
-					case <-time.After(convergencePoll):
-					case <-ctx.Done():
-						return
-					}
-					continue
-				}
-				got[i] = append(got[i], item.Item)
-				if err := p.AckWorkItem(ctx, item.LockToken, nil); err != nil {
-					errs[i] = fmt.Errorf("AckWorkItem of activity %d: %w", item.Item.ID, err)
-					return
-				}
-			}
+			got[i], errs[i] = tagFilteringConsume(ctx, p, c.filter, bound, deadline)
 		})
 	}
 	close(start)
 	wg.Wait()
+	return got, errs
+}
 
-	seen := make(map[uint64]string, n)
+// tagFilteringConsume is one consumer's loop: fetch with filter and ack
+// until a fetch finds nothing (under a convergence bound, one begun after
+// deadline). It returns the items received, and with an error the items
+// received before it.
+func tagFilteringConsume(ctx context.Context, p provider.Provider, filter provider.TagFilter, bound time.Duration, deadline time.Time) ([]provider.ActivityExecuteItem, error) {
+	var got []provider.ActivityExecuteItem
+	for {
+		began := time.Now()
+		item, err := p.FetchWorkItem(ctx, tagFilteringLock, 0, nil, filter)
+		if err != nil {
+			return got, fmt.Errorf("FetchWorkItem: %w", err)
+		}
+		if item == nil {
+			if bound == 0 || began.After(deadline) {
+				return got, nil
+			}
+			select {
+			case <-time.After(convergencePoll):
+			case <-ctx.Done():
+				return got, nil
+			}
+			continue
+		}
+		got = append(got, item.Item)
+		if err := p.AckWorkItem(ctx, item.LockToken, nil); err != nil {
+			return got, fmt.Errorf("AckWorkItem of activity %d: %w", item.Item.ID, err)
+		}
+	}
+}
+
+// tagFilteringCheckDeliveries checks what each consumer received: only
+// known activities its filter accepts, with the tag they were enqueued with,
+// none delivered twice. It returns which consumer received each activity.
+func tagFilteringCheckDeliveries(t *testing.T, consumers []tagFilteringConsumer, got [][]provider.ActivityExecuteItem, errs []error, tagOf map[uint64]string) map[uint64]string {
+	t.Helper()
+	seen := make(map[uint64]string, len(tagOf))
 	for i, c := range consumers {
 		must(t, errs[i], "concurrent consumer "+c.name)
 		for _, item := range got[i] {
@@ -388,8 +425,15 @@ func tagFilteringConcurrentConsumers(ctx context.Context, t *testing.T, p provid
 			seen[item.ID] = c.name
 		}
 	}
-	// Every consumer acked what it fetched, so whatever is left is
-	// unlocked: collect it, then account for every activity exactly once.
+	return seen
+}
+
+// tagFilteringDrainRest collects, with Any, what the consumers left queued
+// and adds it to seen, so that every activity can be accounted for exactly
+// once. Every consumer acked what it fetched, so whatever is left is
+// unlocked; an acked or unknown activity here is a failure.
+func tagFilteringDrainRest(ctx context.Context, t *testing.T, p provider.Provider, seen, tagOf map[uint64]string) {
+	t.Helper()
 	for {
 		item := tagFilteringFetch(ctx, t, p, provider.AnyTag())
 		if item == nil {
@@ -402,15 +446,6 @@ func tagFilteringConcurrentConsumers(ctx context.Context, t *testing.T, p provid
 			t.Fatalf("Any fetch after the concurrent consumers returned activity %d, which is locked or unknown", item.Item.ID)
 		}
 		seen[item.Item.ID] = "the final Any drain"
-	}
-	if len(seen) != n {
-		var missing []uint64
-		for id := uint64(first); id < first+n; id++ {
-			if _, ok := seen[id]; !ok {
-				missing = append(missing, id)
-			}
-		}
-		t.Fatalf("%d of %d activities were delivered; lost: %v", len(seen), n, missing)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"runtime"
@@ -19,6 +20,7 @@ import (
 	"github.com/duradyn/duradyn/bench/peer/goworkflows"
 	"github.com/duradyn/duradyn/bench/report"
 	"github.com/duradyn/duradyn/bench/scenario"
+	"github.com/duradyn/duradyn/internal/linelog"
 	"github.com/duradyn/duradyn/localstack"
 )
 
@@ -144,26 +146,11 @@ func run(ctx context.Context, args []string) int {
 	began := time.Now()
 	startLoad := loadAverage()
 
-	opts := func(o *localstack.Options) {
-		o.Logf = p.logf
-		o.SQSEmulator = sqsEmulator()
-		if os.Getenv("DURADYN_CACHE_DIR") == "" {
-			o.CacheDir = scenario.LibraryCacheDir()
-		}
-	}
-	p.logf("starting DynamoDB and SQS")
-	em, err := localstack.Start(ctx, opts)
+	em, stopEndpoints, err := startEndpoints(ctx, p)
 	if err != nil {
 		return exitf("endpoints: %v", err)
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if err := em.Stop(sctx); err != nil {
-			p.logf("stopping the emulators: %v", err)
-		}
-	}()
-	p.logf("DynamoDB at %s, SQS at %s (%s)", em.DynamoDBURL, em.SQSURL, em.Source)
+	defer stopEndpoints()
 
 	env := &scenario.Env{Endpoints: em.Endpoints, Systems: systems, Peers: splitList(c.peers), Logf: p.logf}
 	peerDir, err := os.MkdirTemp("", "benche2e-peers-")
@@ -173,21 +160,83 @@ func run(ctx context.Context, args []string) int {
 	defer os.RemoveAll(peerDir)
 	env.PeerDir = peerDir
 	if slices.Contains(env.Peers, "redis") && needsPeers(selected) {
-		addr, stopRedis, err := goworkflows.StartRedis(ctx, peerDir)
-		if err != nil {
-			env.RedisErr = err
-			p.logf("Redis: %v", err)
-		} else {
-			env.RedisAddr = addr
-			p.logf("Redis at %s", addr)
-			defer func() {
-				if err := stopRedis(); err != nil {
-					p.logf("stopping Redis: %v", err)
-				}
-			}()
-		}
+		stopRedis := startRedis(ctx, env, p)
+		defer stopRedis()
 	}
 
+	results, failures, err := runScenarios(ctx, c, env, selected, p)
+	if err != nil {
+		return exitf("%v", err)
+	}
+
+	header := runHeader(em.Endpoints, c, began, startLoad)
+	if err := report.WriteWithHeader(c.out, header, results); err != nil {
+		failures = append(failures, fmt.Errorf("write results: %w", err))
+	} else {
+		p.logf("results written to %s (%d rows) after %v", c.out, len(results), time.Since(began).Round(time.Second))
+	}
+	if len(failures) > 0 {
+		for _, err := range failures {
+			fmt.Fprintf(os.Stderr, "benche2e: %v\n", err)
+		}
+		return 1
+	}
+	return 0
+}
+
+// startEndpoints starts the DynamoDB and SQS emulators every system and
+// peer runs against, and returns them with the function that stops them
+// (which logs rather than returns its error: it runs deferred, at exit).
+func startEndpoints(ctx context.Context, p *progress) (*localstack.Emulator, func(), error) {
+	opts := func(o *localstack.Options) {
+		o.Logger = linelog.New(func(line string) { p.logf("%s", line) }, slog.LevelInfo)
+		o.SQSEmulator = sqsEmulator()
+		if os.Getenv("DURADYN_CACHE_DIR") == "" {
+			o.CacheDir = scenario.LibraryCacheDir()
+		}
+	}
+	p.logf("starting DynamoDB and SQS")
+	em, err := localstack.Start(ctx, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	stop := func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := em.Stop(sctx); err != nil {
+			p.logf("stopping the emulators: %v", err)
+		}
+	}
+	p.logf("DynamoDB at %s, SQS at %s (%s)", em.DynamoDBURL, em.SQSURL, em.Source)
+	return em, stop, nil
+}
+
+// startRedis starts the Redis the go-workflows redis peer needs, in
+// env.PeerDir, and records its address in env, or the error that stopped
+// it (the redis peer then records it as why it did not run; a missing Redis
+// fails nothing else). It returns the function that stops Redis, which does
+// nothing when Redis did not start.
+func startRedis(ctx context.Context, env *scenario.Env, p *progress) func() {
+	addr, stopRedis, err := goworkflows.StartRedis(ctx, env.PeerDir)
+	if err != nil {
+		env.RedisErr = err
+		p.logf("Redis: %v", err)
+		return func() {}
+	}
+	env.RedisAddr = addr
+	p.logf("Redis at %s", addr)
+	return func() {
+		if err := stopRedis(); err != nil {
+			p.logf("stopping Redis: %v", err)
+		}
+	}
+}
+
+// runScenarios warms the emulator up, then runs the selected scenarios in
+// order (under the CPU profile, when one is asked for) and returns their
+// results and failures. A scenario's failure does not stop the others; the
+// error is only for a CPU profile that cannot be started.
+func runScenarios(ctx context.Context, c config, env *scenario.Env, selected []scenario.Scenario, p *progress) ([]report.Result, []error, error) {
 	var results []report.Result
 	var failures []error
 	p.logf("warming the emulator up (%d instances, not recorded)", warmUpInstances)
@@ -196,8 +245,9 @@ func run(ctx context.Context, args []string) int {
 	}
 	stopProfile := func() {}
 	if c.cpuProfile != "" {
+		var err error
 		if stopProfile, err = startCPUProfile(c.cpuProfile); err != nil {
-			return exitf("%v", err)
+			return nil, nil, err
 		}
 	}
 	for _, s := range selected {
@@ -213,20 +263,7 @@ func run(ctx context.Context, args []string) int {
 		}
 	}
 	stopProfile()
-
-	header := runHeader(em.Endpoints, c, began, startLoad)
-	if err := report.WriteWithHeader(c.out, header, results); err != nil {
-		failures = append(failures, fmt.Errorf("write results: %w", err))
-	} else {
-		p.logf("results written to %s (%d rows) after %v", c.out, len(results), time.Since(began).Round(time.Second))
-	}
-	if len(failures) > 0 {
-		for _, err := range failures {
-			fmt.Fprintf(os.Stderr, "benche2e: %v\n", err)
-		}
-		return 1
-	}
-	return 0
+	return results, failures, nil
 }
 
 // needsPeers reports whether a selected scenario runs peers.

@@ -3,7 +3,9 @@
 package skewtest
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -26,26 +28,59 @@ func Check(t testing.TB, what string, clockSkew func() (skew, uncertainty time.D
 }
 
 // Warnings keeps the clock-skew warnings of what a component logs: pass
-// its Logf as the component's. It is safe for concurrent use.
+// its [Warnings.Logger] as the component's Logger. It is safe for
+// concurrent use; its zero value is ready to use.
 type Warnings struct {
 	mu    sync.Mutex
 	lines []string
 }
 
-// Logf keeps a line that is a clock-skew warning and drops the others.
-func (w *Warnings) Logf(format string, args ...any) {
-	line := fmt.Sprintf(format, args...)
-	if !strings.Contains(line, "this process's clock is") {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.lines = append(w.lines, line)
+// Logger returns a logger that keeps the records that are clock-skew
+// warnings (their message holds "this process's clock is") and drops the
+// others.
+func (w *Warnings) Logger() *slog.Logger {
+	return slog.New(warningsHandler{w: w})
 }
 
-// Lines returns the warnings kept so far.
+// Lines returns the warnings kept so far, each as its message followed by
+// its attributes (" key=value" each).
 func (w *Warnings) Lines() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]string(nil), w.lines...)
 }
+
+// warningsHandler is the handler of [Warnings.Logger].
+type warningsHandler struct {
+	w     *Warnings
+	attrs []slog.Attr
+}
+
+func (warningsHandler) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h warningsHandler) Handle(_ context.Context, r slog.Record) error {
+	if !strings.Contains(r.Message, "this process's clock is") {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString(r.Message)
+	add := func(a slog.Attr) bool {
+		fmt.Fprintf(&b, " %s=%v", a.Key, a.Value)
+		return true
+	}
+	for _, a := range h.attrs {
+		add(a)
+	}
+	r.Attrs(add)
+	h.w.mu.Lock()
+	defer h.w.mu.Unlock()
+	h.w.lines = append(h.w.lines, b.String())
+	return nil
+}
+
+func (h warningsHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	h.attrs = append(h.attrs[:len(h.attrs):len(h.attrs)], attrs...)
+	return h
+}
+
+func (h warningsHandler) WithGroup(string) slog.Handler { return h }

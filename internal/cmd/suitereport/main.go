@@ -199,6 +199,8 @@ func (r *input) elapsedOf(prefix string) time.Duration {
 	return 0
 }
 
+// run reads the `go test -json` stream in and prints its summary to out,
+// returning an error when the run failed or held no conformance test.
 func run(in io.Reader, out io.Writer) error {
 	r, err := read(in)
 	if err != nil {
@@ -206,17 +208,53 @@ func run(in io.Reader, out io.Writer) error {
 	}
 	leaves := r.leaves()
 	if len(leaves) == 0 {
-		for _, line := range r.plain {
-			fmt.Fprintln(out, line)
-		}
-		for _, pkg := range r.failed {
-			for _, line := range r.pkgLines[pkg] {
-				fmt.Fprintln(out, line)
-			}
-		}
+		printUnrecognised(out, r)
 		return errors.New("no conformance test ran")
 	}
+	groups, order := r.tallyGroups(leaves)
+	titles := groupTitles(order)
+	total := printTables(out, groups, order, titles)
 
+	if total.skipped+total.failed > 0 || len(r.failed) > 0 {
+		fmt.Fprintln(out)
+	}
+	printSkipped(out, titles, leaves)
+	printFailed(out, titles, leaves)
+	// A package can fail outside its tests: a timeout, a panic, TestMain.
+	var pkgErr error
+	if total.failed == 0 && len(r.failed) > 0 {
+		printPackageFailures(out, r)
+		pkgErr = fmt.Errorf("%d package(s) failed outside the conformance tests", len(r.failed))
+	}
+	if r.elapsed > 0 {
+		fmt.Fprintf(out, "wall time: %s\n", r.elapsed.Round(100*time.Millisecond))
+	}
+	fmt.Fprintf(out, "%d passed, %d failed, %d skipped\n", total.passed, total.failed, total.skipped)
+	if total.failed > 0 {
+		return fmt.Errorf("%d conformance tests failed", total.failed)
+	}
+	return pkgErr
+}
+
+// printUnrecognised prints, when no conformance test ran, what the input
+// held instead (plain lines such as build failures, and the output of
+// failed packages) so that the reason is not lost behind the summary's
+// error.
+func printUnrecognised(out io.Writer, r *input) {
+	for _, line := range r.plain {
+		fmt.Fprintln(out, line)
+	}
+	for _, pkg := range r.failed {
+		for _, line := range r.pkgLines[pkg] {
+			fmt.Fprintln(out, line)
+		}
+	}
+}
+
+// tallyGroups counts the outcomes of leaves per configuration and category,
+// and returns the configurations with their prefixes in input order: the
+// tables are printed from these counts.
+func (r *input) tallyGroups(leaves []leaf) (map[string]*group, []string) {
 	groups := map[string]*group{}
 	var order []string
 	for _, l := range leaves {
@@ -240,8 +278,13 @@ func run(in io.Reader, out io.Writer) error {
 			c.failed++
 		}
 	}
-	titles := groupTitles(order)
+	return groups, order
+}
 
+// printTables prints one table per configuration, in order, and the line
+// of run totals when there are several; it returns the run's totals, which
+// decide the rest of the summary and the exit status.
+func printTables(out io.Writer, groups map[string]*group, order []string, titles map[string]string) tally {
 	var total tally
 	for i, prefix := range order {
 		g := groups[prefix]
@@ -257,29 +300,38 @@ func run(in io.Reader, out io.Writer) error {
 			fmt.Fprintln(out, heading)
 			indent = "  "
 		}
-		fmt.Fprintf(out, "%s%-22s %6s %6s %6s\n", indent, "category", "passed", "failed", "skipped")
-		var sub tally
-		cats := make([]string, 0, len(g.categories))
-		for cat := range g.categories {
-			cats = append(cats, cat)
-		}
-		slices.Sort(cats)
-		for _, cat := range cats {
-			t := g.categories[cat]
-			fmt.Fprintf(out, "%s%-22s %6d %6d %6d\n", indent, cat, t.passed, t.failed, t.skipped)
-			sub.add(*t)
-		}
-		fmt.Fprintf(out, "%s%-22s %6d %6d %6d\n", indent, "total", sub.passed, sub.failed, sub.skipped)
-		total.add(sub)
+		total.add(printGroupTable(out, g, indent))
 	}
 	if len(order) > 1 {
 		fmt.Fprintln(out)
 		fmt.Fprintf(out, "%-24s %6d %6d %6d\n", fmt.Sprintf("all %d configurations", len(order)), total.passed, total.failed, total.skipped)
 	}
+	return total
+}
 
-	if total.skipped+total.failed > 0 || len(r.failed) > 0 {
-		fmt.Fprintln(out)
+// printGroupTable prints one configuration's table, its categories sorted
+// by name and its total last, each line prefixed with indent, and returns
+// that total.
+func printGroupTable(out io.Writer, g *group, indent string) tally {
+	fmt.Fprintf(out, "%s%-22s %6s %6s %6s\n", indent, "category", "passed", "failed", "skipped")
+	var sub tally
+	cats := make([]string, 0, len(g.categories))
+	for cat := range g.categories {
+		cats = append(cats, cat)
 	}
+	slices.Sort(cats)
+	for _, cat := range cats {
+		t := g.categories[cat]
+		fmt.Fprintf(out, "%s%-22s %6d %6d %6d\n", indent, cat, t.passed, t.failed, t.skipped)
+		sub.add(*t)
+	}
+	fmt.Fprintf(out, "%s%-22s %6d %6d %6d\n", indent, "total", sub.passed, sub.failed, sub.skipped)
+	return sub
+}
+
+// printSkipped lists the skipped tests, in input order, with the reason
+// each gives.
+func printSkipped(out io.Writer, titles map[string]string, leaves []leaf) {
 	for _, l := range leaves {
 		if l.result.action == "skip" {
 			line := "skipped: " + testPath(titles, l)
@@ -289,6 +341,11 @@ func run(in io.Reader, out io.Writer) error {
 			fmt.Fprintln(out, line)
 		}
 	}
+}
+
+// printFailed lists the tests that failed or did not finish, in input
+// order, each with up to maxFailureLines of its output.
+func printFailed(out io.Writer, titles map[string]string, leaves []leaf) {
 	for _, l := range leaves {
 		switch l.result.action {
 		case "pass", "skip":
@@ -306,25 +363,17 @@ func run(in io.Reader, out io.Writer) error {
 			fmt.Fprintf(out, "    %s\n", strings.TrimLeft(line, " \t"))
 		}
 	}
-	// A package can fail outside its tests: a timeout, a panic, TestMain.
-	var pkgErr error
-	if total.failed == 0 && len(r.failed) > 0 {
-		for _, pkg := range r.failed {
-			fmt.Fprintf(out, "FAILED:  package %s\n", pkg)
-			for _, line := range r.pkgLines[pkg] {
-				fmt.Fprintf(out, "    %s\n", line)
-			}
+}
+
+// printPackageFailures lists the packages that failed outside their tests,
+// each with the last lines of its output, which are all that tell why.
+func printPackageFailures(out io.Writer, r *input) {
+	for _, pkg := range r.failed {
+		fmt.Fprintf(out, "FAILED:  package %s\n", pkg)
+		for _, line := range r.pkgLines[pkg] {
+			fmt.Fprintf(out, "    %s\n", line)
 		}
-		pkgErr = fmt.Errorf("%d package(s) failed outside the conformance tests", len(r.failed))
 	}
-	if r.elapsed > 0 {
-		fmt.Fprintf(out, "wall time: %s\n", r.elapsed.Round(100*time.Millisecond))
-	}
-	fmt.Fprintf(out, "%d passed, %d failed, %d skipped\n", total.passed, total.failed, total.skipped)
-	if total.failed > 0 {
-		return fmt.Errorf("%d conformance tests failed", total.failed)
-	}
-	return pkgErr
 }
 
 // groupTitles names each configuration for the summary: nothing when the

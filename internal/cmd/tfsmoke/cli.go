@@ -97,7 +97,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout, stderr i
 		o.TableName = out.TableName
 		o.OrchestratorQueueURL = out.OrchestratorQueueURL
 		o.WorkerQueueURL = out.WorkerQueueURL
-		o.Logf = func(format string, args ...any) { l.printf("serve: provider: %s", fmt.Sprintf(format, args...)) }
+		o.Logger = l.slog("serve")
 	})
 	if err != nil {
 		return fmt.Errorf("serve: dynamo.New: %w", err)

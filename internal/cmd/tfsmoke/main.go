@@ -51,12 +51,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/duradyn/duradyn/internal/linelog"
 )
 
 // Static credentials every emulator accepts. They are not secrets.
@@ -142,4 +145,11 @@ type logger struct {
 
 func (l *logger) printf(format string, args ...any) {
 	fmt.Fprintf(l.w, "tfsmoke: %6.2fs  %s\n", time.Since(l.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// slog returns a logger for a provider's Logger option that prints each
+// record of level Info and above as a line of l, "<who>: warning: dynamo:
+// ... key=value" (package linelog).
+func (l *logger) slog(who string) *slog.Logger {
+	return linelog.New(func(line string) { l.printf("%s: %s", who, line) }, slog.LevelInfo)
 }

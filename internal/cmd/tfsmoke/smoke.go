@@ -46,7 +46,7 @@ func newNode(cfg aws.Config, out outputs, name string, l *logger) (*node, error)
 		o.OrchestratorQueueURL = out.OrchestratorQueueURL
 		o.WorkerQueueURL = out.WorkerQueueURL
 		o.SQSClient = w
-		o.Logf = func(format string, args ...any) { l.printf("%s: provider: %s", name, fmt.Sprintf(format, args...)) }
+		o.Logger = l.slog(name)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: dynamo.New: %w", name, err)
