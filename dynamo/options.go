@@ -255,7 +255,7 @@ func New(cfg aws.Config, optFns ...func(*Options)) (*Provider, error) {
 		return nil, err
 	}
 	if o.Client == nil {
-		o.Client = dynamodb.NewFromConfig(cfg, func(do *dynamodb.Options) { boundClient(do, cfg, o.RequestTimeout) })
+		o.Client = dynamodb.NewFromConfig(cfg, BoundClient(cfg, o.RequestTimeout))
 	}
 	if o.SQSClient == nil && (o.OrchestratorQueueURL != "" || o.WorkerQueueURL != "") {
 		o.SQSClient = sqs.NewFromConfig(cfg)
@@ -291,8 +291,16 @@ func New(cfg aws.Config, optFns ...func(*Options)) (*Provider, error) {
 	return p, nil
 }
 
-// boundClient gives a DynamoDB client built from cfg an HTTP timeout and a
-// retryer with bounded backoff, unless cfg sets its own.
+// BoundClient returns the options [New] gives the DynamoDB client it builds
+// from cfg, for other clients of the same table (a command line, a
+// script): an HTTP timeout of requestTimeout per attempt and a retryer of
+// at most 3 attempts with backoff of at most 1 s, unless cfg sets its own
+// HTTP client with a timeout, or its own retryer. Without them a request
+// to an endpoint that never answers waits for ever.
+func BoundClient(cfg aws.Config, requestTimeout time.Duration) func(*dynamodb.Options) {
+	return func(o *dynamodb.Options) { boundClient(o, cfg, requestTimeout) }
+}
+
 func boundClient(o *dynamodb.Options, cfg aws.Config, timeout time.Duration) {
 	if cfg.Retryer == nil {
 		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {

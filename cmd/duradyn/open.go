@@ -62,7 +62,7 @@ func (a *app) awsConfig() (aws.Config, error) {
 
 // dynamoClient builds the DynamoDB client.
 func (a *app) dynamoClient(cfg aws.Config) *dynamodb.Client {
-	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+	return dynamodb.NewFromConfig(cfg, dynamo.BoundClient(cfg, dynamo.DefaultRequestTimeout), func(o *dynamodb.Options) {
 		if a.g.ddbEndpoint != "" {
 			o.BaseEndpoint = aws.String(a.g.ddbEndpoint)
 			// Emulators such as DynamoDB Local omit the CRC32 header on

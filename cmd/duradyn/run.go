@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,7 +27,13 @@ const (
 	exitNotFound = 3
 	exitTimeout  = 4
 	exitFailed   = 5
+	// exitClockSkew (6) is clock's.
+	exitInterrupted = 130 // as a shell reports a command ended by Ctrl-C
 )
+
+// defaultTimeout bounds a command that does not wait for an instance, when
+// --timeout is not given.
+const defaultTimeout = time.Minute
 
 // codedError is an error with its exit code.
 type codedError struct {
@@ -70,6 +77,7 @@ type globals struct {
 // app is one invocation.
 type app struct {
 	ctx            context.Context
+	base           context.Context // the context run was given: its end is an interrupt
 	stdout, stderr io.Writer
 	getenv         func(string) string
 	g              globals
@@ -126,7 +134,7 @@ func findCommand(name string) *command {
 // run runs the command line args and returns the exit code. getenv reads
 // the environment (os.Getenv in main).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	a := &app{ctx: ctx, stdout: stdout, stderr: stderr, getenv: getenv}
+	a := &app{ctx: ctx, base: ctx, stdout: stdout, stderr: stderr, getenv: getenv}
 	err := a.run(args)
 	return a.exit(err)
 }
@@ -136,12 +144,17 @@ func (a *app) run(args []string) error {
 		return err
 	}
 	gfs := a.flagSet("duradyn")
+	version := gfs.Bool("version", false, "print the version and exit")
 	if err := gfs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			a.usage()
 			return nil
 		}
 		return usageError("%v (see duradyn help)", err)
+	}
+	if *version {
+		fmt.Fprintln(a.stdout, "duradyn", buildVersion())
+		return nil
 	}
 	rest := gfs.Args()
 	if len(rest) == 0 {
@@ -169,9 +182,16 @@ func (a *app) run(args []string) error {
 	if err := a.checkGlobals(); err != nil {
 		return err
 	}
-	if a.g.timeout > 0 {
+	timeout := a.g.timeout
+	if timeout < 0 { // not given
+		timeout = defaultTimeout
+		if waits(name, fs) {
+			timeout = 0
+		}
+	}
+	if timeout > 0 {
 		var cancel context.CancelFunc
-		a.ctx, cancel = context.WithTimeout(a.ctx, a.g.timeout)
+		a.ctx, cancel = context.WithTimeout(a.ctx, timeout)
 		defer cancel()
 	}
 	defer a.close()
@@ -187,6 +207,10 @@ func (a *app) exit(err error) int {
 	var ce *codedError
 	if errors.As(err, &ce) {
 		code = ce.code
+	}
+	if a.base.Err() != nil {
+		fmt.Fprintln(a.stderr, "duradyn: interrupted")
+		return exitInterrupted
 	}
 	msg := strings.Join(strings.Fields(err.Error()), " ")
 	fmt.Fprintf(a.stderr, "duradyn: %s\n", msg)
@@ -204,6 +228,7 @@ func (a *app) envDefaults() error {
 	g.sqsEndpoint = firstNonEmpty(a.getenv("DURADYN_SQS_ENDPOINT"), a.getenv("AWS_ENDPOINT_URL_SQS"), a.getenv("AWS_ENDPOINT_URL"))
 	g.output = firstNonEmpty(a.getenv("DURADYN_OUTPUT"), "text")
 	g.progress = 100
+	g.timeout = -1 // not given: defaultTimeout, or none for a command that waits
 	if v := a.getenv("DURADYN_SHARDS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil {
@@ -240,6 +265,28 @@ func (f shardsFlag) Set(v string) error {
 	return nil
 }
 
+// timeoutFlag is --timeout, which is not given while g.timeout is -1.
+type timeoutFlag struct{ g *globals }
+
+func (f timeoutFlag) String() string {
+	if f.g == nil || f.g.timeout == -1 {
+		return ""
+	}
+	return f.g.timeout.String()
+}
+
+func (f timeoutFlag) Set(v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return errors.New("not a duration")
+	}
+	if d < 0 {
+		return errors.New("negative")
+	}
+	f.g.timeout = d
+	return nil
+}
+
 // flagSet returns a flag set holding the global flags, whose defaults are
 // their current values.
 func (a *app) flagSet(name string) *flag.FlagSet {
@@ -255,7 +302,7 @@ func (a *app) flagSet(name string) *flag.FlagSet {
 	fs.StringVar(&g.sqsEndpoint, "sqs-endpoint", g.sqsEndpoint, "SQS endpoint `URL` [DURADYN_SQS_ENDPOINT, AWS_ENDPOINT_URL_SQS]")
 	fs.StringVar(&g.output, "output", g.output, "output `format`: text or json [DURADYN_OUTPUT]")
 	fs.Var(shardsFlag{g}, "shards", "shard `count` of the table [DURADYN_SHARDS]; default: the count stored in the table")
-	fs.DurationVar(&g.timeout, "timeout", g.timeout, "limit for the whole command; 0: none")
+	fs.Var(timeoutFlag{g}, "timeout", "`limit` for the whole command; 0: none (default 1m; none for wait and start --wait)")
 	return fs
 }
 
@@ -267,9 +314,6 @@ func (a *app) checkGlobals() error {
 	}
 	if a.g.shardsSource != "" && (a.g.shards < 1 || a.g.shards > dynamo.MaxShards) {
 		return usageError("%s %d is outside 1..%d", a.g.shardsSource, a.g.shards, dynamo.MaxShards)
-	}
-	if a.g.timeout < 0 {
-		return usageError("--timeout %v is negative", a.g.timeout)
 	}
 	return nil
 }
@@ -322,7 +366,8 @@ func (a *app) usage() {
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 wait timeout, 5 orchestration failed.")
+	fmt.Fprintln(w, "Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 wait timeout, 5 orchestration failed,")
+	fmt.Fprintln(w, "6 clock skew past --max-skew (clock), 130 interrupted (Ctrl-C).")
 	fmt.Fprintln(w, "Run \"duradyn help <command>\" for a command's flags.")
 }
 
@@ -372,4 +417,35 @@ func isTerminal(w io.Writer) bool {
 	}
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// waits reports whether command name, with the flags fs holds, waits for
+// an instance to finish: such a command has no default timeout.
+func waits(name string, fs *flag.FlagSet) bool {
+	if name == "wait" {
+		return true
+	}
+	f := fs.Lookup("wait")
+	return f != nil && f.Value.String() == "true"
+}
+
+// buildVersion is the module's version from the build information: a
+// release tag for go install …@vX, else "(devel)" with the commit.
+func buildVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v += " " + s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				v += " (modified)"
+			}
+		}
+	}
+	return v
 }
