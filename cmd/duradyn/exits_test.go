@@ -3,10 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/duradyn/duradyn/localstack"
 )
 
 // silentEndpoint returns the URL of a listener that accepts connections
@@ -90,5 +97,18 @@ func TestTimeoutOnASilentEndpoint(t *testing.T) {
 	}
 	if d := time.Since(began); d > 30*time.Second {
 		t.Errorf("status took %v with --timeout 1s", d)
+	}
+}
+
+// TestTableEnsureNeverCreates: ensure checks a table; given a name that
+// does not exist, it fails naming table create, and creates nothing.
+func TestTableEnsureNeverCreates(t *testing.T) {
+	e := newTestEnv(t)
+	missing := localstack.UniqueName(t, "nosuch")
+	e.cli(t, "--table", missing, "table", "ensure").fails(t, exitNotFound, "table "+missing+" does not exist; \"duradyn table create\"")
+	_, err := e.DB.DescribeTable(t.Context(), &dynamodb.DescribeTableInput{TableName: aws.String(missing)})
+	var notFound *types.ResourceNotFoundException
+	if !errors.As(err, &notFound) {
+		t.Fatalf("table %s after ensure: %v; want none", missing, err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/duradyn/duradyn/tables"
@@ -31,7 +33,7 @@ func cmdTable(a *app, fs *flag.FlagSet) func([]string) error {
 		if op == "create" {
 			err = tables.Create(a.ctx, a.db, a.g.table)
 		} else {
-			err = tables.Ensure(a.ctx, a.db, a.g.table)
+			err = a.ensureTable()
 		}
 		var inUse *types.ResourceInUseException
 		var mismatch *tables.MismatchError
@@ -59,4 +61,18 @@ func cmdTable(a *app, fs *flag.FlagSet) func([]string) error {
 		fmt.Fprintf(a.stdout, "table %s %s: %d shards, layout version %d\n", a.g.table, verb, l.Shards, l.Version)
 		return nil
 	}
+}
+
+// ensureTable checks the table as tables.Ensure does, but never creates
+// it: a mistyped name must not make a real table.
+func (a *app) ensureTable() error {
+	_, err := a.db.DescribeTable(a.ctx, &dynamodb.DescribeTableInput{TableName: aws.String(a.g.table)})
+	var missing *types.ResourceNotFoundException
+	if errors.As(err, &missing) {
+		return notFoundError("table %s does not exist; \"duradyn table create\" (or the Terraform module) creates it", a.g.table)
+	}
+	if err != nil {
+		return err
+	}
+	return tables.Ensure(a.ctx, a.db, a.g.table)
 }
