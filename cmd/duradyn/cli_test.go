@@ -172,6 +172,10 @@ func TestInspect(t *testing.T) {
 			t.Errorf("listed %+v with --status Completed", i)
 		}
 	}
+	// The filter takes any case.
+	if lower := e.cli(t, "list", "--status", "completed", "--limit", "2", "--output", "json").ok(t); lower.stdout != r.stdout {
+		t.Errorf("list --status completed printed %q; --status Completed printed %q", lower.stdout, r.stdout)
+	}
 	if !strings.Contains(r.stderr, "showing 2 of 4") {
 		t.Errorf("list stderr %q: want the truncation note", r.stderr)
 	}

@@ -302,6 +302,9 @@ func toInfoJSON(i *provider.InstanceInfo) infoJSON {
 	}
 }
 
+// listStatuses are the statuses list filters by.
+var listStatuses = []string{provider.StatusRunning, provider.StatusCompleted, provider.StatusFailed, provider.StatusContinuedAsNew}
+
 func cmdList(a *app, fs *flag.FlagSet) func([]string) error {
 	status := fs.String("status", "", "only instances whose current execution has this `status`: Running, Completed, Failed or ContinuedAsNew")
 	limit := fs.Int("limit", 100, "print at most `N` instances")
@@ -309,10 +312,13 @@ func cmdList(a *app, fs *flag.FlagSet) func([]string) error {
 		if err := wantArgs("list", args, 0, 0, "no arguments"); err != nil {
 			return err
 		}
-		switch *status {
-		case "", provider.StatusRunning, provider.StatusCompleted, provider.StatusFailed, provider.StatusContinuedAsNew:
-		default:
-			return usageError("list: --status %q: want Running, Completed, Failed or ContinuedAsNew", *status)
+		if *status != "" {
+			// Any case: the stored names are duroxide's.
+			i := slices.IndexFunc(listStatuses, func(s string) bool { return strings.EqualFold(s, *status) })
+			if i < 0 {
+				return usageError("list: --status %q: want Running, Completed, Failed or ContinuedAsNew", *status)
+			}
+			*status = listStatuses[i]
 		}
 		if *limit < 1 {
 			return usageError("list: --limit %d: want at least 1", *limit)
