@@ -121,8 +121,13 @@ func TestRaiseEnqueueCancelWait(t *testing.T) {
 		t.Errorf("wait progress %q: want a last line with w1 Completed and the event count", r.stderr)
 	}
 
-	// Cancel a finished instance: nothing to do.
-	e.golden(t, "cancel_finished", e.cli(t, "cancel", "w1").ok(t).stdout)
+	// Cancel, raise or enqueue on a finished instance: refused, and
+	// nothing changes.
+	e.unchanged(t, func() {
+		e.cli(t, "cancel", "w1").fails(t, exitError, "cancel: instance w1 is Completed; a finished instance takes no more events, messages or cancellations, and was left unchanged")
+		e.cli(t, "raise", "w1", "go").fails(t, exitError, "raise: instance w1 is Completed")
+		e.cli(t, "enqueue", "w1", "inbox").fails(t, exitError, "enqueue: instance w1 is Completed")
+	})
 
 	// Cancel a running one: it fails, and wait says so with exit code 5.
 	e.cli(t, "start", "Waiter", "w2").ok(t)

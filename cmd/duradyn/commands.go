@@ -214,7 +214,7 @@ func sendCommand(cmd, what string, send func(a *app, id, name string, data any) 
 			if err := a.openForEnqueue(); err != nil {
 				return err
 			}
-			if _, err := a.requireInstance(id); err != nil {
+			if _, err := a.requireLive(id, cmd); err != nil {
 				return err
 			}
 			if err := send(a, id, name, v); err != nil {
@@ -249,22 +249,15 @@ func cmdCancel(a *app, fs *flag.FlagSet) func([]string) error {
 		if err := a.openForEnqueue(); err != nil {
 			return err
 		}
-		info, err := a.requireInstance(id)
+		info, err := a.requireLive(id, "cancel")
 		if err != nil {
 			return err
 		}
-		finished := info.Status == provider.StatusCompleted || info.Status == provider.StatusFailed
-		if !finished {
-			if err := a.client.CancelInstance(a.ctx, id, *reason); err != nil {
-				return a.instanceError(id, err)
-			}
+		if err := a.client.CancelInstance(a.ctx, id, *reason); err != nil {
+			return a.instanceError(id, err)
 		}
 		if a.jsonOut() {
-			return a.printJSON(map[string]any{"instance": id, "cancel_requested": !finished, "status": info.Status})
-		}
-		if finished {
-			fmt.Fprintf(a.stdout, "instance %s is already %s; nothing to cancel\n", id, info.Status)
-			return nil
+			return a.printJSON(map[string]any{"instance": id, "cancel_requested": true, "status": info.Status})
 		}
 		fmt.Fprintf(a.stdout, "cancel requested for %s\n", id)
 		return nil

@@ -206,6 +206,19 @@ func (a *app) instanceError(id string, err error) error {
 }
 
 // requireInstance fails with exit code 3 when instance id does not exist.
+// requireLive is requireInstance for a command (cmd) that sends an
+// instance something: a finished instance fails it, and nothing is sent.
+func (a *app) requireLive(id, cmd string) (*provider.InstanceInfo, error) {
+	info, err := a.requireInstance(id)
+	if err != nil {
+		return nil, err
+	}
+	if info.Status == provider.StatusCompleted || info.Status == provider.StatusFailed {
+		return nil, fmt.Errorf("%s: instance %s is %s; a finished instance takes no more events, messages or cancellations, and was left unchanged", cmd, id, info.Status)
+	}
+	return info, nil
+}
+
 func (a *app) requireInstance(id string) (*provider.InstanceInfo, error) {
 	info, err := a.client.InstanceInfo(a.ctx, id)
 	if err != nil {
