@@ -87,7 +87,7 @@ func (c *Client) Provider() provider.Provider { return c.p }
 // error wrapping [provider.ErrInvalidInput] and enqueues nothing.
 func (c *Client) StartOrchestration(ctx context.Context, instanceID, name string, in any, opts ...Option) error {
 	op := clientOp("start", instanceID)
-	if err := checkNonEmpty(op, "instance id", instanceID); err != nil {
+	if err := checkInstanceID(op, instanceID); err != nil {
 		return err
 	}
 	if err := checkNonEmpty(op, "orchestration name", name); err != nil {
@@ -115,7 +115,7 @@ func (c *Client) StartOrchestration(ctx context.Context, instanceID, name string
 // instanceID or name fails with an error wrapping [provider.ErrInvalidInput].
 func (c *Client) RaiseEvent(ctx context.Context, instanceID, name string, data any) error {
 	op := clientOp("raise event", instanceID)
-	if err := checkNonEmpty(op, "instance id", instanceID); err != nil {
+	if err := checkInstanceID(op, instanceID); err != nil {
 		return err
 	}
 	if err := checkNonEmpty(op, "event name", name); err != nil {
@@ -136,7 +136,7 @@ func (c *Client) RaiseEvent(ctx context.Context, instanceID, name string, data a
 // [provider.ErrInvalidInput].
 func (c *Client) EnqueueEvent(ctx context.Context, instanceID, queue string, data any) error {
 	op := clientOp("enqueue event", instanceID)
-	if err := checkNonEmpty(op, "instance id", instanceID); err != nil {
+	if err := checkInstanceID(op, instanceID); err != nil {
 		return err
 	}
 	if err := checkNonEmpty(op, "queue name", queue); err != nil {
@@ -156,7 +156,7 @@ func (c *Client) EnqueueEvent(ctx context.Context, instanceID, queue string, dat
 // [provider.ErrInvalidInput].
 func (c *Client) CancelInstance(ctx context.Context, instanceID, reason string) error {
 	op := clientOp("cancel", instanceID)
-	if err := checkNonEmpty(op, "instance id", instanceID); err != nil {
+	if err := checkInstanceID(op, instanceID); err != nil {
 		return err
 	}
 	return c.enqueue(ctx, op, provider.CancelInstanceItem{Instance: instanceID, Reason: reason})
@@ -240,7 +240,7 @@ type Status struct {
 // continued as new reports Running until the next one starts.
 func (c *Client) Status(ctx context.Context, id string) (*Status, error) {
 	op := clientOp("status", id)
-	if err := checkNonEmpty(op, "instance id", id); err != nil {
+	if err := checkInstanceID(op, id); err != nil {
 		return nil, err
 	}
 	s, err := c.readState(ctx, id)
@@ -321,7 +321,7 @@ func statusFromHistory(id string, history []provider.Event) *Status {
 // execution; without it each poll reads the status as [Client.Status] does.
 func (c *Client) WaitForCompletion(ctx context.Context, id string) (*Status, error) {
 	op := clientOp("wait for completion", id)
-	if err := checkNonEmpty(op, "instance id", id); err != nil {
+	if err := checkInstanceID(op, id); err != nil {
 		return nil, err
 	}
 	var final *Status
@@ -352,7 +352,7 @@ func (c *Client) WaitForCompletion(ctx context.Context, id string) (*Status, err
 // are as for [Client.WaitForCompletion].
 func (c *Client) WaitForStatusChange(ctx context.Context, id string, lastSeenVersion uint64) (*Status, error) {
 	op := clientOp("wait for status change", id)
-	if err := checkNonEmpty(op, "instance id", id); err != nil {
+	if err := checkInstanceID(op, id); err != nil {
 		return nil, err
 	}
 	var result *Status
@@ -449,7 +449,7 @@ func (c *Client) poll(ctx context.Context, check func() (bool, error)) error {
 // does not exist.
 func (c *Client) KVValue(ctx context.Context, id, key string) (value string, ok bool, err error) {
 	op := clientOp("kv value", id)
-	if err := checkNonEmpty(op, "instance id", id); err != nil {
+	if err := checkInstanceID(op, id); err != nil {
 		return "", false, err
 	}
 	value, ok, err = c.p.KVValue(ctx, id, key)
@@ -463,7 +463,7 @@ func (c *Client) KVValue(ctx context.Context, id, key string) (value string, ok 
 // running execution's writes included; empty for an unknown instance.
 func (c *Client) KVValues(ctx context.Context, id string) (map[string]string, error) {
 	op := clientOp("kv values", id)
-	if err := checkNonEmpty(op, "instance id", id); err != nil {
+	if err := checkInstanceID(op, id); err != nil {
 		return nil, err
 	}
 	values, err := c.p.KVValues(ctx, id)
@@ -478,7 +478,7 @@ func (c *Client) KVValues(ctx context.Context, id string) (map[string]string, er
 // setting the key; polling and ctx are as for [Client.WaitForCompletion].
 func (c *Client) WaitForKVValue(ctx context.Context, id, key string) (string, error) {
 	op := clientOp("wait for kv value", id)
-	if err := checkNonEmpty(op, "instance id", id); err != nil {
+	if err := checkInstanceID(op, id); err != nil {
 		return "", err
 	}
 	var value string
@@ -498,7 +498,7 @@ func (c *Client) WaitForKVValue(ctx context.Context, id, key string) (string, er
 // for an unknown instance.
 func (c *Client) Stats(ctx context.Context, id string) (*provider.SystemStats, error) {
 	op := clientOp("stats", id)
-	if err := checkNonEmpty(op, "instance id", id); err != nil {
+	if err := checkInstanceID(op, id); err != nil {
 		return nil, err
 	}
 	stats, err := c.p.InstanceStats(ctx, id)
@@ -783,6 +783,15 @@ func clientError(op string, err error) error {
 
 // checkNonEmpty fails with an error wrapping [provider.ErrInvalidInput] when
 // value is empty.
+// checkInstanceID applies the provider's rule for instance ids
+// (provider.ValidateInstanceID).
+func checkInstanceID(op, id string) error {
+	if err := provider.ValidateInstanceID(op, id); err != nil {
+		return fmt.Errorf("durable: %s: %w", op, err)
+	}
+	return nil
+}
+
 func checkNonEmpty(op, what, value string) error {
 	if value == "" {
 		return fmt.Errorf("durable: %s: %w: empty %s", op, provider.ErrInvalidInput, what)

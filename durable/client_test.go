@@ -782,3 +782,18 @@ func TestClientPassesProviderErrorsThrough(t *testing.T) {
 		t.Errorf("WaitForStatusChange: %v; want ErrCorruptData", err)
 	}
 }
+
+// TestClientRefusesInvalidUTF8InstanceIDs: a start or an event for an id
+// that is not valid UTF-8 is invalid input, and nothing is queued.
+func TestClientRefusesInvalidUTF8InstanceIDs(t *testing.T) {
+	f := newClientFixture(t, true)
+	if err := f.c.StartOrchestration(f.ctx, "bad-\xff", "Greet", "x"); !errors.Is(err, provider.ErrInvalidInput) {
+		t.Errorf("StartOrchestration with an invalid UTF-8 id: %v; want ErrInvalidInput", err)
+	}
+	if err := f.c.RaiseEvent(f.ctx, "bad-\xfe", "go", "x"); !errors.Is(err, provider.ErrInvalidInput) {
+		t.Errorf("RaiseEvent with an invalid UTF-8 id: %v; want ErrInvalidInput", err)
+	}
+	if item, err := f.mem.FetchOrchestrationItem(f.ctx, time.Second, 0, nil); err != nil || item != nil {
+		t.Errorf("a fetch after the refused calls: %+v, %v; want nothing queued", item, err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"time"
+	"unicode/utf8"
 )
 
 // This file holds the contract rules that every provider applies the same
@@ -49,16 +50,29 @@ func ValidateOrchestratorItem(op string, item WorkItem) error {
 			return Permanent(op, ErrInvalidInput, "SubOrchFailed work item has no error details")
 		}
 	}
-	if item.TargetInstance() == "" {
-		return Permanent(op, ErrInvalidInput, "%s work item has an empty instance id", item.Kind())
+	if err := ValidateInstanceID(op, item.TargetInstance()); err != nil {
+		return Permanent(op, ErrInvalidInput, "%s work item: %v", item.Kind(), err)
+	}
+	return nil
+}
+
+// ValidateInstanceID checks an instance id: not empty, and valid UTF-8. A
+// store that keeps ids as strings (DynamoDB, JSON) would otherwise replace
+// the invalid bytes, and two different ids would name one instance.
+func ValidateInstanceID(op, id string) error {
+	switch {
+	case id == "":
+		return Permanent(op, ErrInvalidInput, "empty instance id")
+	case !utf8.ValidString(id):
+		return Permanent(op, ErrInvalidInput, "instance id %q is not valid UTF-8", id)
 	}
 	return nil
 }
 
 // ValidateWorkerItem checks that item may go on the worker queue.
 func ValidateWorkerItem(op string, item ActivityExecuteItem) error {
-	if item.Instance == "" {
-		return Permanent(op, ErrInvalidInput, "ActivityExecute work item has an empty instance id")
+	if err := ValidateInstanceID(op, item.Instance); err != nil {
+		return Permanent(op, ErrInvalidInput, "ActivityExecute work item: %v", err)
 	}
 	return nil
 }

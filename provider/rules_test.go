@@ -317,3 +317,27 @@ func TestTurnVisibleAt(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateInstanceID: an empty id and one that is not valid UTF-8 are
+// invalid input, for the id alone and inside queued work: a store of
+// strings would turn different invalid byte strings into one instance.
+func TestValidateInstanceID(t *testing.T) {
+	for _, id := range []string{"", "bad-\xff", "\xc3\x28"} {
+		if err := provider.ValidateInstanceID("start", id); !errors.Is(err, provider.ErrInvalidInput) {
+			t.Errorf("ValidateInstanceID(%q) = %v; want ErrInvalidInput", id, err)
+		}
+		start := provider.StartOrchestrationItem{Instance: id, Orchestration: "O", ExecutionID: 1}
+		if err := provider.ValidateOrchestratorItem("enqueue", start); !errors.Is(err, provider.ErrInvalidInput) {
+			t.Errorf("ValidateOrchestratorItem of instance %q = %v; want ErrInvalidInput", id, err)
+		}
+		act := provider.ActivityExecuteItem{Instance: id, ExecutionID: 1, ID: 2, Name: "A"}
+		if err := provider.ValidateWorkerItem("enqueue", act); !errors.Is(err, provider.ErrInvalidInput) {
+			t.Errorf("ValidateWorkerItem of instance %q = %v; want ErrInvalidInput", id, err)
+		}
+	}
+	for _, id := range []string{"order-1", "größe/Ω", "sub::1"} {
+		if err := provider.ValidateInstanceID("start", id); err != nil {
+			t.Errorf("ValidateInstanceID(%q) = %v; want nil", id, err)
+		}
+	}
+}
