@@ -790,13 +790,13 @@ func (f *crashFetchKillPoint) FetchOrchestrationItem(ctx context.Context, lockTi
 	return item, err
 }
 
-// crashLargeTurnKillPoint wraps db so that the first write of a large turn that
-// is step (the commit, "apply-<n>", or the finish; see dynamo/largeturn.go)
-// is held before it is sent, and reports it through mark. Writes are told
-// apart by the rows they touch (docs/design.md §3 and §5): staging rows
-// (sort key T#…), the commit transaction that starts with the lock row's
-// "SET #turn", and the deletion of
-// the turn mark (H#<execution>#~) that ends a turn.
+// crashLargeTurnKillPoint wraps db so that the first write of a large turn
+// that is step (the commit, "apply-<n>", or the finish; see the DynamoDB
+// provider's commitLargeTurn) is held before it is sent, and reports it
+// through mark. Writes are told apart by the rows they touch
+// (docs/design.md §3 and §5): staging rows (sort key T#…), the commit
+// transaction that starts with the lock row's "SET #turn", and the deletion
+// of the turn mark (H#<execution>#~) that ends a turn.
 func crashLargeTurnKillPoint(db dynamo.API, step string, mark func(detail string)) dynamo.API {
 	in := faults.New(1)
 	gate := faults.NewGate()

@@ -25,7 +25,7 @@ import (
 // [Dynamo]).
 const Retention = 7 * 24 * time.Hour
 
-// Attributes of a lock row (keys in keys.go).
+// Attributes of a lock row (its keys: lockPK, lockSK, shardPK, holderSK).
 const (
 	attrOwner = "owner"     // the holder's owner token; absent when free
 	attrLease = "lease_end" // the holder's lease end, epoch ms; absent when free

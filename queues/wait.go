@@ -29,7 +29,7 @@ const receiveVisibilitySeconds = 2
 // them. A dispatcher that found nothing, or made a sweep, waits again
 // within milliseconds and takes them without a request; after idleGrace
 // the dispatchers have found work (or stopped), and the poller sends the
-// signals it receives back to the queue (see poll), as it does those it
+// signals it receives back to the queue (see dispatch), as it does those it
 // kept that no wait took (returnUntaken), so that this process does not
 // hold signals that idle processes could act on.
 const idleGrace = 500 * time.Millisecond
@@ -164,166 +164,232 @@ func (s *Signals) startPollerLocked(ctx context.Context, k *queueState) {
 func (s *Signals) poll(ctx context.Context, k *queueState) {
 	defer s.wg.Done()
 	for {
-		s.mu.Lock()
-		waitSeconds, ok := s.nextPollLocked(k)
+		waitSeconds, ok := s.nextPoll(k)
 		if !ok {
-			cancel := k.pollCancel
-			k.polling, k.pollCancel = false, nil
-			s.mu.Unlock()
-			cancel()
 			return
 		}
-		k.longPoll = waitSeconds > 0
-		s.mu.Unlock()
-
-		s.stats.receive.Add(1)
-		started := time.Now()
-		res, err := s.api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl:            &k.url,
-			MaxNumberOfMessages: maxBatchEntries,
-			VisibilityTimeout:   receiveVisibilitySeconds,
-			WaitTimeSeconds:     waitSeconds,
-		})
-		s.mu.Lock()
-		k.longPoll = false
-		s.mu.Unlock()
-		if err != nil {
-			if ctx.Err() != nil {
-				continue // Close: the next round ends the poller
-			}
-			s.stats.errors.Add(1)
-			s.opts.Logger.Warn("queues: ReceiveMessage failed", "queue", k.url, "error", err)
-			s.pause(ctx, s.opts.ErrorBackoff)
+		msgs := s.receive(ctx, k, waitSeconds)
+		if len(msgs) == 0 {
 			continue
 		}
-		if len(res.Messages) == 0 {
-			if waitSeconds > 0 && time.Since(started) < time.Duration(waitSeconds)*time.Second/2 {
-				// A long poll came back empty long before its time: the
-				// queue does not block (an emulator, a proxy). Do not
-				// turn it into a stream of requests.
-				s.pause(ctx, s.opts.ErrorBackoff)
-			}
-			continue
-		}
-		s.stats.received.Add(int64(len(res.Messages)))
-		sigs := make([]Signal, 0, len(res.Messages))
-		// of is the message each of sigs came from; done marks the
-		// messages dealt with (delivered, sent on, or of no use to
-		// anyone), which alone are deleted: one that a Close stopped this
-		// poller from dealing with comes back to another process after
-		// the receive's visibility timeout.
-		of := make([]int, 0, len(res.Messages))
-		done := make([]bool, len(res.Messages))
-		for i, m := range res.Messages {
-			sig, from, err := decodeSignal(deref(m.Body))
-			switch {
-			case err != nil:
-				s.opts.Logger.Warn("queues: undecodable message dropped", "message_id", deref(m.MessageId), "queue", k.url, "error", err)
-				done[i] = true
-				continue
-			case from == s.id && sig.Kind != Lock:
-				// Notify already woke this process's waiters. (A lock's
-				// release notice is meant for the waiters of other
-				// processes: it is sent on below.)
-				s.stats.fromSelf.Add(1)
-				done[i] = true
-				continue
-			case !sig.Kind.valid() || s.kinds[sig.Kind-1].q != k:
-				own := k.kinds[0].kind
-				s.opts.Logger.Warn("queues: message names another kind than its queue's; taken as the queue's", "message_id", deref(m.MessageId), "queue", k.url, "kind", sig.Kind.String(), "queue_kind", own.String())
-				sig.Kind = own
-			}
-			sig.from, sig.received = from, true
-			sigs = append(sigs, sig)
-			of = append(of, i)
-		}
-		var decline, giveBack []Signal
-		var declined, givenBack []int // the messages of decline and giveBack
-		s.mu.Lock()
-		now := s.opts.Now()
-		visible := make([][]Signal, numKinds)
-		for j, sig := range sigs {
-			if s.closed {
-				break
-			}
-			kind := s.kinds[sig.Kind-1]
-			var sendOn bool
-			if sig.Kind == Lock {
-				// A lock's release notice this process sent, or that no
-				// lock waiter of this process is there to take now, goes
-				// on; one this process declined before is taken again if a
-				// waiter is there now (its package declines the keys
-				// nobody here waits for).
-				sendOn = sig.from == s.id || len(kind.waiters) == 0
-			} else {
-				// Nobody here waits for this kind, or this process has
-				// declined the signal before.
-				sendOn = !kind.consumer || sig.declinedBy == s.id
-			}
-			if sendOn {
-				decline = append(decline, sig)
-				declined = append(declined, of[j])
-				continue
-			}
-			if sig.Kind != Lock && len(kind.waiters) == 0 && time.Since(kind.idleSince) >= idleGrace {
-				// The receive outlived its waiters (they found work):
-				// the signal goes back to its queue for a process that
-				// waits now; this one receives it again when it waits.
-				giveBack = append(giveBack, sig)
-				givenBack = append(givenBack, of[j])
-				continue
-			}
-			done[of[j]] = true
-			// DelaySeconds is rounded up, so a delayed signal reaches a
-			// receiver whose clock agrees with the sender's after its
-			// VisibleAt; one whose clock is behind gets it early. Its work
-			// is not fetchable by this process's clock yet: deliver it
-			// when it is, as Notify does for local delayed signals.
-			if wait := sig.VisibleAt.Sub(now); !sig.VisibleAt.IsZero() && wait > 0 {
-				s.scheduleLocked(kind, sig.key(), sig, wait)
-				continue
-			}
-			visible[sig.Kind-1] = append(visible[sig.Kind-1], sig)
-		}
-		if !s.closed {
-			for i, list := range visible {
-				s.deliverLocked(s.kinds[i], list)
-			}
-		}
-		s.mu.Unlock()
+		b := s.decode(k, msgs)
+		s.dispatch(b)
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deleteTimeout)
-		// Signals sent on or back go before the received copies are
-		// deleted, and even if Close began meanwhile; if sending fails,
-		// the copies are kept and come back after the visibility timeout.
-		for _, out := range []struct {
-			sigs     []Signal
-			messages []int
-			send     func(context.Context, []Signal) error
-			what     string
-		}{
-			{decline, declined, s.decline, "queues: sending on signals this process does not use failed"},
-			{giveBack, givenBack, s.giveBack, "queues: sending back signals nobody here waits for now failed"},
-		} {
-			if len(out.sigs) == 0 {
-				continue
-			}
-			if err := out.send(dctx, out.sigs); err != nil {
-				s.opts.Logger.Warn(out.what, "signals", len(out.sigs), "error", err)
-				continue
-			}
-			for _, i := range out.messages {
-				done[i] = true
-			}
-		}
-		var dealt []types.Message
-		for i, m := range res.Messages {
-			if done[i] {
-				dealt = append(dealt, m)
-			}
-		}
-		s.deleteMessages(dctx, k, dealt)
+		s.sendOn(dctx, b)
+		s.deleteMessages(dctx, k, b.dealt())
 		cancel()
 	}
+}
+
+// nextPoll decides the next receive of queue k with nextPollLocked and
+// marks a long poll in flight. When ok is false the poller stops: nextPoll
+// marks k as not polling and cancels the poller's context.
+func (s *Signals) nextPoll(k *queueState) (waitSeconds int32, ok bool) {
+	s.mu.Lock()
+	waitSeconds, ok = s.nextPollLocked(k)
+	if !ok {
+		cancel := k.pollCancel
+		k.polling, k.pollCancel = false, nil
+		s.mu.Unlock()
+		cancel()
+		return 0, false
+	}
+	k.longPoll = waitSeconds > 0
+	s.mu.Unlock()
+	return waitSeconds, true
+}
+
+// receive is one ReceiveMessage call on queue k, waiting waitSeconds. It
+// returns no messages when the call failed (logged and counted, after a
+// pause of ErrorBackoff unless Close cancelled it) or came back empty
+// (after that pause too if a long poll came back long before its time).
+func (s *Signals) receive(ctx context.Context, k *queueState, waitSeconds int32) []types.Message {
+	s.stats.receive.Add(1)
+	started := time.Now()
+	res, err := s.api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl:            &k.url,
+		MaxNumberOfMessages: maxBatchEntries,
+		VisibilityTimeout:   receiveVisibilitySeconds,
+		WaitTimeSeconds:     waitSeconds,
+	})
+	s.mu.Lock()
+	k.longPoll = false
+	s.mu.Unlock()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // Close: the next round ends the poller
+		}
+		s.stats.errors.Add(1)
+		s.opts.Logger.Warn("queues: ReceiveMessage failed", "queue", k.url, "error", err)
+		s.pause(ctx, s.opts.ErrorBackoff)
+		return nil
+	}
+	if len(res.Messages) == 0 {
+		if waitSeconds > 0 && time.Since(started) < time.Duration(waitSeconds)*time.Second/2 {
+			// A long poll came back empty long before its time: the
+			// queue does not block (an emulator, a proxy). Do not
+			// turn it into a stream of requests.
+			s.pause(ctx, s.opts.ErrorBackoff)
+		}
+		return nil
+	}
+	s.stats.received.Add(int64(len(res.Messages)))
+	return res.Messages
+}
+
+// receivedBatch is what one receive returned, as the poller deals with it.
+type receivedBatch struct {
+	msgs []types.Message
+	// sigs are the signals decoded from msgs that are for this process;
+	// of is the message each came from.
+	sigs []Signal
+	of   []int
+	// done marks the messages dealt with (delivered, sent on, or of no use
+	// to anyone), which alone are deleted: one that a Close stopped the
+	// poller from dealing with comes back to another process after the
+	// receive's visibility timeout.
+	done []bool
+	// decline and giveBack are the signals to send on and to send back
+	// to their queue; declined and givenBack their messages.
+	decline, giveBack   []Signal
+	declined, givenBack []int
+}
+
+// decode decodes the messages msgs that the poller of queue k received.
+// It marks done, without a signal, those that cannot be decoded and those
+// this process sent (but for a lock's release notices, which are for the
+// waiters of other processes); a signal of a kind that does not travel on
+// k is taken as k's own kind.
+func (s *Signals) decode(k *queueState, msgs []types.Message) *receivedBatch {
+	b := &receivedBatch{
+		msgs: msgs,
+		sigs: make([]Signal, 0, len(msgs)),
+		of:   make([]int, 0, len(msgs)),
+		done: make([]bool, len(msgs)),
+	}
+	for i, m := range msgs {
+		sig, from, err := decodeSignal(deref(m.Body))
+		switch {
+		case err != nil:
+			s.opts.Logger.Warn("queues: undecodable message dropped", "message_id", deref(m.MessageId), "queue", k.url, "error", err)
+			b.done[i] = true
+			continue
+		case from == s.id && sig.Kind != Lock:
+			// Notify already woke this process's waiters. (A lock's
+			// release notice is meant for the waiters of other
+			// processes: dispatch has it sent on.)
+			s.stats.fromSelf.Add(1)
+			b.done[i] = true
+			continue
+		case !sig.Kind.valid() || s.kinds[sig.Kind-1].q != k:
+			own := k.kinds[0].kind
+			s.opts.Logger.Warn("queues: message names another kind than its queue's; taken as the queue's", "message_id", deref(m.MessageId), "queue", k.url, "kind", sig.Kind.String(), "queue_kind", own.String())
+			sig.Kind = own
+		}
+		sig.from, sig.received = from, true
+		b.sigs = append(b.sigs, sig)
+		b.of = append(b.of, i)
+	}
+	return b
+}
+
+// dispatch deals with b's signals under s.mu, unless s is closed (then
+// their messages stay undone): the signals this process does not use go to
+// b.decline, to send on; those that outlived their kind's waiters by
+// idleGrace to b.giveBack, to send back; the rest are done, delivered to
+// their kind's waiters at once or, if delayed, at their VisibleAt.
+func (s *Signals) dispatch(b *receivedBatch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.opts.Now()
+	visible := make([][]Signal, numKinds)
+	for j, sig := range b.sigs {
+		if s.closed {
+			break
+		}
+		kind := s.kinds[sig.Kind-1]
+		var sendOn bool
+		if sig.Kind == Lock {
+			// A lock's release notice this process sent, or that no
+			// lock waiter of this process is there to take now, goes
+			// on; one this process declined before is taken again if a
+			// waiter is there now (its package declines the keys
+			// nobody here waits for).
+			sendOn = sig.from == s.id || len(kind.waiters) == 0
+		} else {
+			// Nobody here waits for this kind, or this process has
+			// declined the signal before.
+			sendOn = !kind.consumer || sig.declinedBy == s.id
+		}
+		if sendOn {
+			b.decline = append(b.decline, sig)
+			b.declined = append(b.declined, b.of[j])
+			continue
+		}
+		if sig.Kind != Lock && len(kind.waiters) == 0 && time.Since(kind.idleSince) >= idleGrace {
+			// The receive outlived its waiters (they found work):
+			// the signal goes back to its queue for a process that
+			// waits now; this one receives it again when it waits.
+			b.giveBack = append(b.giveBack, sig)
+			b.givenBack = append(b.givenBack, b.of[j])
+			continue
+		}
+		b.done[b.of[j]] = true
+		// DelaySeconds is rounded up, so a delayed signal reaches a
+		// receiver whose clock agrees with the sender's after its
+		// VisibleAt; one whose clock is behind gets it early. Its work
+		// is not fetchable by this process's clock yet: deliver it
+		// when it is, as Notify does for local delayed signals.
+		if wait := sig.VisibleAt.Sub(now); !sig.VisibleAt.IsZero() && wait > 0 {
+			s.scheduleLocked(kind, sig.key(), sig, wait)
+			continue
+		}
+		visible[sig.Kind-1] = append(visible[sig.Kind-1], sig)
+	}
+	if !s.closed {
+		for i, list := range visible {
+			s.deliverLocked(s.kinds[i], list)
+		}
+	}
+}
+
+// sendOn sends b.decline on and b.giveBack back to their queue, and marks
+// the messages of those sent done. Signals sent on or back go before the
+// received copies are deleted, and even if Close began meanwhile; if
+// sending fails, the copies are kept and come back after the visibility
+// timeout.
+func (s *Signals) sendOn(ctx context.Context, b *receivedBatch) {
+	for _, out := range []struct {
+		sigs     []Signal
+		messages []int
+		send     func(context.Context, []Signal) error
+		what     string
+	}{
+		{b.decline, b.declined, s.decline, "queues: sending on signals this process does not use failed"},
+		{b.giveBack, b.givenBack, s.giveBack, "queues: sending back signals nobody here waits for now failed"},
+	} {
+		if len(out.sigs) == 0 {
+			continue
+		}
+		if err := out.send(ctx, out.sigs); err != nil {
+			s.opts.Logger.Warn(out.what, "signals", len(out.sigs), "error", err)
+			continue
+		}
+		for _, i := range out.messages {
+			b.done[i] = true
+		}
+	}
+}
+
+// dealt returns the messages of b marked done, the ones to delete.
+func (b *receivedBatch) dealt() []types.Message {
+	var dealt []types.Message
+	for i, m := range b.msgs {
+		if b.done[i] {
+			dealt = append(dealt, m)
+		}
+	}
+	return dealt
 }
 
 // nextPollLocked decides the next receive of queue q: ok is false when the

@@ -1,6 +1,7 @@
 // Package billing meters DynamoDB and SQS requests and prices them by the
 // services' billing rules: DynamoDB on-demand request units and SQS billed
-// requests, at the us-east-1 list prices in prices.go.
+// requests, at the us-east-1 list prices of its constants
+// ([DynamoDBWriteRequestUnitPrice], [SQSRequestPrice] and the others).
 //
 // A [Meter] is installed on SDK clients as a middleware
 // ([Meter.DynamoDB], [Meter.SQS]) and counts every operation they call.

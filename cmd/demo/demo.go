@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -102,137 +103,200 @@ func run(ctx context.Context, con *console, ep localstack.Endpoints) (res *resul
 	defer cancel()
 	began := time.Now()
 
-	// One transport for every client, closed last, so that no connection
-	// (and no goroutine) outlives the run.
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	transport.MaxIdleConnsPerHost = 64
-	defer transport.CloseIdleConnections()
-	cfg, err := ep.AWSConfig(ctx)
+	dm := &demo{con: con, ep: ep}
+	defer func() { err = dm.tearDown(ctx, err) }()
+	if err := dm.setUp(ctx); err != nil {
+		return nil, err
+	}
+	if err := dm.startNodes(ctx); err != nil {
+		return nil, err
+	}
+	if err := dm.openClient(); err != nil {
+		return nil, err
+	}
+	results, err := dm.drive(ctx, cancel)
 	if err != nil {
 		return nil, err
 	}
-	cfg.HTTPClient = &http.Client{Transport: transport}
+	return dm.reportResults(ctx, results, began)
+}
 
-	// The table and queues.
-	db, sq := ep.DynamoDB(cfg), ep.SQS(cfg)
-	table := "duradyn-demo-" + randomHex()
-	con.say("demo", "", "creating table %s and its two wake-up queues", table)
-	if err := tables.Create(ctx, db, table); err != nil {
-		return nil, err
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		err = errors.Join(err, tables.Delete(cctx, db, table))
-	}()
-	queueURL := func(suffix string) (string, error) {
-		out, err := sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(table + "-" + suffix)})
-		if err != nil {
-			return "", fmt.Errorf("create queue %s-%s: %w", table, suffix, err)
-		}
-		return aws.ToString(out.QueueUrl), nil
-	}
-	deleteQueue := func(url string) error {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		_, err := sq.DeleteQueue(cctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
-		var gone *sqstypes.QueueDoesNotExist
-		if errors.As(err, &gone) {
-			return nil
-		}
+// demo is one run of the demo: the AWS configuration its clients share and
+// what it created, which tearDown removes. Each phase records what it
+// created as it goes, so that tearDown removes it also when a later step
+// of the phase failed.
+type demo struct {
+	con *console
+	ep  localstack.Endpoints
+
+	// transport is the one HTTP transport of every client, closed last,
+	// so that no connection (and no goroutine) outlives the run.
+	transport *http.Transport
+	cfg       aws.Config
+	db        *dynamodb.Client
+	sq        *sqs.Client
+
+	table        string
+	tableCreated bool
+	// orchQueue and workQueue are the wake-up queues' URLs; queues lists
+	// those created, in the order they were.
+	orchQueue, workQueue string
+	queues               []string
+
+	// nodes are node-a and node-b, as far as they were created.
+	nodes []*node
+	// clientProvider is the client's provider, metered by clientMeter;
+	// nil until it is open.
+	clientProvider *dynamo.Provider
+	clientMeter    *dynamotest.Meter
+	client         *durable.Client
+}
+
+// setUp is the first phase: it prepares the AWS configuration on the
+// run's own HTTP transport, then creates the table and its two wake-up
+// queues.
+func (dm *demo) setUp(ctx context.Context) error {
+	dm.transport = http.DefaultTransport.(*http.Transport).Clone()
+	dm.transport.MaxIdleConnsPerHost = 64
+	cfg, err := dm.ep.AWSConfig(ctx)
+	if err != nil {
 		return err
 	}
-	orchQueue, err := queueURL("orchestrator")
-	if err != nil {
-		return nil, err
-	}
-	defer func() { err = errors.Join(err, deleteQueue(orchQueue)) }()
-	workQueue, err := queueURL("worker")
-	if err != nil {
-		return nil, err
-	}
-	defer func() { err = errors.Join(err, deleteQueue(workQueue)) }()
+	cfg.HTTPClient = &http.Client{Transport: dm.transport}
+	dm.cfg = cfg
 
-	// One provider per node and one for the client, each metered.
-	newProvider := func(who string, m *dynamotest.Meter) (*dynamo.Provider, error) {
-		return dynamo.New(cfg, func(o *dynamo.Options) {
-			o.TableName = table
-			o.OrchestratorQueueURL = orchQueue
-			o.WorkerQueueURL = workQueue
-			// A fetch sweeps every shard of the ready index (one Query
-			// each) before it waits; four shards, not the default 16,
-			// keep the emulator on a small machine responsive.
-			o.Shards = demoShards
-			o.Client = ep.DynamoDB(cfg, m.Attach)
-			o.SQSClient = ep.SQS(cfg)
-			o.Logger = con.logger(who)
+	dm.db, dm.sq = dm.ep.DynamoDB(cfg), dm.ep.SQS(cfg)
+	dm.table = "duradyn-demo-" + randomHex()
+	dm.con.say("demo", "", "creating table %s and its two wake-up queues", dm.table)
+	if err := tables.Create(ctx, dm.db, dm.table); err != nil {
+		return err
+	}
+	dm.tableCreated = true
+	if dm.orchQueue, err = dm.createQueue(ctx, "orchestrator"); err != nil {
+		return err
+	}
+	dm.workQueue, err = dm.createQueue(ctx, "worker")
+	return err
+}
+
+// createQueue creates the queue named after the table and suffix, records
+// it for tearDown and returns its URL.
+func (dm *demo) createQueue(ctx context.Context, suffix string) (string, error) {
+	out, err := dm.sq.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(dm.table + "-" + suffix)})
+	if err != nil {
+		return "", fmt.Errorf("create queue %s-%s: %w", dm.table, suffix, err)
+	}
+	url := aws.ToString(out.QueueUrl)
+	dm.queues = append(dm.queues, url)
+	return url, nil
+}
+
+// deleteQueue deletes the queue at url, with a time of its own: ctx may
+// have ended. A queue already gone is no error.
+func (dm *demo) deleteQueue(ctx context.Context, url string) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	_, err := dm.sq.DeleteQueue(cctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(url)})
+	var gone *sqstypes.QueueDoesNotExist
+	if errors.As(err, &gone) {
+		return nil
+	}
+	return err
+}
+
+// newProvider opens a provider on the run's table and queues for who,
+// whose DynamoDB requests m meters. Each node and the client have their
+// own.
+func (dm *demo) newProvider(who string, m *dynamotest.Meter) (*dynamo.Provider, error) {
+	return dynamo.New(dm.cfg, func(o *dynamo.Options) {
+		o.TableName = dm.table
+		o.OrchestratorQueueURL = dm.orchQueue
+		o.WorkerQueueURL = dm.workQueue
+		// A fetch sweeps every shard of the ready index (one Query
+		// each) before it waits; four shards, not the default 16,
+		// keep the emulator on a small machine responsive.
+		o.Shards = demoShards
+		o.Client = dm.ep.DynamoDB(dm.cfg, m.Attach)
+		o.SQSClient = dm.ep.SQS(dm.cfg)
+		o.Logger = dm.con.logger(who)
+	})
+}
+
+// startNodes is the second phase: it creates node-a and node-b, whose
+// activities share one shop, and then starts both.
+func (dm *demo) startNodes(ctx context.Context) error {
+	s := newShop()
+	for _, name := range []string{nodeA, nodeB} {
+		n, err := dm.newNode(name, s)
+		if err != nil {
+			return err
+		}
+		dm.nodes = append(dm.nodes, n)
+	}
+	for _, n := range dm.nodes {
+		if err := n.rt.Start(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newNode creates the node name: a metered provider and a runtime, not
+// started, with the orchestrations and s's activities.
+func (dm *demo) newNode(name string, s *shop) (*node, error) {
+	n := &node{name: name, meter: &dynamotest.Meter{}}
+	p, err := dm.newProvider(name, n.meter)
+	if err != nil {
+		return nil, err
+	}
+	n.p = p
+	reg, err := durable.NewRegistry(append(s.activities(name), processOrder, shipOrder)...)
+	if err == nil {
+		n.rt, err = durable.NewRuntime(p, reg, func(o *durable.Options) {
+			o.RuntimeID = name
+			o.Logger = dm.con.logger(name)
+			o.WorkerConcurrency = 4
+			o.ShutdownTimeout = shutdownTimeout
+			// Work a stopping node had just locked (a fetch whose lock
+			// request was in flight when the shutdown cancelled it) is
+			// taken over once its lease ends, by the next sweep of the
+			// table: 3 s leases renewed every 2 s and a sweep at least
+			// every 2 s keep that hand-over within about 5 s.
+			o.OrchestratorLockTimeout = 3 * time.Second
+			o.OrchestratorLockRenewalBuffer = time.Second
+			o.WorkerLockTimeout = 3 * time.Second
+			o.WorkerLockRenewalBuffer = time.Second
+			o.LongPollTimeout = 2 * time.Second
 		})
 	}
-	s := newShop()
-	newNode := func(name string) (*node, error) {
-		n := &node{name: name, meter: &dynamotest.Meter{}}
-		p, err := newProvider(name, n.meter)
-		if err != nil {
-			return nil, err
-		}
-		n.p = p
-		reg, err := durable.NewRegistry(append(s.activities(name), processOrder, shipOrder)...)
-		if err == nil {
-			n.rt, err = durable.NewRuntime(p, reg, func(o *durable.Options) {
-				o.RuntimeID = name
-				o.Logger = con.logger(name)
-				o.WorkerConcurrency = 4
-				o.ShutdownTimeout = shutdownTimeout
-				// Work a stopping node had just locked (a fetch whose lock
-				// request was in flight when the shutdown cancelled it) is
-				// taken over once its lease ends, by the next sweep of the
-				// table: 3 s leases renewed every 2 s and a sweep at least
-				// every 2 s keep that hand-over within about 5 s.
-				o.OrchestratorLockTimeout = 3 * time.Second
-				o.OrchestratorLockRenewalBuffer = time.Second
-				o.WorkerLockTimeout = 3 * time.Second
-				o.WorkerLockRenewalBuffer = time.Second
-				o.LongPollTimeout = 2 * time.Second
-			})
-		}
-		if err != nil {
-			return nil, errors.Join(err, p.Close())
-		}
-		return n, nil
-	}
-	var nodes []*node
-	defer func() {
-		for _, n := range nodes {
-			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-			err = errors.Join(err, n.rt.Shutdown(sctx), n.p.Close())
-			cancel()
-		}
-	}()
-	for _, name := range []string{nodeA, nodeB} {
-		n, err := newNode(name)
-		if err != nil {
-			return nil, err
-		}
-		nodes = append(nodes, n)
-	}
-	for _, n := range nodes {
-		if err := n.rt.Start(ctx); err != nil {
-			return nil, err
-		}
-	}
-	clientMeter := &dynamotest.Meter{}
-	cp, err := newProvider(clientName, clientMeter)
 	if err != nil {
-		return nil, err
+		return nil, errors.Join(err, p.Close())
 	}
-	defer func() { err = errors.Join(err, cp.Close()) }()
+	return n, nil
+}
 
+// openClient opens the client's metered provider and the client on it.
+func (dm *demo) openClient() error {
+	dm.clientMeter = &dynamotest.Meter{}
+	cp, err := dm.newProvider(clientName, dm.clientMeter)
+	if err != nil {
+		return err
+	}
+	dm.clientProvider = cp
 	// The client polls every 20 ms at first, backing off to 200 ms.
-	client := durable.NewClient(cp, func(o *durable.ClientOptions) {
+	dm.client = durable.NewClient(cp, func(o *durable.ClientOptions) {
 		o.PollInitial = 20 * time.Millisecond
 		o.PollMax = 200 * time.Millisecond
 	})
-	d := &driver{con: con, client: client, stop: nodes[0]}
+	return nil
+}
+
+// drive is the workload: it starts the three orders and follows each to
+// its end with a driver, which shuts node-a down half way, and returns
+// their outcomes. If a start fails, it calls cancel, which ends the run's
+// context, and waits for the orders already being watched.
+func (dm *demo) drive(ctx context.Context, cancel context.CancelFunc) ([]orderResult, error) {
+	d := &driver{con: dm.con, client: dm.client, stop: dm.nodes[0]}
 	orders := demoOrders()
 	results := make([]orderResult, len(orders))
 	var wg sync.WaitGroup
@@ -244,7 +308,7 @@ func run(ctx context.Context, con *console, ep localstack.Endpoints) (res *resul
 			d.bg.Wait()
 			return nil, err
 		}
-		con.say(clientName, o.ID, "started ProcessOrder for %s (%d lines, card %s)", o.Customer, len(o.Lines), maskCard(o.Card))
+		dm.con.say(clientName, o.ID, "started ProcessOrder for %s (%d lines, card %s)", o.Customer, len(o.Lines), maskCard(o.Card))
 		started := time.Now()
 		wg.Go(func() {
 			results[i].status, results[i].child = d.watch(ctx, o)
@@ -256,51 +320,98 @@ func run(ctx context.Context, con *console, ep localstack.Endpoints) (res *resul
 	if err := errors.Join(d.errs...); err != nil {
 		return nil, err
 	}
+	return results, nil
+}
 
-	res = &result{orders: results, usage: map[string]dynamotest.Usage{}}
-	for _, n := range nodes {
+// reportResults is the report: it takes the DynamoDB usage of each node
+// and of the client, stops node-b, whose work is done, reads each order's
+// history and KV values, prints the report and checks the result. began
+// is when the run began.
+func (dm *demo) reportResults(ctx context.Context, results []orderResult, began time.Time) (*result, error) {
+	res := &result{orders: results, usage: map[string]dynamotest.Usage{}}
+	for _, n := range dm.nodes {
 		res.usage[n.name] = n.meter.Usage()
 	}
-	res.usage[clientName] = clientMeter.Usage()
+	res.usage[clientName] = dm.clientMeter.Usage()
 	// node-b's work is done: stop it before the report.
 	sctx, scancel := context.WithTimeout(ctx, shutdownTimeout)
-	err = nodes[1].rt.Shutdown(sctx)
+	err := dm.nodes[1].rt.Shutdown(sctx)
 	scancel()
 	if err != nil {
 		return nil, err
 	}
 
 	for i := range res.orders {
-		r := &res.orders[i]
-		ids := []string{r.order.ID}
-		if r.child != nil {
-			ids = append(ids, shipInstance(r.order.ID))
-		}
-		for _, id := range ids {
-			h, err := d.client.History(ctx, id, 0)
-			if err != nil {
-				return nil, err
-			}
-			if id == r.order.ID {
-				r.events = len(h)
-			}
-			if i == 0 && id == r.order.ID {
-				res.history = h
-			}
-			for _, e := range h {
-				if _, ok := e.Kind.(provider.ActivityScheduled); ok {
-					res.activities++
-				}
-			}
-		}
-		if r.kv, err = d.client.KVValues(ctx, r.order.ID); err != nil {
+		if err := dm.readOrder(ctx, res, i); err != nil {
 			return nil, err
 		}
-		r.nodes = con.nodesOf(ids...)
 	}
 	res.elapsed = time.Since(began)
-	con.text(res.report())
+	dm.con.text(res.report())
 	return res, res.check()
+}
+
+// readOrder fills in res.orders[i] from the store: its event count, its
+// KV values and the nodes that ran it and its ShipOrder. It counts their
+// activities in res.activities and, for the first order, keeps its
+// history in res.history.
+func (dm *demo) readOrder(ctx context.Context, res *result, i int) error {
+	r := &res.orders[i]
+	ids := []string{r.order.ID}
+	if r.child != nil {
+		ids = append(ids, shipInstance(r.order.ID))
+	}
+	for _, id := range ids {
+		h, err := dm.client.History(ctx, id, 0)
+		if err != nil {
+			return err
+		}
+		if id == r.order.ID {
+			r.events = len(h)
+		}
+		if i == 0 && id == r.order.ID {
+			res.history = h
+		}
+		for _, e := range h {
+			if _, ok := e.Kind.(provider.ActivityScheduled); ok {
+				res.activities++
+			}
+		}
+	}
+	var err error
+	if r.kv, err = dm.client.KVValues(ctx, r.order.ID); err != nil {
+		return err
+	}
+	r.nodes = dm.con.nodesOf(ids...)
+	return nil
+}
+
+// tearDown is the last phase: it removes what the run created, newest
+// first (the client's provider, the nodes in the order they were created,
+// the queues, the table), each with a time of its own since ctx may have
+// ended, then closes the transport's idle connections. It returns err
+// joined with the errors of the removals.
+func (dm *demo) tearDown(ctx context.Context, err error) error {
+	if dm.clientProvider != nil {
+		err = errors.Join(err, dm.clientProvider.Close())
+	}
+	for _, n := range dm.nodes {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		err = errors.Join(err, n.rt.Shutdown(sctx), n.p.Close())
+		cancel()
+	}
+	for i := len(dm.queues) - 1; i >= 0; i-- {
+		err = errors.Join(err, dm.deleteQueue(ctx, dm.queues[i]))
+	}
+	if dm.tableCreated {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		err = errors.Join(err, tables.Delete(cctx, dm.db, dm.table))
+		cancel()
+	}
+	if dm.transport != nil {
+		dm.transport.CloseIdleConnections()
+	}
+	return err
 }
 
 // driver is the client side: it starts the orders, watches their custom

@@ -9,8 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// Conditions parsed by expr.go are evaluated here, with DynamoDB's rules
-// for absent attributes and mismatched types.
+// Conditions parsed by exprSet.condition are evaluated here, with
+// DynamoDB's rules for absent attributes and mismatched types.
 
 // eval evaluates c on it. Errors report comparisons the evaluator does
 // not implement or that DynamoDB rejects.

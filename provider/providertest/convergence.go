@@ -19,12 +19,12 @@ import (
 // write shows (in a listing, a gauge, a count, or as work a fetch finds)
 // therefore reads until it does, and fails only on a read begun after B
 // that still does not: the observation that fails lies wholly inside the
-// window the promise covers, as the timing rule of helpers.go asks. B is
-// measured from the moment the check starts, after the write returned, so
-// it is never shorter than the promise. With B zero a check makes exactly
-// one read, as strict as before. A check that something is not visible, or
-// not held, makes one read whatever B is: lag only hides writes, it never
-// shows one early.
+// window the promise covers, as the timing rule (above the constant
+// longLease) asks. B is measured from the moment the check starts, after
+// the write returned, so it is never shorter than the promise. With B zero
+// a check makes exactly one read, as strict as before. A check that
+// something is not visible, or not held, makes one read whatever B is: lag
+// only hides writes, it never shows one early.
 
 // convergencePoll is the pause between two reads of a check that awaits
 // convergence: short against the bounds providers declare (hundreds of

@@ -237,11 +237,11 @@ func categories() []category {
 //
 // Timing: tests whose subject is a lease or a visibility delay observe it
 // only from calls that lie wholly on one side of the instant they test (see
-// the timing rule in helpers.go). When the scheduler pushes an observation
-// across that instant, the test runs its scenario again on a fresh provider,
-// a bounded number of times, and fails if no observation could be made.
-// Run fails at once on a Factory it cannot use (see [Factory.Lacks] and
-// [Factory.ShortPollThreshold]).
+// the timing rule, above the constant longLease). When the scheduler pushes
+// an observation across that instant, the test runs its scenario again on a
+// fresh provider, a bounded number of times, and fails if no observation
+// could be made. Run fails at once on a Factory it cannot use (see
+// [Factory.Lacks] and [Factory.ShortPollThreshold]).
 func Run(t *testing.T, f Factory) {
 	t.Helper()
 	if err := f.validate(); err != nil {

@@ -19,9 +19,9 @@ import (
 )
 
 // The suite tests itself as testing/fstest's tests test TestFS: it runs
-// against providers that each break one rule (broken_test.go) and must fail
-// exactly the tests that check that rule. A failing *testing.T cannot be
-// caught in-process, so each variant runs in a child process: the test
+// against providers that each break one rule (listed in variants) and must
+// fail exactly the tests that check that rule. A failing *testing.T cannot
+// be caught in-process, so each variant runs in a child process: the test
 // binary runs itself with -test.run selecting TestBrokenProviderChild and
 // the variant's categories, and brokenVariantEnv naming the variant; the
 // parent reads the child's -test.v output.
