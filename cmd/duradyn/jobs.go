@@ -528,3 +528,14 @@ func (a *app) jobsChange(op, id string) error {
 		return nil
 	}
 }
+
+// jobsNotes tell what jobs add takes as --args, for each --trigger.
+const jobsNotes = `jobs add <job-id> --trigger T --args JSON --name N:
+  --trigger cron      --args '{"expr": "*/5 * * * *", "timezone": "Europe/Berlin"}'
+                      five fields or @hourly/@daily/@weekly/@monthly/@yearly; timezone
+                      is IANA, default UTC
+  --trigger interval  --args '{"every_seconds": 300, "start": "2026-01-01T00:00:00Z"}'
+                      start (RFC 3339) is optional
+  --trigger date      --args '{"at": "2026-01-01T09:00:00Z"}'
+                      runs once, at an RFC 3339 time
+`

@@ -95,30 +95,31 @@ type command struct {
 	usage   string
 	summary string
 	setup   func(a *app, fs *flag.FlagSet) func(args []string) error
+	notes   string // printed after the flags in the command's help
 }
 
 var commands []command
 
 func init() {
 	commands = []command{
-		{"start", "start <orchestration> <instance> [--input JSON|@file] [--raw] [--version v] [--wait]", "start an orchestration instance", cmdStart},
-		{"status", "status <instance>", "print an instance's status", cmdStatus},
-		{"wait", "wait <instance>", "wait for an instance to finish, showing its progress", cmdWait},
-		{"raise", "raise <instance> <event> [--data JSON|@file] [--raw]", "raise an external event", cmdRaise},
-		{"enqueue", "enqueue <instance> <queue> [--data JSON|@file] [--raw]", "put a message on an instance's queue", cmdEnqueue},
-		{"cancel", "cancel <instance> [--reason text]", "cancel an instance", cmdCancel},
-		{"list", "list [--status S] [--limit N]", "list instances, newest first", cmdList},
-		{"info", "info <instance>", "describe an instance and its executions", cmdInfo},
-		{"tree", "tree <instance>", "print an instance and its sub-orchestrations", cmdTree},
-		{"history", "history <instance> [--execution N | --all] [--json]", "print an instance's history", cmdHistory},
-		{"kv", "kv <instance> [key]", "print an instance's KV store or one key", cmdKV},
-		{"metrics", "metrics", "count instances, executions, events and queued messages", cmdMetrics},
-		{"delete", "delete <instance> [--force] | delete --completed-before D [--limit N] [--dry-run]", "delete an instance, or finished instances in bulk", cmdDelete},
-		{"prune", "prune <instance> | --all [--keep-last N] [--completed-before D] [--limit N]", "delete old executions", cmdPrune},
-		{"table", "table create|ensure", "create the table, or check an existing one", cmdTable},
-		{"jobs", "jobs list|add|pause|resume|delete [arguments] [flags]", "list, add, pause, resume or delete scheduled jobs", cmdJobs},
-		{"locks", "locks list | locks reset <key>", "list held distributed locks, or free one", cmdLocks},
-		{"clock", "clock [--max-skew duration]", "measure this host's clock against DynamoDB's", cmdClock},
+		{"start", "start <orchestration> <instance> [--input JSON|@file] [--raw] [--version v] [--wait]", "start an orchestration instance", cmdStart, ""},
+		{"status", "status <instance>", "print an instance's status", cmdStatus, ""},
+		{"wait", "wait <instance>", "wait for an instance to finish, showing its progress", cmdWait, ""},
+		{"raise", "raise <instance> <event> [--data JSON|@file] [--raw]", "raise an external event", cmdRaise, ""},
+		{"enqueue", "enqueue <instance> <queue> [--data JSON|@file] [--raw]", "put a message on an instance's queue", cmdEnqueue, ""},
+		{"cancel", "cancel <instance> [--reason text]", "cancel an instance", cmdCancel, ""},
+		{"list", "list [--status S] [--limit N]", "list instances, newest first", cmdList, ""},
+		{"info", "info <instance>", "describe an instance and its executions", cmdInfo, ""},
+		{"tree", "tree <instance>", "print an instance and its sub-orchestrations", cmdTree, ""},
+		{"history", "history <instance> [--execution N | --all] [--json]", "print an instance's history", cmdHistory, ""},
+		{"kv", "kv <instance> [key]", "print an instance's KV store or one key", cmdKV, ""},
+		{"metrics", "metrics", "count instances, executions, events and queued messages", cmdMetrics, ""},
+		{"delete", "delete <instance> [--force] | delete --completed-before D [--limit N] [--dry-run]", "delete an instance, or finished instances in bulk", cmdDelete, ""},
+		{"prune", "prune <instance> | --all [--keep-last N] [--completed-before D] [--limit N]", "delete old executions", cmdPrune, ""},
+		{"table", "table create|ensure", "create the table, or check an existing one", cmdTable, ""},
+		{"jobs", "jobs list|add|pause|resume|delete [arguments] [flags]", "list, add, pause, resume or delete scheduled jobs", cmdJobs, jobsNotes},
+		{"locks", "locks list | locks reset <key>", "list held distributed locks, or free one", cmdLocks, ""},
+		{"clock", "clock [--max-skew duration]", "measure this host's clock against DynamoDB's", cmdClock, ""},
 	}
 }
 
@@ -378,6 +379,9 @@ func (a *app) commandUsage(c *command) {
 	c.setup(probe, fs)
 	fs.SetOutput(a.stdout)
 	fs.PrintDefaults()
+	if c.notes != "" {
+		fmt.Fprintf(a.stdout, "\n%s", c.notes)
+	}
 	fmt.Fprintln(a.stdout, "\nGlobal flags: see duradyn help.")
 }
 
