@@ -120,7 +120,7 @@ func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, schedu
 		sigs, handed, err := p.waitSignals(ctx, kind, wait, hand)
 		if handed {
 			// A turn of this process handed this fetch its activity
-			// (handoff.go): what else arrived is for the next wait.
+			// (handoff): what else arrived is for the next wait.
 			p.signals.Requeue(sigs...)
 			schedule.active(time.Now())
 			return nil
@@ -200,161 +200,203 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 	if filter != nil && len(filter.SupportedVersions) == 0 {
 		return nil, nil // supports nothing
 	}
-	var result *provider.OrchestrationItem
-	// try tries instance, led by signal or, in a sweep, by the message
-	// rows shown (their sort keys) that the index showed.
-	try := func(instance string, signal *queues.Signal, shown []string) (bool, error) {
-		signalled := signal != nil
-		// A signal means the instance changed: hints do not apply to it.
-		if signalled {
-			p.hints.unlocked(instance)
-		} else if p.hints.isLocked(instance, p.nowMs()) {
-			return false, nil
-		}
-		if !p.hints.beginTry(instance) {
-			// Another fetch of this process tries the instance, and may
-			// have read it before this signal's message was written: the
-			// signal is handed back when that try ends (kept for its
-			// turn's end if it locked the instance).
-			if signalled {
-				p.hints.passedOver(instance, *signal)
-			}
-			return false, nil
-		}
-		defer func() {
-			if sig := p.hints.endTry(instance); sig != nil {
-				p.signals.Requeue(*sig)
-			}
-		}()
-		item, err := p.tryInstance(ctx, instance, lockTimeout, filter, signalled, shown)
-		if err != nil {
-			return false, p.candidateFailed(instance, err)
-		}
-		result = item
-		return item != nil, nil
-	}
+	f := &orchFetch{p: p, ctx: ctx, lockTimeout: lockTimeout, filter: filter}
 	filterKey := "*"
 	if filter != nil {
 		filterKey = fmt.Sprint(filter.SupportedVersions)
 	}
-	schedule := p.sweeps.of(queues.Orchestrator, filterKey)
-	err := p.poll(ctx, provider.OpFetchOrchestrationItem, queues.Orchestrator, schedule, pollTimeout, nil,
-		func(sigs []queues.Signal) (bool, []queues.Signal, error) {
-			// A signal naming a message an ack of this process consumed
-			// announces nothing: every waiting fetch received it, and
-			// another took the instance (hints.heldWork).
-			stale := func(sig queues.Signal) bool {
-				return sig.Work != "" && p.hints.holdsWork(messageRowKeyOf(sig.Instance, sig.Work), p.nowMs())
-			}
-			seen := map[string]bool{}
-			var declined []queues.Signal
-			defer func() { p.decline(ctx, declined) }()
-			for i, sig := range sigs {
-				if seen[sig.Instance] || stale(sig) {
-					continue
-				}
-				seen[sig.Instance] = true
-				if p.waits.heldSignal(sig, p.nowMs()) {
-					continue // a turn of this process holds it: kept for its end
-				}
-				done, err := try(sig.Instance, &sig, nil)
-				if done || err != nil {
-					var untried []queues.Signal
-					for _, rest := range sigs[i+1:] {
-						if !seen[rest.Instance] && !stale(rest) {
-							untried = append(untried, rest)
-						}
-					}
-					return done, untried, err
-				}
-				// Passed over by this process (its capability filter, data
-				// it cannot read): another process may take it. A signal
-				// only this process received, for an instance another
-				// process holds, goes to the others as well: the holder
-				// takes the message when its turn ends, where this process
-				// would try again when the lease ends.
-				now := p.nowMs()
-				switch {
-				case p.hints.isParked(filteredKey(sig.Instance, filter), now) || p.hints.isParked(sig.Instance, now):
-					declined = append(declined, sig)
-				case sig.Unsent() && p.hints.isLocked(sig.Instance, now) && !p.waits.ownLocked(sig.Instance, now):
-					declined = append(declined, sig)
-				}
-			}
-			return false, nil, nil
-		},
-		func() (bool, []queues.Signal, error) {
-			// Instances seen locked, and messages this process consumed a
-			// moment ago (a lagging index still shows them), are passed over
-			// inside the index query, so that they do not hide a shard's
-			// other work.
-			now := p.nowMs()
-			candidates, more, err := p.sweepReady(ctx, keys.ReadyOrchestratorPrefix, func(row item) bool {
-				pk, _, _ := strAttr(row, attrPK)
-				id, err := keys.InstanceFromPK(pk)
-				return err == nil && !p.hints.isLocked(id, now) && !p.waits.ownLocked(id, now) && !p.hints.isParked(id, now) &&
-					!p.hints.isParked(filteredKey(id, filter), now) && !p.hints.holdsWork(queueRowKey(row), now)
-			})
-			if err != nil {
-				return false, nil, err
-			}
-			if len(candidates) > 0 {
-				schedule.active(time.Now())
-			}
-			// Candidates go oldest first. One whose stored data this process
-			// cannot read is parked and passed over (try); a transient
-			// failure ends the fetch, so that its retry tries the same
-			// oldest candidate again. The oldest instances after the one
-			// taken go to the process's other fetches, no more than its
-			// list of signals keeps with room to spare; when the sweep saw
-			// more than that, or a shard holds more than it read, the next
-			// sweep is due at once, for the fetch that finds no signal left
-			// (sweepSchedule.backlog).
-			//
-			// A page of the index can show only rows whose messages are
-			// gone (a lag longer than ackedWorkMs): the tries mark them,
-			// and when the shard holds more rows than the sweep read, the
-			// next sweep is due at once too, and reads past them.
-			shown := map[string][]string{}
-			for _, c := range candidates {
-				if id, err := keys.InstanceFromPK(c.pk); err == nil {
-					shown[id] = append(shown[id], c.sk)
-				}
-			}
-			seen := map[string]bool{}
-			for i, c := range candidates {
-				id, err := keys.InstanceFromPK(c.pk)
-				if err != nil || seen[id] {
-					continue
-				}
-				seen[id] = true
-				if done, err := try(id, nil, shown[id]); done || err != nil {
-					var untried []queues.Signal
-					for _, rest := range unannounced(candidates[i+1:], now) {
-						if id, err := keys.InstanceFromPK(rest.pk); err == nil && !seen[id] {
-							if len(untried) == sweepHandLimit {
-								more = true
-								break
-							}
-							seen[id] = true
-							untried = append(untried, queues.Signal{Kind: queues.Orchestrator, Shard: rest.shard, Instance: id})
-						}
-					}
-					if done && more && len(untried) > 0 {
-						schedule.backlog()
-					}
-					return done, untried, err
-				}
-			}
-			if more && len(candidates) > 0 {
-				schedule.backlog()
-			}
-			return false, nil, nil
-		})
+	f.schedule = p.sweeps.of(queues.Orchestrator, filterKey)
+	err := p.poll(ctx, provider.OpFetchOrchestrationItem, queues.Orchestrator, f.schedule, pollTimeout, nil, f.trySignals, f.sweep)
 	if err != nil {
 		return nil, translate(provider.OpFetchOrchestrationItem, err)
 	}
-	return result, nil
+	return f.result, nil
+}
+
+// orchFetch is one FetchOrchestrationItem call: the arguments and the
+// result its steps (signals, the sweep, each instance tried) share, so
+// that each step is a method rather than a closure over the call's locals.
+type orchFetch struct {
+	p           *Provider
+	ctx         context.Context
+	lockTimeout time.Duration
+	filter      *provider.CapabilityFilter
+	schedule    *sweepSchedule
+	// result is the turn a try of this fetch locked.
+	result *provider.OrchestrationItem
+}
+
+// try tries instance, led by signal or, in a sweep, by the message rows
+// shown (their sort keys) that the index showed. A try another fetch of
+// this process is making meanwhile is not made twice.
+func (f *orchFetch) try(instance string, signal *queues.Signal, shown []string) (bool, error) {
+	p := f.p
+	signalled := signal != nil
+	// A signal means the instance changed: hints do not apply to it.
+	if signalled {
+		p.hints.unlocked(instance)
+	} else if p.hints.isLocked(instance, p.nowMs()) {
+		return false, nil
+	}
+	if !p.hints.beginTry(instance) {
+		// Another fetch of this process tries the instance, and may have
+		// read it before this signal's message was written: the signal is
+		// handed back when that try ends (kept for its turn's end if it
+		// locked the instance).
+		if signalled {
+			p.hints.passedOver(instance, *signal)
+		}
+		return false, nil
+	}
+	defer func() {
+		if sig := p.hints.endTry(instance); sig != nil {
+			p.signals.Requeue(*sig)
+		}
+	}()
+	item, err := p.tryInstance(f.ctx, instance, f.lockTimeout, f.filter, signalled, shown)
+	if err != nil {
+		return false, p.candidateFailed(instance, err)
+	}
+	f.result = item
+	return item != nil, nil
+}
+
+// stale reports whether sig names a message an ack of this process
+// consumed: it announces nothing, as every waiting fetch received it, and
+// another took the instance (hints.heldWork).
+func (f *orchFetch) stale(sig queues.Signal) bool {
+	return sig.Work != "" && f.p.hints.holdsWork(messageRowKeyOf(sig.Instance, sig.Work), f.p.nowMs())
+}
+
+// trySignals is the fetch's step for the signals poll hands it: their
+// instances in order, each once. Signals this process passes over go to
+// the others (declines) when the step ends.
+func (f *orchFetch) trySignals(sigs []queues.Signal) (bool, []queues.Signal, error) {
+	p := f.p
+	seen := map[string]bool{}
+	var declined []queues.Signal
+	defer func() { p.decline(f.ctx, declined) }()
+	for i, sig := range sigs {
+		if seen[sig.Instance] || f.stale(sig) {
+			continue
+		}
+		seen[sig.Instance] = true
+		if p.waits.heldSignal(sig, p.nowMs()) {
+			continue // a turn of this process holds it: kept for its end
+		}
+		done, err := f.try(sig.Instance, &sig, nil)
+		if done || err != nil {
+			var untried []queues.Signal
+			for _, rest := range sigs[i+1:] {
+				if !seen[rest.Instance] && !f.stale(rest) {
+					untried = append(untried, rest)
+				}
+			}
+			return done, untried, err
+		}
+		if f.declines(sig) {
+			declined = append(declined, sig)
+		}
+	}
+	return false, nil, nil
+}
+
+// declines reports whether a signal whose instance this fetch passed over
+// goes to other processes. Passed over by this process (its capability
+// filter, data it cannot read): another process may take it. A signal only
+// this process received, for an instance another process holds, goes to
+// the others as well: the holder takes the message when its turn ends,
+// where this process would try again when the lease ends.
+func (f *orchFetch) declines(sig queues.Signal) bool {
+	p, now := f.p, f.p.nowMs()
+	switch {
+	case p.hints.isParked(filteredKey(sig.Instance, f.filter), now) || p.hints.isParked(sig.Instance, now):
+		return true
+	case sig.Unsent() && p.hints.isLocked(sig.Instance, now) && !p.waits.ownLocked(sig.Instance, now):
+		return true
+	}
+	return false
+}
+
+// sweep is the fetch's step for a sweep of the ready index: the instances
+// of the eligible rows of every shard, oldest first.
+//
+// Candidates go oldest first. One whose stored data this process cannot
+// read is parked and passed over (try); a transient failure ends the
+// fetch, so that its retry tries the same oldest candidate again. The
+// oldest instances after the one taken go to the process's other fetches
+// (handOn); when the sweep saw more than those, or a shard holds more than
+// it read, the next sweep is due at once, for the fetch that finds no
+// signal left (sweepSchedule.backlog).
+//
+// A page of the index can show only rows whose messages are gone (a lag
+// longer than ackedWorkMs): the tries mark them, and when the shard holds
+// more rows than the sweep read, the next sweep is due at once too, and
+// reads past them.
+func (f *orchFetch) sweep() (bool, []queues.Signal, error) {
+	p := f.p
+	now := p.nowMs()
+	candidates, more, err := p.sweepReady(f.ctx, keys.ReadyOrchestratorPrefix, func(row item) bool { return f.sweepable(row, now) })
+	if err != nil {
+		return false, nil, err
+	}
+	if len(candidates) > 0 {
+		f.schedule.active(time.Now())
+	}
+	shown := map[string][]string{}
+	for _, c := range candidates {
+		if id, err := keys.InstanceFromPK(c.pk); err == nil {
+			shown[id] = append(shown[id], c.sk)
+		}
+	}
+	seen := map[string]bool{}
+	for i, c := range candidates {
+		id, err := keys.InstanceFromPK(c.pk)
+		if err != nil || seen[id] {
+			continue
+		}
+		seen[id] = true
+		if done, err := f.try(id, nil, shown[id]); done || err != nil {
+			untried, full := handOn(unannounced(candidates[i+1:], now), seen)
+			if done && (more || full) && len(untried) > 0 {
+				f.schedule.backlog()
+			}
+			return done, untried, err
+		}
+	}
+	if more && len(candidates) > 0 {
+		f.schedule.backlog()
+	}
+	return false, nil, nil
+}
+
+// sweepable is the sweep's filter of the ready index's rows, read at now.
+// Instances seen locked, and messages this process consumed a moment ago
+// (a lagging index still shows them), are passed over inside the index
+// query, so that they do not hide a shard's other work.
+func (f *orchFetch) sweepable(row item, now int64) bool {
+	p := f.p
+	pk, _, _ := strAttr(row, attrPK)
+	id, err := keys.InstanceFromPK(pk)
+	return err == nil && !p.hints.isLocked(id, now) && !p.waits.ownLocked(id, now) && !p.hints.isParked(id, now) &&
+		!p.hints.isParked(filteredKey(id, f.filter), now) && !p.hints.holdsWork(queueRowKey(row), now)
+}
+
+// handOn returns a signal for each instance of rest not in seen (which it
+// adds them to), oldest first, for the process's other fetches: no more
+// than sweepHandLimit, which its list of signals keeps with room to spare.
+// full reports that rest held more.
+func handOn(rest []readyRow, seen map[string]bool) (untried []queues.Signal, full bool) {
+	for _, r := range rest {
+		if id, err := keys.InstanceFromPK(r.pk); err == nil && !seen[id] {
+			if len(untried) == sweepHandLimit {
+				return untried, true
+			}
+			seen[id] = true
+			untried = append(untried, queues.Signal{Kind: queues.Orchestrator, Shard: r.shard, Instance: id})
+		}
+	}
+	return untried, false
 }
 
 // sweepHandLimit is how many instances an orchestrator sweep hands to the
@@ -579,62 +621,18 @@ func (p *Provider) queryReadyShard(ctx context.Context, prefix string, shard int
 // returns nil when the instance has nothing to do, is locked, is not
 // admitted by filter, or another dispatcher won the lock. A signalled
 // instance found locked is tried again when the lease ends
-// (lockwait.go). shown names the message rows (sort keys) a sweep's read
-// of the ready index showed for instance: when the consistent read finds
-// none of the instance's messages visible, those rows are gone, or moved
-// later, and the sweeps of the next ackedWorkMs pass over them.
+// (lockWaits.heldElsewhere). shown names the message rows (sort keys) a
+// sweep's read of the ready index showed for instance: when the consistent
+// read finds none of the instance's messages visible, those rows are gone,
+// or moved later, and the sweeps of the next ackedWorkMs pass over them.
 func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout time.Duration, filter *provider.CapabilityFilter, signalled bool, shown []string) (*provider.OrchestrationItem, error) {
-	st, err := p.loadFetchState(ctx, instance)
-	if err != nil {
+	st, now, err := p.unlockedState(ctx, instance, signalled)
+	if err != nil || st == nil {
 		return nil, err
 	}
-	if !st.kvSettled() && !st.lock.live(p.nowMs()) {
-		// Read while a turn committed (kvdigest.go): read again before
-		// planning a turn on the rows.
-		if st, err = p.settle(ctx, instance, st); err != nil {
-			return nil, err
-		}
-	}
-	now := p.nowMs()
-	if st.lock.turn != "" {
-		if st.lock.live(now) {
-			p.lockedWhenTried(instance, st.lock.until, now, signalled)
-			return nil, nil
-		}
-		// A committed large turn whose committer stopped: finish it first.
-		if err := p.rollForward(ctx, instance, st.lock.turn); err != nil {
-			return nil, err
-		}
-		if st, err = p.loadFetchState(ctx, instance); err != nil {
-			return nil, err
-		}
-		now = p.nowMs()
-	}
-	if st.lock.live(now) {
-		p.lockedWhenTried(instance, st.lock.until, now, signalled)
-		return nil, nil
-	}
-	var batch []queueRow
-	capped := false
-	var msgs []provider.WorkItem
-	batchBytes := 0
-	for _, m := range st.msgs {
-		if m.visible > now {
-			continue
-		}
-		if len(batch) == maxTurnMessages || (len(batch) > 0 && batchBytes+len(m.data) > maxTurnBytes) {
-			capped = true
-			break
-		}
-		w, err := provider.UnmarshalWorkItem([]byte(m.data))
-		if err != nil {
-			// Perhaps a newer version's message: another process may read
-			// it. This one passes over the instance for a while.
-			return nil, provider.Corrupt(provider.OpFetchOrchestrationItem, err, "failed to decode queued %s message for instance %q: %v", m.kind, instance, err)
-		}
-		batch = append(batch, m)
-		msgs = append(msgs, w)
-		batchBytes += len(m.data)
+	batch, msgs, capped, err := turnBatch(instance, st.msgs, now)
+	if err != nil {
+		return nil, err
 	}
 	if len(batch) == 0 {
 		for _, sk := range shown {
@@ -648,46 +646,9 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 		p.hints.park(filteredKey(instance, filter), now)
 		return nil, nil
 	}
-
-	out := &provider.OrchestrationItem{Instance: instance, Messages: msgs}
-	var historyRows []item
-	historyLoaded := false
-	if st.meta != nil {
-		out.OrchestrationName, out.Version, out.ExecutionID = st.meta.name, st.meta.version, st.meta.current
-	} else {
-		// No instance record yet: history written without one (by
-		// AppendWithExecution) names the orchestration; else a queued start.
-		// Only such an append, or a turn (which leaves an execution record),
-		// writes history: without either there is none to read, and the
-		// lock write below, conditioned on the row as read, fails if one
-		// lands meanwhile.
-		execID := st.latestExecution()
-		if st.mayHoldHistory() {
-			if historyRows, err = p.historyRows(ctx, instance, execID); err != nil {
-				return nil, err
-			}
-			if historyRows, err = p.settledHistory(ctx, instance, execID, st.lock, historyRows); err != nil {
-				return nil, err
-			}
-		}
-		historyLoaded = true
-		if name, version, ok := startedFromHistory(instance, execID, historyRows); ok {
-			out.OrchestrationName, out.Version, out.ExecutionID = name, version, execID
-		} else if name, version, ok := provider.StartFromMessages(msgs); ok {
-			out.OrchestrationName, out.Version, out.ExecutionID = name, version, provider.InitialExecutionID
-			historyRows = nil
-		} else {
-			if provider.OnlyQueueMessages(msgs) {
-				return nil, p.dropOrphans(ctx, st, batch)
-			}
-			// Messages for an instance that does not exist (yet): kept for
-			// its start, but parked so that sweeps do not meet them first
-			// every time.
-			return nil, p.parkOrphans(ctx, st, batch, now)
-		}
-	}
-	if out.Version == "" {
-		out.Version = provider.UnknownVersion
+	out, historyRows, historyLoaded, err := p.nameTurn(ctx, instance, st, batch, msgs, now)
+	if err != nil || out == nil {
+		return nil, err
 	}
 
 	turn, err := p.lockTurn(ctx, st, batch, lockTimeout)
@@ -698,37 +659,13 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 	for _, m := range batch {
 		out.AttemptCount = max(out.AttemptCount, turn.attempts[m.sk])
 	}
-	// The lock row read may be the one this process's last ack left: the
-	// history is then what that ack knew, decoded (historycache.go).
-	var events []provider.Event
-	var historyBytes int
-	cached := false
-	if !historyLoaded {
-		events, historyBytes, cached = p.history.lookup(instance, out.ExecutionID, st.lock)
-	}
-	if !historyLoaded && !cached {
-		// Or the cache holds its start, and other processes' turns added
-		// the rest: only those rows are read.
-		if events, historyBytes, cached, err = p.historyAfterCached(ctx, instance, out.ExecutionID, st.lock); err != nil {
-			p.releaseUndelivered(instance, turn)
-			return nil, err
-		}
-	}
-	if !historyLoaded && !cached {
-		if historyRows, err = p.historyRows(ctx, instance, out.ExecutionID); err == nil {
-			historyRows, err = p.settledHistory(ctx, instance, out.ExecutionID, st.lock, historyRows)
-		}
-		if err != nil {
-			// Ok(Some) means the lock is held; an error means it is not.
-			p.releaseUndelivered(instance, turn)
-			return nil, err
-		}
+	events, historyBytes, decodeErr, err := p.turnHistory(ctx, instance, out.ExecutionID, st.lock, historyRows, historyLoaded)
+	if err != nil {
+		// Ok(Some) means the lock is held; an error means it is not.
+		p.releaseUndelivered(instance, turn)
+		return nil, err
 	}
 	out.KVSnapshot = map[string]provider.KVEntry{}
-	var decodeErr error
-	if !cached {
-		events, historyBytes, decodeErr = decodeHistorySized(provider.OpFetchOrchestrationItem, instance, out.ExecutionID, historyRows)
-	}
 	if decodeErr != nil {
 		out.HistoryError = decodeErr
 		out.History = []provider.Event{}
@@ -744,6 +681,151 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 	p.turns.put(turn)
 	p.waits.locked(instance, turn.token, now, turn.leaseEnd(), capped, turn.batch)
 	return out, nil
+}
+
+// unlockedState reads instance's control rows for a try, settled (a read
+// torn by a turn's commit is read again) and with a large turn whose
+// committer stopped finished first, and returns them with the time now
+// they are judged at. st is nil when a live lease holds the instance
+// (lockedWhenTried recorded it).
+func (p *Provider) unlockedState(ctx context.Context, instance string, signalled bool) (st *instanceState, now int64, err error) {
+	st, err = p.loadFetchState(ctx, instance)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !st.kvSettled() && !st.lock.live(p.nowMs()) {
+		// Read while a turn committed (instanceState.kvSettled): read
+		// again before planning a turn on the rows.
+		if st, err = p.settle(ctx, instance, st); err != nil {
+			return nil, 0, err
+		}
+	}
+	now = p.nowMs()
+	if st.lock.turn != "" {
+		if st.lock.live(now) {
+			p.lockedWhenTried(instance, st.lock.until, now, signalled)
+			return nil, 0, nil
+		}
+		// A committed large turn whose committer stopped: finish it first.
+		if err := p.rollForward(ctx, instance, st.lock.turn); err != nil {
+			return nil, 0, err
+		}
+		if st, err = p.loadFetchState(ctx, instance); err != nil {
+			return nil, 0, err
+		}
+		now = p.nowMs()
+	}
+	if st.lock.live(now) {
+		p.lockedWhenTried(instance, st.lock.until, now, signalled)
+		return nil, 0, nil
+	}
+	return st, now, nil
+}
+
+// turnBatch picks a turn's batch from an instance's queued messages: those
+// visible at now, oldest first, decoded, up to maxTurnMessages and
+// maxTurnBytes. capped reports visible messages left for the next turn.
+func turnBatch(instance string, queued []queueRow, now int64) (batch []queueRow, msgs []provider.WorkItem, capped bool, err error) {
+	batchBytes := 0
+	for _, m := range queued {
+		if m.visible > now {
+			continue
+		}
+		if len(batch) == maxTurnMessages || (len(batch) > 0 && batchBytes+len(m.data) > maxTurnBytes) {
+			capped = true
+			break
+		}
+		w, err := provider.UnmarshalWorkItem([]byte(m.data))
+		if err != nil {
+			// Perhaps a newer version's message: another process may read
+			// it. This one passes over the instance for a while.
+			return nil, nil, false, provider.Corrupt(provider.OpFetchOrchestrationItem, err, "failed to decode queued %s message for instance %q: %v", m.kind, instance, err)
+		}
+		batch = append(batch, m)
+		msgs = append(msgs, w)
+		batchBytes += len(m.data)
+	}
+	return batch, msgs, capped, nil
+}
+
+// nameTurn starts the item of a turn on batch (msgs decoded): the
+// orchestration, version and execution it runs, before the lock is
+// written. Without an instance record, finding them may read the history
+// (historyLoaded, historyRows); a batch that names none is dropped or
+// parked, and out is nil.
+func (p *Provider) nameTurn(ctx context.Context, instance string, st *instanceState, batch []queueRow, msgs []provider.WorkItem, now int64) (out *provider.OrchestrationItem, historyRows []item, historyLoaded bool, err error) {
+	out = &provider.OrchestrationItem{Instance: instance, Messages: msgs}
+	if st.meta != nil {
+		out.OrchestrationName, out.Version, out.ExecutionID = st.meta.name, st.meta.version, st.meta.current
+	} else {
+		// No instance record yet: history written without one (by
+		// AppendWithExecution) names the orchestration; else a queued start.
+		// Only such an append, or a turn (which leaves an execution record),
+		// writes history: without either there is none to read, and the
+		// lock write (lockTurn), conditioned on the row as read, fails if
+		// one lands meanwhile.
+		execID := st.latestExecution()
+		if st.mayHoldHistory() {
+			if historyRows, err = p.historyRows(ctx, instance, execID); err != nil {
+				return nil, nil, false, err
+			}
+			if historyRows, err = p.settledHistory(ctx, instance, execID, st.lock, historyRows); err != nil {
+				return nil, nil, false, err
+			}
+		}
+		historyLoaded = true
+		if name, version, ok := startedFromHistory(instance, execID, historyRows); ok {
+			out.OrchestrationName, out.Version, out.ExecutionID = name, version, execID
+		} else if name, version, ok := provider.StartFromMessages(msgs); ok {
+			out.OrchestrationName, out.Version, out.ExecutionID = name, version, provider.InitialExecutionID
+			historyRows = nil
+		} else {
+			if provider.OnlyQueueMessages(msgs) {
+				return nil, nil, false, p.dropOrphans(ctx, st, batch)
+			}
+			// Messages for an instance that does not exist (yet): kept for
+			// its start, but parked so that sweeps do not meet them first
+			// every time.
+			return nil, nil, false, p.parkOrphans(ctx, st, batch, now)
+		}
+	}
+	if out.Version == "" {
+		out.Version = provider.UnknownVersion
+	}
+	return out, historyRows, historyLoaded, nil
+}
+
+// turnHistory returns the history of execution executionID of a turn just
+// locked (the lock row read being lock), decoded: from this process's
+// cache when it holds it, else read, unless nameTurn read it already
+// (loaded, rows). decodeErr is history that cannot be decoded, which the
+// turn reports (OrchestrationItem.HistoryError); err is a failed read.
+func (p *Provider) turnHistory(ctx context.Context, instance string, executionID uint64, lock lockRow, rows []item, loaded bool) (events []provider.Event, historyBytes int, decodeErr, err error) {
+	// The lock row read may be the one this process's last ack left: the
+	// history is then what that ack knew, decoded (historyCache).
+	cached := false
+	if !loaded {
+		events, historyBytes, cached = p.history.lookup(instance, executionID, lock)
+	}
+	if !loaded && !cached {
+		// Or the cache holds its start, and other processes' turns added
+		// the rest: only those rows are read.
+		if events, historyBytes, cached, err = p.historyAfterCached(ctx, instance, executionID, lock); err != nil {
+			return nil, 0, nil, err
+		}
+	}
+	if !loaded && !cached {
+		if rows, err = p.historyRows(ctx, instance, executionID); err == nil {
+			rows, err = p.settledHistory(ctx, instance, executionID, lock, rows)
+		}
+		if err != nil {
+			return nil, 0, nil, err
+		}
+	}
+	if !cached {
+		events, historyBytes, decodeErr = decodeHistorySized(provider.OpFetchOrchestrationItem, instance, executionID, rows)
+	}
+	return events, historyBytes, decodeErr, nil
 }
 
 // lockedWhenTried records that a try found instance locked until untilMs:

@@ -21,7 +21,7 @@ import (
 // A signal that names its activity row is followed by a consistent read of
 // that row, which no index lag can hide. A signal that names only a shard
 // (one of many activities of one turn) is followed by a query of the
-// shard's ready index, which is eventually consistent: indexlag.go says
+// shard's ready index, which is eventually consistent: hints.lagged says
 // how a fetch looks again when it shows nothing.
 
 // EnqueueForWorker puts an activity on the worker queue, visible now, with
@@ -59,307 +59,67 @@ func (p *Provider) EnqueueForWorker(ctx context.Context, item provider.ActivityE
 // session.OwnerID holds or nobody holds (which it then claims for
 // session.LockTimeout). A [provider.TagNone] filter returns nil at once.
 // Where other processes compete for the same activities, it may take one
-// of the 16 oldest without a session instead (contention.go).
+// of the 16 oldest without a session instead (spreadClaims).
 // See the package documentation for how it waits; nil, nil means no work.
 //
 // Requests: none for an activity a turn of this process hands to the fetch
-// while it waits (handoff.go: the turn's transaction writes it claimed for
-// the fetch). For a signal that addresses its row (an orchestration's only
-// new activity with no older one queued, untagged and without a session:
-// directclaim.go), one conditional UpdateItem. For another signalled
-// shard, one Query of the ready index and one conditional UpdateItem of
-// the row (a two-action TransactWriteItems when it claims a session): 2;
-// a second Query when the claims found every row the first showed gone
-// (an index lagging the acks). A sweep is one Scan of a small ready index, else a Query per shard, in
-// parallel.
+// while it waits (handoff, handActivity: the turn's transaction writes it
+// claimed for the fetch). For a signal that addresses its row (an
+// orchestration's only new activity with no older one queued, untagged and
+// without a session: claimAddressed), one conditional UpdateItem. For
+// another signalled shard, one Query of the ready index and one
+// conditional UpdateItem of the row (a two-action TransactWriteItems when
+// it claims a session): 2; a second Query when the claims found every row
+// the first showed gone (an index lagging the acks). A sweep is one Scan
+// of a small ready index, else a Query per shard, in parallel.
 func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, session *provider.SessionFetchConfig, tags provider.TagFilter) (*provider.LockedWorkItem, error) {
 	if tags.Mode() == provider.TagNone {
 		return nil, nil
 	}
-	keep := func(row item) bool {
-		k, now := queueRowKey(row), p.nowMs()
-		if p.hints.isParked(k, now) {
-			return false
-		}
-		// A lagging index shows, for a while, the rows this process holds
-		// or has acked, and those its claims found gone (lockWork).
-		if rsk, _, _ := strAttr(row, attrReadySK); p.hints.holdsRow(k, readySeq(rsk), now) {
-			return false
-		}
-		tag, hasTag, _ := strAttr(row, attrTag)
-		var tagPtr *string
-		if hasTag {
-			tagPtr = &tag
-		}
-		if !tags.Matches(tagPtr) {
-			return false
-		}
-		if sid, ok, _ := strAttr(row, attrSession); ok {
-			return session != nil && !p.hints.sessionBlocked(sid, session.OwnerID, p.nowMs())
-		}
-		return true
-	}
-	var result *provider.LockedWorkItem
-	// Candidates are tried oldest first. One this process cannot read is
-	// parked and passed over; any other failure ends the fetch, so that a
-	// retry tries the same oldest candidate again (a session's activities
-	// are handed out in order).
-	// tryRow tries one candidate; tried is false when another fetch of
-	// this process is trying it.
-	tryRow := func(r readyRow) (tried, done bool, err error) {
-		k := queueRowKey(r.row)
-		if !p.hints.beginTry(k) {
-			return false, false, nil
-		}
-		got, err := p.lockWork(ctx, r, lockTimeout, session)
-		p.hints.endTry(k)
-		if err != nil {
-			return true, false, p.candidateFailed(k, err)
-		}
-		if got != nil {
-			result = got
-			return true, true, nil
-		}
-		return true, false, nil
-	}
-	// tryRows tries rows in order; after a claim, next holds a signal for
-	// each shard of the rows after the one taken (nextRows).
-	tryRows := func(rows []readyRow) (done bool, next []queues.Signal, err error) {
-		for i, r := range rows {
-			if _, done, err := tryRow(r); done || err != nil {
-				if done {
-					next = nextRows(rows[i+1:])
-				}
-				return done, next, err
-			}
-		}
-		return false, nil, nil
-	}
-	// stale reports whether sig names a row this process holds or has just
-	// acked (hints.heldWork). A signal whose claim names the enqueue is
-	// stale only for that enqueue: an instance deleted and started again
-	// enqueues activities under the identities of its old ones.
-	stale := func(sig queues.Signal) bool {
-		if sig.Work == "" || sig.Instance == "" {
-			return false
-		}
-		k, now := workRowKeyOf(sig.Instance, sig.Work), p.nowMs()
-		if seq := readySeq(sig.Claim); seq != "" {
-			return p.hints.holdsRow(k, seq, now)
-		}
-		return p.hints.holdsWork(k, now)
-	}
-	// The rows a fetch can take depend on its tags filter and session
-	// owner: fetches that differ in either do not pass over each other's
-	// shards (below). Sweeps are shared more widely (workerFilter).
-	shardFilter := tags.String()
+	return p.newWorkFetch(ctx, lockTimeout, session, tags).wait(pollTimeout)
+}
+
+// workFetch is one FetchWorkItem call: the arguments and the result its
+// steps (signals, shards, candidate rows, the sweep) share, so that each
+// step is a method rather than a closure over the call's locals.
+type workFetch struct {
+	p           *Provider
+	ctx         context.Context
+	lockTimeout time.Duration
+	session     *provider.SessionFetchConfig
+	tags        provider.TagFilter
+	// shardFilter tells the fetch's shard hints apart: the rows a fetch can
+	// take depend on its tags filter and session owner, so fetches that
+	// differ in either do not pass over each other's shards (lookAtShard).
+	// Sweeps are shared more widely (workerFilter).
+	shardFilter string
+	schedule    *sweepSchedule
+	// result is the activity a claim of this fetch won.
+	result *provider.LockedWorkItem
+}
+
+// newWorkFetch sets up one fetch: its shard filter and sweep schedule.
+func (p *Provider) newWorkFetch(ctx context.Context, lockTimeout time.Duration, session *provider.SessionFetchConfig, tags provider.TagFilter) *workFetch {
+	f := &workFetch{p: p, ctx: ctx, lockTimeout: lockTimeout, session: session, tags: tags}
+	f.shardFilter = tags.String()
 	if session != nil {
-		shardFilter += "\x00" + session.OwnerID
+		f.shardFilter += "\x00" + session.OwnerID
 	}
-	schedule := p.sweeps.of(queues.Worker, p.sweeps.workerFilter(tags.String(), session, p.nowMs()))
+	f.schedule = p.sweeps.of(queues.Worker, p.sweeps.workerFilter(tags.String(), session, p.nowMs()))
+	return f
+}
+
+// wait runs the fetch loop (poll) with this fetch's steps and returns the
+// activity it won or was handed.
+func (f *workFetch) wait(pollTimeout time.Duration) (*provider.LockedWorkItem, error) {
+	p, ctx := f.p, f.ctx
 	// A fetch that takes untagged activities may be handed one by a turn
-	// of this process while it waits (handoff.go).
+	// of this process while it waits (handoff).
 	var hand *handoff
-	if tags.Matches(nil) {
-		hand = newHandoff(lockTimeout)
+	if f.tags.Matches(nil) {
+		hand = newHandoff(f.lockTimeout)
 	}
-	err := p.poll(ctx, provider.OpFetchWorkItem, queues.Worker, schedule, pollTimeout, hand,
-		func(sigs []queues.Signal) (bool, []queues.Signal, error) {
-			// Rows their signals address first, oldest first (directclaim.go).
-			// What they do not win is not looked for again, below or by
-			// the process's next fetches: a claim lost is a row another
-			// fetch took, and its signal, the oldest, handed back, would be
-			// tried first and lost again by every fetch after.
-			done, claimed, handled, err := p.claimAddressed(sigs, tags, stale, tryRow)
-			if done || err != nil {
-				var rest []queues.Signal
-				for _, sig := range sigs {
-					if sig != claimed && !stale(sig) && !slices.Contains(handled, sig) {
-						rest = append(rest, sig)
-					}
-				}
-				return done, rest, err
-			}
-			if len(handled) > 0 {
-				sigs = slices.DeleteFunc(slices.Clone(sigs), func(sig queues.Signal) bool { return slices.Contains(handled, sig) })
-			}
-			// The shard's index first, so that the oldest eligible activity
-			// goes first; when it yields nothing, the rows the signals name,
-			// read from the table; for signals that name no row, the index
-			// again, a few times.
-			var shards []int
-			named := map[int][]queues.Signal{}
-			for _, sig := range sigs {
-				if sig.Shard >= p.o.Shards {
-					continue
-				}
-				if stale(sig) {
-					continue // announces work this process already has
-				}
-				if !slices.Contains(shards, sig.Shard) {
-					shards = append(shards, sig.Shard)
-				}
-				if sig.Work != "" && sig.Instance != "" && !isRelook(sig) {
-					named[sig.Shard] = append(named[sig.Shard], sig)
-				}
-			}
-			// A shard another fetch of this process (with the same filter)
-			// is looking at is passed over: every waiter received the same
-			// signals, and two would query the same index partition for one
-			// activity. That fetch hands the shard's backlog on when it
-			// gets work (the shard may hold more); if it gets none, what a
-			// signal only this fetch received announced is found by the
-			// next sweep.
-			//
-			// When this fetch gets work, the signals of the shards not yet
-			// done go back, but for those naming rows this process took
-			// since: they announce nothing, and would crowd the others out
-			// of the process's list of signals. So does a signal naming the
-			// next row the fetch saw in its shard (next): the shard's
-			// backlog is handed on from fetch to fetch, and does not depend
-			// on the signal that announced it, which a full list may have
-			// dropped.
-			//
-			// The done shard's signals that name no row do not go back:
-			// next hands its backlog on, and a copy that finds the shard
-			// emptied would look for rows until the index-lag budget is
-			// spent (indexlag.go).
-			untried := func(i int, next []queues.Signal) []queues.Signal {
-				var rest []queues.Signal
-				for _, shard := range shards[i:] {
-					for _, sig := range sigs {
-						if sig.Shard == shard && !stale(sig) && (shard != shards[i] || (sig.Work != "" && !isRelook(sig))) {
-							rest = append(rest, sig)
-						}
-					}
-				}
-				return append(rest, next...)
-			}
-			shardKey := func(shard int) string { return fmt.Sprintf("\x00shard\x00%s\x00%d", shardFilter, shard) }
-			// queryShard reads a shard's index: the rows this fetch may take.
-			queryShard := func(shard int) ([]readyRow, bool, error) {
-				rows, more, err := p.queryReadyShard(ctx, keys.ReadyWorkerPrefix, shard, readyBound(p.nowMs()), keep)
-				if err == nil && len(rows) > 0 {
-					p.hints.lagEnded(shardKey(shard))
-				}
-				return rows, more, err
-			}
-			// tryShard looks for the work of one signalled shard; lagging
-			// reports that its signals name no row and its index showed
-			// nothing (indexlag.go).
-			tryShard := func(shard int) (done bool, next []queues.Signal, lagging bool, err error) {
-				var rows []readyRow
-				// A lagging index shows rows already gone. The Query passes
-				// over those this process knows of (keep); when the claims
-				// find all it showed gone (claimFoundGone), a second Query
-				// reads past them.
-				for range 2 {
-					var more bool
-					rows, more, err = queryShard(shard)
-					if err != nil {
-						return false, nil, false, err
-					}
-					done, next, err = tryRows(p.spreadClaims(rows, shard))
-					if done && more && len(next) == 0 {
-						// The fetch took the last row it read, and the
-						// shard holds more: the backlog is handed on past
-						// the rows read.
-						next = []queues.Signal{{Kind: queues.Worker, Shard: shard}}
-					}
-					if done || err != nil {
-						return done, next, false, err
-					}
-					if !more || len(rows) == 0 || slices.ContainsFunc(rows, func(r readyRow) bool { return keep(r.row) }) {
-						break
-					}
-				}
-				if sigs := named[shard]; len(sigs) > 0 {
-					// The index may lag the signals (missing the new rows,
-					// or showing old ones that are no longer eligible):
-					// read the rows they name.
-					var direct []readyRow
-					var declined []queues.Signal
-					for _, sig := range sigs {
-						if stale(sig) {
-							continue // another fetch of this process took it meanwhile
-						}
-						found, notForUs, err := p.readyWorkRow(ctx, sig.Instance, sig.Work, keep)
-						if err != nil {
-							return false, nil, false, err
-						}
-						if notForUs {
-							declined = append(declined, sig)
-						}
-						for _, r := range found {
-							r.shard = shard
-							direct = append(direct, r)
-						}
-					}
-					p.decline(ctx, declined)
-					slices.SortFunc(direct, func(a, b readyRow) int { return cmp.Compare(a.readySK, b.readySK) })
-					done, next, err = tryRows(direct)
-					return done, next, false, err
-				}
-				return false, nil, len(rows) == 0, nil
-			}
-			// Every signalled shard is queried once; one whose index shows
-			// nothing to its signals is looked at again by a later fetch
-			// (indexlag.go), never by this one ahead of the others.
-			//
-			// A shard another fetch is trying is passed over, and that try
-			// may have read the index before this signal's rows were
-			// written: the fetch that ends the try then has the shard looked
-			// at again, as one that lags.
-			for i, shard := range shards {
-				k := shardKey(shard)
-				if !p.hints.beginTry(k) {
-					p.hints.passedOver(k, relookSignal(shard))
-					continue
-				}
-				if relookOnly(sigs, shard) && !p.hints.lagLookDue(k, time.Now()) {
-					// Another fetch made this look already.
-					if p.hints.endTry(k) != nil {
-						p.signals.RequeueAfter(indexLagRetry, relookSignal(shard))
-					}
-					continue
-				}
-				done, next, lagging, err := tryShard(shard)
-				passed := p.hints.endTry(k) != nil
-				if lagging || passed {
-					if wait, again := p.hints.lagged(k, time.Now(), relookOnly(sigs, shard) && !passed); again {
-						p.signals.RequeueAfter(wait, relookSignal(shard))
-					}
-				}
-				if done || err != nil {
-					return done, untried(i, next), err
-				}
-			}
-			return false, nil, nil
-		},
-		func() (bool, []queues.Signal, error) {
-			rows, more, err := p.sweepReady(ctx, keys.ReadyWorkerPrefix, keep)
-			if err != nil {
-				return false, nil, err
-			}
-			if len(rows) > 0 {
-				schedule.active(time.Now())
-			}
-			if more {
-				// A shard holds rows past those read (a lagging index
-				// showed rows gone among them): the next sweep reads
-				// past them as soon as the signals handed on run out.
-				schedule.backlog()
-			}
-			// The rows after the one taken go to the process's other
-			// fetches, by shard (nextRows): a signal per row would fill
-			// the process's list of signals with one sweep.
-			for i := range rows {
-				if done, _, err := tryRows(rows[i : i+1]); done || err != nil {
-					return done, nextRows(unannounced(rows[i+1:], p.nowMs())), err
-				}
-			}
-			return false, nil, nil
-		})
+	err := p.poll(ctx, provider.OpFetchWorkItem, queues.Worker, f.schedule, pollTimeout, hand, f.trySignals, f.sweep)
 	if err != nil {
 		return nil, translate(provider.OpFetchWorkItem, err)
 	}
@@ -372,7 +132,319 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 		}
 		return hand.got, nil
 	}
-	return result, nil
+	return f.result, nil
+}
+
+// keep reports whether this fetch may take row, as the ready index or a
+// read shows it: the filter every Query, Scan and read of the fetch
+// applies, so that rows it cannot take do not hide those it can.
+func (f *workFetch) keep(row item) bool {
+	p := f.p
+	k, now := queueRowKey(row), p.nowMs()
+	if p.hints.isParked(k, now) {
+		return false
+	}
+	// A lagging index shows, for a while, the rows this process holds
+	// or has acked, and those its claims found gone (lockWork).
+	if rsk, _, _ := strAttr(row, attrReadySK); p.hints.holdsRow(k, readySeq(rsk), now) {
+		return false
+	}
+	tag, hasTag, _ := strAttr(row, attrTag)
+	var tagPtr *string
+	if hasTag {
+		tagPtr = &tag
+	}
+	if !f.tags.Matches(tagPtr) {
+		return false
+	}
+	if sid, ok, _ := strAttr(row, attrSession); ok {
+		return f.session != nil && !p.hints.sessionBlocked(sid, f.session.OwnerID, p.nowMs())
+	}
+	return true
+}
+
+// tryRow tries one candidate; tried is false when another fetch of this
+// process is trying it. Candidates are tried oldest first. One this
+// process cannot read is parked and passed over; any other failure ends
+// the fetch, so that a retry tries the same oldest candidate again (a
+// session's activities are handed out in order).
+func (f *workFetch) tryRow(r readyRow) (tried, done bool, err error) {
+	p := f.p
+	k := queueRowKey(r.row)
+	if !p.hints.beginTry(k) {
+		return false, false, nil
+	}
+	got, err := p.lockWork(f.ctx, r, f.lockTimeout, f.session)
+	p.hints.endTry(k)
+	if err != nil {
+		return true, false, p.candidateFailed(k, err)
+	}
+	if got != nil {
+		f.result = got
+		return true, true, nil
+	}
+	return true, false, nil
+}
+
+// tryRows tries rows in order; after a claim, next holds a signal for
+// each shard of the rows after the one taken (nextRows), so that the
+// backlog the fetch saw goes on to the process's other fetches.
+func (f *workFetch) tryRows(rows []readyRow) (done bool, next []queues.Signal, err error) {
+	for i, r := range rows {
+		if _, done, err := f.tryRow(r); done || err != nil {
+			if done {
+				next = nextRows(rows[i+1:])
+			}
+			return done, next, err
+		}
+	}
+	return false, nil, nil
+}
+
+// stale reports whether sig names a row this process holds or has just
+// acked (hints.heldWork): such a signal announces nothing. A signal whose
+// claim names the enqueue is stale only for that enqueue: an instance
+// deleted and started again enqueues activities under the identities of
+// its old ones.
+func (f *workFetch) stale(sig queues.Signal) bool {
+	if sig.Work == "" || sig.Instance == "" {
+		return false
+	}
+	p := f.p
+	k, now := workRowKeyOf(sig.Instance, sig.Work), p.nowMs()
+	if seq := readySeq(sig.Claim); seq != "" {
+		return p.hints.holdsRow(k, seq, now)
+	}
+	return p.hints.holdsWork(k, now)
+}
+
+// trySignals is the fetch's step for the signals poll hands it: the rows
+// they address first, then the shards they name.
+func (f *workFetch) trySignals(sigs []queues.Signal) (bool, []queues.Signal, error) {
+	// Rows their signals address first, oldest first (claimAddressed).
+	// What they do not win is not looked for again, below or by the
+	// process's next fetches: a claim lost is a row another fetch took,
+	// and its signal, the oldest, handed back, would be tried first and
+	// lost again by every fetch after.
+	done, claimed, handled, err := f.p.claimAddressed(sigs, f.tags, f.stale, f.tryRow)
+	if done || err != nil {
+		var rest []queues.Signal
+		for _, sig := range sigs {
+			if sig != claimed && !f.stale(sig) && !slices.Contains(handled, sig) {
+				rest = append(rest, sig)
+			}
+		}
+		return done, rest, err
+	}
+	if len(handled) > 0 {
+		sigs = slices.DeleteFunc(slices.Clone(sigs), func(sig queues.Signal) bool { return slices.Contains(handled, sig) })
+	}
+	return f.tryShards(sigs)
+}
+
+// tryShards looks for work in the shards sigs name, in the order they
+// name them. The shard's index first, so that the oldest eligible
+// activity goes first; when it yields nothing, the rows the signals name,
+// read from the table; for signals that name no row, the index again, a
+// few times.
+//
+// Every signalled shard is queried once; one whose index shows nothing to
+// its signals is looked at again by a later fetch (hints.lagged), never by
+// this one ahead of the others.
+func (f *workFetch) tryShards(sigs []queues.Signal) (bool, []queues.Signal, error) {
+	var shards []int
+	named := map[int][]queues.Signal{}
+	for _, sig := range sigs {
+		if sig.Shard >= f.p.o.Shards {
+			continue
+		}
+		if f.stale(sig) {
+			continue // announces work this process already has
+		}
+		if !slices.Contains(shards, sig.Shard) {
+			shards = append(shards, sig.Shard)
+		}
+		if sig.Work != "" && sig.Instance != "" && !isRelook(sig) {
+			named[sig.Shard] = append(named[sig.Shard], sig)
+		}
+	}
+	for i, shard := range shards {
+		done, next, err := f.lookAtShard(shard, sigs, named[shard])
+		if done || err != nil {
+			return done, f.untried(sigs, shards, i, next), err
+		}
+	}
+	return false, nil, nil
+}
+
+// untried returns the signals a fetch that got work in shards[i] hands
+// back: those of shards[i:], then next.
+//
+// A shard another fetch of this process (with the same filter) is looking
+// at is passed over: every waiter received the same signals, and two would
+// query the same index partition for one activity. That fetch hands the
+// shard's backlog on when it gets work (the shard may hold more); if it
+// gets none, what a signal only this fetch received announced is found by
+// the next sweep.
+//
+// When this fetch gets work, the signals of the shards not yet done go
+// back, but for those naming rows this process took since: they announce
+// nothing, and would crowd the others out of the process's list of
+// signals. So does a signal naming the next row the fetch saw in its shard
+// (next): the shard's backlog is handed on from fetch to fetch, and does
+// not depend on the signal that announced it, which a full list may have
+// dropped.
+//
+// The done shard's signals that name no row do not go back: next hands
+// its backlog on, and a copy that finds the shard emptied would look for
+// rows until the index-lag budget is spent (hints.lagged).
+func (f *workFetch) untried(sigs []queues.Signal, shards []int, i int, next []queues.Signal) []queues.Signal {
+	var rest []queues.Signal
+	for _, shard := range shards[i:] {
+		for _, sig := range sigs {
+			if sig.Shard == shard && !f.stale(sig) && (shard != shards[i] || (sig.Work != "" && !isRelook(sig))) {
+				rest = append(rest, sig)
+			}
+		}
+	}
+	return append(rest, next...)
+}
+
+// lookAtShard looks for the work of one signalled shard, unless another
+// fetch of this process is looking at it or already made the relook that
+// sigs ask for; named are the signals of sigs that name the shard's rows.
+//
+// A shard another fetch is trying is passed over, and that try may have
+// read the index before this signal's rows were written: the fetch that
+// ends the try then has the shard looked at again, as one that lags.
+func (f *workFetch) lookAtShard(shard int, sigs, named []queues.Signal) (done bool, next []queues.Signal, err error) {
+	p := f.p
+	k := f.shardKey(shard)
+	if !p.hints.beginTry(k) {
+		p.hints.passedOver(k, relookSignal(shard))
+		return false, nil, nil
+	}
+	if relookOnly(sigs, shard) && !p.hints.lagLookDue(k, time.Now()) {
+		// Another fetch made this look already.
+		if p.hints.endTry(k) != nil {
+			p.signals.RequeueAfter(indexLagRetry, relookSignal(shard))
+		}
+		return false, nil, nil
+	}
+	done, next, lagging, err := f.tryShard(shard, named)
+	passed := p.hints.endTry(k) != nil
+	if lagging || passed {
+		if wait, again := p.hints.lagged(k, time.Now(), relookOnly(sigs, shard) && !passed); again {
+			p.signals.RequeueAfter(wait, relookSignal(shard))
+		}
+	}
+	return done, next, err
+}
+
+// shardKey names worker shard shard, for this fetch's filter, in hints.
+func (f *workFetch) shardKey(shard int) string {
+	return fmt.Sprintf("\x00shard\x00%s\x00%d", f.shardFilter, shard)
+}
+
+// queryShard reads a shard's index: the rows this fetch may take. Rows
+// found end the shard's index lag.
+func (f *workFetch) queryShard(shard int) ([]readyRow, bool, error) {
+	rows, more, err := f.p.queryReadyShard(f.ctx, keys.ReadyWorkerPrefix, shard, readyBound(f.p.nowMs()), f.keep)
+	if err == nil && len(rows) > 0 {
+		f.p.hints.lagEnded(f.shardKey(shard))
+	}
+	return rows, more, err
+}
+
+// tryShard looks for the work of one signalled shard: its index, then the
+// rows named (the signals of the shard that name rows) read from the
+// table. lagging reports that its signals name no row and its index showed
+// nothing (hints.lagged).
+func (f *workFetch) tryShard(shard int, named []queues.Signal) (done bool, next []queues.Signal, lagging bool, err error) {
+	var rows []readyRow
+	// A lagging index shows rows already gone. The Query passes over those
+	// this process knows of (keep); when the claims find all it showed
+	// gone (claimFoundGone), a second Query reads past them.
+	for range 2 {
+		var more bool
+		rows, more, err = f.queryShard(shard)
+		if err != nil {
+			return false, nil, false, err
+		}
+		done, next, err = f.tryRows(f.p.spreadClaims(rows, shard))
+		if done && more && len(next) == 0 {
+			// The fetch took the last row it read, and the shard holds
+			// more: the backlog is handed on past the rows read.
+			next = []queues.Signal{{Kind: queues.Worker, Shard: shard}}
+		}
+		if done || err != nil {
+			return done, next, false, err
+		}
+		if !more || len(rows) == 0 || slices.ContainsFunc(rows, func(r readyRow) bool { return f.keep(r.row) }) {
+			break
+		}
+	}
+	if len(named) > 0 {
+		done, next, err = f.tryNamed(shard, named)
+		return done, next, false, err
+	}
+	return false, nil, len(rows) == 0, nil
+}
+
+// tryNamed reads the rows that sigs name in shard and tries those
+// eligible, oldest first: the index may lag the signals (missing the new
+// rows, or showing old ones that are no longer eligible). Signals whose
+// rows are eligible but not for this fetch go to other processes.
+func (f *workFetch) tryNamed(shard int, sigs []queues.Signal) (done bool, next []queues.Signal, err error) {
+	p := f.p
+	var direct []readyRow
+	var declined []queues.Signal
+	for _, sig := range sigs {
+		if f.stale(sig) {
+			continue // another fetch of this process took it meanwhile
+		}
+		found, notForUs, err := p.readyWorkRow(f.ctx, sig.Instance, sig.Work, f.keep)
+		if err != nil {
+			return false, nil, err
+		}
+		if notForUs {
+			declined = append(declined, sig)
+		}
+		for _, r := range found {
+			r.shard = shard
+			direct = append(direct, r)
+		}
+	}
+	p.decline(f.ctx, declined)
+	slices.SortFunc(direct, func(a, b readyRow) int { return cmp.Compare(a.readySK, b.readySK) })
+	return f.tryRows(direct)
+}
+
+// sweep is the fetch's step for a sweep of the ready index: the eligible
+// rows of every shard, oldest first.
+func (f *workFetch) sweep() (bool, []queues.Signal, error) {
+	rows, more, err := f.p.sweepReady(f.ctx, keys.ReadyWorkerPrefix, f.keep)
+	if err != nil {
+		return false, nil, err
+	}
+	if len(rows) > 0 {
+		f.schedule.active(time.Now())
+	}
+	if more {
+		// A shard holds rows past those read (a lagging index showed rows
+		// gone among them): the next sweep reads past them as soon as the
+		// signals handed on run out.
+		f.schedule.backlog()
+	}
+	// The rows after the one taken go to the process's other fetches, by
+	// shard (nextRows): a signal per row would fill the process's list of
+	// signals with one sweep.
+	for i := range rows {
+		if done, _, err := f.tryRows(rows[i : i+1]); done || err != nil {
+			return done, nextRows(unannounced(rows[i+1:], f.p.nowMs())), err
+		}
+	}
+	return false, nil, nil
 }
 
 // nextRows hands on rows a fetch saw and did not take: for each shard, a
@@ -452,6 +524,46 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // so a stale index entry or a concurrent fetch makes it fail, and the row
 // is skipped. It returns nil when the row was not won.
 func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Duration, session *provider.SessionFetchConfig) (*provider.LockedWorkItem, error) {
+	c, err := newWorkClaim(r, lockTimeout, session)
+	if err != nil {
+		return nil, err
+	}
+	c.start = p.nowMs()
+	c.until = c.start + durMs(lockTimeout)
+	claimCtx := underClaim(ctx, c.start+durMs(claimBudget(lockTimeout)))
+	update := c.rowUpdate(p.table)
+	var won bool
+	if c.tok.session == nil {
+		won, err = p.claimRow(ctx, claimCtx, c, update)
+	} else {
+		won, err = p.claimRowAndSession(ctx, claimCtx, c, update)
+	}
+	if err != nil || !won {
+		return nil, err
+	}
+	return p.claimedWork(ctx, c)
+}
+
+// workClaim is one claim of a worker row: what lockWork's steps (the
+// claim's write, then what follows it) share.
+type workClaim struct {
+	r           readyRow
+	lockTimeout time.Duration
+	session     *provider.SessionFetchConfig
+	tok         workToken
+	token       string
+	// data is the activity's JSON, nil until the index (rarely) or the
+	// claim's answer brings it.
+	data     *string
+	attempts uint64
+	// start is when the claim was sent, and until the end of the lease it
+	// takes (epoch ms).
+	start, until int64
+}
+
+// newWorkClaim reads what a claim of r needs from the row as the index
+// showed it, and makes the claim's token, before anything is sent.
+func newWorkClaim(r readyRow, lockTimeout time.Duration, session *provider.SessionFetchConfig) (*workClaim, error) {
 	instance, execID, actID, err := keys.ParseWorkerKey(r.pk, r.sk)
 	if err != nil {
 		return nil, err
@@ -459,7 +571,7 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 	var d decoder
 	// The activity's JSON: the ready index does not project it (tables
 	// made before it stopped doing so do), so it usually comes with the
-	// claim (below).
+	// claim (claimRow).
 	data := d.optPayload(r.row, attrItem)
 	attempts := d.uint(r.row, attrAttempts)
 	sid := d.optStr(r.row, attrSession)
@@ -472,107 +584,139 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 		tok.owner = session.OwnerID
 	}
 	token := newWorkToken(tok)
+	return &workClaim{r: r, lockTimeout: lockTimeout, session: session, tok: tok, token: token, data: data, attempts: attempts}, nil
+}
 
-	start := p.nowMs()
-	until := start + durMs(lockTimeout)
-	claimCtx := underClaim(ctx, start+durMs(claimBudget(lockTimeout)))
-	rowUpdate := &types.Update{
-		TableName:                p.table,
-		Key:                      key(r.pk, r.sk),
+// rowUpdate is the claim's write of the row, shared by both claims: token,
+// lease, attempt, and the ready key moved to the lease's end, so that the
+// row is eligible again exactly when the lease ends.
+func (c *workClaim) rowUpdate(table *string) *types.Update {
+	return &types.Update{
+		TableName:                table,
+		Key:                      key(c.r.pk, c.r.sk),
 		UpdateExpression:         aws.String("SET #tok = :tok, #until = :until, #att = :att, #rs = :rs"),
 		ConditionExpression:      aws.String("#rs = :seen"),
 		ExpressionAttributeNames: map[string]string{"#tok": attrToken, "#until": attrLockUntil, "#att": attrAttempts, "#rs": attrReadySK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":tok": s(token), ":until": n(until), ":att": nu(attempts + 1),
-			":rs": s(readySK(until, seq)), ":seen": s(r.readySK),
+			":tok": s(c.token), ":until": n(c.until), ":att": nu(c.attempts + 1),
+			":rs": s(readySK(c.until, c.tok.seq)), ":seen": s(c.r.readySK),
 		},
 		// The row as it was when the claim failed; none when it is gone.
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
-	if sid == nil {
-		var out *dynamodb.UpdateItemOutput
-		out, err = p.db.UpdateItem(claimCtx, &dynamodb.UpdateItemInput{
-			TableName: rowUpdate.TableName, Key: rowUpdate.Key, UpdateExpression: rowUpdate.UpdateExpression,
-			ConditionExpression: rowUpdate.ConditionExpression, ExpressionAttributeNames: rowUpdate.ExpressionAttributeNames,
-			ExpressionAttributeValues: rowUpdate.ExpressionAttributeValues,
-			// The row as the claim left it: the activity comes with it, at
-			// no cost in read units.
-			ReturnValues:                        types.ReturnValueAllNew,
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		})
-		var claimed item
-		if err == nil {
-			claimed = out.Attributes
-		} else if claimed = heldItem(err, token); claimed != nil {
-			err = nil // the SDK sent the claim again after it landed
-		}
-		if err == nil && data == nil {
-			var od decoder
-			data = od.optPayload(claimed, attrItem)
-		}
-		if err != nil {
-			if conditionFailed(err) {
-				p.claimLost(r)
-				if failedConditionItem(err) == nil {
-					p.claimFoundGone(r)
-				}
-				return nil, nil
+}
+
+// claimRow sends the claim of a row without a session: one UpdateItem,
+// whose answer carries the activity (c.data). won is false, with no error,
+// when the row was taken or changed since the index showed it; a claim
+// whose answer was lost counts as won if a read finds the row held by its
+// token.
+func (p *Provider) claimRow(ctx, claimCtx context.Context, c *workClaim, update *types.Update) (won bool, err error) {
+	out, err := p.db.UpdateItem(claimCtx, &dynamodb.UpdateItemInput{
+		TableName: update.TableName, Key: update.Key, UpdateExpression: update.UpdateExpression,
+		ConditionExpression: update.ConditionExpression, ExpressionAttributeNames: update.ExpressionAttributeNames,
+		ExpressionAttributeValues: update.ExpressionAttributeValues,
+		// The row as the claim left it: the activity comes with it, at no
+		// cost in read units.
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var claimed item
+	if err == nil {
+		claimed = out.Attributes
+	} else if claimed = heldItem(err, c.token); claimed != nil {
+		err = nil // the SDK sent the claim again after it landed
+	}
+	if err == nil && c.data == nil {
+		var od decoder
+		c.data = od.optPayload(claimed, attrItem)
+	}
+	if err != nil {
+		if conditionFailed(err) {
+			p.claimLost(c.r)
+			if failedConditionItem(err) == nil {
+				p.claimFoundGone(c.r)
 			}
-			if held, rerr := p.heldBy(ctx, key(r.pk, r.sk), token); rerr != nil || !held {
-				return nil, err
-			}
+			return false, nil
 		}
-	} else {
-		sessUntil := start + durMs(session.LockTimeout)
-		ownerShard := keys.ShardOf(session.OwnerID, p.o.Shards)
-		claim := &types.Update{
-			TableName: p.table,
-			Key:       key(keys.SessionPK(*sid), keys.Session),
-			UpdateExpression: aws.String("SET #owner = :owner, #until = :suntil, #last = :now, " +
-				"#lpk = :lpk, #lsk = :lsk"),
-			ConditionExpression: aws.String("attribute_not_exists(#pk) OR #owner = :owner OR " +
-				"attribute_not_exists(#until) OR #until <= :now"),
-			ExpressionAttributeNames: map[string]string{
-				"#owner": attrOwner, "#until": attrLockUntil, "#last": attrLastSeen, "#pk": attrPK,
-				"#lpk": attrListPK, "#lsk": attrListSK,
-			},
-			ExpressionAttributeValues: map[string]types.AttributeValue{
-				":owner": s(session.OwnerID), ":suntil": n(sessUntil), ":now": n(start),
-				":lpk": s(keys.SessionsPK(ownerShard)), ":lsk": s(keys.SessionsSK(session.OwnerID, *sid)),
-			},
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-		}
-		_, err = p.db.TransactWriteItems(claimCtx, &dynamodb.TransactWriteItemsInput{
-			TransactItems: []types.TransactWriteItem{{Update: rowUpdate}, {Update: claim}},
-		})
-		if err != nil {
-			var tc *types.TransactionCanceledException
-			if reasons := cancelReasons(err); reasons != nil {
-				if reasons[0] == "ConditionalCheckFailed" && errors.As(err, &tc) && tc.CancellationReasons[0].Item == nil {
-					p.claimFoundGone(r)
-				}
-				if len(reasons) == 2 && reasons[1] == "ConditionalCheckFailed" && errors.As(err, &tc) {
-					if old := tc.CancellationReasons[1].Item; old != nil {
-						var od decoder
-						p.hints.sessionOwned(*sid, od.str(old, attrOwner), od.int(old, attrLockUntil))
-					}
-				}
-				if slices.Contains(reasons, "ConditionalCheckFailed") {
-					return nil, nil // row taken, or session owned by another
-				}
-				return nil, err
-			}
-			if held, rerr := p.heldBy(ctx, key(r.pk, r.sk), token); rerr != nil || !held {
-				return nil, err
-			}
+		if held, rerr := p.heldBy(ctx, key(c.r.pk, c.r.sk), c.token); rerr != nil || !held {
+			return false, err
 		}
 	}
+	return true, nil
+}
+
+// sessionClaim is the claim's write of the row's session: taken (or kept)
+// for the fetch's owner, listed under it, unless another owner holds it
+// with a live lease.
+func (p *Provider) sessionClaim(c *workClaim) *types.Update {
+	sid, session := *c.tok.session, c.session
+	sessUntil := c.start + durMs(session.LockTimeout)
+	ownerShard := keys.ShardOf(session.OwnerID, p.o.Shards)
+	return &types.Update{
+		TableName: p.table,
+		Key:       key(keys.SessionPK(sid), keys.Session),
+		UpdateExpression: aws.String("SET #owner = :owner, #until = :suntil, #last = :now, " +
+			"#lpk = :lpk, #lsk = :lsk"),
+		ConditionExpression: aws.String("attribute_not_exists(#pk) OR #owner = :owner OR " +
+			"attribute_not_exists(#until) OR #until <= :now"),
+		ExpressionAttributeNames: map[string]string{
+			"#owner": attrOwner, "#until": attrLockUntil, "#last": attrLastSeen, "#pk": attrPK,
+			"#lpk": attrListPK, "#lsk": attrListSK,
+		},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":owner": s(session.OwnerID), ":suntil": n(sessUntil), ":now": n(c.start),
+			":lpk": s(keys.SessionsPK(ownerShard)), ":lsk": s(keys.SessionsSK(session.OwnerID, sid)),
+		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+}
+
+// claimRowAndSession sends the claim of a session's row: the row's update
+// and the session's claim in one TransactWriteItems, whose answer carries
+// nothing (claimedActivity reads the activity). won is false, with no
+// error, when the row was taken or another owner holds the session (which
+// hints then record, so that fetches pass over its rows for a while).
+func (p *Provider) claimRowAndSession(ctx, claimCtx context.Context, c *workClaim, update *types.Update) (won bool, err error) {
+	_, err = p.db.TransactWriteItems(claimCtx, &dynamodb.TransactWriteItemsInput{
+		TransactItems: []types.TransactWriteItem{{Update: update}, {Update: p.sessionClaim(c)}},
+	})
+	if err == nil {
+		return true, nil
+	}
+	var tc *types.TransactionCanceledException
+	if reasons := cancelReasons(err); reasons != nil {
+		if reasons[0] == "ConditionalCheckFailed" && errors.As(err, &tc) && tc.CancellationReasons[0].Item == nil {
+			p.claimFoundGone(c.r)
+		}
+		if len(reasons) == 2 && reasons[1] == "ConditionalCheckFailed" && errors.As(err, &tc) {
+			if old := tc.CancellationReasons[1].Item; old != nil {
+				var od decoder
+				p.hints.sessionOwned(*c.tok.session, od.str(old, attrOwner), od.int(old, attrLockUntil))
+			}
+		}
+		if slices.Contains(reasons, "ConditionalCheckFailed") {
+			return false, nil // row taken, or session owned by another
+		}
+		return false, err
+	}
+	if held, rerr := p.heldBy(ctx, key(c.r.pk, c.r.sk), c.token); rerr != nil || !held {
+		return false, err
+	}
+	return true, nil
+}
+
+// claimedWork delivers a claim that landed, unless it must go back: the
+// caller is gone, the activity cannot be decoded, or the answer came too
+// late to leave a useful lease (usefulLease). A delivered claim's lease
+// and row are recorded in this process's hints.
+func (p *Provider) claimedWork(ctx context.Context, c *workClaim) (*provider.LockedWorkItem, error) {
 	if ctx.Err() != nil {
 		// The claim landed but the caller is gone: hand the activity back.
-		_ = p.AbandonWorkItem(context.WithoutCancel(ctx), token, 0, true)
+		_ = p.AbandonWorkItem(context.WithoutCancel(ctx), c.token, 0, true)
 		return nil, ctx.Err()
 	}
-	act, found, err := p.claimedActivity(ctx, workKey(tok), data)
+	act, found, err := p.claimedActivity(ctx, workKey(c.tok), c.data)
 	if err == nil && !found {
 		return nil, nil // deleted since the claim (its instance was)
 	}
@@ -580,21 +724,21 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 		// Not delivered, so not an attempt. A row this process cannot
 		// decode (a newer version's) is left to others (the caller parks
 		// it here).
-		_ = p.AbandonWorkItem(context.WithoutCancel(ctx), token, 0, true)
+		_ = p.AbandonWorkItem(context.WithoutCancel(ctx), c.token, 0, true)
 		return nil, err
 	}
-	if !usefulLease(until, p.nowMs(), lockTimeout) {
-		p.o.Logger.Warn("dynamo: activity lock came back with less than a quarter of its lease left; released", "instance", instance, "activity", actID, "lock_timeout", lockTimeout)
+	if !usefulLease(c.until, p.nowMs(), c.lockTimeout) {
+		p.o.Logger.Warn("dynamo: activity lock came back with less than a quarter of its lease left; released", "instance", c.tok.instance, "activity", c.tok.activityID, "lock_timeout", c.lockTimeout)
 		// Never delivered, so not an attempt (as for an orchestration turn).
-		_ = p.AbandonWorkItem(context.WithoutCancel(ctx), token, 0, true)
+		_ = p.AbandonWorkItem(context.WithoutCancel(ctx), c.token, 0, true)
 		return nil, nil
 	}
-	p.leases.set(token, until)
-	p.hints.heldWork(workRowKeyOf(instance, r.sk), seq, until)
-	if sid != nil {
-		p.sweeps.sessionsHeld(session.OwnerID, start+durMs(session.LockTimeout))
+	p.leases.set(c.token, c.until)
+	p.hints.heldWork(workRowKeyOf(c.tok.instance, c.r.sk), c.tok.seq, c.until)
+	if c.tok.session != nil {
+		p.sweeps.sessionsHeld(c.session.OwnerID, c.start+durMs(c.session.LockTimeout))
 	}
-	return &provider.LockedWorkItem{Item: act, LockToken: token, AttemptCount: uint32(attempts + 1), LeaseExpiry: time.UnixMilli(until)}, nil
+	return &provider.LockedWorkItem{Item: act, LockToken: c.token, AttemptCount: uint32(c.attempts + 1), LeaseExpiry: time.UnixMilli(c.until)}, nil
 }
 
 // claimedActivity decodes the activity of the worker row at k, which the
@@ -712,7 +856,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 		if data, err = provider.MarshalWorkItem(completion); err != nil {
 			return provider.Permanent(provider.OpAckWorkItem, provider.ErrInvalidInput, "encode %s completion: %v", completion.Kind(), err)
 		}
-		// The row is built once: its signal names it (lockwait.go).
+		// The row is built once: its signal names it (lockWaits.heldSignal).
 		row, sig, size := p.orchestratorItem(completion, data, p.nowMs())
 		completionRow = row
 		if size > MaxItemBytes {
