@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"maps"
 	"time"
 
@@ -51,7 +52,7 @@ type planAction struct {
 	// put of the instance record.
 	asRead *rowCondition
 	// limitSize, when set, is the size the item limit applies to: a queue
-	// row's with its payload uncompressed (payload.go).
+	// row's with its payload uncompressed (Provider.setPayload).
 	limitSize int
 }
 
@@ -106,18 +107,19 @@ type turnPlan struct {
 	// holds nothing new): a large turn writes it all the same, since its
 	// release does not record the ack's time.
 	meta planAction
-	// kvDigest digests the KV state the turn leaves (kvdigest.go).
+	// kvDigest digests the KV state the turn leaves (kvDigest).
 	kvDigest string
-	// histEnd is where the turn leaves the history (historyend.go; nil
-	// when unknown).
+	// histEnd is where the turn leaves the history
+	// (Provider.settledHistory; nil when unknown).
 	histEnd *historyEnd
-	// cell is the change of the instance's counter cell (metrics.go), nil
-	// when the turn leaves the instance's contribution as it was. It is
-	// written in the transaction that writes the instance record, or in
-	// the commit of a large turn.
+	// cell is the change of the instance's counter cell
+	// (Provider.cellChange), nil when the turn leaves the instance's
+	// contribution as it was. It is written in the transaction that writes
+	// the instance record, or in the commit of a large turn.
 	cell *types.Update
-	// claimable is the activity a direct claim may take (directclaim.go),
-	// which the turn may hand to a waiting fetch instead (handoff.go).
+	// claimable is the activity a direct claim may take
+	// (Provider.claimAddressed), which the turn may hand to a waiting fetch
+	// instead (Provider.handActivity).
 	claimable *claimableActivity
 }
 
@@ -143,18 +145,8 @@ type claimableActivity struct {
 // applying twice. An ack after this process has returned success for the
 // token is a second ack and fails with [provider.ErrInvalidLockToken].
 func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, commit provider.TurnCommit) error {
-	if err := provider.ValidateTurn(provider.OpAckOrchestrationItem, commit); err != nil {
+	if err := validateAck(commit); err != nil {
 		return err
-	}
-	for _, w := range commit.WorkerItems {
-		if err := checkIDs(provider.OpAckOrchestrationItem, w.Instance, w.SessionID); err != nil {
-			return err
-		}
-	}
-	for _, w := range commit.OrchestratorItems {
-		if err := checkIDs(provider.OpAckOrchestrationItem, w.TargetInstance(), nil); err != nil {
-			return err
-		}
 	}
 	tok, err := parseOrchToken(lockToken)
 	if err != nil {
@@ -168,34 +160,10 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 			return invalidToken(provider.OpAckOrchestrationItem)
 		}
 	} else {
-		if p.turns.wasAcked(lockToken) {
-			// This process returned this turn's ack already: another call
-			// is a second ack, even of the same commit. (A retry of an ack
-			// whose outcome was unknown finds the turn still cached, or,
-			// from another process, learns below that its commit is in.)
-			return invalidToken(provider.OpAckOrchestrationItem)
+		var settled bool
+		if turn, settled, err = p.uncachedTurn(ctx, tok.instance, lockToken, commit); err != nil || settled {
+			return err
 		}
-		st, err := p.loadState(ctx, tok.instance)
-		if err != nil {
-			return translate(provider.OpAckOrchestrationItem, err)
-		}
-		if st.lock.turnDone == largeTurnID(lockToken) {
-			return nil // a retry of a large turn someone finished meanwhile
-		}
-		if st.lock.token != lockToken {
-			if st.lock.smallDone != "" && st.lock.smallDone == p.smallTurnDone(st, lockToken, commit) {
-				return nil // a retry of this commit, which an earlier attempt made
-			}
-			return invalidToken(provider.OpAckOrchestrationItem)
-		}
-		if st.lock.turn != "" {
-			// This token's large turn is committed: a retried ack finishes it.
-			if err := p.rollForward(ctx, tok.instance, st.lock.turn); err != nil {
-				return translate(provider.OpAckOrchestrationItem, err)
-			}
-			return nil
-		}
-		turn = &turnState{token: lockToken, st: st, ver: st.lock.ver, batch: st.lock.batch, attempts: st.lock.attempts}
 	}
 	if err := p.readExecIfNeeded(ctx, turn.st, commit.ExecutionID, commit.Metadata); err != nil {
 		return translate(provider.OpAckOrchestrationItem, err)
@@ -208,25 +176,95 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 	if err != nil {
 		return err
 	}
+	large, err := p.sendTurn(ctx, turn, &plan, digest, now)
+	if err != nil {
+		return err
+	}
+	p.turnAcked(turn, lockToken, commit, plan, digest, large, now)
+	return nil
+}
+
+// validateAck checks a commit before anything is read: the turn itself,
+// and the ids of the instances and sessions its work items name.
+func validateAck(commit provider.TurnCommit) error {
+	if err := provider.ValidateTurn(provider.OpAckOrchestrationItem, commit); err != nil {
+		return err
+	}
+	for _, w := range commit.WorkerItems {
+		if err := checkIDs(provider.OpAckOrchestrationItem, w.Instance, w.SessionID); err != nil {
+			return err
+		}
+	}
+	for _, w := range commit.OrchestratorItems {
+		if err := checkIDs(provider.OpAckOrchestrationItem, w.TargetInstance(), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// uncachedTurn rebuilds the turn of an ack this process holds no turn for
+// (another process fetched it, or this one forgot it) from the control
+// rows. settled reports that the ack's outcome is known without planning
+// it: a retry of a commit that is in (err nil), or a lock not held.
+func (p *Provider) uncachedTurn(ctx context.Context, instance, lockToken string, commit provider.TurnCommit) (turn *turnState, settled bool, err error) {
+	if p.turns.wasAcked(lockToken) {
+		// This process returned this turn's ack already: another call
+		// is a second ack, even of the same commit. (A retry of an ack
+		// whose outcome was unknown finds the turn still cached, or,
+		// from another process, learns below that its commit is in.)
+		return nil, true, invalidToken(provider.OpAckOrchestrationItem)
+	}
+	st, err := p.loadState(ctx, instance)
+	if err != nil {
+		return nil, true, translate(provider.OpAckOrchestrationItem, err)
+	}
+	if st.lock.turnDone == largeTurnID(lockToken) {
+		return nil, true, nil // a retry of a large turn someone finished meanwhile
+	}
+	if st.lock.token != lockToken {
+		if st.lock.smallDone != "" && st.lock.smallDone == p.smallTurnDone(st, lockToken, commit) {
+			return nil, true, nil // a retry of this commit, which an earlier attempt made
+		}
+		return nil, true, invalidToken(provider.OpAckOrchestrationItem)
+	}
+	if st.lock.turn != "" {
+		// This token's large turn is committed: a retried ack finishes it.
+		if err := p.rollForward(ctx, instance, st.lock.turn); err != nil {
+			return nil, true, translate(provider.OpAckOrchestrationItem, err)
+		}
+		return nil, true, nil
+	}
+	return &turnState{token: lockToken, st: st, ver: st.lock.ver, batch: st.lock.batch, attempts: st.lock.attempts}, false, nil
+}
+
+// sendTurn commits a planned turn: in one transaction when it fits one,
+// with the lock release and the cell change beside the plan's actions,
+// handing its claimable activity to a waiting fetch; else by the staged
+// protocol, which also writes the instance record the plan kept aside.
+// large reports which.
+func (p *Provider) sendTurn(ctx context.Context, turn *turnState, plan *turnPlan, digest string, now int64) (large bool, err error) {
 	// The lock release, and the cell change if any, go beside the plan's
 	// actions.
 	beside := 1
 	if plan.cell != nil {
 		beside++
 	}
-	large := len(plan.actions)+beside > maxTransactActions || plan.size > maxTransactBytes
+	large = len(plan.actions)+beside > maxTransactActions || plan.size > maxTransactBytes
 	if large {
 		if plan.meta.put != nil {
 			plan.actions = append(plan.actions, plan.meta)
 		}
-		err = p.commitLargeTurn(ctx, turn, plan)
-	} else {
-		hand := p.handActivity(&plan, now)
-		err = p.commitTurn(ctx, turn, plan, hand, digest, now)
+		return true, p.commitLargeTurn(ctx, turn, *plan)
 	}
-	if err != nil {
-		return err
-	}
+	hand := p.handActivity(plan, now)
+	return false, p.commitTurn(ctx, turn, *plan, hand, digest, now)
+}
+
+// turnAcked updates what this process keeps of a turn it committed (the
+// turn cache, hints, cached history, lock waits) and posts the turn's
+// signals.
+func (p *Provider) turnAcked(turn *turnState, lockToken string, commit provider.TurnCommit, plan turnPlan, digest string, large bool, now int64) {
 	turn.done = true
 	p.turns.ackedTurn(lockToken)
 	p.hints.unlocked(turn.st.id)
@@ -248,7 +286,6 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 		p.signals.Requeue(p.instanceSignal(turn.st.id))
 	}
 	p.post(plan.signals)
-	return nil
 }
 
 // smallTurnID is what the release of a turn that fits one transaction
@@ -372,56 +409,107 @@ func (p *Provider) transactAction(a planAction) types.TransactWriteItem {
 // read and the commit, and a digest of the commit. It fails, with nothing
 // written, on events that cannot be stored.
 func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int64) (turnPlan, string, error) {
-	st := turn.st
-	id := st.id
-	pk := keys.InstancePK(id)
-	var plan turnPlan
-	digest := sha256.New()
-	fmt.Fprintf(digest, "%d\x00", commit.ExecutionID)
-	add := func(a planAction) {
-		plan.actions = append(plan.actions, a)
-		if a.put != nil {
-			plan.size += itemsize.ItemSize(a.put)
-		} else {
-			plan.size += 200
-		}
-	}
-
+	tp := &turnPlanner{p: p, turn: turn, st: turn.st, commit: commit, now: now,
+		id: turn.st.id, pk: keys.InstancePK(turn.st.id), digest: sha256.New()}
+	fmt.Fprintf(tp.digest, "%d\x00", commit.ExecutionID)
 	// History, checked first: an event that cannot be stored fails the
 	// turn before anything is planned.
-	encoded, err := encodeEvents(provider.OpAckOrchestrationItem, id, commit.ExecutionID, commit.HistoryDelta)
-	if err != nil {
-		return plan, "", err
+	if err := tp.history(); err != nil {
+		return tp.plan, "", err
 	}
-	if err := turn.checkNewEvents(commit.ExecutionID, encoded); err != nil {
-		return plan, "", err
+	tp.consumed()
+	tp.instance(tp.execution())
+	tp.kv()
+	if err := tp.workerItems(); err != nil {
+		return tp.plan, "", err
+	}
+	tp.mergeSignals()
+	if err := tp.orchestratorItems(); err != nil {
+		return tp.plan, "", err
+	}
+	tp.release()
+	if err := tp.checkRowSizes(); err != nil {
+		return tp.plan, "", err
+	}
+	return tp.plan, hex.EncodeToString(tp.digest.Sum(nil)), nil
+}
+
+// turnPlanner builds the plan of one turn part by part. planTurn calls its
+// methods in the order the turn's writes go out, and each one appends its
+// writes to the plan and its part of the commit to the digest, so that the
+// requests and the digest depend on that order alone.
+type turnPlanner struct {
+	p      *Provider
+	turn   *turnState
+	st     *instanceState
+	commit provider.TurnCommit
+	now    int64
+	id, pk string
+	plan   turnPlan
+	digest hash.Hash
+}
+
+// add appends a to the plan and counts its size towards the transaction's
+// (a delete as 200 bytes).
+func (tp *turnPlanner) add(a planAction) {
+	tp.plan.actions = append(tp.plan.actions, a)
+	if a.put != nil {
+		tp.plan.size += itemsize.ItemSize(a.put)
+	} else {
+		tp.plan.size += 200
+	}
+}
+
+// history plans the history rows of the turn's events, and where the turn
+// leaves the history. It fails before any other part is planned on an
+// event that cannot be stored or is stored already.
+func (tp *turnPlanner) history() error {
+	commit := tp.commit
+	encoded, err := encodeEvents(provider.OpAckOrchestrationItem, tp.id, commit.ExecutionID, commit.HistoryDelta)
+	if err != nil {
+		return err
+	}
+	if err := tp.turn.checkNewEvents(commit.ExecutionID, encoded); err != nil {
+		return err
 	}
 	for _, e := range encoded {
-		digest.Write([]byte(e.data))
+		tp.digest.Write([]byte(e.data))
 	}
-	for _, run := range packHistory(id, commit.ExecutionID, encoded, !p.o.DisablePayloadCompression) {
-		add(planAction{put: run.row, eventID: run.first, lastEventID: run.first + uint64(run.events) - 1})
-		plan.history = append(plan.history, run.plain)
+	for _, run := range packHistory(tp.id, commit.ExecutionID, encoded, !tp.p.o.DisablePayloadCompression) {
+		tp.add(planAction{put: run.row, eventID: run.first, lastEventID: run.first + uint64(run.events) - 1})
+		tp.plan.history = append(tp.plan.history, run.plain)
 	}
+	if e := tp.turn.histEnd; e != nil && e.exec == commit.ExecutionID {
+		tp.plan.histEnd = &historyEnd{exec: e.exec, events: e.events + uint64(len(commit.HistoryDelta))}
+	}
+	return nil
+}
 
-	// Consumed messages.
-	for _, sk := range turn.batch {
-		add(planAction{del: key(pk, sk), asRead: rowExists})
+// consumed plans the deletes of the messages the turn consumed, each
+// conditioned on the row the fetch read (Provider.staleRead).
+func (tp *turnPlanner) consumed() {
+	for _, sk := range tp.turn.batch {
+		tp.add(planAction{del: key(tp.pk, sk), asRead: rowExists})
 	}
+}
 
-	// Instance and execution records.
-	meta := commit.Metadata
-	fmt.Fprintf(digest, "%q%q%q%q", meta.OrchestrationName, meta.OrchestrationVersion, meta.Status, meta.ParentInstanceID)
+// execution digests the commit's metadata and plans the record of the
+// turn's execution, written when the turn creates it or changes its
+// pinned version or status. It returns the record as the turn leaves it,
+// and whether the turn writes it.
+func (tp *turnPlanner) execution() (*execRow, bool) {
+	meta := tp.commit.Metadata
+	fmt.Fprintf(tp.digest, "%q%q%q%q", meta.OrchestrationName, meta.OrchestrationVersion, meta.Status, meta.ParentInstanceID)
 	if meta.Output != nil {
-		fmt.Fprintf(digest, "%q", *meta.Output)
+		fmt.Fprintf(tp.digest, "%q", *meta.Output)
 	}
 	if meta.PinnedDuroxideVersion != nil {
-		digest.Write([]byte(meta.PinnedDuroxideVersion.String()))
+		tp.digest.Write([]byte(meta.PinnedDuroxideVersion.String()))
 	}
-	exec := cloneExec(st.execs[commit.ExecutionID])
+	exec := cloneExec(tp.st.execs[tp.commit.ExecutionID])
 	execChanged := exec == nil
 	if exec == nil {
-		exec = &execRow{id: commit.ExecutionID, status: provider.StatusRunning, startedAt: now}
+		exec = &execRow{id: tp.commit.ExecutionID, status: provider.StatusRunning, startedAt: tp.now}
 	}
 	if meta.PinnedDuroxideVersion != nil {
 		v := *meta.PinnedDuroxideVersion
@@ -429,13 +517,23 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 	}
 	if meta.Status != "" {
 		exec.status, exec.output = meta.Status, meta.Output
-		completed := now
+		completed := tp.now
 		exec.completedAt, execChanged = &completed, true
 	}
 	if execChanged {
-		add(planAction{put: execItem(id, exec)})
+		tp.add(planAction{put: execItem(tp.id, exec)})
 	}
+	return exec, execChanged
+}
 
+// instance plans the instance record, exec being the turn's execution
+// record as the turn leaves it. The record holds the custom status (up to
+// 256 KB), so it is written only when what it holds changes (the time of
+// each ack goes on the lock row); otherwise plan.meta keeps it for a large
+// turn. A record the turn creates for a child also gets its link to the
+// parent.
+func (tp *turnPlanner) instance(exec *execRow, execChanged bool) {
+	st, commit, meta := tp.st, tp.commit, tp.commit.Metadata
 	var newMeta *metaRow
 	if st.meta != nil {
 		m := *st.meta
@@ -444,90 +542,101 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 	created := false
 	if meta.OrchestrationName != "" && meta.OrchestrationVersion != "" {
 		if newMeta == nil {
-			newMeta = &metaRow{current: commit.ExecutionID, parent: meta.ParentInstanceID, createdAt: now}
+			newMeta = &metaRow{current: commit.ExecutionID, parent: meta.ParentInstanceID, createdAt: tp.now}
 			created = true
 		}
 		newMeta.name, newMeta.version = meta.OrchestrationName, meta.OrchestrationVersion
 	}
-	if newMeta != nil {
-		newMeta.current = max(newMeta.current, commit.ExecutionID)
-		newMeta.updatedAt = now
-		if status, changed := provider.CustomStatusChange(commit.HistoryDelta); changed {
-			newMeta.cstat = status
-			newMeta.cstatVersion++
-		}
-		current := st.execs[newMeta.current]
-		if newMeta.current == commit.ExecutionID {
-			current = exec
-		}
-		// The record's figures (metrics.go).
-		newMeta.status = ""
-		if current != nil {
-			newMeta.status = current.status
-		}
-		before := st.execs[commit.ExecutionID]
-		if created {
-			// Turns acked without a name write execution records and no
-			// instance record (no runtime sends them): count those.
-			for _, e := range st.execs {
-				if !e.pruning {
-					newMeta.execs++
-				}
+	if newMeta == nil {
+		return
+	}
+	newMeta.current = max(newMeta.current, commit.ExecutionID)
+	newMeta.updatedAt = tp.now
+	if status, changed := provider.CustomStatusChange(commit.HistoryDelta); changed {
+		newMeta.cstat = status
+		newMeta.cstatVersion++
+	}
+	current := st.execs[newMeta.current]
+	if newMeta.current == commit.ExecutionID {
+		current = exec
+	}
+	tp.figures(newMeta, current, exec, created)
+	tp.plan.cell = tp.p.cellChange(tp.id, st.meta, newMeta)
+	figuresChanged := st.meta == nil || newMeta.status != st.meta.status ||
+		newMeta.execs != st.meta.execs || newMeta.events != st.meta.events
+	tp.plan.meta = planAction{put: metaItem(tp.id, newMeta, current, tp.p.o.Shards), asRead: metaAsRead(st.meta)}
+	cstatChanged := newMeta.cstatVersion != 0 && (st.meta == nil || newMeta.cstatVersion != st.meta.cstatVersion)
+	if figuresChanged || created || cstatChanged || newMeta.current != st.meta.current ||
+		newMeta.name != st.meta.name || newMeta.version != st.meta.version ||
+		(execChanged && newMeta.current == commit.ExecutionID) {
+		tp.add(tp.plan.meta)
+		tp.plan.meta = planAction{}
+	}
+	if created && newMeta.parent != "" {
+		// A put of its own item: children created at once do not
+		// contend for one row of their parent.
+		tp.add(planAction{put: childLink(newMeta.parent, tp.id)})
+	}
+}
+
+// figures sets the status and figures of newMeta, the instance record the
+// turn writes (contribution), from current, the record of the instance's
+// current execution, and exec, the turn's: figuresAsRead makes the turn
+// fail when another writer changed them since the fetch.
+func (tp *turnPlanner) figures(newMeta *metaRow, current, exec *execRow, created bool) {
+	newMeta.status = ""
+	if current != nil {
+		newMeta.status = current.status
+	}
+	before := tp.st.execs[tp.commit.ExecutionID]
+	if created {
+		// Turns acked without a name write execution records and no
+		// instance record (no runtime sends them): count those.
+		for _, e := range tp.st.execs {
+			if !e.pruning {
+				newMeta.execs++
 			}
-			newMeta.events += turn.unrecorded
 		}
-		if before == nil {
-			newMeta.execs++
-		}
-		switch {
-		case before != nil && provider.IsTerminalStatus(before.status):
-			newMeta.events += uint64(len(commit.HistoryDelta))
-		case provider.IsTerminalStatus(exec.status):
-			newMeta.events += turn.endingEvents(commit)
-		}
-		plan.cell = p.cellChange(id, st.meta, newMeta)
-		figuresChanged := st.meta == nil || newMeta.status != st.meta.status ||
-			newMeta.execs != st.meta.execs || newMeta.events != st.meta.events
-		// Written only when what it holds changes (the time of each ack
-		// goes on the lock row): the record, which holds the custom
-		// status (up to 256 KB), was rewritten by every turn.
-		plan.meta = planAction{put: metaItem(id, newMeta, current, p.o.Shards), asRead: metaAsRead(st.meta)}
-		cstatChanged := newMeta.cstatVersion != 0 && (st.meta == nil || newMeta.cstatVersion != st.meta.cstatVersion)
-		if figuresChanged || created || cstatChanged || newMeta.current != st.meta.current ||
-			newMeta.name != st.meta.name || newMeta.version != st.meta.version ||
-			(execChanged && newMeta.current == commit.ExecutionID) {
-			add(plan.meta)
-			plan.meta = planAction{}
-		}
-		if created && newMeta.parent != "" {
-			// A put of its own item: children created at once do not
-			// contend for one row of their parent.
-			add(planAction{put: childLink(newMeta.parent, id)})
-		}
+		newMeta.events += tp.turn.unrecorded
 	}
+	if before == nil {
+		newMeta.execs++
+	}
+	switch {
+	case before != nil && provider.IsTerminalStatus(before.status):
+		newMeta.events += uint64(len(tp.commit.HistoryDelta))
+	case provider.IsTerminalStatus(exec.status):
+		newMeta.events += tp.turn.endingEvents(tp.commit)
+	}
+}
 
-	// KV: the delta of the current execution, merged into the store when
-	// the execution ends.
-	if e := turn.histEnd; e != nil && e.exec == commit.ExecutionID {
-		plan.histEnd = &historyEnd{exec: e.exec, events: e.events + uint64(len(commit.HistoryDelta))}
+// kv plans the KV rows: the delta of the current execution, merged into
+// the store when the execution ends; and digests the KV state the turn
+// leaves, which its release records (kvDigest).
+func (tp *turnPlanner) kv() {
+	st, meta := tp.st, tp.commit.Metadata
+	tp.plan.kvDigest = kvDigest(st.kvStore, st.kvDelta)
+	if !provider.HasKVEvents(tp.commit.HistoryDelta) && !provider.IsTerminalStatus(meta.Status) {
+		return
 	}
-	plan.kvDigest = kvDigest(st.kvStore, st.kvDelta)
-	if provider.HasKVEvents(commit.HistoryDelta) || provider.IsTerminalStatus(meta.Status) {
-		store, delta := st.cloneKV()
-		delta.Apply(commit.HistoryDelta)
-		terminal := provider.IsTerminalStatus(meta.Status)
-		for _, a := range kvActions(pk, st, store, delta, terminal) {
-			add(a)
-		}
-		if terminal {
-			plan.kvDigest = kvDigest(provider.MergeKV(store, delta), provider.KVDelta{})
-		} else {
-			plan.kvDigest = kvDigest(store, delta)
-		}
+	store, delta := st.cloneKV()
+	delta.Apply(tp.commit.HistoryDelta)
+	terminal := provider.IsTerminalStatus(meta.Status)
+	for _, a := range kvActions(tp.pk, st, store, delta, terminal) {
+		tp.add(a)
 	}
+	if terminal {
+		tp.plan.kvDigest = kvDigest(provider.MergeKV(store, delta), provider.KVDelta{})
+	} else {
+		tp.plan.kvDigest = kvDigest(store, delta)
+	}
+}
 
-	// Worker items, minus those cancelled in the same turn; then the
-	// cancellations.
+// workerItems plans the worker rows of the turn's activities, minus those
+// cancelled in the same turn, and then the deletes of the cancelled ones.
+// The turn's first activity may be claimable (Provider.claimAddressed).
+func (tp *turnPlanner) workerItems() error {
+	commit := tp.commit
 	cancelled := map[provider.ScheduledActivityIdentifier]bool{}
 	for _, c := range commit.CancelledActivities {
 		cancelled[c] = true
@@ -539,7 +648,7 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 		last[provider.ScheduledActivityIdentifier{Instance: w.Instance, ExecutionID: w.ExecutionID, ActivityID: w.ID}] = i
 	}
 	scheduled := map[provider.ScheduledActivityIdentifier]bool{}
-	claimable := turn.noEarlierActivities(commit)
+	claimable := tp.turn.noEarlierActivities(commit)
 	for i, w := range commit.WorkerItems {
 		ident := provider.ScheduledActivityIdentifier{Instance: w.Instance, ExecutionID: w.ExecutionID, ActivityID: w.ID}
 		if last[ident] != i {
@@ -548,92 +657,109 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 		scheduled[ident] = true
 		data, err := json.Marshal(w)
 		if err != nil {
-			return plan, "", provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput, "encode worker item %d: %v", i, err)
+			return provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput, "encode worker item %d: %v", i, err)
 		}
-		digest.Write(data)
+		tp.digest.Write(data)
 		if cancelled[ident] {
 			continue
 		}
-		row, sig, size := p.workerItem(w, data, now)
-		if claimable && w.Instance == id && w.SessionID == nil && w.Tag == nil {
+		row, sig, size := tp.p.workerItem(w, data, tp.now)
+		if claimable && w.Instance == tp.id && w.SessionID == nil && w.Tag == nil {
 			// No older activity of the instance can be queued: its
-			// fetcher may claim the row at once (directclaim.go).
+			// fetcher may claim the row at once (Provider.claimAddressed).
 			sig.Claim, _, _ = strAttr(row, attrReadySK)
-			plan.claimable = &claimableActivity{action: len(plan.actions), signal: len(plan.signals), item: w}
+			tp.plan.claimable = &claimableActivity{action: len(tp.plan.actions), signal: len(tp.plan.signals), item: w}
 		}
 		claimable = false // only the turn's first activity
-		add(planAction{put: row, limitSize: size})
-		plan.signals = append(plan.signals, sig)
+		tp.add(planAction{put: row, limitSize: size})
+		tp.plan.signals = append(tp.plan.signals, sig)
 	}
 	for _, c := range commit.CancelledActivities {
-		fmt.Fprintf(digest, "c%q%d.%d", c.Instance, c.ExecutionID, c.ActivityID)
+		fmt.Fprintf(tp.digest, "c%q%d.%d", c.Instance, c.ExecutionID, c.ActivityID)
 		if scheduled[c] {
 			continue
 		}
 		scheduled[c] = true // one delete per activity, however often it is named
-		add(planAction{del: key(keys.WorkerPK(c.Instance), keys.WorkerSK(c.ExecutionID, c.ActivityID))})
+		tp.add(planAction{del: key(keys.WorkerPK(c.Instance), keys.WorkerSK(c.ExecutionID, c.ActivityID))})
 	}
+	return nil
+}
 
-	// A turn that schedules many activities announces the first of each
-	// shard and instance by its row, the rest by their shard: signals that
-	// are alike merge into one, and the receiver finds them in the index.
+// mergeSignals thins the signals of a turn that schedules many
+// activities: the first of each shard and instance is announced by its
+// row, the rest by their shard, so that signals that are alike merge into
+// one and the receiver finds them in the index. It runs before the
+// orchestrator items are planned, whose signals it leaves alone.
+func (tp *turnPlanner) mergeSignals() {
 	named := map[queues.Signal]bool{}
-	for i, sig := range plan.signals {
+	for i, sig := range tp.plan.signals {
 		plain := sig
 		plain.Work, plain.Claim = "", ""
 		if named[plain] {
-			plan.signals[i] = plain
+			tp.plan.signals[i] = plain
 		}
 		named[plain] = true
 	}
+}
 
-	// Orchestrator items, for any instance. A child this turn starts is
-	// linked to this instance at once, in this instance's partition: from
-	// this commit on, the tree includes it (deleting the tree deletes its
-	// queued start), and a delete that read the tree before fails on this
-	// turn's lock version (delete.go).
+// orchestratorItems plans the queue rows of the turn's messages, for any
+// instance. A child this turn starts is linked to this instance at once,
+// in this instance's partition: from this commit on, the tree includes it
+// (deleting the tree deletes its queued start), and a delete that read the
+// tree before fails on this turn's lock version (Provider.deleteInstances).
+func (tp *turnPlanner) orchestratorItems() error {
 	linked := map[string]bool{}
-	for _, w := range commit.OrchestratorItems {
-		if start, ok := w.(provider.StartOrchestrationItem); ok && start.ParentInstance != nil && *start.ParentInstance == id && !linked[start.Instance] {
+	for _, w := range tp.commit.OrchestratorItems {
+		if start, ok := w.(provider.StartOrchestrationItem); ok && start.ParentInstance != nil && *start.ParentInstance == tp.id && !linked[start.Instance] {
 			linked[start.Instance] = true
-			add(planAction{put: childLink(id, start.Instance)})
+			tp.add(planAction{put: childLink(tp.id, start.Instance)})
 		}
 	}
-	for i, w := range commit.OrchestratorItems {
+	for i, w := range tp.commit.OrchestratorItems {
 		data, err := provider.MarshalWorkItem(w)
 		if err != nil {
-			return plan, "", provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput, "encode orchestrator item %d: %v", i, err)
+			return provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput, "encode orchestrator item %d: %v", i, err)
 		}
-		digest.Write(data)
-		visible := provider.TurnVisibleAt(w, timeMs(now)).UnixMilli()
-		row, sig, size := p.orchestratorItem(w, data, visible)
-		add(planAction{put: row, limitSize: size})
-		plan.signals = append(plan.signals, sig)
+		tp.digest.Write(data)
+		visible := provider.TurnVisibleAt(w, timeMs(tp.now)).UnixMilli()
+		row, sig, size := tp.p.orchestratorItem(w, data, visible)
+		tp.add(planAction{put: row, limitSize: size})
+		tp.plan.signals = append(tp.plan.signals, sig)
 	}
+	return nil
+}
 
-	// The lock row after the turn: released, without the consumed
-	// messages' attempt counts.
-	attempts := maps.Clone(turn.attempts)
-	for _, sk := range turn.batch {
+// release plans the lock row after the turn: released, without the
+// consumed messages' attempt counts. Its size counts towards the
+// transaction's.
+func (tp *turnPlanner) release() {
+	attempts := maps.Clone(tp.turn.attempts)
+	for _, sk := range tp.turn.batch {
 		delete(attempts, sk)
 	}
-	plan.release = attempts
-	plan.size += itemsize.ItemSize(lockItem(id, turn.ver+1, attempts))
-	for _, a := range plan.actions {
+	tp.plan.release = attempts
+	tp.plan.size += itemsize.ItemSize(lockItem(tp.id, tp.turn.ver+1, attempts))
+}
+
+// checkRowSizes fails the turn, before anything is written, when a row it
+// puts exceeds MaxItemBytes. History rows are left out: encodeEvents
+// checked their events one by one, so that the error names the event.
+func (tp *turnPlanner) checkRowSizes() error {
+	for _, a := range tp.plan.actions {
 		if a.put == nil || a.eventID != 0 {
-			continue // events were checked above, each with its id
+			continue // events were checked by history, each with its id
 		}
 		size := a.limitSize
 		if size == 0 {
 			size = itemsize.ItemSize(a.put)
 		}
 		if size > MaxItemBytes {
-			return plan, "", provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput,
+			return provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput,
 				"turn of instance %q writes a %d-byte row (%s); one row must fit one DynamoDB item (%d bytes)",
-				id, size, describeKey(a.put), MaxItemBytes)
+				tp.id, size, describeKey(a.put), MaxItemBytes)
 		}
 	}
-	return plan, hex.EncodeToString(digest.Sum(nil)), nil
+	return nil
 }
 
 // execItem is an execution row.
@@ -655,7 +781,7 @@ func execItem(instance string, e *execRow) item {
 
 // metaItem is an instance's metadata row, with the status and completion
 // time of its current execution copied for the instances index, and its
-// figures (metrics.go). m.status must be current's status.
+// figures (contribution). m.status must be current's status.
 func metaItem(instance string, m *metaRow, current *execRow, shards int) item {
 	row := key(keys.InstancePK(instance), keys.Meta)
 	row[attrName] = s(m.name)
@@ -708,7 +834,7 @@ func cloneExec(e *execRow) *execRow {
 
 // workerItem is the worker row of an activity visible at nowMs, the
 // signal that announces it, and the row's size with its payload stored
-// uncompressed, which the limits apply to (payload.go).
+// uncompressed, which the limits apply to (Provider.setPayload).
 func (p *Provider) workerItem(w provider.ActivityExecuteItem, data []byte, nowMs int64) (item, queues.Signal, int) {
 	seq := p.nextSeq()
 	shard := keys.ShardOf(keys.WorkerRoutingKey(w.Instance, w.SessionID), p.o.Shards)
@@ -730,7 +856,7 @@ func (p *Provider) workerItem(w provider.ActivityExecuteItem, data []byte, nowMs
 
 // orchestratorItem is the queue row of a message visible at visibleMs, the
 // signal that announces it, and the row's size with its payload stored
-// uncompressed, which the limits apply to (payload.go).
+// uncompressed, which the limits apply to (Provider.setPayload).
 func (p *Provider) orchestratorItem(w provider.WorkItem, data []byte, visibleMs int64) (item, queues.Signal, int) {
 	seq := p.nextSeq()
 	target := w.TargetInstance()
@@ -742,7 +868,7 @@ func (p *Provider) orchestratorItem(w provider.WorkItem, data []byte, visibleMs 
 	row[attrReadySK] = s(readySK(visibleMs, seq))
 	size := p.setPayload(row, data)
 	// The signal names the row, so that a turn of this process holding the
-	// instance can tell whether it took the message (lockwait.go).
+	// instance can tell whether it took the message (lockWaits.heldSignal).
 	return row, queues.Signal{Kind: queues.Orchestrator, Shard: shard, Instance: target, Work: keys.QueueSK(seq), VisibleAt: timeMs(visibleMs)}, size
 }
 

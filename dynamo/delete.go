@@ -88,8 +88,10 @@ func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, forc
 	return p.deleteInstances(ctx, provider.OpDeleteInstancesAtomic, ids, force, 1)
 }
 
+// deleteInstances deletes the instances ids names, as
+// DeleteInstancesAtomic documents; tries counts the reads so far of a
+// delete whose instance records changed before its commit.
 func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string, force bool, tries int) (provider.DeleteInstanceResult, error) {
-	var res provider.DeleteInstanceResult
 	var set []string
 	for _, id := range ids {
 		if !slices.Contains(set, id) {
@@ -97,72 +99,13 @@ func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string,
 		}
 	}
 	if len(set) == 0 {
-		return res, nil
+		return provider.DeleteInstanceResult{}, nil
 	}
-	all := make([]*doomed, 0, len(set))
-	for _, id := range set {
-		d, err := p.collect(ctx, id)
-		if err != nil {
-			return res, translate(op, err)
-		}
-		if !force {
-			if e := d.st.currentExec(); e != nil && e.status == provider.StatusRunning {
-				return res, provider.StillRunning(op, id)
-			}
-		}
-		for _, c := range d.children {
-			if !slices.Contains(set, c) {
-				return res, provider.TreeChanged(op, id, c)
-			}
-		}
-		all = append(all, d)
+	all, err := p.collectDeletable(ctx, op, set, force)
+	if err != nil {
+		return provider.DeleteInstanceResult{}, err
 	}
-
-	// The commit: every metadata and lock row deleted. The lock row of a
-	// running instance only at the version read: a turn committed since
-	// may have started a child (it links its children in the same
-	// transaction), and only a running instance's turns start children.
-	var commit, rest []types.TransactWriteItem
-	cells := cellChanges{}
-	for _, d := range all {
-		running := false
-		if e := d.st.currentExec(); e != nil && e.status == provider.StatusRunning {
-			running = true
-		}
-		if d.st.meta != nil {
-			res.InstancesDeleted++
-			if parent := d.st.meta.parent; parent != "" && !slices.Contains(set, parent) {
-				rest = append(rest, deleteAction(p.table, key(keys.InstancePK(parent), keys.ChildSK(d.st.id))))
-			}
-		}
-		res.ExecutionsDeleted += uint64(len(d.st.execs))
-		res.EventsDeleted += d.events
-		res.QueueMessagesDeleted += d.queued
-		for _, row := range d.rows {
-			sk, _, _ := strAttr(row, attrSK)
-			a := deleteAction(p.table, row)
-			switch {
-			case (sk == keys.Meta || sk == keys.Lock) && strings.HasPrefix(row[attrPK].(*types.AttributeValueMemberS).Value, keys.InstancePrefix):
-				if sk == keys.Lock && running {
-					a.Delete.ConditionExpression = aws.String("#ver = :ver")
-					a.Delete.ExpressionAttributeNames = map[string]string{"#ver": attrLockVer}
-					a.Delete.ExpressionAttributeValues = map[string]types.AttributeValue{":ver": nu(d.st.lock.ver)}
-				}
-				if sk == keys.Meta && d.st.meta != nil {
-					// Its contribution leaves the counter cells: the
-					// record must be the one read (metrics.go).
-					c := figuresAsRead(d.st.meta)
-					a.Delete.ConditionExpression = aws.String(c.expr)
-					a.Delete.ExpressionAttributeNames, a.Delete.ExpressionAttributeValues = c.names, c.values
-					cells.add(d.st.id, d.st.meta, nil)
-				}
-				commit = append(commit, a)
-			default:
-				rest = append(rest, a)
-			}
-		}
-	}
-	commit = append(commit, p.cellActions(cells)...)
+	res, commit, rest := p.deleteActions(all, set)
 	if len(commit)+len(rest) <= maxTransactActions {
 		commit, rest = append(commit, rest...), nil
 	}
@@ -199,6 +142,81 @@ func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string,
 		return res, translate(op, err)
 	}
 	return res, nil
+}
+
+// collectDeletable collects every instance of set, in order, and fails
+// before anything is written when one may not go: running without force,
+// or with a child set leaves out.
+func (p *Provider) collectDeletable(ctx context.Context, op string, set []string, force bool) ([]*doomed, error) {
+	all := make([]*doomed, 0, len(set))
+	for _, id := range set {
+		d, err := p.collect(ctx, id)
+		if err != nil {
+			return nil, translate(op, err)
+		}
+		if !force {
+			if e := d.st.currentExec(); e != nil && e.status == provider.StatusRunning {
+				return nil, provider.StillRunning(op, id)
+			}
+		}
+		for _, c := range d.children {
+			if !slices.Contains(set, c) {
+				return nil, provider.TreeChanged(op, id, c)
+			}
+		}
+		all = append(all, d)
+	}
+	return all, nil
+}
+
+// deleteActions splits the deletes of the collected instances into the
+// commit, which must be one transaction, and the rest, and counts what
+// they remove. The commit deletes every metadata and lock row. The lock
+// row of a running instance only at the version read: a turn committed
+// since may have started a child (it links its children in the same
+// transaction), and only a running instance's turns start children.
+func (p *Provider) deleteActions(all []*doomed, set []string) (res provider.DeleteInstanceResult, commit, rest []types.TransactWriteItem) {
+	cells := cellChanges{}
+	for _, d := range all {
+		running := false
+		if e := d.st.currentExec(); e != nil && e.status == provider.StatusRunning {
+			running = true
+		}
+		if d.st.meta != nil {
+			res.InstancesDeleted++
+			if parent := d.st.meta.parent; parent != "" && !slices.Contains(set, parent) {
+				rest = append(rest, deleteAction(p.table, key(keys.InstancePK(parent), keys.ChildSK(d.st.id))))
+			}
+		}
+		res.ExecutionsDeleted += uint64(len(d.st.execs))
+		res.EventsDeleted += d.events
+		res.QueueMessagesDeleted += d.queued
+		for _, row := range d.rows {
+			sk, _, _ := strAttr(row, attrSK)
+			a := deleteAction(p.table, row)
+			switch {
+			case (sk == keys.Meta || sk == keys.Lock) && strings.HasPrefix(row[attrPK].(*types.AttributeValueMemberS).Value, keys.InstancePrefix):
+				if sk == keys.Lock && running {
+					a.Delete.ConditionExpression = aws.String("#ver = :ver")
+					a.Delete.ExpressionAttributeNames = map[string]string{"#ver": attrLockVer}
+					a.Delete.ExpressionAttributeValues = map[string]types.AttributeValue{":ver": nu(d.st.lock.ver)}
+				}
+				if sk == keys.Meta && d.st.meta != nil {
+					// Its contribution leaves the counter cells: the
+					// record must be the one read (figuresAsRead).
+					c := figuresAsRead(d.st.meta)
+					a.Delete.ConditionExpression = aws.String(c.expr)
+					a.Delete.ExpressionAttributeNames, a.Delete.ExpressionAttributeValues = c.names, c.values
+					cells.add(d.st.id, d.st.meta, nil)
+				}
+				commit = append(commit, a)
+			default:
+				rest = append(rest, a)
+			}
+		}
+	}
+	commit = append(commit, p.cellActions(cells)...)
+	return res, commit, rest
 }
 
 // maxAtomicDelete is the most instances one delete transaction takes: the
@@ -391,6 +409,28 @@ const maxPruneTries = 4
 // pruneOnce prunes on the state st read.
 func (p *Provider) pruneOnce(ctx context.Context, op string, st *instanceState, options provider.PruneOptions) (provider.PruneResult, error) {
 	var res provider.PruneResult
+	ids := pruneSelection(st, options)
+	if len(ids) == 0 {
+		return res, nil
+	}
+	all, err := p.prunedHistory(ctx, op, st, ids)
+	if err != nil {
+		return res, err
+	}
+	units, large := p.pruneUnits(keys.InstancePK(st.id), all)
+	if err := p.pruneTransactions(ctx, op, st, units, &res); err != nil {
+		return res, err
+	}
+	if err := p.pruneFlagged(ctx, keys.InstancePK(st.id), large, &res); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// pruneSelection returns the ids of the executions a prune of st removes,
+// in order: those options select, and those an earlier prune flagged,
+// which go whatever the options.
+func pruneSelection(st *instanceState, options provider.PruneOptions) []uint64 {
 	var ids []uint64
 	execs := make([]provider.ExecutionSummary, 0, len(st.execs))
 	for id, e := range st.execs {
@@ -401,16 +441,18 @@ func (p *Provider) pruneOnce(ctx context.Context, op string, st *instanceState, 
 		execs = append(execs, provider.ExecutionSummary{ID: id, Status: e.status, CompletedAtMs: e.completedAt})
 	}
 	ids = append(ids, provider.ExecutionsToPrune(execs, st.meta.current, options)...)
-	if len(ids) == 0 {
-		return res, nil
-	}
 	slices.Sort(ids)
+	return ids
+}
 
-	// The history keys of every selected execution, in one range.
+// prunedHistory reads the history keys of every selected execution (ids,
+// sorted) in one range and returns the executions, in order, with their
+// rows and events.
+func (p *Provider) prunedHistory(ctx context.Context, op string, st *instanceState, ids []uint64) ([]*pruned, error) {
 	pk := keys.InstancePK(st.id)
 	rows, err := p.queryPartition(ctx, pk, keys.HistoryPrefix(ids[0]), prefixEnd(keys.HistoryPrefix(ids[len(ids)-1])), attrSK, attrEventCount)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	byID := make(map[uint64]*pruned, len(ids))
 	all := make([]*pruned, 0, len(ids))
@@ -423,7 +465,7 @@ func (p *Provider) pruneOnce(ctx context.Context, op string, st *instanceState, 
 		sk, _, _ := strAttr(row, attrSK)
 		id, err := historyExecution(sk)
 		if err != nil {
-			return res, provider.Corrupt(op, err, "history row of instance %q: %v", st.id, err)
+			return nil, provider.Corrupt(op, err, "history row of instance %q: %v", st.id, err)
 		}
 		if e := byID[id]; e != nil {
 			e.rows = append(e.rows, key(pk, sk))
@@ -432,18 +474,20 @@ func (p *Provider) pruneOnce(ctx context.Context, op string, st *instanceState, 
 			}
 		}
 	}
+	return all, nil
+}
 
-	// Transactions: each execution that fits one is deleted whole, the
-	// others are flagged. An execution flagged by an earlier prune left
-	// the record's figures then; the others leave them now, in the
-	// transaction that deletes or flags them, beside the record's update,
-	// the change of its counter cell, and a check that no large turn is
-	// about to rewrite the record.
-	const beside = 3
-	var units []pruneUnit
-	var large []*pruned
+// pruneBeside is the number of actions beside the executions' in each
+// transaction of a prune: the instance record's update, the check of the
+// lock row (noStagedTurn) and the change of the counter cell.
+const pruneBeside = 3
+
+// pruneUnits plans the transactions' work: each execution that fits one
+// transaction is deleted whole, the others (large) are flagged, unless an
+// earlier prune flagged them already.
+func (p *Provider) pruneUnits(pk string, all []*pruned) (units []pruneUnit, large []*pruned) {
 	for _, e := range all {
-		if len(e.rows)+1+beside <= maxTransactActions {
+		if len(e.rows)+1+pruneBeside <= maxTransactActions {
 			u := pruneUnit{e: e}
 			for _, row := range e.rows {
 				u.actions = append(u.actions, deleteAction(p.table, row))
@@ -459,9 +503,20 @@ func (p *Provider) pruneOnce(ctx context.Context, op string, st *instanceState, 
 			units = append(units, pruneUnit{e: e, flag: true, actions: []types.TransactWriteItem{{Update: p.pruneFlag(pk, e.id)}}})
 		}
 	}
+	return units, large
+}
+
+// pruneTransactions sends units, as many as fit in each transaction, and
+// counts the executions deleted in res as each transaction commits. An
+// execution flagged by an earlier prune left the record's figures then;
+// the others leave them now, in the transaction that deletes or flags
+// them, beside the record's update, the change of its counter cell, and a
+// check that no large turn is about to rewrite the record. A transaction
+// refused for a condition fails with errPruneRaced.
+func (p *Provider) pruneTransactions(ctx context.Context, op string, st *instanceState, units []pruneUnit, res *provider.PruneResult) error {
 	meta := *st.meta
 	for len(units) > 0 {
-		n, size := 0, beside
+		n, size := 0, pruneBeside
 		for n < len(units) && size+len(units[n].actions) <= maxTransactActions {
 			size += len(units[n].actions)
 			n++
@@ -485,9 +540,9 @@ func (p *Provider) pruneOnce(ctx context.Context, op string, st *instanceState, 
 		}
 		if err := p.sendFresh(ctx, op, actions); err != nil {
 			if conditionFailedAt(cancelReasons(err)) >= 0 {
-				return res, errPruneRaced
+				return errPruneRaced
 			}
-			return res, err
+			return err
 		}
 		meta = next
 		for _, u := range group {
@@ -497,10 +552,15 @@ func (p *Provider) pruneOnce(ctx context.Context, op string, st *instanceState, 
 			}
 		}
 	}
+	return nil
+}
 
-	// The flagged executions: history first, the records last.
+// pruneFlagged deletes the flagged executions, large, in batches: history
+// first, the records last, so that an execution stays flagged, and gone
+// for readers, until all its history is, and counts them in res.
+func (p *Provider) pruneFlagged(ctx context.Context, pk string, large []*pruned, res *provider.PruneResult) error {
 	if len(large) == 0 {
-		return res, nil
+		return nil
 	}
 	var reqs, records []types.WriteRequest
 	for _, e := range large {
@@ -510,16 +570,16 @@ func (p *Provider) pruneOnce(ctx context.Context, op string, st *instanceState, 
 		records = append(records, types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: key(pk, keys.ExecSK(e.id))}})
 	}
 	if err := p.batchWrite(ctx, reqs); err != nil {
-		return res, err
+		return err
 	}
 	if err := p.batchWrite(ctx, records); err != nil {
-		return res, err
+		return err
 	}
 	for _, e := range large {
 		res.ExecutionsDeleted++
 		res.EventsDeleted += e.events
 	}
-	return res, nil
+	return nil
 }
 
 // unflaggedRecord conditions the delete or flag of an execution record on

@@ -56,31 +56,72 @@ func largeTurnID(lockToken string) string {
 // transaction.
 func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan turnPlan) error {
 	id := turn.st.id
-	pk := keys.InstancePK(id)
 	tid := largeTurnID(turn.token)
-
-	// A retry after the commit finishes the committed turn.
-	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: p.table, Key: key(pk, keys.Lock), ConsistentRead: aws.Bool(true)})
+	if settled, err := p.largeTurnRetried(ctx, turn, tid); settled {
+		return err
+	}
+	execID, err := p.checkLargeTurn(ctx, turn, plan)
 	if err != nil {
+		return err
+	}
+
+	// 1. Stage.
+	chunks, err := p.stageTurn(ctx, id, tid, plan.actions)
+	if err != nil {
+		return err
+	}
+
+	// 2. Commit: the fencing check, and the pointer to the staged turn.
+	commit := p.largeTurnCommit(turn, plan, tid, execID)
+	if err := p.sendFresh(ackBudget(ctx), provider.OpAckOrchestrationItem, commit); err != nil {
+		return p.largeCommitRefused(ctx, turn, tid, err)
+	}
+
+	// 3. Apply. Failures from here on leave a committed turn that any
+	// reader of the instance finishes; the ack reports them as retryable.
+	if err := p.applyStaged(ctx, id, tid, execID, chunks); err != nil {
+		if errors.Is(err, errTurnGone) {
+			return p.turnOutcome(ctx, id, tid)
+		}
 		return translate(provider.OpAckOrchestrationItem, err)
+	}
+	return translateNil(provider.OpAckOrchestrationItem, p.finishTurn(ctx, id, tid, execID, turn.attempts, turn.batch))
+}
+
+// largeTurnRetried reads the lock row before a large turn is staged, so
+// that a retry after the commit finishes the committed turn instead of
+// staging it again. settled reports that the ack's outcome is known (err,
+// nil for a turn that is in); otherwise the lock is held and live.
+func (p *Provider) largeTurnRetried(ctx context.Context, turn *turnState, tid string) (settled bool, err error) {
+	id := turn.st.id
+	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: p.table, Key: key(keys.InstancePK(id), keys.Lock), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return true, translate(provider.OpAckOrchestrationItem, err)
 	}
 	lock, err := parseState(id, []item{out.Item})
 	if err == nil && out.Item != nil && lock.lock.turnDone == tid {
-		return nil // a retry of a turn someone finished meanwhile
+		return true, nil // a retry of a turn someone finished meanwhile
 	}
 	if err != nil || out.Item == nil || lock.lock.token != turn.token {
-		return invalidToken(provider.OpAckOrchestrationItem)
+		return true, invalidToken(provider.OpAckOrchestrationItem)
 	}
 	if lock.lock.turn == tid {
-		return translateNil(provider.OpAckOrchestrationItem, p.rollForward(ctx, id, tid))
+		return true, translateNil(provider.OpAckOrchestrationItem, p.rollForward(ctx, id, tid))
 	}
 	if !lock.lock.live(p.nowMs()) {
-		return invalidToken(provider.OpAckOrchestrationItem)
+		return true, invalidToken(provider.OpAckOrchestrationItem)
 	}
+	return false, nil
+}
 
-	// History rows cannot be conditioned in batches: check for duplicates
-	// now, under the lock (only the lock holder appends to a turn's
-	// execution).
+// checkLargeTurn makes, under the lock, the checks that the staged writes
+// cannot carry as conditions, and returns the execution the turn's history
+// belongs to (0 when it writes none). History rows cannot be conditioned
+// in batches: duplicates are checked now (only the lock holder appends to
+// a turn's execution). Staged writes cannot be conditioned either
+// (applying one twice must succeed): the rows the one-transaction ack
+// conditions on are checked being as read.
+func (p *Provider) checkLargeTurn(ctx context.Context, turn *turnState, plan turnPlan) (uint64, error) {
 	var execID uint64
 	for _, a := range plan.actions {
 		if a.eventID == 0 {
@@ -89,39 +130,53 @@ func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan tu
 		sk, _, _ := strAttr(a.put, attrSK)
 		execID, _, _ = keys.ParseHistorySK(sk)
 	}
-	if err := p.checkNewEvents(ctx, provider.OpAckOrchestrationItem, id, execID, plan.actions); err != nil {
-		return err
+	if err := p.checkNewEvents(ctx, provider.OpAckOrchestrationItem, turn.st.id, execID, plan.actions); err != nil {
+		return 0, err
 	}
-	// Staged writes cannot be conditioned either (applying one twice must
-	// succeed): check the rows the one-transaction ack conditions on being
-	// as read.
 	if changed, err := p.changedSinceRead(ctx, turn); err != nil {
-		return translate(provider.OpAckOrchestrationItem, err)
+		return 0, translate(provider.OpAckOrchestrationItem, err)
 	} else if changed {
-		return p.staleRead(ctx, turn)
+		return 0, p.staleRead(ctx, turn)
 	}
+	return execID, nil
+}
 
-	// 1. Stage.
-	chunks := chunkActions(plan.actions)
+// stageTurn writes the staging rows of large turn tid of instance id, its
+// actions in chunks of one apply transaction each, and returns the chunks.
+// It fails before writing when a staging row exceeds the item limit.
+func (p *Provider) stageTurn(ctx context.Context, id, tid string, actions []planAction) ([][]planAction, error) {
+	chunks := chunkActions(actions)
 	expires := p.o.Now().Add(stageTTL).Unix()
 	stage := make([]item, len(chunks))
 	for i, chunk := range chunks {
-		row := key(pk, keys.StageSK(tid, i))
+		row := key(keys.InstancePK(id), keys.StageSK(tid, i))
 		row[attrActions] = encodeStaged(chunk)
 		row[attrExpiresAt] = n(expires)
 		if size := itemsize.ItemSize(row); size > dynamoItemLimit {
 			// One row near the item limit, carried under a long key.
-			return provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput,
+			return nil, provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput,
 				"turn of instance %q is too large for one transaction and holds a %d-byte row (%s) that the staged protocol cannot carry (%d bytes with its staging key); make the row smaller",
 				id, itemsize.ItemSize(chunk[0].put), describeKey(chunk[0].put), size)
 		}
 		stage[i] = row
 	}
 	if err := p.batchPut(ctx, stage); err != nil {
-		return translate(provider.OpAckOrchestrationItem, err)
+		return nil, translate(provider.OpAckOrchestrationItem, err)
 	}
+	return chunks, nil
+}
 
-	// 2. Commit: the fencing check, and the pointer to the staged turn.
+// largeTurnCommit is the commit transaction of large turn tid: the lock
+// row's update, conditioned on the token and a live lease (the fencing
+// check), that points to the staged turn. It goes in one transaction with
+// a check that the instance record is as the fetch read it (the staged put
+// of the record replaces it, figures and all: a prune that changed them
+// before the commit fails the commit, and one after it waits for the
+// apply, noStagedTurn), and with the change of the counter cell, so that
+// it is added once: a resend after a lost response carries the same
+// ClientRequestToken.
+func (p *Provider) largeTurnCommit(turn *turnState, plan turnPlan, tid string, execID uint64) []types.TransactWriteItem {
+	pk := keys.InstancePK(turn.st.id)
 	now := p.nowMs()
 	set, remove := "SET #turn = :tid, #texec = :exec, #kvd = :kvd", ""
 	names := map[string]string{
@@ -138,12 +193,6 @@ func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan tu
 	} else {
 		remove = " REMOVE #hexec, #hlen"
 	}
-	// In one transaction with a check that the instance record is as the
-	// fetch read it (the staged put of the record replaces it, figures and
-	// all: a prune that changed them before the commit fails the commit,
-	// and one after it waits for the apply, metrics.go), and with the
-	// change of the counter cell, so that it is added once: a resend after
-	// a lost response carries the same ClientRequestToken.
 	commit := []types.TransactWriteItem{
 		{Update: &types.Update{
 			TableName:                 p.table,
@@ -158,36 +207,33 @@ func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan tu
 	if plan.cell != nil {
 		commit = append(commit, types.TransactWriteItem{Update: plan.cell})
 	}
-	if err := p.sendFresh(ackBudget(ctx), provider.OpAckOrchestrationItem, commit); err != nil {
-		switch conditionFailedAt(cancelReasons(err)) {
-		case 0:
-			// An earlier attempt of this call may have committed.
-			out, gerr := p.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: p.table, Key: key(pk, keys.Lock), ConsistentRead: aws.Bool(true)})
-			if gerr != nil {
-				return translate(provider.OpAckOrchestrationItem, gerr)
-			}
-			if pending, _, _ := strAttr(out.Item, attrTurn); pending == tid {
-				return translateNil(provider.OpAckOrchestrationItem, p.rollForward(ctx, id, tid))
-			}
-			if done, _, _ := strAttr(out.Item, attrTurnDone); done == tid {
-				return nil
-			}
-			return invalidToken(provider.OpAckOrchestrationItem)
-		case 1:
-			return p.staleRead(ctx, turn)
-		}
-		return translate(provider.OpAckOrchestrationItem, err)
-	}
+	return commit
+}
 
-	// 3. Apply. Failures from here on leave a committed turn that any
-	// reader of the instance finishes; the ack reports them as retryable.
-	if err := p.applyStaged(ctx, id, tid, execID, chunks); err != nil {
-		if errors.Is(err, errTurnGone) {
-			return p.turnOutcome(ctx, id, tid)
+// largeCommitRefused is the outcome of an ack whose large-turn commit
+// failed with err. A refused fencing check may be an earlier attempt of
+// this call having committed: the lock row tells, and a committed turn is
+// finished. A changed instance record is a stale read.
+func (p *Provider) largeCommitRefused(ctx context.Context, turn *turnState, tid string, err error) error {
+	id := turn.st.id
+	switch conditionFailedAt(cancelReasons(err)) {
+	case 0:
+		// An earlier attempt of this call may have committed.
+		out, gerr := p.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: p.table, Key: key(keys.InstancePK(id), keys.Lock), ConsistentRead: aws.Bool(true)})
+		if gerr != nil {
+			return translate(provider.OpAckOrchestrationItem, gerr)
 		}
-		return translate(provider.OpAckOrchestrationItem, err)
+		if pending, _, _ := strAttr(out.Item, attrTurn); pending == tid {
+			return translateNil(provider.OpAckOrchestrationItem, p.rollForward(ctx, id, tid))
+		}
+		if done, _, _ := strAttr(out.Item, attrTurnDone); done == tid {
+			return nil
+		}
+		return invalidToken(provider.OpAckOrchestrationItem)
+	case 1:
+		return p.staleRead(ctx, turn)
 	}
-	return translateNil(provider.OpAckOrchestrationItem, p.finishTurn(ctx, id, tid, execID, turn.attempts, turn.batch))
+	return translate(provider.OpAckOrchestrationItem, err)
 }
 
 // translateNil is translate that keeps nil.

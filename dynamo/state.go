@@ -48,7 +48,7 @@ type metaRow struct {
 	// status is the current execution's status as the record holds it
 	// ("" when it holds none).
 	status string
-	// execs and events are the record's figures (metrics.go): the
+	// execs and events are the record's figures (contribution): the
 	// instance's executions, and the events of those with a terminal
 	// status.
 	execs, events uint64
@@ -83,11 +83,11 @@ type lockRow struct {
 	// smallPast holds the smallDone records before smallDone, newest
 	// first, at most smallPastLen (stored joined by commas): a process
 	// whose cached history ends at one of those turns reads only the rows
-	// after it (historycache.go).
+	// after it (historyCache).
 	smallPast []string
 	// histMark changes whenever history is written outside turns
 	// (AppendWithExecution), so that cached histories are not used
-	// (historycache.go).
+	// (historyCache).
 	histMark string
 	// updatedAt is when the last turn was acked (epoch ms): kept on the
 	// lock row, which every ack writes, so that #META is written only
@@ -96,8 +96,8 @@ type lockRow struct {
 	// kvDigest is the digest of the KV rows the last turn left (kvDigest;
 	// "" when unknown).
 	kvDigest string
-	// histEnd is where the last turn left the history (historyend.go;
-	// nil when unknown).
+	// histEnd is where the last turn left the history
+	// (Provider.settledHistory; nil when unknown).
 	histEnd *historyEnd
 }
 
@@ -244,78 +244,12 @@ func parseState(instance string, rows []item) (*instanceState, error) {
 		sk := d.str(row, attrSK)
 		switch {
 		case sk == keys.Meta:
-			m := &metaRow{
-				name:         d.str(row, attrName),
-				version:      d.str(row, attrVersion),
-				current:      d.uint(row, attrCurrent),
-				parent:       d.str(row, attrParent),
-				cstat:        d.optStr(row, attrCStatus),
-				cstatVersion: d.uint(row, attrCStatusVer),
-				createdAt:    d.int(row, attrCreatedAt),
-				updatedAt:    d.int(row, attrUpdatedAt),
-				status:       d.str(row, attrStatus),
-				execs:        d.uint(row, attrExecCount),
-				events:       d.uint(row, attrEndedEvs),
-			}
-			if _, ok := row[attrExecStartedAt]; ok {
-				e := &execRow{id: m.current, status: d.str(row, attrStatus), startedAt: d.int(row, attrExecStartedAt)}
-				if _, ok := row[attrCompletedAt]; ok {
-					c := d.int(row, attrCompletedAt)
-					e.completedAt, e.partial = &c, true
-				}
-				if pin := d.optStr(row, attrExecPinned); pin != nil {
-					v, err := provider.ParseSemVer(*pin)
-					if err != nil {
-						d.keep(fmt.Errorf("%w: pinned version of execution %d in the instance record: %v", provider.ErrCorruptData, m.current, err))
-					}
-					e.pinned = &v
-				}
-				m.currentCopy = e
-			}
-			st.meta = m
+			st.meta = parseMetaRow(&d, row)
 		case sk == keys.Lock:
-			st.lock = lockRow{
-				exists: true,
-				token:  d.str(row, attrToken),
-				until:  d.int(row, attrLockUntil),
-				ver:    d.uint(row, attrLockVer),
-				turn:   d.str(row, attrTurn),
-			}
-			st.lock.turnExec = d.uint(row, attrTurnExec)
-			st.lock.turnDone = d.str(row, attrTurnDone)
-			st.lock.smallDone = d.str(row, attrSmallDone)
-			if past := d.str(row, attrSmallPast); past != "" {
-				st.lock.smallPast = strings.Split(past, ",")
-			}
-			st.lock.histMark = d.str(row, attrHistMark)
-			st.lock.updatedAt = d.int(row, attrUpdatedAt)
-			st.lock.kvDigest = d.str(row, attrKVDigest)
-			if _, ok := row[attrHistLen]; ok {
-				st.lock.histEnd = &historyEnd{exec: d.uint(row, attrHistExec), events: d.uint(row, attrHistLen)}
-			}
-			st.lock.attempts, st.lock.batch = decodeLockLists(&d, row)
+			st.lock = parseLockRow(&d, row)
 		case strings.HasPrefix(sk, keys.ExecPrefix):
-			id, err := keys.ParseNum20(sk[len(keys.ExecPrefix):])
-			d.keep(err)
-			e := &execRow{
-				id:        id,
-				status:    d.str(row, attrStatus),
-				output:    d.optStr(row, attrOutput),
-				startedAt: d.int(row, attrStartedAt),
-			}
-			_, e.pruning = row[attrPruning]
-			if _, ok := row[attrCompletedAt]; ok {
-				c := d.int(row, attrCompletedAt)
-				e.completedAt = &c
-			}
-			if pin := d.optStr(row, attrPinned); pin != nil {
-				v, err := provider.ParseSemVer(*pin)
-				if err != nil {
-					d.keep(fmt.Errorf("%w: pinned version of execution %d: %v", provider.ErrCorruptData, id, err))
-				}
-				e.pinned = &v
-			}
-			st.execs[id] = e
+			e := parseExecRow(&d, sk, row)
+			st.execs[e.id] = e
 		case strings.HasPrefix(sk, keys.QueuePrefix):
 			st.msgs = append(st.msgs, queueRow{
 				sk:      sk,
@@ -325,23 +259,115 @@ func parseState(instance string, rows []item) (*instanceState, error) {
 				visible: d.int(row, attrVisible),
 			})
 		case strings.HasPrefix(sk, keys.KVPrefix), strings.HasPrefix(sk, keys.KVHashedPrefix):
-			k := d.str(row, attrKVKey)
-			r := d.kvRow(row)
-			if r.stored != nil {
-				st.kvStore[k] = *r.stored
-			}
-			if r.set != nil || r.cleared {
-				if st.kvDelta.Entries == nil {
-					st.kvDelta.Entries = map[string]*provider.KVEntry{}
-				}
-				st.kvDelta.Entries[k] = r.set
-			}
+			st.addKVRow(&d, row)
 		}
 	}
 	if d.err != nil {
 		return nil, d.err
 	}
 	return st, nil
+}
+
+// parseMetaRow decodes the instance record, with its copy of the current
+// execution's record when it holds one (metaItem); d keeps the first
+// error.
+func parseMetaRow(d *decoder, row item) *metaRow {
+	m := &metaRow{
+		name:         d.str(row, attrName),
+		version:      d.str(row, attrVersion),
+		current:      d.uint(row, attrCurrent),
+		parent:       d.str(row, attrParent),
+		cstat:        d.optStr(row, attrCStatus),
+		cstatVersion: d.uint(row, attrCStatusVer),
+		createdAt:    d.int(row, attrCreatedAt),
+		updatedAt:    d.int(row, attrUpdatedAt),
+		status:       d.str(row, attrStatus),
+		execs:        d.uint(row, attrExecCount),
+		events:       d.uint(row, attrEndedEvs),
+	}
+	if _, ok := row[attrExecStartedAt]; ok {
+		e := &execRow{id: m.current, status: d.str(row, attrStatus), startedAt: d.int(row, attrExecStartedAt)}
+		if _, ok := row[attrCompletedAt]; ok {
+			c := d.int(row, attrCompletedAt)
+			e.completedAt, e.partial = &c, true
+		}
+		if pin := d.optStr(row, attrExecPinned); pin != nil {
+			v, err := provider.ParseSemVer(*pin)
+			if err != nil {
+				d.keep(fmt.Errorf("%w: pinned version of execution %d in the instance record: %v", provider.ErrCorruptData, m.current, err))
+			}
+			e.pinned = &v
+		}
+		m.currentCopy = e
+	}
+	return m
+}
+
+// parseLockRow decodes the lock row; d keeps the first error.
+func parseLockRow(d *decoder, row item) lockRow {
+	l := lockRow{
+		exists: true,
+		token:  d.str(row, attrToken),
+		until:  d.int(row, attrLockUntil),
+		ver:    d.uint(row, attrLockVer),
+		turn:   d.str(row, attrTurn),
+	}
+	l.turnExec = d.uint(row, attrTurnExec)
+	l.turnDone = d.str(row, attrTurnDone)
+	l.smallDone = d.str(row, attrSmallDone)
+	if past := d.str(row, attrSmallPast); past != "" {
+		l.smallPast = strings.Split(past, ",")
+	}
+	l.histMark = d.str(row, attrHistMark)
+	l.updatedAt = d.int(row, attrUpdatedAt)
+	l.kvDigest = d.str(row, attrKVDigest)
+	if _, ok := row[attrHistLen]; ok {
+		l.histEnd = &historyEnd{exec: d.uint(row, attrHistExec), events: d.uint(row, attrHistLen)}
+	}
+	l.attempts, l.batch = decodeLockLists(d, row)
+	return l
+}
+
+// parseExecRow decodes the execution record at sort key sk; d keeps the
+// first error.
+func parseExecRow(d *decoder, sk string, row item) *execRow {
+	id, err := keys.ParseNum20(sk[len(keys.ExecPrefix):])
+	d.keep(err)
+	e := &execRow{
+		id:        id,
+		status:    d.str(row, attrStatus),
+		output:    d.optStr(row, attrOutput),
+		startedAt: d.int(row, attrStartedAt),
+	}
+	_, e.pruning = row[attrPruning]
+	if _, ok := row[attrCompletedAt]; ok {
+		c := d.int(row, attrCompletedAt)
+		e.completedAt = &c
+	}
+	if pin := d.optStr(row, attrPinned); pin != nil {
+		v, err := provider.ParseSemVer(*pin)
+		if err != nil {
+			d.keep(fmt.Errorf("%w: pinned version of execution %d: %v", provider.ErrCorruptData, id, err))
+		}
+		e.pinned = &v
+	}
+	return e
+}
+
+// addKVRow decodes a KV row into st's store and the current execution's
+// delta; d keeps the first error.
+func (st *instanceState) addKVRow(d *decoder, row item) {
+	k := d.str(row, attrKVKey)
+	r := d.kvRow(row)
+	if r.stored != nil {
+		st.kvStore[k] = *r.stored
+	}
+	if r.set != nil || r.cleared {
+		if st.kvDelta.Entries == nil {
+			st.kvDelta.Entries = map[string]*provider.KVEntry{}
+		}
+		st.kvDelta.Entries[k] = r.set
+	}
 }
 
 // decodeLockLists reads the attempt map and batch list of a lock row.
@@ -404,7 +430,7 @@ func (st *instanceState) cloneKV() (map[string]provider.KVEntry, provider.KVDelt
 	return maps.Clone(st.kvStore), delta
 }
 
-// decodeHistory decodes stored history rows (historyrows.go), in order. A
+// decodeHistory decodes stored history rows (packHistory), in order. A
 // failure wraps [provider.ErrCorruptData].
 func decodeHistory(op, instance string, executionID uint64, rows []item) ([]provider.Event, error) {
 	events, _, err := decodeHistorySized(op, instance, executionID, rows)
