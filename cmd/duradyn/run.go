@@ -221,22 +221,20 @@ func (a *app) exit(err error) int {
 // envDefaults sets the globals from the environment.
 func (a *app) envDefaults() error {
 	g := &a.g
-	g.table = a.getenv("DURADYN_TABLE")
+	// The library's rule (dynamo.NewFromEnv reads the same).
+	env, err := dynamo.ReadEnv(a.getenv)
+	if err != nil {
+		return usageError("%v", err)
+	}
+	g.table, g.orchQueue, g.workerQueue = env.Table, env.OrchestratorQueueURL, env.WorkerQueueURL
+	g.ddbEndpoint, g.sqsEndpoint = env.DynamoDBEndpoint, env.SQSEndpoint
+	if env.Shards != 0 {
+		g.shards, g.shardsSource = env.Shards, "DURADYN_SHARDS"
+	}
 	g.region = firstNonEmpty(a.getenv("AWS_REGION"), a.getenv("AWS_DEFAULT_REGION"))
-	g.orchQueue = a.getenv("DURADYN_ORCHESTRATOR_QUEUE_URL")
-	g.workerQueue = a.getenv("DURADYN_WORKER_QUEUE_URL")
-	g.ddbEndpoint = firstNonEmpty(a.getenv("DURADYN_DYNAMODB_ENDPOINT"), a.getenv("AWS_ENDPOINT_URL_DYNAMODB"), a.getenv("AWS_ENDPOINT_URL"))
-	g.sqsEndpoint = firstNonEmpty(a.getenv("DURADYN_SQS_ENDPOINT"), a.getenv("AWS_ENDPOINT_URL_SQS"), a.getenv("AWS_ENDPOINT_URL"))
 	g.output = firstNonEmpty(a.getenv("DURADYN_OUTPUT"), "text")
 	g.progress = 100
 	g.timeout = -1 // not given: defaultTimeout, or none for a command that waits
-	if v := a.getenv("DURADYN_SHARDS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return usageError("DURADYN_SHARDS=%q is not a number", v)
-		}
-		g.shards, g.shardsSource = n, "DURADYN_SHARDS"
-	}
 	if v := a.getenv("DURADYN_PROGRESS_EVERY"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
