@@ -46,3 +46,19 @@ func ExampleNew() {
 		log.Printf("turn of %s with %d messages", item.Instance, len(item.Messages))
 	}
 }
+
+// ExampleNewFromEnv builds a worker's provider from the environment the
+// duradyn command reads (DURADYN_TABLE, the queue URLs, the endpoints, and
+// the SDK's region and credentials), so that one set of exported variables
+// serves both. It needs a table, so it is compiled but not run.
+func ExampleNewFromEnv() {
+	ctx := context.Background()
+	p, err := dynamo.NewFromEnv(ctx, func(o *dynamo.Options) {
+		o.RequestTimeout = 5 * time.Second // options set here win over the environment
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer p.Close()
+	log.Printf("provider %s on the table of DURADYN_TABLE", p.Name())
+}
