@@ -110,9 +110,13 @@ func (c *Client) StartOrchestration(ctx context.Context, instanceID, name string
 
 // RaiseEvent delivers the external event name with payload data (encoded as
 // for [Client.StartOrchestration]) to instance instanceID. An event that
-// arrives before the orchestration waits for it is recorded but not
-// delivered; one sent to a finished instance is dropped. An empty
-// instanceID or name fails with an error wrapping [provider.ErrInvalidInput].
+// arrives before the orchestration's [WaitForEvent] is recorded in its
+// history is recorded but never delivered (duroxide's rule): raise only
+// once the instance waits (its history holds the wait), or send with
+// [Client.EnqueueEvent] to a queue the orchestration reads with [Dequeue],
+// which keeps messages until they are taken. One sent to a finished
+// instance is dropped. An empty instanceID or name fails with an error
+// wrapping [provider.ErrInvalidInput].
 func (c *Client) RaiseEvent(ctx context.Context, instanceID, name string, data any) error {
 	op := clientOp("raise event", instanceID)
 	if err := checkInstanceID(op, instanceID); err != nil {

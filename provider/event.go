@@ -172,7 +172,10 @@ type ExternalSubscribedCancelled struct {
 type SubOrchestrationScheduled struct {
 	// Name is the child orchestration's name.
 	Name string `json:"name"`
-	// Instance is the child instance id as scheduled.
+	// Instance is the child instance id as scheduled, relative to the
+	// parent when it begins with "sub::": an id the runtime chose
+	// ("sub::N", or "sub::E.N" in executions after the first) names the
+	// instance "<parent id>::sub::N". Any other id is the child's own.
 	Instance string `json:"instance"`
 	// Input is the child's input.
 	Input string `json:"input"`
