@@ -84,30 +84,10 @@ func (r *Runtime) processOrchestration(ctx context.Context, item *provider.Orche
 		r.abandonOrchestration(ctx, log, item, time.Second, false)
 		return
 	}
-	in := replay.Input{
-		Item:         item,
-		Now:          r.opts.Now(),
-		Resolve:      r.reg.resolve,
-		Env:          &turnEnv{logger: r.opts.Logger},
-		YieldTimeout: r.opts.TurnTimeout,
-		Keep:         r.held.enabled(),
-	}
-	if item.AttemptCount > r.opts.MaxAttempts {
-		in.Abort = provider.PoisonDetails{
-			AttemptCount: item.AttemptCount, MaxAttempts: r.opts.MaxAttempts,
-			MessageType: provider.PoisonOrchestration{Instance: item.Instance, ExecutionID: item.ExecutionID},
-			Message:     messagesJSON(item.Messages),
-		}
-		log.Error("orchestration poisoned", "attempts", item.AttemptCount, "max_attempts", r.opts.MaxAttempts)
-		tt.poisoned()
-	}
+	in := r.turnInput(log, item, tt)
 	turnCtx, endTurn := context.WithCancel(ctx)
 	defer endTurn()
-	lost := make(chan error, 1)
-	l := r.newLease(r.opts.OrchestratorLockTimeout, r.opts.OrchestratorLockRenewalBuffer, func(ctx context.Context, extendFor time.Duration) error {
-		return r.p.RenewOrchestrationItemLock(ctx, item.LockToken, extendFor)
-	})
-	go l.keep(turnCtx, expiryOf(item.LeaseExpiry, fetched, r.opts.OrchestratorLockTimeout), func(err error) { lost <- err })
+	lost := r.keepTurnLease(turnCtx, item, fetched)
 	turn, err := replay.Resume(held, in)
 	held = nil
 	if turn != nil {
@@ -116,19 +96,8 @@ func (r *Runtime) processOrchestration(ctx context.Context, item *provider.Orche
 		held, turn.Held = turn.Held, nil
 		tt.resumed(turn.Resumed)
 	}
-	switch {
-	case errors.Is(err, replay.ErrUnregistered):
-		delay := r.opts.UnregisteredBackoff.Delay(item.AttemptCount)
-		log.Warn("orchestration not registered; retrying later", "error", err, "attempt", item.AttemptCount, "backoff", delay)
-		r.abandonOrchestration(ctx, log, item, delay, false)
-		return
-	case errors.Is(err, coro.ErrStuck):
-		log.Error("orchestration code did not yield; its goroutine is left running", "error", err, "turn_timeout", r.opts.TurnTimeout)
-		r.abandonOrchestration(ctx, log, item, time.Second, false)
-		return
-	case err != nil:
-		log.Error("orchestration turn failed", "error", err)
-		r.abandonOrchestration(ctx, log, item, time.Second, false)
+	if err != nil {
+		r.turnFailed(ctx, log, item, err)
 		return
 	}
 	if turn.Panic != nil {
@@ -158,6 +127,57 @@ func (r *Runtime) processOrchestration(ctx context.Context, item *provider.Orche
 	if r.commitTurn(ctx, log, item, in, turn) {
 		r.held.put(item.Instance, held)
 		held = nil
+	}
+}
+
+// turnInput is what the replay of item's turn starts from; an item
+// delivered more than MaxAttempts times is poisoned.
+func (r *Runtime) turnInput(log *slog.Logger, item *provider.OrchestrationItem, tt *turnTelemetry) replay.Input {
+	in := replay.Input{
+		Item:         item,
+		Now:          r.opts.Now(),
+		Resolve:      r.reg.resolve,
+		Env:          &turnEnv{logger: r.opts.Logger},
+		YieldTimeout: r.opts.TurnTimeout,
+		Keep:         r.held.enabled(),
+	}
+	if item.AttemptCount > r.opts.MaxAttempts {
+		in.Abort = provider.PoisonDetails{
+			AttemptCount: item.AttemptCount, MaxAttempts: r.opts.MaxAttempts,
+			MessageType: provider.PoisonOrchestration{Instance: item.Instance, ExecutionID: item.ExecutionID},
+			Message:     messagesJSON(item.Messages),
+		}
+		log.Error("orchestration poisoned", "attempts", item.AttemptCount, "max_attempts", r.opts.MaxAttempts)
+		tt.poisoned()
+	}
+	return in
+}
+
+// keepTurnLease keeps the lease of item's lock until ctx ends; the channel
+// receives the reason once the lock is lost (lease.keep).
+func (r *Runtime) keepTurnLease(ctx context.Context, item *provider.OrchestrationItem, fetched time.Time) <-chan error {
+	lost := make(chan error, 1)
+	l := r.newLease(r.opts.OrchestratorLockTimeout, r.opts.OrchestratorLockRenewalBuffer, func(ctx context.Context, extendFor time.Duration) error {
+		return r.p.RenewOrchestrationItemLock(ctx, item.LockToken, extendFor)
+	})
+	go l.keep(ctx, expiryOf(item.LeaseExpiry, fetched, r.opts.OrchestratorLockTimeout), func(err error) { lost <- err })
+	return lost
+}
+
+// turnFailed abandons a turn whose replay failed, for a retry after a
+// delay that suits the failure.
+func (r *Runtime) turnFailed(ctx context.Context, log *slog.Logger, item *provider.OrchestrationItem, err error) {
+	switch {
+	case errors.Is(err, replay.ErrUnregistered):
+		delay := r.opts.UnregisteredBackoff.Delay(item.AttemptCount)
+		log.Warn("orchestration not registered; retrying later", "error", err, "attempt", item.AttemptCount, "backoff", delay)
+		r.abandonOrchestration(ctx, log, item, delay, false)
+	case errors.Is(err, coro.ErrStuck):
+		log.Error("orchestration code did not yield; its goroutine is left running", "error", err, "turn_timeout", r.opts.TurnTimeout)
+		r.abandonOrchestration(ctx, log, item, time.Second, false)
+	default:
+		log.Error("orchestration turn failed", "error", err)
+		r.abandonOrchestration(ctx, log, item, time.Second, false)
 	}
 }
 
