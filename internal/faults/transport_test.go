@@ -207,55 +207,48 @@ func TestTransportStallRequest(t *testing.T) {
 	wantCounts(t, f.tr, "PutItem", 0, 1)
 }
 
-// A slow response arrives after its delay; a deadline before then fails
-// the call, after the write took effect.
-func TestTransportSlowResponse(t *testing.T) {
+// A slow response arrives after its delay, and a delayed request is sent
+// after it; a deadline before then fails the call, after the write took
+// effect (slow response) or unsent (delayed request).
+func TestTransportSlowResponseAndDelayRequest(t *testing.T) {
 	t.Parallel()
-	f := newNetFixture(t, false)
-	f.tr.Add(faults.NetRule{Ops: []string{"PutItem"}, Fault: faults.SlowResponse(200 * time.Millisecond)})
-	start := time.Now()
-	if err := f.put(t.Context(), f.client(0), "slow", "1", false); err != nil {
-		t.Fatalf("PutItem: %v", err)
+	for _, c := range []struct {
+		name    string
+		fault   faults.NetFault
+		applied bool // whether a call cut by its deadline was applied
+	}{
+		{"slow response", faults.SlowResponse(200 * time.Millisecond), true},
+		{"delayed request", faults.DelayRequest(200 * time.Millisecond), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			f := newNetFixture(t, false)
+			f.tr.Add(faults.NetRule{Ops: []string{"PutItem"}, Fault: c.fault})
+			start := time.Now()
+			if err := f.put(t.Context(), f.client(0), "on-time", "1", false); err != nil {
+				t.Fatalf("PutItem: %v", err)
+			}
+			if took := time.Since(start); took < 200*time.Millisecond {
+				t.Errorf("PutItem took %v, want at least 200ms", took)
+			}
+			ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+			defer cancel()
+			if err := f.put(ctx, f.client(0), "cut", "1", false); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("PutItem with a 50ms deadline: %v, want context.DeadlineExceeded", err)
+			}
+			if f.stored(t, "on-time") == nil {
+				t.Error("the item of the call that waited is absent")
+			}
+			if got := f.stored(t, "cut") != nil; got != c.applied {
+				t.Errorf("the item of the call cut by its deadline written: %v, want %v", got, c.applied)
+			}
+			sent := 1
+			if c.applied {
+				sent = 2
+			}
+			wantCounts(t, f.tr, "PutItem", sent, 2)
+		})
 	}
-	if took := time.Since(start); took < 200*time.Millisecond {
-		t.Errorf("PutItem took %v, want at least 200ms", took)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	defer cancel()
-	if err := f.put(ctx, f.client(0), "too-slow", "1", false); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("PutItem with a 50ms deadline: %v, want context.DeadlineExceeded", err)
-	}
-	if f.stored(t, "slow") == nil || f.stored(t, "too-slow") == nil {
-		t.Error("an item is absent: a write was not applied")
-	}
-	wantCounts(t, f.tr, "PutItem", 2, 2)
-}
-
-// A delayed request is sent after its delay; a deadline before then fails
-// the call, unsent.
-func TestTransportDelayRequest(t *testing.T) {
-	t.Parallel()
-	f := newNetFixture(t, false)
-	f.tr.Add(faults.NetRule{Ops: []string{"PutItem"}, Fault: faults.DelayRequest(200 * time.Millisecond)})
-	start := time.Now()
-	if err := f.put(t.Context(), f.client(0), "delayed", "1", false); err != nil {
-		t.Fatalf("PutItem: %v", err)
-	}
-	if took := time.Since(start); took < 200*time.Millisecond {
-		t.Errorf("PutItem took %v, want at least 200ms", took)
-	}
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	defer cancel()
-	if err := f.put(ctx, f.client(0), "too-late", "1", false); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("PutItem with a 50ms deadline: %v, want context.DeadlineExceeded", err)
-	}
-	if f.stored(t, "delayed") == nil {
-		t.Error("the delayed item is absent")
-	}
-	if f.stored(t, "too-late") != nil {
-		t.Error("the item of a request never sent was written")
-	}
-	wantCounts(t, f.tr, "PutItem", 1, 2)
 }
 
 // Injected 500 and 503 responses reach the SDK as the service's errors,
