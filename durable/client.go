@@ -191,6 +191,11 @@ const (
 	// StateFailed: the latest execution failed (cancellation included);
 	// Status.Failure says why.
 	StateFailed
+	// StatePending: the instance was started and no runtime has taken its
+	// first turn yet (provider.StatusPending): its start is queued. It
+	// stays pending while no runtime serves its orchestration, until the
+	// start is poisoned (Options.MaxAttempts), which fails it.
+	StatePending
 )
 
 // String returns the state's name, such as "Running".
@@ -204,6 +209,8 @@ func (s State) String() string {
 		return "Completed"
 	case StateFailed:
 		return "Failed"
+	case StatePending:
+		return "Pending"
 	}
 	return "State(" + strconv.Itoa(int(s)) + ")"
 }
@@ -241,7 +248,9 @@ type Status struct {
 // The state comes from the latest execution's history: the last
 // OrchestrationCompleted or OrchestrationFailed in it decides; otherwise
 // the instance runs if the execution has started. An execution that
-// continued as new reports Running until the next one starts.
+// continued as new reports Running until the next one starts. An instance
+// without history whose start is queued is [StatePending] (with
+// [provider.Admin]; without it, [StateNotFound]).
 func (c *Client) Status(ctx context.Context, id string) (*Status, error) {
 	op := clientOp("status", id)
 	if err := checkInstanceID(op, id); err != nil {
@@ -264,7 +273,17 @@ func (c *Client) readState(ctx context.Context, id string) (*Status, error) {
 	if err != nil {
 		return nil, err
 	}
-	return statusFromHistory(id, history), nil
+	s := statusFromHistory(id, history)
+	if s.State == StateNotFound && c.admin != nil {
+		info, err := c.admin.InstanceInfo(ctx, id)
+		switch {
+		case err == nil && info.Status == provider.StatusPending:
+			s.State = StatePending
+		case err != nil && !errors.Is(err, provider.ErrNotFound):
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // addCustomStatus reads the instance's custom status into s.
@@ -410,7 +429,7 @@ func (c *Client) mayBeTerminal(ctx context.Context, id string) (bool, error) {
 		return false, err
 	}
 	switch info.Status {
-	case provider.StatusRunning, provider.StatusContinuedAsNew:
+	case provider.StatusRunning, provider.StatusContinuedAsNew, provider.StatusPending:
 		return false, nil
 	}
 	return true, nil

@@ -301,7 +301,7 @@ func TestClientStartEnqueuesStartItem(t *testing.T) {
 	}
 }
 
-func TestClientStatusNotFoundThenRunning(t *testing.T) {
+func TestClientStatusNotFoundPendingRunning(t *testing.T) {
 	f := newClientFixture(t, true)
 	if s := f.status("nobody"); s.State != StateNotFound || s.ExecutionID != 0 || s.Instance != "nobody" {
 		t.Errorf("unknown instance: %+v; want NotFound, execution 0", s)
@@ -309,8 +309,8 @@ func TestClientStatusNotFoundThenRunning(t *testing.T) {
 	if err := f.c.StartOrchestration(f.ctx, "o1", "Greet", "world"); err != nil {
 		t.Fatal(err)
 	}
-	if s := f.status("o1"); s.State != StateNotFound {
-		t.Errorf("before the first turn: %v; want NotFound", s.State)
+	if s := f.status("o1"); s.State != StatePending || s.State.String() != "Pending" || s.State.IsTerminal() {
+		t.Errorf("before the first turn: %v; want Pending", s.State)
 	}
 	f.turn(provider.ExecutionMetadata{}, provider.OrchestrationStarted{Name: "Greet", Version: "1.0.0", Input: `"world"`})
 	s := f.status("o1")

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/duradyn/duradyn/durable/internal/coro"
@@ -146,11 +147,30 @@ func (r *Runtime) turnInput(log *slog.Logger, item *provider.OrchestrationItem, 
 			AttemptCount: item.AttemptCount, MaxAttempts: r.opts.MaxAttempts,
 			MessageType: provider.PoisonOrchestration{Instance: item.Instance, ExecutionID: item.ExecutionID},
 			Message:     messagesJSON(item.Messages),
+			Cause:       r.unregisteredCause(item),
 		}
 		log.Error("orchestration poisoned", "attempts", item.AttemptCount, "max_attempts", r.opts.MaxAttempts)
 		tt.poisoned()
 	}
 	return in
+}
+
+// unregisteredCause names the cause of a poisoned turn whose orchestration
+// this runtime cannot run: its attempts were abandoned for that reason by
+// every runtime that fetched it and did not serve it. "" when it can.
+func (r *Runtime) unregisteredCause(item *provider.OrchestrationItem) string {
+	var version *string
+	if item.Version != "" && item.Version != provider.UnknownVersion {
+		version = &item.Version
+	}
+	if _, _, err := r.reg.resolve(item.OrchestrationName, version); !errors.Is(err, replay.ErrUnregistered) {
+		return ""
+	}
+	what := strconv.Quote(item.OrchestrationName)
+	if version != nil {
+		what += " version " + *version
+	}
+	return "orchestration " + what + " is not registered on any worker that fetched it"
 }
 
 // keepTurnLease keeps the lease of item's lock until ctx ends; the channel

@@ -866,10 +866,39 @@ func (p *Provider) orchestratorItem(w provider.WorkItem, data []byte, visibleMs 
 	row[attrVisible] = n(visibleMs)
 	row[attrReadyPK] = s(keys.ReadyOrchestratorPK(shard))
 	row[attrReadySK] = s(readySK(visibleMs, seq))
+	if w.Kind() == provider.KindStartOrchestration {
+		listPending(row, target, seq, p.o.Shards)
+	}
 	size := p.setPayload(row, data)
 	// The signal names the row, so that a turn of this process holding the
 	// instance can tell whether it took the message (lockWaits.heldSignal).
 	return row, queues.Signal{Kind: queues.Orchestrator, Shard: shard, Instance: target, Work: keys.QueueSK(seq), VisibleAt: timeMs(visibleMs)}, size
+}
+
+// listPending gives the queued start row of instance an entry in the
+// instances index, so that the instance is listed as pending
+// (provider.StatusPending) until its first turn consumes the row, in the
+// transaction that writes its instance record. The entry sorts by the
+// start's enqueue time. A start sent to an instance that has a record is
+// listed too until a turn consumes it; the listings drop such entries
+// (Provider.listEntries).
+func listPending(row item, instance, seq string, shards int) {
+	row[attrListPK] = s(keys.ListInstancesPK(keys.ShardOf(instance, shards)))
+	row[attrListSK] = s(keys.ListInstancesSK(uint64(seqMs(seq)), instance))
+	row[attrStatus] = s(provider.StatusPending)
+}
+
+// seqMs is the enqueue time, in epoch milliseconds, of the message whose
+// queue sequence is seq (nextSeq); 0 when seq does not start with one.
+func seqMs(seq string) int64 {
+	if len(seq) < 20 {
+		return 0
+	}
+	us, err := keys.ParseNum20(seq[:20])
+	if err != nil {
+		return 0
+	}
+	return int64(us / 1000)
 }
 
 // notifyTimeout bounds the sending of the signals of one commit.

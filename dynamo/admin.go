@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -22,19 +23,53 @@ type listedInstance struct {
 	status      string
 	parent      string
 	completedAt int64 // 0 while running
+	// pending marks the entry of a queued start (listPending), not of an
+	// instance record.
+	pending bool
 }
 
 // listInstances returns every instance the instances index lists, oldest
 // first: one Query per shard, in parallel. The index is eventually
 // consistent: an instance created in the last moment may be missing.
+// Pending instances (listPending) are left out.
 func (p *Provider) listInstances(ctx context.Context) ([]listedInstance, error) {
-	return p.listEntries(ctx, false)
+	all, err := p.listEntries(ctx, false)
+	return recorded(all), err
 }
 
 // listRunning lists the instances that have not ended (Completed or
 // Failed): the entries before keys.EndedListPrefix, in creation order.
+// Pending instances are left out.
 func (p *Provider) listRunning(ctx context.Context) ([]listedInstance, error) {
-	return p.listEntries(ctx, true)
+	all, err := p.listEntries(ctx, true)
+	return recorded(all), err
+}
+
+// recorded drops the entries of queued starts.
+func recorded(all []listedInstance) []listedInstance {
+	return slices.DeleteFunc(all, func(li listedInstance) bool { return li.pending })
+}
+
+// withPending returns all with one entry per instance: its record's, or,
+// for an instance without one, its oldest queued start's (status
+// Pending). A start sent to an instance that has a record is listed by
+// the index until a turn consumes it.
+func withPending(all []listedInstance) []listedInstance {
+	hasRecord := map[string]bool{}
+	for _, li := range all {
+		if !li.pending {
+			hasRecord[li.id] = true
+		}
+	}
+	seen := map[string]bool{}
+	return slices.DeleteFunc(all, func(li listedInstance) bool {
+		if !li.pending {
+			return false
+		}
+		drop := hasRecord[li.id] || seen[li.id]
+		seen[li.id] = true
+		return drop
+	})
 }
 
 // listEntries reads the instances index, every shard, in creation order;
@@ -66,6 +101,7 @@ func (p *Provider) listEntries(ctx context.Context, notEnded bool) ([]listedInst
 			found = append(found, listedInstance{
 				id: id, listSK: keys.ListOrderSK(d.str(row, attrListSK)), status: d.str(row, attrStatus),
 				parent: d.str(row, attrParent), completedAt: d.int(row, attrCompletedAt),
+				pending: strings.HasPrefix(d.str(row, attrSK), keys.QueuePrefix),
 			})
 		}
 		return found, d.err
@@ -77,7 +113,8 @@ func (p *Provider) listEntries(ctx context.Context, notEnded bool) ([]listedInst
 	return out, nil
 }
 
-// ListInstances returns every instance id, newest first.
+// ListInstances returns every instance id, pending ones included, newest
+// first.
 //
 // Requests: one Query of the instances index per shard.
 func (p *Provider) ListInstances(ctx context.Context) ([]string, error) {
@@ -85,7 +122,7 @@ func (p *Provider) ListInstances(ctx context.Context) ([]string, error) {
 }
 
 // ListInstancesByStatus returns the instances whose current execution has
-// status, newest first.
+// status, newest first; [provider.StatusPending] lists the pending ones.
 //
 // Requests: one Query of the instances index per shard.
 func (p *Provider) ListInstancesByStatus(ctx context.Context, status string) ([]string, error) {
@@ -93,12 +130,12 @@ func (p *Provider) ListInstancesByStatus(ctx context.Context, status string) ([]
 }
 
 func (p *Provider) listIDs(ctx context.Context, op string, keep func(listedInstance) bool) ([]string, error) {
-	all, err := p.listInstances(ctx)
+	all, err := p.listEntries(ctx, false)
 	if err != nil {
 		return nil, translate(op, err)
 	}
 	out := []string{}
-	for _, li := range slices.Backward(all) {
+	for _, li := range slices.Backward(withPending(all)) {
 		if keep(li) {
 			out = append(out, li.id)
 		}
@@ -162,6 +199,9 @@ func (p *Provider) InstanceInfo(ctx context.Context, instance string) (*provider
 		return nil, translate(provider.OpInstanceInfo, err)
 	}
 	if st.meta == nil {
+		if info := st.pendingInfo(); info != nil {
+			return info, nil
+		}
 		return nil, provider.InstanceNotFound(provider.OpInstanceInfo, instance)
 	}
 	m := st.meta
@@ -348,4 +388,19 @@ func (p *Provider) ParentID(ctx context.Context, instance string) (string, error
 		return "", provider.Corrupt(provider.OpParentID, err, "parent of instance %q: %v", instance, err)
 	}
 	return parent, nil
+}
+
+// pendingInfo describes the instance from its oldest queued start when it
+// has no instance record (provider.StatusPending); nil when it has none.
+func (st *instanceState) pendingInfo() *provider.InstanceInfo {
+	for _, m := range st.msgs {
+		if m.kind != provider.KindStartOrchestration {
+			continue
+		}
+		w, err := provider.UnmarshalWorkItem([]byte(m.data))
+		if start, ok := w.(provider.StartOrchestrationItem); ok && err == nil {
+			return provider.PendingInstanceInfo(start, uint64(max(seqMs(m.seq), 0)))
+		}
+	}
+	return nil
 }

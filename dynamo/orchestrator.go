@@ -113,6 +113,9 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 			row[attrVisible] = n(visibleAt)
 			row[attrReadyPK] = s(keys.ReadyOrchestratorPK(keys.ShardOf(st.id, p.o.Shards)))
 			row[attrReadySK] = s(readySK(visibleAt, m.seq))
+			if m.kind == provider.KindStartOrchestration {
+				listPending(row, st.id, m.seq, p.o.Shards)
+			}
 			actions = append(actions, types.TransactWriteItem{Put: &types.Put{
 				TableName:                p.table,
 				Item:                     row,

@@ -139,6 +139,10 @@ type PoisonDetails struct {
 	MessageType PoisonMessageType `json:"message_type"`
 	// Message is free text about the poisoned message.
 	Message string `json:"message"`
+	// Cause, when the runtime knows it, says why the attempts failed, such
+	// as an orchestration that no worker that fetched it has registered.
+	// Not in duroxide's form: omitted from the wire when empty.
+	Cause string `json:"cause,omitempty"`
 }
 
 // PoisonMessageType says what was poisoned: [PoisonOrchestration],
@@ -277,7 +281,7 @@ func (d ConfigurationDetails) DisplayMessage() string {
 func (d ApplicationDetails) DisplayMessage() string {
 	switch d.Kind.Code {
 	case AppCancelled:
-		return "canceled: " + d.Kind.Reason
+		return canceledPrefix + d.Kind.Reason
 	case AppPanicked:
 		return "orchestration panicked: " + d.Message
 	default:
@@ -285,8 +289,16 @@ func (d ApplicationDetails) DisplayMessage() string {
 	}
 }
 
-// DisplayMessage describes what was poisoned and after how many attempts.
+// DisplayMessage describes what was poisoned and after how many attempts,
+// followed by the cause when one is known.
 func (d PoisonDetails) DisplayMessage() string {
+	if d.Cause != "" {
+		return d.attemptsMessage() + ": " + d.Cause
+	}
+	return d.attemptsMessage()
+}
+
+func (d PoisonDetails) attemptsMessage() string {
 	switch m := d.MessageType.(type) {
 	case PoisonOrchestration:
 		return fmt.Sprintf("poison: orchestration %s exceeded %d attempts (max %d)", m.Instance, d.AttemptCount, d.MaxAttempts)
@@ -372,6 +384,7 @@ func decodeErrorDetailsBody(tag string, body []byte) (ErrorDetails, error) {
 			MaxAttempts  uint32          `json:"max_attempts"`
 			MessageType  json.RawMessage `json:"message_type"`
 			Message      string          `json:"message"`
+			Cause        string          `json:"cause,omitempty"`
 		}
 		if err := decodeStruct(body, &shadow, what); err != nil {
 			return nil, err
@@ -380,7 +393,7 @@ func decodeErrorDetailsBody(tag string, body []byte) (ErrorDetails, error) {
 		if err != nil {
 			return nil, err
 		}
-		return PoisonDetails{AttemptCount: shadow.AttemptCount, MaxAttempts: shadow.MaxAttempts, MessageType: mt, Message: shadow.Message}, nil
+		return PoisonDetails{AttemptCount: shadow.AttemptCount, MaxAttempts: shadow.MaxAttempts, MessageType: mt, Message: shadow.Message, Cause: shadow.Cause}, nil
 	default:
 		return nil, unknownKind(what, tag)
 	}

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -30,6 +31,59 @@ type InstanceInfo struct {
 // StatusUnknown is the [InstanceInfo.Status] of an instance whose current
 // execution has no record.
 const StatusUnknown = "Unknown"
+
+// StatusPending is the [InstanceInfo.Status] of an instance that was
+// started (its [StartOrchestrationItem] is queued) and whose first turn no
+// runtime has taken yet: it has no instance record. [Admin.InstanceInfo]
+// describes it from the queued start, and [Admin.ListInstances] and
+// [Admin.ListInstancesByStatus] list it, so that an instance is visible
+// from the moment it is started. A start sent to an instance that has a
+// record does not make it pending.
+const StatusPending = "Pending"
+
+// StatusCanceled is how tools display a Failed instance whose failure is a
+// cancellation ([CanceledOutput]). It is never stored: the stored status
+// stays [StatusFailed], duroxide's form.
+const StatusCanceled = "Canceled"
+
+// PendingInstanceInfo describes a pending instance ([StatusPending]) from
+// its queued start, enqueued at enqueuedAtMs (epoch milliseconds).
+func PendingInstanceInfo(start StartOrchestrationItem, enqueuedAtMs uint64) *InstanceInfo {
+	info := &InstanceInfo{
+		InstanceID:           start.Instance,
+		OrchestrationName:    start.Orchestration,
+		OrchestrationVersion: UnknownVersion,
+		Status:               StatusPending,
+		CreatedAt:            enqueuedAtMs,
+		UpdatedAt:            enqueuedAtMs,
+	}
+	if start.Version != nil {
+		info.OrchestrationVersion = *start.Version
+	}
+	if start.ParentInstance != nil {
+		info.ParentInstanceID = *start.ParentInstance
+	}
+	return info
+}
+
+// CanceledOutput reports whether output, the stored output of a Failed
+// execution, is a cancellation's ([ApplicationDetails.DisplayMessage] of
+// an [AppCancelled] failure).
+func CanceledOutput(output *string) bool {
+	return output != nil && strings.HasPrefix(*output, canceledPrefix)
+}
+
+// canceledPrefix starts the display message of a cancellation.
+const canceledPrefix = "canceled: "
+
+// DisplayStatus is status as tools show it: [StatusCanceled] for a Failed
+// execution whose output is a cancellation's, status otherwise.
+func DisplayStatus(status string, output *string) string {
+	if status == StatusFailed && CanceledOutput(output) {
+		return StatusCanceled
+	}
+	return status
+}
 
 // ExecutionInfo describes one execution.
 type ExecutionInfo struct {

@@ -142,10 +142,10 @@ func VersionOf(p Provider) string {
 // [AdminOf]. [GetInstanceTree] and [DeleteInstance] build on it.
 type Admin interface {
 	// ListInstances returns every instance id, newest first where the
-	// store can tell.
+	// store can tell, pending ones ([StatusPending]) included.
 	ListInstances(ctx context.Context) ([]string, error)
 	// ListInstancesByStatus returns the instances whose current execution
-	// has status.
+	// has status; [StatusPending] lists the pending ones.
 	ListInstancesByStatus(ctx context.Context, status string) ([]string, error)
 	// ListExecutions returns the instance's execution ids in ascending
 	// order; empty for unknown instances.
@@ -157,7 +157,8 @@ type Admin interface {
 	// LatestExecutionID returns the highest execution id; 1 for unknown
 	// instances.
 	LatestExecutionID(ctx context.Context, instance string) (uint64, error)
-	// InstanceInfo describes an instance and its current execution.
+	// InstanceInfo describes an instance and its current execution, or a
+	// pending instance from its queued start ([PendingInstanceInfo]).
 	// Unknown instances fail with [ErrNotFound].
 	InstanceInfo(ctx context.Context, instance string) (*InstanceInfo, error)
 	// ExecutionInfo describes one execution. Unknown executions fail with

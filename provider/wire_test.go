@@ -43,6 +43,8 @@ var workItemGolden = []struct {
 		`{"ExternalRaised":{"instance":"i","name":"Approval","data":"yes"}}`},
 	{"SubOrchCompleted", provider.SubOrchCompletedItem{ParentInstance: "p", ParentExecutionID: 1, ParentID: 4, Result: "r"},
 		`{"SubOrchCompleted":{"parent_instance":"p","parent_execution_id":1,"parent_id":4,"result":"r"}}`},
+	{"SubOrchFailedPoisonCause", provider.SubOrchFailedItem{ParentInstance: "p", ParentExecutionID: 1, ParentID: 4, Details: provider.PoisonDetails{AttemptCount: 11, MaxAttempts: 10, MessageType: provider.PoisonOrchestration{Instance: "c", ExecutionID: 1}, Message: "m", Cause: "not registered"}},
+		`{"SubOrchFailed":{"parent_instance":"p","parent_execution_id":1,"parent_id":4,"details":{"Poison":{"attempt_count":11,"max_attempts":10,"message_type":{"Orchestration":{"instance":"c","execution_id":1}},"message":"m","cause":"not registered"}}}}`},
 	{"SubOrchFailedPoison", provider.SubOrchFailedItem{ParentInstance: "p", ParentExecutionID: 1, ParentID: 4, Details: provider.PoisonDetails{AttemptCount: 11, MaxAttempts: 10, MessageType: provider.PoisonOrchestration{Instance: "c", ExecutionID: 1}, Message: "too many"}},
 		`{"SubOrchFailed":{"parent_instance":"p","parent_execution_id":1,"parent_id":4,"details":{"Poison":{"attempt_count":11,"max_attempts":10,"message_type":{"Orchestration":{"instance":"c","execution_id":1}},"message":"too many"}}}}`},
 	{"CancelInstance", provider.CancelInstanceItem{Instance: "i", Reason: "user"},
@@ -315,6 +317,8 @@ func TestErrorDetailsDisplayMessage(t *testing.T) {
 		{provider.ApplicationDetails{Kind: provider.AppErrorKind{Code: provider.AppPanicked}, Message: "oops"}, "orchestration panicked: oops"},
 		{provider.ApplicationDetails{Kind: provider.AppErrorKind{Code: provider.AppActivityFailed}, Message: "boom"}, "boom"},
 		{provider.PoisonDetails{AttemptCount: 11, MaxAttempts: 10, MessageType: provider.PoisonOrchestration{Instance: "i"}}, "poison: orchestration i exceeded 11 attempts (max 10)"},
+		{provider.PoisonDetails{AttemptCount: 11, MaxAttempts: 10, MessageType: provider.PoisonOrchestration{Instance: "i"}, Cause: "orchestration \"X\" is not registered on any worker that fetched it"},
+			"poison: orchestration i exceeded 11 attempts (max 10): orchestration \"X\" is not registered on any worker that fetched it"},
 		{provider.PoisonDetails{AttemptCount: 11, MaxAttempts: 10, MessageType: provider.PoisonActivity{ActivityName: "A", ActivityID: 2}}, "poison: activity A#2 exceeded 11 attempts (max 10)"},
 	}
 	for _, c := range cases {

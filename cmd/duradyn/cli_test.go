@@ -43,15 +43,15 @@ func TestStartWaitStatus(t *testing.T) {
 
 	e.golden(t, "status", e.cli(t, "status", "h1").ok(t).stdout)
 	st := decode[statusJSON](t, e.cli(t, "status", "h1", "--output", "json").ok(t))
-	if st.Instance != "h1" || st.State != "Completed" || st.ExecutionID != 1 || st.Output == nil || *st.Output != `"Hello, world!"` ||
+	if st.Instance != "h1" || st.Status != "Completed" || st.ExecutionID != 1 || st.Output == nil || *st.Output != `"Hello, world!"` ||
 		st.CustomStatus == nil || *st.CustomStatus != "greeting" || st.CustomStatusVersion != 1 || st.Failure != nil {
 		t.Errorf("status --output json = %+v", st)
 	}
 
 	// wait on a finished instance returns at once.
 	r = e.cli(t, "--output", "json", "wait", "h1").ok(t)
-	if st := decode[statusJSON](t, r); st.State != "Completed" {
-		t.Errorf("wait --output json: state %s", st.State)
+	if st := decode[statusJSON](t, r); st.Status != "Completed" {
+		t.Errorf("wait --output json: status %s", st.Status)
 	}
 
 	// start without --wait, from a file, pinned to a version.
@@ -93,7 +93,7 @@ func TestFailedOrchestration(t *testing.T) {
 	if r.code != exitFailed {
 		t.Errorf("wait of a failed instance: exit %d, want 5", r.code)
 	}
-	if st := decode[statusJSON](t, r); st.State != "Failed" || st.Failure == nil || !strings.Contains(*st.Failure, "boom") || st.FailureCategory != "application" {
+	if st := decode[statusJSON](t, r); st.Status != "Failed" || st.Failure == nil || !strings.Contains(*st.Failure, "boom") || st.FailureCategory != "application" {
 		t.Errorf("wait --output json = %+v", st)
 	}
 	// status reports a failed instance without failing.
@@ -258,6 +258,18 @@ func TestDeleteAndPrune(t *testing.T) {
 	e.cli(t, "start", "Hello", "h2", "--input", `"x"`, "--wait").ok(t)
 	e.cli(t, "start", "Waiter", "w1").ok(t)
 	e.waitCustomStatus(t, "w1", "waiting for go")
+
+	// A dry run of prune changes nothing and says what a prune would do.
+	e.unchanged(t, func() {
+		r := e.cli(t, "prune", "l1", "--keep-last", "2", "--dry-run").ok(t)
+		if r.stdout != "would prune 2 execution(s) of 1 instance(s):\nl1\texecutions 1,2\n" {
+			t.Errorf("prune l1 --keep-last 2 --dry-run printed %q", r.stdout)
+		}
+		plan := decode[prunePlanJSON](t, e.cli(t, "prune", "--all", "--dry-run", "--output", "json").ok(t))
+		if !plan.DryRun || plan.Executions != 6 || len(plan.Instances) != 2 {
+			t.Errorf("prune --all --dry-run --output json = %+v; want executions 1-3 of l1 and l2", plan)
+		}
+	})
 
 	// prune one instance, then all.
 	e.golden(t, "prune", e.cli(t, "prune", "l1", "--keep-last", "2").ok(t).stdout)
@@ -508,4 +520,66 @@ func TestMissingCredentials(t *testing.T) {
 		"AWS_REGION":                "us-east-1",
 	}, "status", "x")
 	r.fails(t, exitError, "no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or run with an IAM role")
+}
+
+// TestPendingInstance checks that an instance is visible from its start,
+// before any worker runs: status, info and list show it as Pending; a
+// second start is refused; cancel works on it. Once a worker serves the
+// table, wait finishes it, a raise on it is refused, and the cancelled one
+// shows as Canceled.
+func TestPendingInstance(t *testing.T) {
+	t.Parallel()
+	e := newTableEnv(t)
+	e.cli(t, "start", "Hello", "q1", "--input", `"x"`).ok(t)
+	r := e.cli(t, "status", "q1").ok(t)
+	e.golden(t, "status_pending", r.stdout)
+	if st := decode[statusJSON](t, e.cli(t, "status", "q1", "--output", "json").ok(t)); st.Status != "Pending" || st.Instance != "q1" {
+		t.Errorf("status --output json of a pending instance = %+v", st)
+	}
+	info := decode[infoJSON](t, e.cli(t, "info", "q1", "--output", "json").ok(t))
+	if info.Status != "Pending" || info.Orchestration != "Hello" || info.CreatedAtMs == 0 {
+		t.Errorf("info --output json of a pending instance = %+v", info)
+	}
+	e.unchanged(t, func() {
+		e.cli(t, "start", "Hello", "q1").fails(t, exitError, "instance q1 already exists (Hello Pending); give every instance a fresh id, or pass --if-exists=ignore")
+		if r := e.cli(t, "start", "Hello", "q1", "--if-exists=ignore").ok(t); r.stdout != "instance q1 exists; nothing sent\n" {
+			t.Errorf("start --if-exists=ignore of an existing instance printed %q", r.stdout)
+		}
+		e.cli(t, "start", "Hello", "q9", "--if-exists=skip").fails(t, exitUsage, `start: --if-exists "skip": want fail or ignore`)
+	})
+	e.cli(t, "start", "Hello", "q2", "--input", `"y"`).ok(t)
+	e.cli(t, "cancel", "q2", "--reason", "not wanted").ok(t)
+	e.awaitListed(t, "PENDING", "q1,q2")
+
+	e.serve(t)
+	e.cli(t, "wait", "q1").ok(t)
+	e.cli(t, "raise", "q1", "Foo").fails(t, exitError, "raise: instance q1 is Completed")
+	if r := e.cli(t, "wait", "q2"); r.code != exitFailed || !strings.Contains(r.stderr, "canceled: not wanted") {
+		t.Errorf("wait of a cancelled pending instance: exit %d, stderr %q; want %d", r.code, r.stderr, exitFailed)
+	}
+	if st := decode[statusJSON](t, e.cli(t, "status", "q2", "--output", "json").ok(t)); st.Status != "Canceled" {
+		t.Errorf("status of a cancelled instance: %+v; want Canceled", st)
+	}
+	e.awaitListed(t, "canceled", "q2")
+	e.awaitListed(t, "Failed", "")
+	e.cli(t, "cancel", "q2").fails(t, exitError, "cancel: instance q2 is Canceled")
+}
+
+// awaitListed waits until list --status status prints the instances want
+// (ids joined by commas, sorted): the instances index is eventually
+// consistent.
+func (e *testEnv) awaitListed(t *testing.T, status, want string) {
+	t.Helper()
+	var got []string
+	for range 100 {
+		out := decode[listJSON](t, e.cli(t, "list", "--status", status, "--output", "json").ok(t))
+		got = got[:0]
+		for _, i := range out.Instances {
+			got = append(got, i.Instance)
+		}
+		if strings.Join(sorted(got), ",") == want {
+			return
+		}
+	}
+	t.Fatalf("list --status %s: %v; want %s", status, got, want)
 }

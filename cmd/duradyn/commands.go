@@ -48,9 +48,13 @@ func cmdStart(a *app, fs *flag.FlagSet) func([]string) error {
 	raw := fs.Bool("raw", false, "pass the input verbatim instead of as JSON")
 	version := fs.String("version", "", "orchestration `version` to run (default: the runtime's policy)")
 	wait := fs.Bool("wait", false, "wait for the instance to finish (exit code 5 if it fails)")
+	ifExists := fs.String("if-exists", "fail", "what to do when the instance exists (pending included): `fail` (exit 1) or ignore (send nothing, exit 0)")
 	return func(args []string) error {
 		if err := wantArgs("start", args, 2, 2, "<orchestration> <instance>"); err != nil {
 			return err
+		}
+		if *ifExists != "fail" && *ifExists != "ignore" {
+			return usageError("start: --if-exists %q: want fail or ignore", *ifExists)
 		}
 		name, id := args[0], args[1]
 		in, err := payload("input", *input, *raw)
@@ -62,8 +66,10 @@ func cmdStart(a *app, fs *flag.FlagSet) func([]string) error {
 		}
 		// A start sent to an existing instance would be ignored.
 		switch info, err := a.client.InstanceInfo(a.ctx, id); {
+		case err == nil && *ifExists == "ignore":
+			return a.printStarted(id, name, false)
 		case err == nil:
-			return fmt.Errorf("instance %s already exists (%s %s); give every instance a fresh id", id, orDash(info.OrchestrationName), info.Status)
+			return fmt.Errorf("instance %s already exists (%s %s); give every instance a fresh id, or pass --if-exists=ignore", id, orDash(info.OrchestrationName), displayStatus(info))
 		case !errors.Is(err, provider.ErrNotFound):
 			return a.instanceError(id, err)
 		}
@@ -77,12 +83,22 @@ func cmdStart(a *app, fs *flag.FlagSet) func([]string) error {
 		if *wait {
 			return a.waitFor(id, true)
 		}
-		if a.jsonOut() {
-			return a.printJSON(map[string]any{"instance": id, "orchestration": name, "started": true})
-		}
-		fmt.Fprintf(a.stdout, "started %s (%s)\n", id, name)
+		return a.printStarted(id, name, true)
+	}
+}
+
+// printStarted reports a start: started, or not (--if-exists=ignore found
+// the instance).
+func (a *app) printStarted(id, name string, started bool) error {
+	if a.jsonOut() {
+		return a.printJSON(map[string]any{"instance": id, "orchestration": name, "started": started})
+	}
+	if !started {
+		fmt.Fprintf(a.stdout, "instance %s exists; nothing sent\n", id)
 		return nil
 	}
+	fmt.Fprintf(a.stdout, "started %s (%s)\n", id, name)
+	return nil
 }
 
 func cmdStatus(a *app, fs *flag.FlagSet) func([]string) error {
@@ -257,7 +273,7 @@ func cmdCancel(a *app, fs *flag.FlagSet) func([]string) error {
 			return a.instanceError(id, err)
 		}
 		if a.jsonOut() {
-			return a.printJSON(map[string]any{"instance": id, "cancel_requested": true, "status": info.Status})
+			return a.printJSON(map[string]any{"instance": id, "cancel_requested": true, "status": displayStatus(info)})
 		}
 		fmt.Fprintf(a.stdout, "cancel requested for %s\n", id)
 		return nil
@@ -290,26 +306,45 @@ type execJSON struct {
 func toInfoJSON(i *provider.InstanceInfo) infoJSON {
 	return infoJSON{
 		Instance: i.InstanceID, Orchestration: i.OrchestrationName, Version: i.OrchestrationVersion,
-		Status: i.Status, ExecutionID: i.CurrentExecutionID, Output: i.Output, Parent: i.ParentInstanceID,
+		Status: displayStatus(i), ExecutionID: i.CurrentExecutionID, Output: i.Output, Parent: i.ParentInstanceID,
 		CreatedAtMs: i.CreatedAt, UpdatedAtMs: i.UpdatedAt,
 	}
 }
 
-// listStatuses are the statuses list filters by.
-var listStatuses = []string{provider.StatusRunning, provider.StatusCompleted, provider.StatusFailed, provider.StatusContinuedAsNew}
+// displayStatus is an instance's status as the commands show it: Canceled
+// for a cancelled instance, whose stored status is Failed.
+func displayStatus(i *provider.InstanceInfo) string {
+	return provider.DisplayStatus(i.Status, i.Output)
+}
+
+// listJSON is list's JSON output.
+type listJSON struct {
+	Instances []infoJSON `json:"instances"`
+	// Total counts the instances selected, Truncated whether --limit left
+	// some out.
+	Total     int  `json:"total"`
+	Truncated bool `json:"truncated"`
+}
+
+// listStatuses are the statuses list filters by, as displayed
+// (displayStatus).
+var listStatuses = []string{provider.StatusPending, provider.StatusRunning, provider.StatusCompleted,
+	provider.StatusFailed, provider.StatusCanceled, provider.StatusContinuedAsNew}
+
+// listStatusHelp names the statuses list filters by.
+const listStatusHelp = "Pending, Running, Completed, Failed, Canceled or ContinuedAsNew (any case)"
 
 func cmdList(a *app, fs *flag.FlagSet) func([]string) error {
-	status := fs.String("status", "", "only instances whose current execution has this `status`: Running, Completed, Failed or ContinuedAsNew")
+	status := fs.String("status", "", "only instances with this `status`: "+listStatusHelp)
 	limit := fs.Int("limit", 100, "print at most `N` instances")
 	return func(args []string) error {
 		if err := wantArgs("list", args, 0, 0, "no arguments"); err != nil {
 			return err
 		}
 		if *status != "" {
-			// Any case: the stored names are duroxide's.
 			i := slices.IndexFunc(listStatuses, func(s string) bool { return strings.EqualFold(s, *status) })
 			if i < 0 {
-				return usageError("list: --status %q: want Running, Completed, Failed or ContinuedAsNew", *status)
+				return usageError("list: --status %q: want %s", *status, listStatusHelp)
 			}
 			*status = listStatuses[i]
 		}
@@ -319,17 +354,7 @@ func cmdList(a *app, fs *flag.FlagSet) func([]string) error {
 		if err := a.open(false); err != nil {
 			return err
 		}
-		var ids []string
-		var err error
-		if *status == "" {
-			ids, err = a.client.ListInstances(a.ctx)
-		} else {
-			ids, err = a.client.ListInstancesByStatus(a.ctx, *status)
-		}
-		if err != nil {
-			return a.awsError(err)
-		}
-		infos, err := a.infos(ids, *limit, "listed")
+		ids, infos, err := a.listed(*status, *limit)
 		if err != nil {
 			return err
 		}
@@ -350,19 +375,53 @@ func cmdList(a *app, fs *flag.FlagSet) func([]string) error {
 			for _, i := range infos {
 				rows = append(rows, toInfoJSON(i))
 			}
-			return a.printJSON(map[string]any{"instances": rows, "total": len(ids), "truncated": len(ids) > len(infos)})
+			return a.printJSON(listJSON{Instances: rows, Total: len(ids), Truncated: len(ids) > len(infos)})
 		}
 		tw := a.table()
 		fmt.Fprintln(tw, "INSTANCE\tORCHESTRATION\tVERSION\tSTATUS\tEXECUTION\tCREATED\tUPDATED")
 		for _, i := range infos {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", i.InstanceID, orDash(i.OrchestrationName), orDash(i.OrchestrationVersion),
-				i.Status, i.CurrentExecutionID, fmtMs(i.CreatedAt), fmtMs(i.UpdatedAt))
+				displayStatus(i), i.CurrentExecutionID, fmtMs(i.CreatedAt), fmtMs(i.UpdatedAt))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
 		}
 		return nil
 	}
+}
+
+// listed returns the ids of the instances with status (displayed; "" for
+// all) and the InstanceInfo of up to limit of them. Failed and Canceled
+// share a stored status, so for those every failed instance is read to
+// tell them apart.
+func (a *app) listed(status string, limit int) ([]string, []*provider.InstanceInfo, error) {
+	var ids []string
+	var err error
+	switch status {
+	case "":
+		ids, err = a.client.ListInstances(a.ctx)
+	case provider.StatusFailed, provider.StatusCanceled:
+		ids, err = a.client.ListInstancesByStatus(a.ctx, provider.StatusFailed)
+	default:
+		ids, err = a.client.ListInstancesByStatus(a.ctx, status)
+	}
+	if err != nil {
+		return nil, nil, a.awsError(err)
+	}
+	if status != provider.StatusFailed && status != provider.StatusCanceled {
+		infos, err := a.infos(ids, limit, "listed")
+		return ids, infos, err
+	}
+	all, err := a.infos(ids, len(ids), "examined")
+	if err != nil {
+		return nil, nil, err
+	}
+	all = slices.DeleteFunc(all, func(i *provider.InstanceInfo) bool { return displayStatus(i) != status })
+	ids = ids[:0]
+	for _, i := range all {
+		ids = append(ids, i.InstanceID)
+	}
+	return ids, all[:min(len(all), limit)], nil
 }
 
 // infos reads InstanceInfo for up to limit of ids, with progress; instances
@@ -425,7 +484,7 @@ func cmdInfo(a *app, fs *flag.FlagSet) func([]string) error {
 			"instance", info.InstanceID,
 			"orchestration", orDash(info.OrchestrationName),
 			"version", orDash(info.OrchestrationVersion),
-			"status", info.Status,
+			"status", displayStatus(info),
 			"execution", strconv.FormatUint(info.CurrentExecutionID, 10),
 			"parent", orDash(info.ParentInstanceID),
 			"created", fmtMs(info.CreatedAt),
@@ -845,6 +904,7 @@ func cmdPrune(a *app, fs *flag.FlagSet) func([]string) error {
 	keepLast := fs.Uint("keep-last", 1, "keep the `N` latest executions (the current one is always kept)")
 	before := fs.String("completed-before", "", "prune only executions that completed before `D` (a duration back from now, or an RFC 3339 time)")
 	limit := fs.Int("limit", provider.DefaultBulkLimit, "with --all: prune at most `N` instances")
+	dryRun := fs.Bool("dry-run", false, "print the executions that would be pruned and change nothing")
 	return func(args []string) error {
 		if *all {
 			if err := wantArgs("prune", args, 0, 0, "no instance with --all"); err != nil {
@@ -875,6 +935,9 @@ func cmdPrune(a *app, fs *flag.FlagSet) func([]string) error {
 			if _, err := a.requireInstance(id); err != nil {
 				return err
 			}
+			if *dryRun {
+				return a.printPrunePlan([]string{id}, opts)
+			}
 			res, err := a.client.PruneExecutions(a.ctx, id, opts)
 			if err != nil {
 				return a.instanceError(id, err)
@@ -886,6 +949,9 @@ func cmdPrune(a *app, fs *flag.FlagSet) func([]string) error {
 			return a.awsError(err)
 		}
 		ids = ids[:min(len(ids), *limit)]
+		if *dryRun {
+			return a.printPrunePlan(ids, opts)
+		}
 		var total provider.PruneResult
 		size := min(bulkBatch, a.g.progress)
 		for start := 0; start < len(ids); start += size {
@@ -911,4 +977,81 @@ func (a *app) openInstance(id string) error {
 	}
 	_, err := a.requireInstance(id)
 	return err
+}
+
+// prunePlanJSON is what prune --dry-run selects, in JSON output.
+type prunePlanJSON struct {
+	DryRun     bool             `json:"dry_run"`
+	Instances  []prunePlanEntry `json:"instances"`
+	Executions int              `json:"executions"`
+}
+
+type prunePlanEntry struct {
+	Instance   string   `json:"instance"`
+	Executions []uint64 `json:"executions"`
+}
+
+// printPrunePlan prints the executions of ids that a prune with opts would
+// delete, by the rule the providers apply (provider.ExecutionsToPrune),
+// and changes nothing.
+func (a *app) printPrunePlan(ids []string, opts provider.PruneOptions) error {
+	plan := prunePlanJSON{DryRun: true, Instances: []prunePlanEntry{}}
+	for i, id := range ids {
+		execs, err := a.prunable(id, opts)
+		if err != nil {
+			return err
+		}
+		if len(execs) > 0 {
+			plan.Instances = append(plan.Instances, prunePlanEntry{id, execs})
+			plan.Executions += len(execs)
+		}
+		if (i+1)%a.g.progress == 0 && i+1 < len(ids) {
+			a.progressf("examined %d/%d instances", i+1, len(ids))
+		}
+	}
+	if a.jsonOut() {
+		return a.printJSON(plan)
+	}
+	fmt.Fprintf(a.stdout, "would prune %d execution(s) of %d instance(s):\n", plan.Executions, len(plan.Instances))
+	for _, e := range plan.Instances {
+		parts := make([]string, len(e.Executions))
+		for i, x := range e.Executions {
+			parts[i] = strconv.FormatUint(x, 10)
+		}
+		fmt.Fprintf(a.stdout, "%s\texecutions %s\n", e.Instance, strings.Join(parts, ","))
+	}
+	return nil
+}
+
+// prunable returns the executions of instance id a prune with opts would
+// delete; none for an instance deleted meanwhile.
+func (a *app) prunable(id string, opts provider.PruneOptions) ([]uint64, error) {
+	info, err := a.client.InstanceInfo(a.ctx, id)
+	if errors.Is(err, provider.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, a.instanceError(id, err)
+	}
+	execIDs, err := a.client.ListExecutions(a.ctx, id)
+	if err != nil {
+		return nil, a.instanceError(id, err)
+	}
+	var execs []provider.ExecutionSummary
+	for _, e := range execIDs {
+		x, err := a.client.ExecutionInfo(a.ctx, id, e)
+		if errors.Is(err, provider.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, a.instanceError(id, err)
+		}
+		sum := provider.ExecutionSummary{ID: e, Status: x.Status}
+		if x.CompletedAt != nil {
+			c := int64(*x.CompletedAt)
+			sum.CompletedAtMs = &c
+		}
+		execs = append(execs, sum)
+	}
+	return provider.ExecutionsToPrune(execs, info.CurrentExecutionID, opts), nil
 }

@@ -89,11 +89,15 @@ type testEnv struct {
 // runs a runtime on them until t ends.
 func newTestEnv(t *testing.T) *testEnv {
 	t.Helper()
-	env := dynamotest.NewEnv(t, true)
-	p := env.NewProvider(t, dynamotest.Config{Shards: 4})
-	if err := p.CheckLayout(t.Context()); err != nil {
-		t.Fatalf("CheckLayout: %v", err)
-	}
+	e := newTableEnv(t)
+	e.serve(t)
+	return e
+}
+
+// serve runs a runtime on e's table until t ends; e.client is its client.
+func (e *testEnv) serve(t *testing.T) {
+	t.Helper()
+	p := e.NewProvider(t, dynamotest.Config{Shards: 4})
 	rt, err := durable.NewRuntime(p, registry(t), func(o *durable.Options) {
 		o.Logger = slog.New(slog.DiscardHandler)
 		o.LongPollTimeout = 2 * time.Second
@@ -109,16 +113,7 @@ func newTestEnv(t *testing.T) *testEnv {
 		defer cancel()
 		rt.Shutdown(ctx)
 	})
-	return &testEnv{Env: env, client: rt.Client(), env: map[string]string{
-		"DURADYN_TABLE":                  env.Table,
-		"DURADYN_DYNAMODB_ENDPOINT":      env.Endpoints.DynamoDBURL,
-		"DURADYN_SQS_ENDPOINT":           env.Endpoints.SQSURL,
-		"DURADYN_ORCHESTRATOR_QUEUE_URL": env.OrchestratorQueueURL,
-		"DURADYN_WORKER_QUEUE_URL":       env.WorkerQueueURL,
-		"AWS_REGION":                     env.AWS.Region,
-		"AWS_ACCESS_KEY_ID":              "test",
-		"AWS_SECRET_ACCESS_KEY":          "test",
-	}}
+	e.client = rt.Client()
 }
 
 // result is one CLI run.

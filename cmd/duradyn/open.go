@@ -214,7 +214,7 @@ func (a *app) requireLive(id, cmd string) (*provider.InstanceInfo, error) {
 		return nil, err
 	}
 	if info.Status == provider.StatusCompleted || info.Status == provider.StatusFailed {
-		return nil, fmt.Errorf("%s: instance %s is %s; a finished instance takes no more events, messages or cancellations, and was left unchanged", cmd, id, info.Status)
+		return nil, fmt.Errorf("%s: instance %s is %s; a finished instance takes no more events, messages or cancellations, and was left unchanged", cmd, id, displayStatus(info))
 	}
 	return info, nil
 }

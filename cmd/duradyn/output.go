@@ -86,10 +86,11 @@ func strPtrOrDash(s *string) string {
 	return *s
 }
 
-// statusJSON is a status in JSON output.
+// statusJSON is a status in JSON output. Fields an instance's info also
+// has (infoJSON) have the same names there.
 type statusJSON struct {
 	Instance            string  `json:"instance"`
-	State               string  `json:"state"`
+	Status              string  `json:"status"`
 	ExecutionID         uint64  `json:"execution_id"`
 	Output              *string `json:"output,omitempty"`
 	Failure             *string `json:"failure,omitempty"`
@@ -101,7 +102,7 @@ type statusJSON struct {
 func toStatusJSON(s *durable.Status) statusJSON {
 	out := statusJSON{
 		Instance:            s.Instance,
-		State:               s.State.String(),
+		Status:              stateName(s),
 		ExecutionID:         s.ExecutionID,
 		CustomStatus:        s.CustomStatus,
 		CustomStatusVersion: s.CustomStatusVersion,
@@ -124,7 +125,7 @@ func (a *app) printStatus(s *durable.Status) error {
 	if a.jsonOut() {
 		return a.printJSON(toStatusJSON(s))
 	}
-	pairs := []string{"instance", s.Instance, "state", s.State.String(), "execution", strconv.FormatUint(s.ExecutionID, 10)}
+	pairs := []string{"instance", s.Instance, "status", stateName(s), "execution", strconv.FormatUint(s.ExecutionID, 10)}
 	switch s.State {
 	case durable.StateCompleted:
 		pairs = append(pairs, "output", s.Output)
@@ -137,6 +138,15 @@ func (a *app) printStatus(s *durable.Status) error {
 		pairs = append(pairs, "custom status", fmt.Sprintf("%s (version %d)", *s.CustomStatus, s.CustomStatusVersion))
 	}
 	return a.fields(pairs...)
+}
+
+// stateName is s's state as the commands show it: Canceled for a
+// cancelled instance (stored as Failed).
+func stateName(s *durable.Status) string {
+	if d, ok := s.Failure.(provider.ApplicationDetails); ok && s.State == durable.StateFailed && d.Kind.Code == provider.AppCancelled {
+		return provider.StatusCanceled
+	}
+	return s.State.String()
 }
 
 // eventCommon are the event fields the history table shows in columns.

@@ -419,10 +419,19 @@ func unknownOrchestrationFailsWithPoison(h *H) {
 	}, durable.Version("1.0.0"))), unregisteredOptions)
 	h.Start("DoesNotExist", "inst-unknown-name", durable.Raw(""))
 	h.Start("VersionedOrch", "inst-unknown-version", durable.Raw("input"), durable.Version("9.9.9"))
+	causes := map[string]string{
+		"inst-unknown-name":    `orchestration "DoesNotExist" is not registered on any worker that fetched it`,
+		"inst-unknown-version": `orchestration "VersionedOrch" version 9.9.9 is not registered on any worker that fetched it`,
+	}
 	for _, id := range []string{"inst-unknown-name", "inst-unknown-version"} {
 		p := poisonDetails(h, failedUnregistered(h, id), 0, 0)
 		if p.AttemptCount <= p.MaxAttempts {
 			h.Errorf("%s: attempt_count %d not above max_attempts %d", id, p.AttemptCount, p.MaxAttempts)
+		}
+		// duradyn's addition: the failure names its cause, which status
+		// and info show.
+		if p.Cause != causes[id] || !strings.HasSuffix(p.DisplayMessage(), ": "+causes[id]) {
+			h.Errorf("%s: poison cause %q, display %q; want cause %q", id, p.Cause, p.DisplayMessage(), causes[id])
 		}
 		hist := h.History(id)
 		found := false

@@ -39,30 +39,71 @@ func currentStatus(inst *instance) string {
 	return ""
 }
 
-// ListInstances returns every instance id, newest first.
+// listed is one instance as the listings see it.
+type listed struct {
+	id     string
+	seq    uint64
+	status string
+}
+
+// listing returns the instances that exist and the pending ones (a queued
+// start and no instance record), oldest first. Callers hold p.mu.
+func (p *Provider) listing() []listed {
+	var out []listed
+	for _, inst := range p.rows() {
+		out = append(out, listed{id: inst.id, seq: inst.createdSeq, status: currentStatus(inst)})
+	}
+	seen := map[string]bool{}
+	for _, m := range p.orchQ {
+		if m.kind == provider.KindStartOrchestration && p.row(m.instance) == nil && !seen[m.instance] {
+			seen[m.instance] = true
+			out = append(out, listed{id: m.instance, seq: m.seq, status: provider.StatusPending})
+		}
+	}
+	slices.SortFunc(out, func(a, b listed) int { return cmp.Compare(a.seq, b.seq) })
+	return out
+}
+
+// ListInstances returns every instance id, pending ones included, newest
+// first.
 func (p *Provider) ListInstances(ctx context.Context) ([]string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	rows := p.rows()
-	out := make([]string, 0, len(rows))
-	for _, inst := range slices.Backward(rows) {
-		out = append(out, inst.id)
+	all := p.listing()
+	out := make([]string, 0, len(all))
+	for _, l := range slices.Backward(all) {
+		out = append(out, l.id)
 	}
 	return out, nil
 }
 
 // ListInstancesByStatus returns the instances whose current execution has
-// status, newest first.
+// status, newest first; [provider.StatusPending] lists the pending ones.
 func (p *Provider) ListInstancesByStatus(ctx context.Context, status string) ([]string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	out := []string{}
-	for _, inst := range slices.Backward(p.rows()) {
-		if currentStatus(inst) == status && status != "" {
-			out = append(out, inst.id)
+	for _, l := range slices.Backward(p.listing()) {
+		if l.status == status && status != "" {
+			out = append(out, l.id)
 		}
 	}
 	return out, nil
+}
+
+// pendingInfo describes instance from its oldest queued start when it has
+// no instance record; nil when it has none. Callers hold p.mu.
+func (p *Provider) pendingInfo(instance string) *provider.InstanceInfo {
+	for _, m := range p.orchQ {
+		if m.instance != instance || m.kind != provider.KindStartOrchestration {
+			continue
+		}
+		w, err := provider.UnmarshalWorkItem(m.data)
+		if start, ok := w.(provider.StartOrchestrationItem); ok && err == nil {
+			return provider.PendingInstanceInfo(start, uint64(max(m.enqueuedAtMs, 0)))
+		}
+	}
+	return nil
 }
 
 // ListExecutions returns the instance's execution ids in ascending order;
@@ -105,13 +146,17 @@ func (p *Provider) LatestExecutionID(ctx context.Context, instance string) (uint
 }
 
 // InstanceInfo describes an instance and its current execution (status
-// "Unknown" when that execution has no record). Unknown instances fail
+// "Unknown" when that execution has no record), or a pending instance
+// from its queued start ([provider.StatusPending]). Unknown instances fail
 // with [provider.ErrNotFound].
 func (p *Provider) InstanceInfo(ctx context.Context, instance string) (*provider.InstanceInfo, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	inst := p.row(instance)
 	if inst == nil {
+		if info := p.pendingInfo(instance); info != nil {
+			return info, nil
+		}
 		return nil, provider.InstanceNotFound(provider.OpInstanceInfo, instance)
 	}
 	info := &provider.InstanceInfo{

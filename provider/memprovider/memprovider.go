@@ -132,6 +132,9 @@ type orchMessage struct {
 	kind        string
 	data        []byte
 	visibleAtMs int64
+	// enqueuedAtMs is when the message was enqueued: a pending instance's
+	// creation time (provider.StatusPending).
+	enqueuedAtMs int64
 	// lockToken is the token of the fetch that tagged the message, if any.
 	lockToken string
 	attempts  uint32

@@ -472,8 +472,10 @@ func TestFailedAckChangesNothing(t *testing.T) {
 	if err := p.AckOrchestrationItem(ctx, item.LockToken, commit); !errors.Is(err, provider.ErrDuplicateEvent) {
 		t.Fatalf("ack = %v, want ErrDuplicateEvent", err)
 	}
-	if _, err := p.InstanceInfo(ctx, "dup"); !errors.Is(err, provider.ErrNotFound) {
-		t.Fatalf("InstanceInfo after failed ack = %v, want ErrNotFound", err)
+	// No instance record: the instance is still pending, as its start is
+	// still queued.
+	if info, err := p.InstanceInfo(ctx, "dup"); err != nil || info.Status != provider.StatusPending {
+		t.Fatalf("InstanceInfo after failed ack = %+v, %v; want status Pending", info, err)
 	}
 	depths, _ := p.QueueDepths(ctx)
 	if depths.OrchestratorQueue != 0 || depths.WorkerQueue != 0 {

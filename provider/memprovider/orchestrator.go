@@ -34,11 +34,12 @@ func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item provider.Wor
 // hold p.mu.
 func (p *Provider) pushOrch(item provider.WorkItem, data []byte, visibleAtMs int64) {
 	p.orchQ = append(p.orchQ, &orchMessage{
-		seq:         p.nextSeq(),
-		instance:    item.TargetInstance(),
-		kind:        item.Kind(),
-		data:        data,
-		visibleAtMs: visibleAtMs,
+		seq:          p.nextSeq(),
+		instance:     item.TargetInstance(),
+		kind:         item.Kind(),
+		data:         data,
+		visibleAtMs:  visibleAtMs,
+		enqueuedAtMs: p.nowMs(),
 	})
 }
 

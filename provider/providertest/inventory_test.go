@@ -186,7 +186,7 @@ var additions = map[string][]string{
 		"OrchestrationLockRenewalExtendsLock", "OrchestrationLockHeldLateInLease",
 		"AbandonOrchestrationItemWithDelay",
 	},
-	"Management":     {"AdminHistoryReads"},
+	"Management":     {"AdminHistoryReads", "PendingInstance"},
 	"QueueSemantics": {"TimerFromAckInvisibleUntilFireAt"},
 	"InputValidation": {
 		"AckRejectsEventIDZero", "AckRejectsDuplicateEventIDInDelta",

@@ -448,6 +448,7 @@ func managementGetInstanceStatsKVMerged(t *testing.T, s *suite) {
 func managementAdditions() []testCase {
 	return []testCase{
 		{"AdminHistoryReads", managementAdminHistoryReads},
+		{"PendingInstance", managementPendingInstance},
 	}
 }
 
@@ -527,4 +528,59 @@ func managementAdminHistoryReads(t *testing.T, s *suite) {
 	latest, err = admin.LatestExecutionID(ctx, unknown)
 	must(t, err, "LatestExecutionID of an unknown instance")
 	wantEqual(t, latest, provider.InitialExecutionID, "LatestExecutionID of an unknown instance")
+}
+
+// managementPendingInstance checks that an instance is visible from its
+// start: before any turn, InstanceInfo describes it from the queued start
+// (status Pending, its name and version, a creation time) and the listings
+// list it; after its first turn it is listed once, as Running; a start sent
+// to it then does not make it pending again.
+func managementPendingInstance(t *testing.T, s *suite) {
+	ctx := s.context(t)
+	p := s.provider(t)
+	admin := s.admin(t, p)
+	const inst = "mgmt-pending"
+	before := uint64(time.Now().Add(-time.Minute).UnixMilli())
+	enqueueOrch(ctx, t, p, startItem(inst), 0)
+
+	info, err := admin.InstanceInfo(ctx, inst)
+	must(t, err, "InstanceInfo of a started instance before its first turn")
+	if info.Status != provider.StatusPending || info.OrchestrationName != testOrchestration ||
+		info.OrchestrationVersion != testVersion || info.InstanceID != inst || info.CreatedAt < before {
+		t.Fatalf("InstanceInfo before the first turn = %+v; want status %s, orchestration %s %s, created after %d",
+			info, provider.StatusPending, testOrchestration, testVersion, before)
+	}
+	awaitEqual(ctx, t, "ListInstances with one pending instance", []string{inst}, func() []string {
+		got, err := admin.ListInstances(ctx)
+		must(t, err, "ListInstances")
+		return got
+	})
+	awaitEqual(ctx, t, "ListInstancesByStatus(Pending)", []string{inst}, func() []string {
+		return managementListByStatus(ctx, t, admin, provider.StatusPending)
+	})
+
+	item := managementFetch(ctx, t, p, inst)
+	ack(ctx, t, p, item.LockToken, provider.TurnCommit{
+		ExecutionID:  provider.InitialExecutionID,
+		HistoryDelta: []provider.Event{startedEvent(inst, provider.InitialExecutionID)},
+		Metadata:     provider.ExecutionMetadata{Status: provider.StatusRunning, OrchestrationName: testOrchestration, OrchestrationVersion: testVersion},
+	})
+	// A second start of the instance, now that it has a record.
+	enqueueOrch(ctx, t, p, startItem(inst), 0)
+	info, err = admin.InstanceInfo(ctx, inst)
+	must(t, err, "InstanceInfo after the first turn")
+	if info.Status != provider.StatusRunning {
+		t.Fatalf("InstanceInfo after the first turn: status %q, want %q", info.Status, provider.StatusRunning)
+	}
+	awaitEqual(ctx, t, "ListInstancesByStatus(Running) after the first turn", []string{inst}, func() []string {
+		return managementListByStatus(ctx, t, admin, provider.StatusRunning)
+	})
+	awaitEqual(ctx, t, "ListInstancesByStatus(Pending) after the first turn", []string{}, func() []string {
+		return managementListByStatus(ctx, t, admin, provider.StatusPending)
+	})
+	awaitEqual(ctx, t, "ListInstances after the first turn and a second start", []string{inst}, func() []string {
+		got, err := admin.ListInstances(ctx)
+		must(t, err, "ListInstances")
+		return got
+	})
 }
