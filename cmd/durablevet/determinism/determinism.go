@@ -5,9 +5,8 @@
 // type *durable.OrchestrationContext (package
 // github.com/duradyn/duradyn/durable). The runtime replays its code from the
 // start on every turn, so the code must take the same path each time it runs.
-// Inside an orchestration, and inside the functions of the same package that it
-// calls statically (directly or through other such functions), the analyzer
-// reports:
+// Inside an orchestration, and inside the functions it calls statically, the
+// analyzer reports:
 //
 //   - go statements (use durable.Go);
 //   - select statements (use durable.Race or durable.WaitAny);
@@ -20,13 +19,29 @@
 //     package-level of crypto/rand (use ctx.NewGUID or pass randomness in as
 //     input);
 //   - range over a map, or over maps.All, maps.Keys or maps.Values of a map
-//     (range over sorted keys).
+//     (range over sorted keys);
+//   - environment and process reads (os.Getenv, os.LookupEnv, os.Environ,
+//     os.Hostname, os.Args, ...) and file system access (os.ReadFile, os.Open,
+//     os.WriteFile, ...), which belong in activities;
+//   - writes to package-level variables, and sync/atomic operations on
+//     package-level state.
 //
-// Calls are not followed into other packages, through interfaces or through
-// function values. Function literals written inside an orchestration are
-// checked as part of it. The durable package itself, and the internal
-// packages below it, are not checked: they implement the deterministic
-// primitives with the very constructs the analyzer reports.
+// Functions of the same package are followed into and reported where the
+// construct is, naming the orchestration they were reached from. Functions
+// of other packages of the same module are followed through an object fact
+// that the analyzer exports for each function whose code, or the code of a
+// function it calls, holds such a construct; the call is reported at the
+// orchestration's call site, naming the chain of calls and the construct's
+// file and line. Calls through interfaces or function values, and calls into
+// other modules or the standard library (beyond the functions listed above),
+// are not followed. The durable package itself, and the internal packages
+// below it, are not checked: they implement the deterministic primitives with
+// the very constructs the analyzer reports.
+//
+// In every function of a checked package, a call of
+// OrchestrationContext.ContinueAsNew whose error is discarded (an expression
+// statement, an assignment to _, go or defer) is reported: the execution
+// continues as new whatever the orchestration then returns.
 //
 // A comment //durablevet:ignore on the line of a report, or alone on the line
 // above it, suppresses that report. On the line of a call of a helper it also
@@ -44,7 +59,6 @@ import (
 	"golang.org/x/tools/go/analysis"
 	"golang.org/x/tools/go/analysis/passes/inspect"
 	"golang.org/x/tools/go/ast/inspector"
-	"golang.org/x/tools/go/types/typeutil"
 )
 
 // DurablePath is the import path of the package that declares
@@ -57,61 +71,53 @@ const IgnoreDirective = "//durablevet:ignore"
 
 // Analyzer reports non-deterministic constructs in durable orchestrations.
 var Analyzer = &analysis.Analyzer{
-	Name:     "determinism",
-	Doc:      doc,
-	Requires: []*analysis.Analyzer{inspect.Analyzer},
-	Run:      run,
+	Name:      "determinism",
+	Doc:       doc,
+	Requires:  []*analysis.Analyzer{inspect.Analyzer},
+	Run:       run,
+	FactTypes: []analysis.Fact{new(nondeterministic)},
 }
 
 const doc = `report non-deterministic code in durable orchestrations
 
 Inside functions with a *durable.OrchestrationContext parameter, and inside
-the same-package functions they call, report go and select statements,
+the functions of the same module they call, report go and select statements,
 channel operations, wall-clock time and timers from package time, math/rand,
-math/rand/v2 and crypto/rand, and range over maps. A //durablevet:ignore
-comment on the line, or alone on the line above, suppresses a report.`
+math/rand/v2 and crypto/rand, range over maps, environment and file system
+access through package os, writes to package-level variables and sync/atomic
+operations on package-level state. Everywhere, report a ContinueAsNew whose
+error is discarded. A //durablevet:ignore comment on the line, or alone on the
+line above, suppresses a report.`
 
 // Rule categories, set as the Category of each diagnostic.
 const (
-	ruleGo      = "go"
-	ruleSelect  = "select"
-	ruleChannel = "channel"
-	ruleTime    = "time"
-	ruleRand    = "rand"
-	ruleMap     = "maprange"
+	ruleGo            = "go"
+	ruleSelect        = "select"
+	ruleChannel       = "channel"
+	ruleTime          = "time"
+	ruleRand          = "rand"
+	ruleMap           = "maprange"
+	ruleEnv           = "env"
+	ruleFile          = "file"
+	ruleGlobal        = "global"
+	ruleAtomic        = "atomic"
+	ruleContinueAsNew = "continueasnew"
 )
-
-// timeFuncs maps the package time functions that read the wall clock or
-// start runtime timers to the replacement named in the report.
-var timeFuncs = map[string]string{
-	"Now":       "use ctx.Now()",
-	"Sleep":     "use ctx.Sleep(d)",
-	"After":     "use ctx.CreateTimer(d)",
-	"AfterFunc": "use ctx.CreateTimer(d) or ctx.Sleep(d) in durable.Go",
-	"NewTimer":  "use ctx.CreateTimer(d)",
-	"Tick":      "use ctx.CreateTimer(d) in a loop",
-	"NewTicker": "use ctx.CreateTimer(d) in a loop",
-	"Since":     "use ctx.Now().Sub(t)",
-	"Until":     "use t.Sub(ctx.Now())",
-}
-
-// randAdvice is the replacement named for every source of randomness.
-const randAdvice = "use ctx.NewGUID or pass randomness in as input"
-
-// mapsIterators are the functions of package maps whose iterators yield in
-// map order.
-var mapsIterators = map[string]bool{"All": true, "Keys": true, "Values": true}
 
 // checker holds the state of one pass.
 type checker struct {
 	pass *analysis.Pass
+	// module is the path of the package's module, or empty outside a module
+	// (the standard library): calls are followed across packages of the
+	// same module only.
+	module string
 	// decls maps each function and method declared in the package to its
 	// declaration, to follow static calls.
 	decls map[*types.Func]*ast.FuncDecl
-	// visited holds the bodies already queued for checking.
-	visited map[*ast.BlockStmt]bool
-	// queue holds the bodies still to check.
-	queue []item
+	// order lists the functions of decls in source order.
+	order []*types.Func
+	// scanned caches what each function body holds.
+	scanned map[*ast.BlockStmt]*bodyInfo
 	// ignored holds, per file name, the lines a directive suppresses.
 	ignored map[string]map[int]bool
 	// inSelect holds the channel operations that are the communications of
@@ -125,6 +131,9 @@ type checker struct {
 // item is a function body to check.
 type item struct {
 	body *ast.BlockStmt
+	// name describes the orchestration whose body this is; empty for a
+	// helper.
+	name string
 	// via is empty for an orchestration; for a helper it names the
 	// orchestration the helper was reached from.
 	via string
@@ -137,44 +146,86 @@ func run(pass *analysis.Pass) (any, error) {
 	c := &checker{
 		pass:     pass,
 		decls:    make(map[*types.Func]*ast.FuncDecl),
-		visited:  make(map[*ast.BlockStmt]bool),
+		scanned:  make(map[*ast.BlockStmt]*bodyInfo),
 		ignored:  make(map[string]map[int]bool),
 		inSelect: make(map[ast.Node]bool),
 		reported: make(map[token.Pos]map[string]bool),
 	}
+	if pass.Module != nil {
+		c.module = pass.Module.Path
+	}
 	c.readDirectives()
-
 	insp := pass.ResultOf[inspect.Analyzer].(*inspector.Inspector)
+	roots := c.collect(insp)
+	c.checkOrchestrations(roots)
+	c.checkContinueAsNew(insp)
+	c.exportFacts()
+	return nil, nil
+}
+
+// collect records the functions declared in the package and returns the
+// orchestrations, declared or literal.
+func (c *checker) collect(insp *inspector.Inspector) []item {
 	var roots []item
 	insp.Preorder([]ast.Node{(*ast.FuncDecl)(nil), (*ast.FuncLit)(nil)}, func(n ast.Node) {
 		switch n := n.(type) {
 		case *ast.FuncDecl:
-			fn, _ := pass.TypesInfo.Defs[n.Name].(*types.Func)
+			fn, _ := c.pass.TypesInfo.Defs[n.Name].(*types.Func)
 			if fn == nil {
 				return
 			}
 			c.decls[fn] = n
+			c.order = append(c.order, fn)
 			if n.Body != nil && hasContextParam(fn.Signature()) {
-				roots = append(roots, item{body: n.Body})
+				roots = append(roots, item{body: n.Body, name: funcName(fn)})
 			}
 		case *ast.FuncLit:
-			if sig, ok := pass.TypesInfo.TypeOf(n).(*types.Signature); ok && hasContextParam(sig) {
-				roots = append(roots, item{body: n.Body})
+			if c.isOrchestrationLiteral(n) {
+				p := c.pass.Fset.Position(n.Pos())
+				name := fmt.Sprintf("func literal at %s:%d", filepath.Base(p.Filename), p.Line)
+				roots = append(roots, item{body: n.Body, name: name})
 			}
 		}
 	})
+	return roots
+}
+
+// checkOrchestrations reports the constructs of each orchestration and of
+// the functions of this package it reaches.
+func (c *checker) checkOrchestrations(roots []item) {
 	// Every orchestration is marked before any is checked, so one that
 	// another calls is reported as itself rather than as a helper.
+	visited := make(map[*ast.BlockStmt]bool)
 	for _, r := range roots {
-		c.visited[r.body] = true
+		visited[r.body] = true
 	}
-	c.queue = roots
-	for len(c.queue) > 0 {
-		it := c.queue[0]
-		c.queue = c.queue[1:]
-		c.check(it)
+	queue := roots
+	for len(queue) > 0 {
+		it := queue[0]
+		queue = queue[1:]
+		b := c.scan(it.body)
+		for _, f := range b.findings {
+			c.report(f.pos, f.rule, f.message(it.via))
+		}
+		via := it.via
+		if via == "" {
+			via = it.name
+		}
+		for _, cl := range b.calls {
+			if !visited[cl.decl.Body] {
+				visited[cl.decl.Body] = true
+				queue = append(queue, item{body: cl.decl.Body, via: via})
+			}
+		}
 	}
-	return nil, nil
+}
+
+// isOrchestrationLiteral reports whether the literal takes a
+// *durable.OrchestrationContext: it is then checked as an orchestration of
+// its own.
+func (c *checker) isOrchestrationLiteral(lit *ast.FuncLit) bool {
+	sig, ok := c.pass.TypesInfo.TypeOf(lit).(*types.Signature)
+	return ok && hasContextParam(sig)
 }
 
 // hasContextParam reports whether sig has a parameter of type
@@ -203,187 +254,32 @@ func isContextPointer(t types.Type) bool {
 	return obj.Name() == "OrchestrationContext" && obj.Pkg() != nil && obj.Pkg().Path() == DurablePath
 }
 
-// check reports the constructs in one body and queues the same-package
-// functions it calls.
-func (c *checker) check(it item) {
-	info := c.pass.TypesInfo
-	ast.Inspect(it.body, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.FuncLit:
-			// A literal that is an orchestration itself is checked as one.
-			if n.Body != it.body && c.visited[n.Body] {
-				return false
-			}
-		case *ast.GoStmt:
-			c.report(it, n.Pos(), ruleGo, "go statement in orchestration: use durable.Go")
-		case *ast.SelectStmt:
-			c.report(it, n.Pos(), ruleSelect, "select in orchestration: use durable.Race or durable.WaitAny")
-			for _, s := range n.Body.List {
-				if cc, ok := s.(*ast.CommClause); ok && cc.Comm != nil {
-					c.markCommunication(cc.Comm)
-				}
-			}
-		case *ast.SendStmt:
-			if !c.inSelect[n] {
-				c.report(it, n.Pos(), ruleChannel, "channel send in orchestration: use futures (durable.Go, Future.Get)")
-			}
-		case *ast.UnaryExpr:
-			if n.Op == token.ARROW && !c.inSelect[n] {
-				c.report(it, n.Pos(), ruleChannel, "channel receive in orchestration: use futures (Future.Get, durable.WaitAny)")
-			}
-		case *ast.RangeStmt:
-			c.checkRange(it, n)
-		case *ast.CallExpr:
-			c.checkCall(it, n)
-		case *ast.SelectorExpr:
-			if id, ok := n.X.(*ast.Ident); ok {
-				if _, ok := info.Uses[id].(*types.PkgName); ok {
-					c.checkObject(it, n.Pos(), info.Uses[n.Sel])
-					return false
-				}
-			}
-		case *ast.Ident:
-			// A name of another package used unqualified, after a dot
-			// import.
-			c.checkObject(it, n.Pos(), info.Uses[n])
+// funcName names a function as reports show it: Name, or Type.Name for a
+// method.
+func funcName(fn *types.Func) string {
+	if recv := fn.Signature().Recv(); recv != nil {
+		t := recv.Type()
+		if p, ok := types.Unalias(t).(*types.Pointer); ok {
+			t = p.Elem()
 		}
-		return true
-	})
+		if n, ok := types.Unalias(t).(*types.Named); ok {
+			return n.Obj().Name() + "." + fn.Name()
+		}
+	}
+	return fn.Name()
 }
 
-// markCommunication records the channel operation of a select case, so it is
-// not reported on top of the select.
-func (c *checker) markCommunication(s ast.Stmt) {
-	switch s := s.(type) {
-	case *ast.SendStmt:
-		c.inSelect[s] = true
-	case *ast.ExprStmt:
-		c.inSelect[ast.Unparen(s.X)] = true
-	case *ast.AssignStmt:
-		if len(s.Rhs) == 1 {
-			c.inSelect[ast.Unparen(s.Rhs[0])] = true
-		}
+// qualifiedName names a function with its package name, as a chain of calls
+// across packages shows it: pkg.Name or pkg.Type.Name.
+func qualifiedName(fn *types.Func) string {
+	if fn.Pkg() == nil {
+		return funcName(fn)
 	}
+	return fn.Pkg().Name() + "." + funcName(fn)
 }
 
-// checkRange reports a range over a channel, a map, or an iterator of package
-// maps.
-func (c *checker) checkRange(it item, n *ast.RangeStmt) {
-	t := c.pass.TypesInfo.TypeOf(n.X)
-	if t == nil {
-		return
-	}
-	switch t.Underlying().(type) {
-	case *types.Chan:
-		c.report(it, n.Pos(), ruleChannel, "range over channel in orchestration: use futures (Future.Get, durable.WaitAny)")
-		return
-	case *types.Map:
-		c.report(it, n.Pos(), ruleMap, "range over map in orchestration: iteration order is random; range over sorted keys")
-		return
-	}
-	call, ok := ast.Unparen(n.X).(*ast.CallExpr)
-	if !ok {
-		return
-	}
-	fn := typeutil.StaticCallee(c.pass.TypesInfo, call)
-	if fn != nil && fn.Pkg() != nil && fn.Pkg().Path() == "maps" && mapsIterators[fn.Name()] {
-		c.report(it, n.Pos(), ruleMap, fmt.Sprintf(
-			"range over maps.%s in orchestration: iteration order is random; range over sorted keys (slices.Sorted(maps.Keys(m)))", fn.Name()))
-	}
-}
-
-// checkCall reports make(chan ...) and queues the body of a static callee
-// declared in this package.
-func (c *checker) checkCall(it item, call *ast.CallExpr) {
-	info := c.pass.TypesInfo
-	if id, ok := ast.Unparen(call.Fun).(*ast.Ident); ok {
-		if b, ok := info.Uses[id].(*types.Builtin); ok && b.Name() == "make" && len(call.Args) > 0 {
-			if t := info.TypeOf(call.Args[0]); t != nil {
-				if _, ok := t.Underlying().(*types.Chan); ok {
-					c.report(it, call.Pos(), ruleChannel, "make(chan) in orchestration: use futures (durable.Go, Future.Get)")
-				}
-			}
-			return
-		}
-	}
-	fn := typeutil.StaticCallee(info, call)
-	if fn == nil || fn.Pkg() != c.pass.Pkg {
-		return
-	}
-	decl := c.decls[fn.Origin()]
-	if decl == nil || decl.Body == nil || c.visited[decl.Body] || c.ignoredAt(call.Pos()) {
-		return
-	}
-	c.visited[decl.Body] = true
-	via := it.via
-	if via == "" {
-		via = c.rootName(it.body)
-	}
-	c.queue = append(c.queue, item{body: decl.Body, via: via})
-}
-
-// checkObject reports a use of a function of package time that reads the
-// clock or starts a timer, or of a source of randomness.
-func (c *checker) checkObject(it item, pos token.Pos, obj types.Object) {
-	if obj == nil || obj.Pkg() == nil {
-		return
-	}
-	pkg := obj.Pkg()
-	// Only package-level names: methods, fields and locals are not sources
-	// of non-determinism by themselves (a *rand.Rand must come from a
-	// reported rand.New).
-	if obj.Parent() != pkg.Scope() {
-		return
-	}
-	switch pkg.Path() {
-	case "time":
-		if _, ok := obj.(*types.Func); ok {
-			if advice, ok := timeFuncs[obj.Name()]; ok {
-				c.report(it, pos, ruleTime, fmt.Sprintf("time.%s in orchestration: %s", obj.Name(), advice))
-			}
-		}
-	case "math/rand", "math/rand/v2":
-		if _, ok := obj.(*types.Func); ok {
-			c.report(it, pos, ruleRand, fmt.Sprintf("%s in orchestration: %s", pkg.Path(), randAdvice))
-		}
-	case "crypto/rand":
-		switch obj.(type) {
-		case *types.Func, *types.Var:
-			c.report(it, pos, ruleRand, "crypto/rand in orchestration: "+randAdvice)
-		}
-	}
-}
-
-// rootName describes the orchestration whose body is body, for reports in
-// the helpers it calls.
-func (c *checker) rootName(body *ast.BlockStmt) string {
-	for fn, decl := range c.decls {
-		if decl.Body == body {
-			if recv := fn.Signature().Recv(); recv != nil {
-				t := recv.Type()
-				if p, ok := t.(*types.Pointer); ok {
-					t = p.Elem()
-				}
-				if n, ok := types.Unalias(t).(*types.Named); ok {
-					return n.Obj().Name() + "." + fn.Name()
-				}
-			}
-			return fn.Name()
-		}
-	}
-	p := c.pass.Fset.Position(body.Pos())
-	return fmt.Sprintf("func literal at %s:%d", filepath.Base(p.Filename), p.Line)
-}
-
-// report reports msg at pos unless a directive suppresses it or it was
-// reported already.
-func (c *checker) report(it item, pos token.Pos, rule, msg string) {
-	if c.ignoredAt(pos) {
-		return
-	}
-	if it.via != "" {
-		msg += " (in a helper called from orchestration " + it.via + ")"
-	}
+// report reports msg at pos unless it was reported already.
+func (c *checker) report(pos token.Pos, rule, msg string) {
 	if c.reported[pos] == nil {
 		c.reported[pos] = make(map[string]bool)
 	}
@@ -392,58 +288,4 @@ func (c *checker) report(it item, pos token.Pos, rule, msg string) {
 	}
 	c.reported[pos][msg] = true
 	c.pass.Report(analysis.Diagnostic{Pos: pos, Category: rule, Message: msg})
-}
-
-// ignoredAt reports whether a directive suppresses reports at pos.
-func (c *checker) ignoredAt(pos token.Pos) bool {
-	p := c.pass.Fset.PositionFor(pos, false)
-	return c.ignored[p.Filename][p.Line]
-}
-
-// readDirectives records the lines suppressed by each //durablevet:ignore
-// comment of the package: its own line, and the next line when nothing but
-// white space precedes the comment on its line.
-func (c *checker) readDirectives() {
-	for _, f := range c.pass.Files {
-		var src []byte
-		for _, g := range f.Comments {
-			for _, cm := range g.List {
-				if !isDirective(cm.Text) {
-					continue
-				}
-				p := c.pass.Fset.PositionFor(cm.Slash, false)
-				lines := c.ignored[p.Filename]
-				if lines == nil {
-					lines = make(map[int]bool)
-					c.ignored[p.Filename] = lines
-				}
-				lines[p.Line] = true
-				if src == nil {
-					// Without the source, a directive is taken to stand
-					// alone, the more forgiving reading.
-					src, _ = c.pass.ReadFile(p.Filename)
-				}
-				if standsAlone(src, p) {
-					lines[p.Line+1] = true
-				}
-			}
-		}
-	}
-}
-
-// isDirective reports whether the comment text is an ignore directive,
-// optionally followed by white space and a reason.
-func isDirective(text string) bool {
-	rest, ok := strings.CutPrefix(text, IgnoreDirective)
-	return ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t')
-}
-
-// standsAlone reports whether only white space precedes the comment at p on
-// its line of src; it is true when src does not cover p.
-func standsAlone(src []byte, p token.Position) bool {
-	start := p.Offset - (p.Column - 1)
-	if start < 0 || p.Offset > len(src) {
-		return true
-	}
-	return strings.TrimSpace(string(src[start:p.Offset])) == ""
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // Helpers calls helpers of this package, which are followed, and of another
-// package, which is not.
+// package outside any module, which is not.
 func Helpers(ctx *durable.OrchestrationContext) error {
 	stamp()
 	var s state

@@ -1,5 +1,5 @@
-// Package other holds helpers of another package: calls into it are not
-// followed.
+// Package other holds helpers of another package. This tree is GOPATH-style,
+// outside any module, so calls into it are not followed.
 package other
 
 import "time"

@@ -1,0 +1,3 @@
+module github.com/duradyn/duradyn
+
+go 1.26

@@ -1,0 +1,3 @@
+module example.com/vendorlib
+
+go 1.26
