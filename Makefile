@@ -33,6 +33,7 @@ BENCH_ENV = DURADYN_CACHE_DIR=$(CURDIR)/.cache/emulators
 # two at once on a small machine slow requests past the 200-500 ms windows
 # some conformance tests measure.
 test: tf-validate
+	./scripts/install-chromium
 	$(GO) test -race -count=1 -p 1 -parallel $(PARALLEL) -timeout 45m ./...
 	./bench/scripts/install-redis
 	cd bench && $(BENCH_ENV) $(GO) test -race -count=1 -short -timeout 20m ./...

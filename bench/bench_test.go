@@ -345,6 +345,12 @@ func TestFetchCost(t *testing.T) {
 		if got, want := r.Extra[scenario.ExtraSystemMetricsRequests], float64(1+dynamo.DefaultShards); got != want {
 			t.Errorf("result %d: SystemMetrics made %v requests with %v terminal instances, want %v", i, got, r.Extra[scenario.ExtraTerminalInstances], want)
 		}
+		// The console's list page: one or two rounds of Queries of the
+		// instances index (two per shard each), a GetItem per instance
+		// shown (50), and SystemMetrics: not one per instance.
+		if got, most := r.Extra[scenario.ExtraConsoleListRequests], float64(4*dynamo.DefaultShards+50+1+dynamo.DefaultShards); got <= 0 || got > most {
+			t.Errorf("result %d: the console list page made %v requests with %v terminal instances, want 1 to %v", i, got, r.Extra[scenario.ExtraTerminalInstances], most)
+		}
 	}
 }
 

@@ -39,13 +39,14 @@
 //     DURADYN_DISABLE_LOCALSTACK=1 to skip this step. Source is
 //     "localstack".
 //  3. Embedded emulators: Amazon's DynamoDB Local, run with Java 17 or later
-//     (-inMemory -sharedDb -disableTelemetry), and an SQS emulator speaking
-//     the JSON protocol of current SDKs: moto_server when it is on PATH,
-//     else the npm package fauxqs run with Node.js 20 or later
-//     (DURADYN_SQS_EMULATOR=moto|fauxqs chooses). Each gets a free port and
-//     is reached over loopback (moto listens on loopback only; DynamoDB Local
-//     and fauxqs have no such setting and listen on all interfaces). Source
-//     is "embedded".
+//     (-inMemory -sharedDb -disableTelemetry; with [Options.DynamoDBDataDir],
+//     -dbPath instead of -inMemory, so its tables outlive a restart), and an
+//     SQS emulator speaking the JSON protocol of current SDKs: moto_server
+//     when it is on PATH, else the npm package fauxqs run with Node.js 20 or
+//     later (DURADYN_SQS_EMULATOR=moto|fauxqs chooses). Each gets a free
+//     port and is reached over loopback (moto listens on loopback only;
+//     DynamoDB Local and fauxqs have no such setting and listen on all
+//     interfaces). Source is "embedded".
 //
 // So a machine with Java and Node.js (with npm, and the npm registry
 // reachable on the first run) needs nothing else; a machine with Docker uses
@@ -82,7 +83,8 @@
 // wrappers, so the process Stop signals is the server. Each server runs in
 // its own process group; on Linux it also gets a parent-death signal, so it
 // dies with a test binary that crashes or is killed. Stop sends SIGTERM,
-// then SIGKILL after a grace period, and waits.
+// then SIGKILL after a grace period, and waits. [Emulator.Wait] returns
+// when a server exits, for a long-running tool that must notice a crash.
 //
 // Server output goes to files in a temporary directory ([Emulator.LogDir]).
 // Stop removes it unless [Options.KeepLogs] or

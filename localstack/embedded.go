@@ -147,12 +147,9 @@ func dynamoDBLocalSpec(ctx context.Context, o Options, cacheDir string) (serverS
 	return serverSpec{
 		name: "dynamodb-local",
 		argv: func(port int) []string {
-			return []string{java,
-				"-Djava.library.path=" + libDir,
-				"-jar", jar,
-				"-inMemory", "-sharedDb", "-disableTelemetry",
-				"-port", strconv.Itoa(port),
-			}
+			argv := []string{java, "-Djava.library.path=" + libDir, "-jar", jar}
+			argv = append(argv, dynamoDBStorageArgs(o)...)
+			return append(argv, "-sharedDb", "-disableTelemetry", "-port", strconv.Itoa(port))
 		},
 		probe: func(u string) func(context.Context) error { return dynamoDBReady(u, o.Region) },
 	}, nil

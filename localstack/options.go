@@ -112,6 +112,14 @@ type Options struct {
 	// A failed Start always quotes the tail of the failing server's log in
 	// its error.
 	KeepLogs bool
+
+	// DynamoDBDataDir, when set, makes the embedded DynamoDB Local keep its
+	// data in files in this directory (created if missing), so that tables
+	// and items outlive a restart; default "": in memory, gone at Stop.
+	// Only the embedded DynamoDB Local can do this, so the LocalStack step
+	// is skipped, and endpoints from the environment are an error unless
+	// IgnoreEnvironment is set.
+	DynamoDBDataDir string
 }
 
 // resolve applies defaults and environment overrides to a copy of o and
@@ -160,7 +168,10 @@ func (o Options) resolve() (Options, error) {
 			*d.v = d.def
 		}
 	}
-	return o, errors.Join(errs...)
+	if len(errs) > 0 {
+		return o, errors.Join(errs...)
+	}
+	return o.resolveDataDir()
 }
 
 // cacheDir returns the cache directory to install into, as an absolute path.

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"time"
 
 	"github.com/duradyn/duradyn/bench/report"
+	"github.com/duradyn/duradyn/console"
 	"github.com/duradyn/duradyn/durable"
 	"github.com/duradyn/duradyn/provider"
 )
@@ -27,6 +30,11 @@ const (
 	ExtraQueueDepthsRRU        = "QueueDepths RRU"
 	ExtraSystemMetricsRequests = "SystemMetrics requests"
 	ExtraSystemMetricsRRU      = "SystemMetrics RRU"
+	// The requests, read units and time of the web console's first list
+	// page (50 instances, with the counts per status) at the size.
+	ExtraConsoleListRequests = "console list requests"
+	ExtraConsoleListRRU      = "console list RRU"
+	ExtraConsoleListMs       = "console list ms"
 )
 
 // seedChunk is how many terminal instances are started before their
@@ -58,8 +66,9 @@ type FetchCostConfig struct {
 // client and completed by a seeding runtime; then a runtime of default
 // options runs one warm-up and RoundTrips one-activity instances (two
 // turns each), and the requests of those round trips are divided by their
-// turns. Each size is its own result, with what one QueueDepths and one
-// SystemMetrics cost at that size.
+// turns. Each size is its own result, with what one QueueDepths, one
+// SystemMetrics and one first page of the web console's instance list cost
+// at that size.
 func FetchCost(ctx context.Context, env *Env, c FetchCostConfig) ([]report.Result, error) {
 	var system System
 	found := false
@@ -100,9 +109,10 @@ func FetchCost(ctx context.Context, env *Env, c FetchCostConfig) ([]report.Resul
 				return report.Result{}, err
 			}
 			results = append(results, res)
-			env.logf("%s: %d terminal instances: %.1f DynamoDB requests, %.2f RRU and %.2f WRU per turn; QueueDepths %.0f requests, %.1f RRU; SystemMetrics %.0f requests, %.1f RRU",
+			env.logf("%s: %d terminal instances: %.1f DynamoDB requests, %.2f RRU and %.2f WRU per turn; QueueDepths %.0f requests, %.1f RRU; SystemMetrics %.0f requests, %.1f RRU; console list page %.0f requests, %.1f RRU, %.0f ms",
 				FetchCostName, terminal, res.Extra[ExtraRequestsPerTurn], res.Extra[ExtraRRUPerTurn], res.Extra[ExtraWRUPerTurn],
-				res.Extra[ExtraQueueDepthsRequests], res.Extra[ExtraQueueDepthsRRU], res.Extra[ExtraSystemMetricsRequests], res.Extra[ExtraSystemMetricsRRU])
+				res.Extra[ExtraQueueDepthsRequests], res.Extra[ExtraQueueDepthsRRU], res.Extra[ExtraSystemMetricsRequests], res.Extra[ExtraSystemMetricsRRU],
+				res.Extra[ExtraConsoleListRequests], res.Extra[ExtraConsoleListRRU], res.Extra[ExtraConsoleListMs])
 		}
 		return report.Result{}, nil
 	})
@@ -220,5 +230,26 @@ func adminReadCost(ctx context.Context, d *Deployment, r *report.Result, instanc
 	if m.TotalInstances < uint64(instances) || m.RunningInstances != 0 {
 		return fmt.Errorf("SystemMetrics counted %d instances, %d running; want at least %d, none running", m.TotalInstances, m.RunningInstances, instances)
 	}
+	return consoleListCost(d, r)
+}
+
+// consoleListCost measures one first page of the web console's instance
+// list on d's metered client into r's extras.
+func consoleListCost(d *Deployment, r *report.Result) error {
+	con, err := console.New(d.Client)
+	if err != nil {
+		return err
+	}
+	before, began := d.Usage(), time.Now()
+	rec := httptest.NewRecorder()
+	con.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1/instances", nil))
+	elapsed := time.Since(began)
+	if rec.Code != http.StatusOK {
+		return fmt.Errorf("console list page: %d %s", rec.Code, rec.Body.String())
+	}
+	u := d.Usage().Sub(before)
+	setExtra(r, ExtraConsoleListRequests, float64(u.DynamoDBRequests()))
+	setExtra(r, ExtraConsoleListRRU, u.RRU)
+	setExtra(r, ExtraConsoleListMs, float64(elapsed.Microseconds())/1000)
 	return nil
 }

@@ -250,7 +250,7 @@ func (dm *demo) newNode(name string, s *shop) (*node, error) {
 		return nil, err
 	}
 	n.p = p
-	reg, err := durable.NewRegistry(append(s.activities(name), processOrder, shipOrder)...)
+	reg, err := durable.NewRegistry(append(s.Activities(name), processOrder, shipOrder)...)
 	if err == nil {
 		n.rt, err = durable.NewRuntime(p, reg, func(o *durable.Options) {
 			o.RuntimeID = name

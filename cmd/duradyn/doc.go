@@ -38,6 +38,9 @@
 //	locks list
 //	locks reset <key>
 //	clock [--max-skew duration]
+//	dev [--persist DIR] [--detach]
+//	dev --print-env
+//	dev stop
 //	help [command]
 //
 // D is a duration back from now ("720h") or an RFC 3339 time; for
@@ -62,6 +65,17 @@
 // prints the skew and its uncertainty; it exits with code 6 when the whole
 // interval lies further than --max-skew (default 1 s) from zero, the skew
 // the leases and timers of processes sharing a table assume at most.
+//
+// dev runs a development environment: it starts DynamoDB Local and an SQS
+// emulator (package localstack's embedded emulators, its own whatever the
+// endpoint variables say), creates the table (default duradyn-dev) and its
+// two wake-up queues, prints one "export NAME=value" line per setting the
+// command and dynamo.NewFromEnv read, and runs until interrupted or until
+// "dev stop", then stops them. --detach starts it in the background and
+// returns once it is ready; --print-env prints the settings of the running
+// one (eval "$(duradyn dev --print-env)" in another shell); --persist DIR
+// keeps DynamoDB Local's data across restarts. Its lock, socket and log are
+// in DURADYN_DEV_DIR, default duradyn/dev under the user's cache directory.
 //
 // Global flags, with the environment variables that set their defaults:
 //

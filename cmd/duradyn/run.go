@@ -120,6 +120,8 @@ func init() {
 		{"jobs", "jobs list|add|pause|resume|delete [arguments] [flags]", "list, add, pause, resume or delete scheduled jobs", cmdJobs, jobsNotes},
 		{"locks", "locks list | locks reset <key>", "list held distributed locks, or free one", cmdLocks, ""},
 		{"clock", "clock [--max-skew duration]", "measure this host's clock against DynamoDB's", cmdClock, ""},
+		{"dev", "dev [--persist DIR] [--detach] | dev --print-env | dev stop", "run local emulators with a table and its queues, for development", cmdDev, devNotes},
+		{"console", "console [--addr host:port] [--token T] [--allow-actions]", "serve the web console", cmdConsole, consoleNotes},
 	}
 }
 
