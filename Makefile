@@ -19,12 +19,16 @@
 #               FetchCost seeding its table with 100,000 instances)
 #   make tf-validate  terraform fmt, init and validate of terraform/, offline
 #   make tf-test      terraform apply of terraform/examples/basic against an
-#                     AWS emulator, checked from Go (internal/cmd/tfsmoke), then destroy
+#                     AWS emulator, checked from Go (internal/cmd/tfsmoke), then destroy;
+#                     then the same for the Lambda example (examples/lambda,
+#                     scripts/tf-test-lambda, internal/cmd/lambdasmoke)
+#   make lambda-zip   the Lambda function of examples/lambda (bootstrap for
+#                     provided.al2023, linux/arm64), zipped: build/lambda/bootstrap.zip
 
 GO       ?= go
 PARALLEL ?= 16
 
-.PHONY: check test lint vet run conformance bench bench-e2e tf-validate tf-test
+.PHONY: check test lint vet run conformance bench bench-e2e tf-validate tf-test lambda-zip
 
 # The benchmark module finds the emulators the library's tests install.
 BENCH_ENV = DURADYN_CACHE_DIR=$(CURDIR)/.cache/emulators
@@ -74,3 +78,17 @@ tf-validate:
 
 tf-test:
 	GO=$(GO) ./scripts/tf-test
+	GO=$(GO) ./scripts/tf-test-lambda
+
+# The Lambda function's package: a static linux/arm64 bootstrap (no RPC
+# mode, no cgo, no build paths or ids, so one source gives one binary) in a
+# zip whose entry times are fixed (internal/cmd/lambdazip), which
+# terraform/modules/lambda-worker deploys. LAMBDA_MAIN builds another main.
+LAMBDA_MAIN ?= ./examples/lambda
+LAMBDA_DIR  ?= build/lambda
+
+lambda-zip:
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w -buildid=' \
+		-o $(LAMBDA_DIR)/bootstrap $(LAMBDA_MAIN)
+	$(GO) run ./internal/cmd/lambdazip -o $(LAMBDA_DIR)/bootstrap.zip $(LAMBDA_DIR)/bootstrap
+	@echo "$(LAMBDA_DIR)/bootstrap.zip"

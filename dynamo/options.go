@@ -62,6 +62,14 @@ type Options struct {
 	OrchestratorQueueURL string
 	WorkerQueueURL       string
 
+	// ReceiveElsewhere leaves the wake-up queues to another consumer, an
+	// SQS event source mapping that invokes an AWS Lambda function with
+	// their messages (package lambdahost): fetches never receive from SQS,
+	// and the function hands them the signals it is given
+	// ([Provider.DeliverSignals]). Sending is unchanged. Default false: the
+	// provider polls the queues while its fetches wait.
+	ReceiveElsewhere bool
+
 	// Shards is the number of partitions of the ready index per queue. It is
 	// part of the stored data's layout: every process on one table must use
 	// the same value. Default 16; valid 1 to 256.
@@ -273,6 +281,7 @@ func New(cfg aws.Config, optFns ...func(*Options)) (*Provider, error) {
 	signals, err := queues.New(o.SQSClient, func(q *queues.Options) {
 		q.OrchestratorQueueURL = o.OrchestratorQueueURL
 		q.WorkerQueueURL = o.WorkerQueueURL
+		q.ReceiveElsewhere = o.ReceiveElsewhere
 		q.Logger = o.Logger
 		q.Now = o.Now
 		if o.MaxLongPoll != 0 {

@@ -31,6 +31,13 @@ type Options struct {
 	// kind's signals).
 	WorkerQueueURL string
 
+	// ReceiveElsewhere leaves receiving to another consumer of the queues,
+	// such as an SQS event source mapping that invokes an AWS Lambda
+	// function with the messages: [Signals.Wait] never receives from SQS,
+	// and signals of other processes reach the waiters through
+	// [Signals.Deliver] only. Sending is unchanged. Default false.
+	ReceiveElsewhere bool
+
 	// MaxLongPoll caps the WaitTimeSeconds of one ReceiveMessage request.
 	// It is truncated to whole seconds. Default 20 s, the SQS maximum;
 	// valid 1 s to 20 s.

@@ -144,11 +144,11 @@ func (s *Signals) leaveLocked(k *kindState, sigs []Signal) (unsent []Signal) {
 }
 
 // startPollerLocked starts the poller of queue k unless it runs already, k
-// has no URL or s is closed. The poller's requests keep ctx's values but not
+// has no URL, s is closed or receives elsewhere (Options.ReceiveElsewhere). The poller's requests keep ctx's values but not
 // its cancellation: they serve every waiter, and only Close cancels them.
 // s.mu is held.
 func (s *Signals) startPollerLocked(ctx context.Context, k *queueState) {
-	if k.url == "" || k.polling || s.closed {
+	if k.url == "" || k.polling || s.closed || s.opts.ReceiveElsewhere {
 		return
 	}
 	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
