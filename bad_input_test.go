@@ -350,7 +350,7 @@ func TestBadInput(t *testing.T) {
 		// The second start arrives while the instance runs.
 		e.start("Dup", "dup-running", durable.Raw("first"))
 		for _, id := range []string{"dup-batched", "dup-running"} {
-			e.awaitSubscription(id)
+			e.awaitSubscription(id, "go")
 		}
 		e.start("Dup", "dup-running", durable.Raw("second"))
 		for _, id := range []string{"dup-batched", "dup-running"} {
@@ -427,12 +427,12 @@ func TestBadInput(t *testing.T) {
 	})
 }
 
-// awaitSubscription waits until id has subscribed to an event.
-func (e *badInputEnv) awaitSubscription(id string) {
+// awaitSubscription waits until id waits for the event name.
+func (e *badInputEnv) awaitSubscription(id, name string) {
 	e.t.Helper()
-	e.waitFor(id+"'s subscription", func() bool {
-		return runtimetest.Count(e.history(id), "ExternalSubscribed") > 0
-	})
+	if err := e.c.WaitForSubscription(e.ctx(), id, name); err != nil {
+		e.t.Fatalf("waiting for %s to wait for %s: %v", id, name, err)
+	}
 }
 
 // awaitOrchestratorQueue waits until the orchestrator queue holds n

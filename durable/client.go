@@ -112,11 +112,12 @@ func (c *Client) StartOrchestration(ctx context.Context, instanceID, name string
 // for [Client.StartOrchestration]) to instance instanceID. An event that
 // arrives before the orchestration's [WaitForEvent] is recorded in its
 // history is recorded but never delivered (duroxide's rule): raise only
-// once the instance waits (its history holds the wait), or send with
-// [Client.EnqueueEvent] to a queue the orchestration reads with [Dequeue],
-// which keeps messages until they are taken. One sent to a finished
-// instance is dropped. An empty instanceID or name fails with an error
-// wrapping [provider.ErrInvalidInput].
+// once the instance waits, which [Client.WaitForSubscription] waits for,
+// or, for messages that must not be lost, send with [Client.EnqueueEvent]
+// to a queue the orchestration reads with [Dequeue], which keeps messages
+// until they are taken. One sent to a finished instance is dropped. An
+// empty instanceID or name fails with an error wrapping
+// [provider.ErrInvalidInput].
 func (c *Client) RaiseEvent(ctx context.Context, instanceID, name string, data any) error {
 	op := clientOp("raise event", instanceID)
 	if err := checkInstanceID(op, instanceID); err != nil {

@@ -29,6 +29,9 @@ const (
 type OrchestrationContext struct {
 	rc     *replay.Context
 	logger *slog.Logger
+	// reg is the registry the code was resolved from; nil when the code
+	// runs outside one.
+	reg *Registry
 }
 
 func newOrchestrationContext(rc *replay.Context) *OrchestrationContext {
@@ -71,8 +74,13 @@ func (c *OrchestrationContext) Logger() *slog.Logger {
 
 // CallActivity schedules the activity name, which may be registered by any
 // process sharing the provider. Options: [WithTag], [OnSession],
-// [WithRetry].
+// [WithRetry]. An activity registered with [ActivityFunc] takes and returns
+// wire payloads: call it with Out [Raw] and a Raw input, or the call fails
+// with an [*UntypedActivityError].
 func CallActivity[Out any](ctx *OrchestrationContext, name string, in any, opts ...Option) Future[Out] {
+	if err := checkUntypedCall[Out](ctx, name, in); err != nil {
+		return failedFuture[Out](ctx, err)
+	}
 	o := applyOptions(opts)
 	input, err := encode(in)
 	if err != nil {
@@ -106,8 +114,13 @@ func (c *OrchestrationContext) Sleep(d time.Duration) error {
 }
 
 // WaitForEvent returns a future for the next event raised to the instance
-// under name after this wait is recorded; events raised before any wait is
-// waiting are dropped. Use [Dequeue] for messages that must not be lost.
+// under name ([Client.RaiseEvent]) after this wait is recorded in history,
+// at the end of the turn that makes it. An event that arrives while no
+// wait of its name is recorded is dropped (duroxide's rule), so a client
+// should raise only once [Client.WaitForSubscription] returns. For
+// messages that must not be lost whatever the timing, use [Dequeue], with
+// [Client.EnqueueEvent] on the client's side: queued messages wait until
+// they are taken.
 func WaitForEvent[T any](ctx *OrchestrationContext, name string) Future[T] {
 	f := ctx.rc.Emit(replay.Action{Kind: replay.KindExternal, Name: name})
 	return wireFuture[T](ctx, f, "event", name)

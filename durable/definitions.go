@@ -71,12 +71,19 @@ const (
 )
 
 type definition struct {
-	kind        defKind
-	name        string
-	version     string
-	activity    func(ctx context.Context, input string) (string, error)
-	orchestrate replay.Handler
+	kind     defKind
+	name     string
+	version  string
+	activity func(ctx context.Context, input string) (string, error)
+	// untyped marks an activity registered with ActivityFunc, which takes
+	// and returns wire payloads.
+	untyped     bool
+	orchestrate orchestrateFunc
 }
+
+// orchestrateFunc runs an orchestration's code for one run of a turn; reg
+// is the registry the handler was resolved from.
+type orchestrateFunc func(rc *replay.Context, reg *Registry, input string) (string, error)
 
 // Activity is a typed activity definition: a plain Go function that runs on
 // a worker, at least once, and whose result is recorded in history.
@@ -140,8 +147,9 @@ func (o Orchestration[In, Out]) Version() string { return o.version }
 
 func (o Orchestration[In, Out]) definition() definition {
 	fn := o.fn
-	return definition{kind: orchestrationDef, name: o.name, version: o.version, orchestrate: func(rc *replay.Context, input string) (string, error) {
+	return definition{kind: orchestrationDef, name: o.name, version: o.version, orchestrate: func(rc *replay.Context, reg *Registry, input string) (string, error) {
 		ctx := newOrchestrationContext(rc)
+		ctx.reg = reg
 		in, err := decode[In](input)
 		if err != nil {
 			return "", fmt.Errorf("orchestration %s input: %w", o.name, err)
@@ -175,12 +183,25 @@ func OrchestrationFunc(name string, fn func(ctx *OrchestrationContext, input str
 }
 
 // ActivityFunc is an untyped activity: its input and output are wire
-// payloads.
+// payloads, passed as they are. Call it with [CallActivity] of [Raw] and a
+// Raw (or json.RawMessage) input: a typed call, which would hand it its
+// input JSON-encoded and decode its result as JSON, fails with an
+// [*UntypedActivityError] on a runtime whose registry holds it. Register
+// an activity that typed callers call with [NewActivity].
 func ActivityFunc(name string, fn func(ctx context.Context, input string) (string, error)) Definition {
-	return NewActivity(name, func(ctx context.Context, in Raw) (Raw, error) {
+	return untypedActivity{NewActivity(name, func(ctx context.Context, in Raw) (Raw, error) {
 		out, err := fn(ctx, string(in))
 		return Raw(out), err
-	})
+	})}
+}
+
+// untypedActivity is the definition [ActivityFunc] returns.
+type untypedActivity struct{ Activity[Raw, Raw] }
+
+func (a untypedActivity) definition() definition {
+	d := a.Activity.definition()
+	d.untyped = true
+	return d
 }
 
 func validateName(kind, name string) error {

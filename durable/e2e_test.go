@@ -173,7 +173,9 @@ func TestTimerRacesExternalEvent(t *testing.T) {
 	})
 	e := newEnv(t, []durable.Definition{race})
 	e.start("Race", "r1", struct{}{})
-	e.awaitEvent("r1", "ExternalSubscribed")
+	if err := e.c.WaitForSubscription(context.Background(), "r1", "Approve"); err != nil {
+		t.Fatal(err)
+	}
 	if err := e.c.RaiseEvent(context.Background(), "r1", "Approve", "yes"); err != nil {
 		t.Fatal(err)
 	}

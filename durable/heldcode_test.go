@@ -202,7 +202,7 @@ func resumedTurns(spans *tracetest.InMemoryExporter) (resumed, replayed int) {
 // chainRegistry registers "Chain", steps activities "Step" one after the
 // other, each adding 1; unwound, if set, counts the times the chain's
 // deferred call ran.
-func chainRegistry(t *testing.T, steps int, unwound *atomic.Int32) *Registry {
+func chainRegistry(t testing.TB, steps int, unwound *atomic.Int32) *Registry {
 	t.Helper()
 	step := NewActivity("Step", func(_ context.Context, n int) (int, error) { return n + 1, nil })
 	chain := NewOrchestration("Chain", func(ctx *OrchestrationContext, n int) (int, error) {

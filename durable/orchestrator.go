@@ -101,6 +101,12 @@ func (r *Runtime) processOrchestration(ctx context.Context, item *provider.Orche
 		r.turnFailed(ctx, log, item, err)
 		return
 	}
+	if r.verifySampled() {
+		if failed := r.verifyTurn(log, in, turn); failed != nil {
+			held.Close() // the execution ends
+			held, turn = nil, failed
+		}
+	}
 	if turn.Panic != nil {
 		log.Error("orchestration panicked", "panic", turn.Panic.Value, "stack", turn.Panic.Stack)
 	}
@@ -141,6 +147,7 @@ func (r *Runtime) turnInput(log *slog.Logger, item *provider.OrchestrationItem, 
 		Env:          &turnEnv{logger: r.opts.Logger},
 		YieldTimeout: r.opts.TurnTimeout,
 		Keep:         r.held.enabled(),
+		Callers:      r.opts.VerifyReplay > 0,
 	}
 	if item.AttemptCount > r.opts.MaxAttempts {
 		in.Abort = provider.PoisonDetails{
@@ -221,6 +228,7 @@ func (r *Runtime) commitTurn(ctx context.Context, log *slog.Logger, item *provid
 	switch {
 	case err == nil:
 		r.tel.turn(ctx).committed(turn)
+		r.observeTurn(item, turn)
 		if turn.Outcome == replay.Completed || turn.Outcome == replay.Failed {
 			log.Debug("orchestration ended", "outcome", turn.Outcome, "name", turn.Name)
 		}
@@ -249,6 +257,7 @@ func (r *Runtime) commitTurn(ctx context.Context, log *slog.Logger, item *provid
 		return false
 	}
 	r.tel.turn(ctx).committed(failed)
+	r.observeTurn(item, failed)
 	return false
 }
 
@@ -315,6 +324,7 @@ func (r *Runtime) corruptHistory(ctx context.Context, log *slog.Logger, item *pr
 		return
 	}
 	r.tel.turn(ctx).failedExecution(output)
+	r.observeCorruptHistory(item, details)
 }
 
 // notifyParent resolves the parent's execution and adds the child's result

@@ -26,7 +26,7 @@ func Exact(version string) VersionPolicy { return VersionPolicy{exact: version} 
 
 type orchestrationVersion struct {
 	version provider.SemVer
-	handler replay.Handler
+	handler orchestrateFunc
 }
 
 // Registry holds the activities and orchestrations a runtime serves. It is
@@ -35,6 +35,7 @@ type orchestrationVersion struct {
 type Registry struct {
 	mu             sync.RWMutex
 	activities     map[string]func(context.Context, string) (string, error)
+	untyped        map[string]bool                   // activities registered with ActivityFunc
 	orchestrations map[string][]orchestrationVersion // sorted by version
 	policies       map[string]VersionPolicy
 }
@@ -43,6 +44,7 @@ type Registry struct {
 func NewRegistry(defs ...Definition) (*Registry, error) {
 	r := &Registry{
 		activities:     map[string]func(context.Context, string) (string, error){},
+		untyped:        map[string]bool{},
 		orchestrations: map[string][]orchestrationVersion{},
 		policies:       map[string]VersionPolicy{},
 	}
@@ -92,6 +94,9 @@ func (r *Registry) Add(defs ...Definition) error {
 	for _, def := range staged {
 		if def.kind == activityDef {
 			r.activities[def.name] = def.activity
+			if def.untyped {
+				r.untyped[def.name] = true
+			}
 			continue
 		}
 		v, _ := provider.ParseSemVer(def.version)
@@ -117,9 +122,27 @@ func (r *Registry) activity(name string) (func(context.Context, string) (string,
 	return fn, ok
 }
 
+// isUntyped reports whether activity name was registered with
+// ActivityFunc.
+func (r *Registry) isUntyped(name string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.untyped[name]
+}
+
 // resolve finds the handler of orchestration name: the exact version when
-// one is given, else the one the policy selects.
+// one is given, else the one the policy selects. The handler's code sees r
+// as its registry.
 func (r *Registry) resolve(name string, version *string) (replay.Handler, string, error) {
+	fn, v, err := r.lookup(name, version)
+	if err != nil {
+		return nil, "", err
+	}
+	return func(rc *replay.Context, input string) (string, error) { return fn(rc, r, input) }, v, nil
+}
+
+// lookup finds the code of orchestration name for [Registry.resolve].
+func (r *Registry) lookup(name string, version *string) (orchestrateFunc, string, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	vs := r.orchestrations[name]
@@ -179,6 +202,7 @@ func (r *Registry) Overlay(defs ...Definition) (*Registry, error) {
 	r.mu.RLock()
 	out := &Registry{
 		activities:     maps.Clone(r.activities),
+		untyped:        maps.Clone(r.untyped),
 		orchestrations: map[string][]orchestrationVersion{},
 		policies:       maps.Clone(r.policies),
 	}
@@ -194,6 +218,7 @@ func (r *Registry) Overlay(defs ...Definition) (*Registry, error) {
 		switch def.kind {
 		case activityDef:
 			delete(out.activities, def.name)
+			delete(out.untyped, def.name)
 		case orchestrationDef:
 			if v, err := provider.ParseSemVer(def.version); err == nil {
 				out.orchestrations[def.name] = slices.DeleteFunc(out.orchestrations[def.name], func(o orchestrationVersion) bool { return o.version == v })

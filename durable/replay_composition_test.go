@@ -2,6 +2,9 @@ package durable
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,5 +116,57 @@ func replayCompositionCases() []reCase {
 				delta:   []string{"6:OrchestrationFailed(B failed)"},
 			},
 		},
+		{
+			// Every child of a large fan-in has completed in history: the
+			// replay reaches the terminal event and sends no new work.
+			name:    "join_large_completed_sub_orchestration_fan_in_reaches_terminal",
+			orch:    reLargeSubOrchestrationFanIn(reLargeFanIn),
+			history: reLargeFanInHistory(reLargeFanIn),
+			want: reWant{
+				outcome: replay.Completed,
+				output:  strconv.Itoa(reLargeFanIn),
+				delta:   []string{fmt.Sprintf("%d:OrchestrationCompleted(%d)", 2*reLargeFanIn+2, reLargeFanIn)},
+			},
+		},
 	}
+}
+
+// reLargeFanIn is the number of children of the large fan-in.
+const reLargeFanIn = 1024
+
+// reLargeSubOrchestrationFanIn schedules n children of Child, child-i with
+// input i, waits for all and returns n, failing unless child i returned i
+// (duroxide's LargeSubOrchestrationFanInHandler).
+func reLargeSubOrchestrationFanIn(n int) func(*OrchestrationContext, string) (string, error) {
+	return func(ctx *OrchestrationContext, _ string) (string, error) {
+		fs := make([]Future[Raw], n)
+		for i := range fs {
+			fs[i] = CallSubOrchestration[Raw](ctx, "Child", Raw(strconv.Itoa(i)), WithInstanceID(fmt.Sprintf("child-%d", i)))
+		}
+		results, err := AwaitAll(ctx, fs...)
+		if err != nil {
+			return "", err
+		}
+		for i, r := range results {
+			if string(r) != strconv.Itoa(i) {
+				return "", fmt.Errorf("result at index %d was %s", i, r)
+			}
+		}
+		return strconv.Itoa(len(results)), nil
+	}
+}
+
+// reLargeFanInHistory is the history of reLargeSubOrchestrationFanIn(n)
+// after every child completed: the start, n schedules (ids 2..n+1), then n
+// completions in schedule order.
+func reLargeFanInHistory(n int) string {
+	var b strings.Builder
+	b.WriteString(reStarted)
+	for i := range n {
+		fmt.Fprintf(&b, "\n{\"event_id\":%d,\"type\":\"SubOrchestrationScheduled\",\"name\":\"Child\",\"instance\":\"child-%d\",\"input\":\"%d\"}", i+2, i, i)
+	}
+	for i := range n {
+		fmt.Fprintf(&b, "\n{\"event_id\":%d,\"source_event_id\":%d,\"type\":\"SubOrchestrationCompleted\",\"result\":\"%d\"}", n+i+2, i+2, i)
+	}
+	return b.String()
 }

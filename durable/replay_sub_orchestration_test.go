@@ -97,7 +97,7 @@ func TestReplayEngineRowCounts(t *testing.T) {
 		"action_to_event.rs":         {replayActionToEventCases, 14},
 		"cancellation.rs":            {replayCancellationCases, 5},
 		"completion_messages.rs":     {replayCompletionMessagesCases, 11},
-		"composition.rs":             {replayCompositionCases, 7},
+		"composition.rs":             {replayCompositionCases, 8},
 		"edge_cases.rs":              {replayEdgeCasesCases, 9},
 		"event_allocation.rs":        {replayEventAllocationCases, 4},
 		"failure_handling.rs":        {replayFailureHandlingCases, 5},
@@ -127,7 +127,7 @@ func TestReplayEngineRowCounts(t *testing.T) {
 		}
 		total += len(cases)
 	}
-	if total != 91 {
-		t.Errorf("%d rows in all, want 91", total)
+	if total != 92 {
+		t.Errorf("%d rows in all, want 92", total)
 	}
 }

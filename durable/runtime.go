@@ -156,6 +156,23 @@ type Options struct {
 	// activities, failures, poison, lock losses, fetch latency and queue
 	// wait. Default nil: no metrics, and no metering code runs.
 	MeterProvider metric.MeterProvider
+	// VerifyReplay is the share of turns, from 0 to 1, that the runtime
+	// computes a second time from history, as a runtime without the
+	// execution's kept code (ExecutionCacheSize) would, and compares with
+	// the turn as run. A difference means the orchestration's code is not
+	// deterministic, which kept code otherwise hides until a restart or an
+	// eviction: the turn then fails the execution as nondeterministic
+	// ([ErrNondeterminism]) with a message that names the orchestration,
+	// its version, the first call that differs and the source line of
+	// each run's call. Default 0: no check. A checked turn costs a replay
+	// of the execution's history, and every call the code makes costs a
+	// stack walk to record its line (docs/runtime.md, "Replay checks").
+	// durabletest runs with 1.
+	VerifyReplay float64
+	// Observer, when set, is told of every committed orchestration turn
+	// and every activity run, for tests and simple logging without
+	// OpenTelemetry. Default nil.
+	Observer Observer
 }
 
 func (o *Options) setDefaults() {
@@ -217,6 +234,8 @@ func (o *Options) validate() error {
 	switch {
 	case o.OrchestrationConcurrency < 0 || o.WorkerConcurrency < 0:
 		return fmt.Errorf("%w: negative concurrency", provider.ErrInvalidInput)
+	case !(o.VerifyReplay >= 0 && o.VerifyReplay <= 1):
+		return fmt.Errorf("%w: VerifyReplay %v must be between 0 and 1", provider.ErrInvalidInput, o.VerifyReplay)
 	case o.LeaseSafetyMargin < 0:
 		return fmt.Errorf("%w: negative LeaseSafetyMargin %s", provider.ErrInvalidInput, o.LeaseSafetyMargin)
 	case o.OrchestratorLockRenewalBuffer >= o.OrchestratorLockTimeout:

@@ -147,15 +147,17 @@ func (r *Runtime) processWork(ctx context.Context, locked *provider.LockedWorkIt
 		r.abandonWork(ctx, log, locked.LockToken, 0, true)
 		return
 	}
-	result, err, cause := r.runActivity(ctx, log, locked, fetched, owner, fn)
-	switch {
-	case errors.Is(cause, ErrShutdown):
-		if err == nil || !(errors.Is(err, context.Canceled) || errors.Is(err, ErrShutdown)) {
-			break // it finished despite the shutdown: ack below
-		}
+	info := r.activityInfo(locked, owner)
+	finished := r.activityStarted(info)
+	result, err, cause := r.runActivity(ctx, log, locked, fetched, info, fn)
+	outcome := activityOutcome(err, cause)
+	// Told once the outcome is acked or handed back.
+	defer func() { finished(outcome, err) }()
+	switch outcome {
+	case outcomeAbandoned:
 		r.abandonWork(context.WithoutCancel(ctx), log, locked.LockToken, 0, true)
 		return
-	case cause != nil:
+	case outcomeCancelled:
 		log.Info("activity cancelled", "cause", cause)
 		at.finished(outcomeCancelled, "")
 		// The lock is normally gone (item cancelled or lock lost) and this
@@ -178,15 +180,40 @@ func (r *Runtime) processWork(ctx context.Context, locked *provider.LockedWorkIt
 	r.ackWork(context.WithoutCancel(ctx), log, locked, completion)
 }
 
-// runActivity runs fn with its lease kept beside it. cause is set when the
-// activity's context was cancelled: ErrShutdown, ErrActivityCancelled or
-// ErrLeaseExpired.
-func (r *Runtime) runActivity(ctx context.Context, log *slog.Logger, locked *provider.LockedWorkItem, fetched time.Time, owner string, fn func(context.Context, string) (string, error)) (result string, err error, cause error) {
+// activityOutcome is how an activity run ended, from runActivity's
+// error and cause: "abandoned" when the runtime shut down before it
+// finished (it runs again elsewhere), "cancelled" when its lock was lost,
+// else "failed" or "completed".
+func activityOutcome(err, cause error) string {
+	switch {
+	case errors.Is(cause, ErrShutdown):
+		if err != nil && (errors.Is(err, context.Canceled) || errors.Is(err, ErrShutdown)) {
+			return outcomeAbandoned
+		}
+		// It finished despite the shutdown: acked as it ended.
+	case cause != nil:
+		return outcomeCancelled
+	}
+	if err != nil {
+		return outcomeFailed
+	}
+	return outcomeCompleted
+}
+
+// activityInfo describes the run of locked by worker owner.
+func (r *Runtime) activityInfo(locked *provider.LockedWorkItem, owner string) ActivityInfo {
 	item := locked.Item
-	info := ActivityInfo{
+	return ActivityInfo{
 		Instance: item.Instance, ExecutionID: item.ExecutionID, Name: item.Name, ID: item.ID,
 		SessionID: item.SessionID, Tag: item.Tag, Attempt: locked.AttemptCount, WorkerID: owner, client: r.client,
 	}
+}
+
+// runActivity runs fn with its lease kept beside it. cause is set when the
+// activity's context was cancelled: ErrShutdown, ErrActivityCancelled or
+// ErrLeaseExpired.
+func (r *Runtime) runActivity(ctx context.Context, log *slog.Logger, locked *provider.LockedWorkItem, fetched time.Time, info ActivityInfo, fn func(context.Context, string) (string, error)) (result string, err error, cause error) {
+	item := locked.Item
 	actCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	actCtx = context.WithValue(actCtx, activityKey{}, &activityValues{info: info, logger: log})

@@ -314,6 +314,7 @@ func (dm *demo) drive(ctx context.Context, cancel context.CancelFunc) ([]orderRe
 			results[i].status, results[i].child = d.watch(ctx, o)
 			results[i].elapsed = time.Since(started)
 		})
+		d.bg.Go(func() { d.confirmDelivery(ctx, o) })
 	}
 	wg.Wait()
 	d.bg.Wait()
@@ -433,11 +434,10 @@ func (d *driver) fail(err error) {
 	d.errs = append(d.errs, err)
 }
 
-// watch follows one order to its end, reacting to its custom status:
-// "awaiting-delivery" → raise DeliveryConfirmed; the first "shipping" →
-// shut node-a down; cancelOrder "shipping" → cancel it once its ShipOrder
-// waits for pickup. It returns the order's final status and its
-// ShipOrder's, if it started one.
+// watch follows one order to its end, reacting to its custom status: the
+// first "shipping" → shut node-a down; cancelOrder "shipping" → cancel it
+// once its ShipOrder waits for pickup. It returns the order's final status
+// and its ShipOrder's, if it started one.
 func (d *driver) watch(ctx context.Context, o Order) (*durable.Status, *durable.Status) {
 	var seen uint64
 	var cancelled bool
@@ -452,11 +452,6 @@ func (d *driver) watch(ctx context.Context, o Order) (*durable.Status, *durable.
 			status := *st.CustomStatus
 			d.con.say(clientName, o.ID, "status: %s", status)
 			switch {
-			case status == statusAwaitingDelivery:
-				d.con.say(clientName, o.ID, "courier reports delivery; raising %s", eventDelivery)
-				if err := d.client.RaiseEvent(ctx, o.ID, eventDelivery, Delivery{SignedBy: o.Customer}); err != nil {
-					d.fail(fmt.Errorf("%s: raise %s: %w", o.ID, eventDelivery, err))
-				}
 			case status == statusShipping:
 				// Half way: the first order to ship stops node-a.
 				d.stopOnce.Do(func() { d.bg.Go(func() { d.shutdown(ctx) }) })
@@ -476,6 +471,25 @@ func (d *driver) watch(ctx context.Context, o Order) (*durable.Status, *durable.
 			}
 			return st, child
 		}
+	}
+}
+
+// confirmDelivery is the courier: once the order waits for its delivery
+// confirmation (its history records the wait, so the event cannot arrive
+// before it and be dropped), it raises DeliveryConfirmed. An order that
+// ends before (declined, cancelled) gets none.
+func (d *driver) confirmDelivery(ctx context.Context, o Order) {
+	err := d.client.WaitForSubscription(ctx, o.ID, eventDelivery)
+	switch {
+	case errors.Is(err, durable.ErrInstanceEnded) || ctx.Err() != nil:
+		return
+	case err != nil:
+		d.fail(fmt.Errorf("%s: wait for the %s wait: %w", o.ID, eventDelivery, err))
+		return
+	}
+	d.con.say(clientName, o.ID, "courier reports delivery; raising %s", eventDelivery)
+	if err := d.client.RaiseEvent(ctx, o.ID, eventDelivery, Delivery{SignedBy: o.Customer}); err != nil {
+		d.fail(fmt.Errorf("%s: raise %s: %w", o.ID, eventDelivery, err))
 	}
 }
 

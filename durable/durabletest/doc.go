@@ -11,6 +11,12 @@
 //	env.Start("ProcessOrder", "order-1", order)
 //	st := env.Wait("order-1") // a 24 h timer inside fires at once
 //
+// Every turn the runtime runs is also computed from history
+// (durable.Options.VerifyReplay 1) and compared, so code that is not
+// deterministic, such as a range over a map, fails the test at once, with
+// the orchestration, its version and the source line of the first call
+// that differs; the runtime's kept code would otherwise hide it.
+//
 // A determinism check before deploying new code:
 //
 //	f, _ := os.Open("testdata/order-1.jsonl")

@@ -52,8 +52,10 @@ func WithRuntimeOptions(fn func(*durable.Options)) Option {
 // discarded.
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
 
-// WithoutReplayCheck skips the replay check of every history at the end of
-// the test.
+// WithoutReplayCheck turns off the replay checks: the runtime's replay
+// of every turn (durable.Options.VerifyReplay) and the replay of every
+// history at the end of the test. Use it for a test of code that is meant
+// to be nondeterministic.
 func WithoutReplayCheck() Option { return func(c *config) { c.noReplay = true } }
 
 // Env runs orchestrations for a unit test: a real [durable.Runtime] on an
@@ -66,9 +68,18 @@ func WithoutReplayCheck() Option { return func(c *config) { c.noReplay = true } 
 // while one runs the clock stands still: mocks and activities used with an
 // Env must return on their own.
 //
-// When the test ends, the runtime is shut down and every instance's history
-// is checked with [Replay] against the runtime's registry (the test's
-// registry plus mocks); a mismatch fails the test.
+// Nondeterministic code fails the test as soon as it shows. The runtime
+// keeps each execution's code between its turns, so a turn does not replay
+// the history, as a turn after a restart would; it runs with
+// durable.Options.VerifyReplay 1 instead, which computes every turn a
+// second time from history and fails the instance as nondeterministic at
+// the first difference, and the Env reports that failure with t.Errorf:
+// the orchestration, its version, the first call that differs and the
+// source line of each run's call. When the test ends, the runtime is shut
+// down and every other instance's history is checked with [Replay] against
+// the runtime's registry (the test's registry plus mocks); a mismatch
+// fails the test too. [WithoutReplayCheck] turns both checks off;
+// [WithRuntimeOptions] may set VerifyReplay lower.
 type Env struct {
 	t     testing.TB
 	reg   *durable.Registry
@@ -84,6 +95,10 @@ type Env struct {
 	started   []string
 	callbacks []callback
 	closed    bool
+	// nondeterministic holds the instances reported as nondeterministic
+	// during the test, whose histories the end of the test does not
+	// replay again.
+	nondeterministic map[string]bool
 }
 
 type callback struct {
@@ -129,7 +144,12 @@ func New(t testing.TB, reg *durable.Registry, opts ...Option) *Env {
 // the first run.
 func (e *Env) MockActivity(name string, fn func(ctx context.Context, input string) (string, error)) {
 	e.t.Helper()
-	e.addMock(durable.ActivityFunc(name, fn))
+	// Typed, not ActivityFunc: the orchestrations may call the activity
+	// it replaces with typed calls, whose wire payloads fn takes.
+	e.addMock(durable.NewActivity(name, func(ctx context.Context, in durable.Raw) (durable.Raw, error) {
+		out, err := fn(ctx, string(in))
+		return durable.Raw(out), err
+	}))
 }
 
 // Mock makes the runtime run fn instead of activity; see
@@ -176,9 +196,17 @@ func (e *Env) runtime() error {
 	if err != nil {
 		return fmt.Errorf("durabletest: mocks: %w", err)
 	}
-	rt, err := durable.NewRuntime(e.p, reg, append(slices.Clone(e.cfg.runtimeOpts), func(o *durable.Options) {
+	var optFns []func(*durable.Options)
+	if !e.cfg.noReplay {
+		optFns = append(optFns, func(o *durable.Options) { o.VerifyReplay = 1 })
+	}
+	optFns = append(optFns, e.cfg.runtimeOpts...)
+	rt, err := durable.NewRuntime(e.p, reg, append(optFns, func(o *durable.Options) {
 		o.Now = e.clock.Now
 		o.Logger = e.cfg.logger
+		if !e.cfg.noReplay {
+			o.Observer = nondeterminismReporter{e: e, next: o.Observer}
+		}
 	})...)
 	if err != nil {
 		return fmt.Errorf("durabletest: runtime: %w", err)
@@ -458,6 +486,12 @@ func (e *Env) close() {
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
+		e.mu.Lock()
+		reported := e.nondeterministic[id]
+		e.mu.Unlock()
+		if reported {
+			continue
+		}
 		h, err := history(ctx, e.c, id)
 		if err != nil {
 			e.t.Errorf("durabletest: history %s: %v", id, err)
@@ -468,5 +502,40 @@ func (e *Env) close() {
 			_ = WriteHistory(&b, h)
 			e.t.Errorf("durabletest: %v\nhistory:\n%s", err, b.String())
 		}
+	}
+}
+
+// nondeterminismReporter fails the test for every turn that fails its
+// instance as nondeterministic, then tells next, the observer the test's
+// runtime options set, if any.
+type nondeterminismReporter struct {
+	e    *Env
+	next durable.Observer
+}
+
+func (r nondeterminismReporter) TurnCommitted(ev durable.TurnEvent) {
+	if errors.Is(ev.Err, durable.ErrNondeterminism) {
+		r.e.mu.Lock()
+		if r.e.nondeterministic == nil {
+			r.e.nondeterministic = map[string]bool{}
+		}
+		r.e.nondeterministic[ev.Instance] = true
+		r.e.mu.Unlock()
+		r.e.t.Errorf("durabletest: instance %s of %s version %s is nondeterministic: %v", ev.Instance, ev.Orchestration, ev.Version, ev.Err)
+	}
+	if r.next != nil {
+		r.next.TurnCommitted(ev)
+	}
+}
+
+func (r nondeterminismReporter) ActivityStarted(ev durable.ActivityEvent) {
+	if r.next != nil {
+		r.next.ActivityStarted(ev)
+	}
+}
+
+func (r nondeterminismReporter) ActivityFinished(ev durable.ActivityEvent) {
+	if r.next != nil {
+		r.next.ActivityFinished(ev)
 	}
 }

@@ -112,7 +112,7 @@ func ExampleReplayHistory() {
 	// Output:
 	// replays
 	// true
-	// replay of instance greet-1 execution 1: nondeterministic: schedule mismatch: action=CallActivity { name: "Greet", input: "\"ADA\"", session_id: None, tag: None } vs event=ActivityScheduled { name: "Greet", input: "\"Ada\"", session_id: None, tag: None }
+	// replay of instance greet-1 execution 1: nondeterministic: schedule mismatch: action=CallActivity { name: "Greet", input: "\"ADA\"", session_id: None, tag: None } vs event=ActivityScheduled { name: "Greet", input: "\"Ada\"", session_id: None, tag: None } (call #1, at example_test.go:106 in durabletest_test.ExampleReplayHistory.func2)
 }
 
 // exampleT stands in for the *testing.T of a test so that the examples

@@ -297,6 +297,7 @@ func verifyExecution(reg *durable.Registry, instance string, exec uint64, h []pr
 			Now:          turnTime,
 			Resolve:      resolve,
 			YieldTimeout: replayYieldTimeout,
+			Callers:      true,
 		}
 	}
 	base := reg.ReplayResolver()
@@ -313,7 +314,7 @@ func verifyExecution(reg *durable.Registry, instance string, exec uint64, h []pr
 		}
 	}
 	if d, ok := turn.Failure.(provider.ConfigurationDetails); ok && turn.Outcome == replay.Failed {
-		return fail("%s", d.DisplayMessage())
+		return fail("%s%s", d.DisplayMessage(), where(turn.Mismatch))
 	}
 	// Hold the code open after it returns, so that the engine reads the
 	// whole history: a recorded schedule the code no longer emits is then
@@ -323,7 +324,7 @@ func verifyExecution(reg *durable.Registry, instance string, exec uint64, h []pr
 		return fmt.Errorf("durabletest: replay of instance %s execution %d: %w", instance, exec, err)
 	}
 	if d, ok := held.Failure.(provider.ConfigurationDetails); ok && held.Outcome == replay.Failed {
-		return fail("%s", d.DisplayMessage())
+		return fail("%s%s", d.DisplayMessage(), where(held.Mismatch))
 	}
 	if !reproducible(terminal) {
 		return nil
@@ -333,6 +334,19 @@ func verifyExecution(reg *durable.Registry, instance string, exec uint64, h []pr
 		return err
 	}
 	return compareTerminal(fail, terminal, replayedTerminal, tail, crumbs, extra, fresh, ids)
+}
+
+// where names the call of a mismatch and its source line, as a suffix of
+// the engine's message (which describes the call and the event); ""
+// without one.
+func where(m *replay.Mismatch) string {
+	switch {
+	case m == nil:
+		return ""
+	case m.Call == "":
+		return fmt.Sprintf(" (call #%d)", m.Position+1)
+	}
+	return fmt.Sprintf(" (call #%d, at %s)", m.Position+1, m.Site)
 }
 
 // failFunc builds the *[ReplayError] for a mismatch in the execution

@@ -542,7 +542,7 @@ func select2LoserActivityReceivesCancellationSignal(h *H) {
 	}, cxFastCancel(2*time.Second))
 	h.Start("SelectLoserCancelOrch", "inst-select2-loser-cancel", durable.Raw(""))
 	started.wait(h, "the activity to start")
-	h.AwaitEvent("inst-select2-loser-cancel", "ExternalSubscribed")
+	h.AwaitSubscription("inst-select2-loser-cancel", "Stop")
 	if err := h.Client.RaiseEvent(h.Ctx(), "inst-select2-loser-cancel", "Stop", durable.Raw("")); err != nil {
 		h.Fatal(err)
 	}
@@ -796,7 +796,7 @@ func dropActivityTest(h *H, name, id, output string, orch func(*durable.Orchestr
 	}, cxFastCancel(2*time.Second))
 	h.Start(name, id, durable.Raw(""))
 	started.wait(h, "the activity to start")
-	h.AwaitEvent(id, "ExternalSubscribed")
+	h.AwaitSubscription(id, "Drop")
 	if err := h.Client.RaiseEvent(h.Ctx(), id, "Drop", durable.Raw("")); err != nil {
 		h.Fatal(err)
 	}

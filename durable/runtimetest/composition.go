@@ -517,7 +517,7 @@ func cmpWaitExternalCompletes(h *H) {
 	}))
 	const id = "inst-wait-1"
 	h.Start("WaitExternal", id, durable.Raw(""))
-	h.AwaitEvent(id, "ExternalSubscribed")
+	h.AwaitSubscription(id, "Only")
 	if err := h.Client.RaiseEvent(h.Ctx(), id, "Only", durable.Raw("payload")); err != nil {
 		h.Fatal(err)
 	}
@@ -572,7 +572,7 @@ func cmpRaceEventVsTimerEventWins(h *H) {
 	}))
 	const id = "inst-race-order-2"
 	h.Start("RaceEventVsTimer", id, durable.Raw(""))
-	h.AwaitEvent(id, "ExternalSubscribed")
+	h.AwaitSubscription(id, "Race")
 	if err := h.Client.RaiseEvent(h.Ctx(), id, "Race", durable.Raw("ok")); err != nil {
 		h.Fatal(err)
 	}
@@ -611,7 +611,7 @@ func cmpJoinActivityEventTimer(ctx *durable.OrchestrationContext, activity, in s
 // cmpRaiseGo raises "Go" with data to id once it waits for it.
 func (h *H) cmpRaiseGo(id, data string) {
 	h.Helper()
-	h.AwaitEvent(id, "ExternalSubscribed")
+	h.AwaitSubscription(id, "Go")
 	if err := h.Client.RaiseEvent(h.Ctx(), id, "Go", durable.Raw(data)); err != nil {
 		h.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestAwaitConsumedWaitsForTheCommit(t *testing.T) {
 		return durable.WaitForEvent[string](ctx, "Go").Get(ctx)
 	}))
 	h.Start("Wait", id, durable.Raw(""))
-	h.AwaitEvent(id, "ExternalSubscribed")
+	h.AwaitSubscription(id, "Go")
 	hold := fp.HoldAck(id, HoldOptions{})
 	if err := h.Client.RaiseEvent(h.Ctx(), id, "Go", "now"); err != nil {
 		t.Fatal(err)

@@ -45,10 +45,7 @@ var continueAsNewTests = []Test{
 		const id = "inst-can-evt"
 		h.Serve(evtCANOrch("EvtCAN"))
 		h.Start("EvtCAN", id, durable.Raw("start"))
-		h.WaitFor("the second execution's subscription", func() bool {
-			hist := h.history(id)
-			return len(hist) > 0 && hist[0].ExecutionID == 2 && Count(hist, "ExternalSubscribed") == 1
-		})
+		h.AwaitSubscription(id, "Go") // in the second execution: the first waits for nothing
 		if err := h.Client.RaiseEvent(h.Ctx(), id, "Go", durable.Raw("ok")); err != nil {
 			h.Fatal(err)
 		}
@@ -106,10 +103,7 @@ var continueAsNewTests = []Test{
 			h.Fatal(err)
 		}
 		h.Runtime(h.Registry(v1, v2))
-		h.WaitFor("the second execution's subscription", func() bool {
-			hist := h.history(id)
-			return len(hist) > 0 && hist[0].ExecutionID == 2 && Count(hist, "ExternalSubscribed") == 1
-		})
+		h.AwaitSubscription(id, "Go") // in the second execution, after "early" was dropped
 		if err := h.Client.RaiseEvent(h.Ctx(), id, "Go", durable.Raw("late")); err != nil {
 			h.Fatal(err)
 		}
@@ -227,7 +221,7 @@ func injectStaleCompletion(h *H, id string, execution, activityID uint64, result
 		return "orchestration_complete", nil
 	}))
 	h.Start("ExecutionIdTest", id, durable.Raw(""))
-	h.AwaitEvent(id, "ExternalSubscribed")
+	h.AwaitSubscription(id, "continue_signal")
 	err := h.Direct().EnqueueForOrchestrator(h.Ctx(), provider.ActivityCompletedItem{Instance: id, ExecutionID: execution, ID: activityID, Result: result}, 0)
 	if err != nil {
 		h.Fatal(err)

@@ -55,7 +55,7 @@ var errorTests = []Test{
 			return "done", nil
 		}))
 		h.Start("PostCompleteTest", id, durable.Raw(""))
-		h.AwaitEvent(id, "ExternalSubscribed")
+		h.AwaitSubscription(id, "Once")
 		if err := h.Client.RaiseEvent(h.Ctx(), id, "Once", durable.Raw("go")); err != nil {
 			h.Fatal(err)
 		}
@@ -171,7 +171,7 @@ var errorTests = []Test{
 			return "ok", nil
 		}))
 		h.Start("TypedEvt", id, "")
-		h.AwaitEvent(id, "ExternalSubscribed")
+		h.AwaitSubscription(id, "Evt")
 		if err := h.Client.RaiseEvent(h.Ctx(), id, "Evt", durable.Raw("not-json")); err != nil {
 			h.Fatal(err)
 		}

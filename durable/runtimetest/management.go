@@ -14,13 +14,14 @@ import (
 	"github.com/duradyn/duradyn/provider"
 )
 
-// managementTests port duroxide's management_interface_test.rs,
-// deletion_integration_tests.rs, bulk_deletion_integration_tests.rs and
-// prune_integration_tests.rs: management through [durable.Client]. Instance
-// listings (and what is computed from them: metrics, queue depths, bulk
-// selections) may lag writes on some providers, so the tests wait for a
-// listing to show a change before asserting on it or acting on it.
-var managementTests = slices.Concat(managementInterfaceTests, deletionTests, bulkDeletionTests, pruneTests)
+// managementTests port duroxide's management_interface_test.rs (its
+// instance stats tests are in stats.go), deletion_integration_tests.rs,
+// bulk_deletion_integration_tests.rs and prune_integration_tests.rs:
+// management through [durable.Client]. Instance listings (and what is
+// computed from them: metrics, queue depths, bulk selections) may lag writes
+// on some providers, so the tests wait for a listing to show a change before
+// asserting on it or acting on it.
+var managementTests = slices.Concat(managementInterfaceTests, managementStatsTests, deletionTests, bulkDeletionTests, pruneTests)
 
 // From management_interface_test.rs.
 var managementInterfaceTests = []Test{

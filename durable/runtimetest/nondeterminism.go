@@ -166,7 +166,7 @@ var nondeterminismTests = []Test{
 			return string(v), err
 		}))
 		h.Start("DuplicateExternalTest", id, durable.Raw(""))
-		h.AwaitEvent(id, "ExternalSubscribed")
+		h.AwaitSubscription(id, "test_signal")
 		for range 2 {
 			if err := h.Client.RaiseEvent(h.Ctx(), id, "test_signal", durable.Raw("first")); err != nil {
 				h.Fatal(err)

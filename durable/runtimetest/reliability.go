@@ -354,7 +354,7 @@ func recoveryStageTwo(h *H, id string) {
 	h.Helper()
 	h.Runtime(h.Registry(recoveryDefs()...))
 	h.Start("RecoveryTest", id, durable.Raw(""))
-	h.AwaitEvent(id, "ExternalSubscribed")
+	h.AwaitSubscription(id, "Resume")
 	if err := h.Client.RaiseEvent(h.Ctx(), id, "Resume", durable.Raw("go")); err != nil {
 		h.Fatalf("raise: %v", err)
 	}

@@ -375,6 +375,16 @@ func (h *H) AwaitEvent(id, typ string) provider.Event {
 	return found
 }
 
+// AwaitSubscription waits until id waits for the external event name
+// (durable.Client.WaitForSubscription): an event raised then is delivered
+// to that wait instead of being dropped.
+func (h *H) AwaitSubscription(id, name string) {
+	h.Helper()
+	if err := h.Client.WaitForSubscription(h.Ctx(), id, name); err != nil {
+		h.Fatalf("waiting for %s to wait for %s: %v", id, name, err)
+	}
+}
+
 // Direct returns the provider for the test's own provider calls (reads,
 // messages sent and items locked by hand): P behind Factory.ClientProvider's
 // wrapper when the factory has one, so that under injected faults the test

@@ -53,6 +53,7 @@ var samplesTests = []Test{
 	{"sample_kv_request_response", sampleKVRequestResponse},
 	{"sample_kv_cross_orchestration_read", sampleKVCrossOrchestrationRead},
 	{"sample_kv_read_modify_write_counter", sampleKVReadModifyWriteCounter},
+	{"sample_orchestration_stats", sampleOrchestrationStats}, // stats.go
 }
 
 // Plain-string calls: the samples pass strings verbatim on the wire, as
@@ -230,7 +231,7 @@ func sampleSelect2ActivityVsExternal(h *H) {
 		}),
 	)
 	h.Start("Select2ActVsEvt", "inst-s2-mixed", durable.Raw(""))
-	h.AwaitEvent("inst-s2-mixed", "ExternalSubscribed")
+	h.AwaitSubscription("inst-s2-mixed", "Go")
 	if err := h.Client.RaiseEvent(h.Ctx(), "inst-s2-mixed", "Go", durable.Raw("ok")); err != nil {
 		h.Fatal(err)
 	}
@@ -495,7 +496,7 @@ func sampleTypedEvent(h *H) {
 		return string(b), err
 	}))
 	h.Start("WaitAck", "inst-typed-ack", struct{}{})
-	h.AwaitEvent("inst-typed-ack", "ExternalSubscribed")
+	h.AwaitSubscription("inst-typed-ack", "Ready")
 	if err := h.Client.RaiseEvent(h.Ctx(), "inst-typed-ack", "Ready", smpAck{OK: true}); err != nil {
 		h.Fatal(err)
 	}
@@ -1066,11 +1067,11 @@ func sampleKVRequestResponse(h *H) {
 	)
 	const id = "req-resp-server"
 	h.Start("RequestServer", id, durable.Raw(""))
-	// "ready" is written in the same turn as the wait for the next request.
 	if status, err := h.Client.WaitForKVValue(h.Ctx(), id, "status"); err != nil || status != "ready" {
 		h.Fatalf("status %q (%v), want ready", status, err)
 	}
 	for _, r := range [][2]string{{"op-1", "hello"}, {"op-2", "world"}, {"op-3", "rust"}} {
+		h.AwaitSubscription(id, "request") // the server waits for the next request
 		data, _ := json.Marshal(map[string]string{"op_id": r[0], "command": r[1]})
 		if err := h.Client.RaiseEvent(h.Ctx(), id, "request", durable.Raw(data)); err != nil {
 			h.Fatal(err)
@@ -1148,6 +1149,7 @@ func sampleKVCrossOrchestrationRead(h *H) {
 	}
 	h.Start("Consumer", "consumer-1", durable.Raw("producer-1"))
 	h.smpWant(h.Completed("consumer-1"), "consumed:49")
+	h.AwaitSubscription("producer-1", "ack")
 	if err := h.Client.RaiseEvent(h.Ctx(), "producer-1", "ack", durable.Raw("")); err != nil {
 		h.Fatal(err)
 	}

@@ -173,7 +173,7 @@ var systemCallTests = []Test{
 			}),
 		)
 		h.Start("TestUtcNowReplayAsInput", id, durable.Raw(""))
-		h.AwaitEvent(id, "ExternalSubscribed")
+		h.AwaitSubscription(id, "continue")
 		// duroxide's test sleeps 200 ms so the clock moves; here the event is
 		// raised in a later turn than the one that recorded the time, and the
 		// check below compares the activity input with the recorded time.
@@ -204,7 +204,7 @@ var systemCallTests = []Test{
 			}),
 		)
 		h.Start("TestGuidNondeterminism", id, durable.Raw(""))
-		h.AwaitEvent(id, "ExternalSubscribed")
+		h.AwaitSubscription(id, "continue")
 		if err := h.Client.RaiseEvent(h.Ctx(), id, "continue", durable.Raw("go")); err != nil {
 			h.Fatal(err)
 		}

@@ -551,10 +551,7 @@ func activityCompletionAfterContinueAsNewIsDiscarded(h *H) {
 	)
 	const id = "can-25"
 	h.Start("CANOrch", id, durable.Raw("start"))
-	h.WaitFor("the second execution's subscription", func() bool {
-		hist := h.history(id)
-		return len(hist) > 0 && hist[0].ExecutionID == 2 && Count(hist, "ExternalSubscribed") == 1
-	})
+	h.AwaitSubscription(id, "done_signal") // in the second execution: the first waits for nothing
 	// A completion addressed to execution 1.
 	if err := verStore(h).EnqueueForOrchestrator(h.Ctx(), provider.ActivityCompletedItem{Instance: id, ExecutionID: 1, ID: 999, Result: "stale-result"}, 0); err != nil {
 		h.Fatal(err)

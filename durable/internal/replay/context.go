@@ -19,8 +19,10 @@ type Context struct {
 	e     *engine
 	sched *coro.Scheduler
 
-	fifo []*Action // emitted, not yet matched or recorded
-	live bool      // history is exhausted: actions are recorded as emitted
+	fifo    []*Action // emitted, not yet matched or recorded
+	live    bool      // history is exhausted: actions are recorded as emitted
+	emitted int       // actions emitted into fifo so far
+	sites   []*Site   // their call sites, with Input.Callers
 
 	replaying bool
 	nowMs     uint64 // timestamp of the last applied event
@@ -98,6 +100,14 @@ func (c *Context) Emit(a Action) *Future {
 			c.can = &ac
 		}
 		return f
+	}
+	a.seq = c.emitted
+	c.emitted++
+	if c.e.in.Callers {
+		for len(c.sites) < a.seq {
+			c.sites = append(c.sites, nil) // emitted without Callers
+		}
+		c.sites = append(c.sites, callerSite())
 	}
 	c.fifo = append(c.fifo, &a)
 	if c.live {

@@ -58,6 +58,11 @@ type Input struct {
 	// to be kept where it blocked, in [Turn.Held], so that the execution's
 	// next turn can resume it instead of replaying its history.
 	Keep bool
+	// Callers asks for the call site of every action the code emits to be
+	// recorded (in [Turn.Sites], and in [Turn.Mismatch] for one that does
+	// not match history), at the cost of a stack walk per action. Held
+	// code keeps its sites from turn to turn.
+	Callers bool
 }
 
 // Outcome is how a turn leaves the execution.
@@ -109,6 +114,15 @@ type Turn struct {
 	// waits for after a turn whose outcome is Continue: scheduled, not
 	// completed, not cancelled.
 	Awaiting int
+	// Sites are the call sites of the actions the code emitted in this
+	// execution, in emission order (which is the order of their events in
+	// history), when [Input.Callers] is set; nil entries are unknown. For
+	// a turn that resumed held code they go back to the execution's first
+	// turn on this process.
+	Sites []*Site
+	// Mismatch is set when the turn failed because the code's calls do
+	// not match history: which call, and what history holds there.
+	Mismatch *Mismatch
 }
 
 // ParentLink names the schedule event of a parent orchestration that a

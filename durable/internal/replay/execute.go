@@ -19,8 +19,11 @@ type result struct {
 }
 
 // errTurnFailed carries the details that fail the turn from deep inside the
-// replay loop.
-type errTurnFailed struct{ details provider.ErrorDetails }
+// replay loop, and the mismatched call when that is the reason.
+type errTurnFailed struct {
+	details  provider.ErrorDetails
+	mismatch *Mismatch
+}
 
 func (e *errTurnFailed) Error() string { return e.details.DisplayMessage() }
 
@@ -70,12 +73,15 @@ func (e *engine) execute() (*Turn, error) {
 // coroutines are unwound when the turn ends, unless the turn is kept for
 // the execution's next one (Input.Keep).
 func (e *engine) runCode(working []provider.Event, replayed int) (*Turn, error) {
-	sched := e.ctx.sched
+	c := e.ctx
+	sched := c.sched
 	kept := false
+	turn := e.turn
 	defer func() {
 		if !kept {
 			sched.Close()
 		}
+		turn.Sites = c.sites
 	}()
 	r, runErr := e.replay(working, replayed)
 	if runErr != nil {
@@ -83,6 +89,7 @@ func (e *engine) runCode(working []provider.Event, replayed int) (*Turn, error) 
 		var panicked *coro.PanicError
 		switch {
 		case errors.As(runErr, &failed):
+			e.turn.Mismatch = failed.mismatch
 			return e.turn, e.terminate(result{outcome: Failed, failure: failed.details})
 		case errors.As(runErr, &panicked):
 			e.turn.Panic = panicked
@@ -107,7 +114,6 @@ func (e *engine) runCode(working []provider.Event, replayed int) (*Turn, error) 
 	if err := e.proceed(); err != nil {
 		return e.turn, err
 	}
-	turn := e.turn
 	if e.in.Keep && turn.Outcome == Continue {
 		if h := e.hold(); h != nil {
 			turn.Held, kept = h, true
@@ -271,7 +277,7 @@ func (e *engine) matchSideEffect(ev provider.Event) error {
 		"CustomStatusUpdated": "custom status", "KeyValueSet": "kv set",
 		"KeyValueCleared": "kv clear", "KeyValuesCleared": "kv clear_all",
 	}[ev.Kind.EventType()]
-	return &errTurnFailed{nondeterminism("%s mismatch: action=%s vs event=%s", what, describeAction(a), describeEvent(ev.Kind))}
+	return &errTurnFailed{nondeterminism("%s mismatch: action=%s vs event=%s", what, describeAction(a), describeEvent(ev.Kind)), c.mismatch(a, ev)}
 }
 
 // matchSchedule binds a schedule event to the next emitted action.
@@ -279,14 +285,14 @@ func (e *engine) matchSchedule(ev provider.Event) error {
 	c := e.ctx
 	if len(c.fifo) == 0 {
 		if _, ok := ev.Kind.(provider.OrchestrationChained); ok {
-			return &errTurnFailed{nondeterminism("history OrchestrationChained but no emitted action")}
+			return &errTurnFailed{nondeterminism("history OrchestrationChained but no emitted action"), c.mismatch(nil, ev)}
 		}
-		return &errTurnFailed{nondeterminism("history schedule but no emitted action")}
+		return &errTurnFailed{nondeterminism("history schedule but no emitted action"), c.mismatch(nil, ev)}
 	}
 	a := c.fifo[0]
 	c.fifo = c.fifo[1:]
 	if !matches(a, ev.Kind) {
-		return &errTurnFailed{nondeterminism("schedule mismatch: action=%s vs event=%s", describeAction(a), describeEvent(ev.Kind))}
+		return &errTurnFailed{nondeterminism("schedule mismatch: action=%s vs event=%s", describeAction(a), describeEvent(ev.Kind)), c.mismatch(a, ev)}
 	}
 	instance := ""
 	if k, ok := ev.Kind.(provider.SubOrchestrationScheduled); ok {
@@ -305,10 +311,10 @@ func (e *engine) complete(ev provider.Event, kind Kind, res string, failure prov
 	id := *ev.SourceEventID
 	f, open := e.open[id]
 	if !open || f == nil {
-		return &errTurnFailed{nondeterminism("completion without open schedule")}
+		return &errTurnFailed{details: nondeterminism("completion without open schedule")}
 	}
 	if e.kinds[id] != kind && kind == KindActivity {
-		return &errTurnFailed{nondeterminism("completion kind mismatch: expected activity")}
+		return &errTurnFailed{details: nondeterminism("completion kind mismatch: expected activity")}
 	}
 	delete(e.open, id)
 	f.resolve(res, failure)

@@ -102,7 +102,7 @@ func (e *engine) reconcileCancellations() error {
 			if !slices.Contains(now, id) {
 				slices.Sort(recorded[kind])
 				slices.Sort(now)
-				return &errTurnFailed{nondeterminism("cancellation mismatch (%s): baseline_dropped_future_cancel_requests=%v ctx_cancelled_in_replayed_segment=%v", kindWords[kind], recorded[kind], now)}
+				return &errTurnFailed{details: nondeterminism("cancellation mismatch (%s): baseline_dropped_future_cancel_requests=%v ctx_cancelled_in_replayed_segment=%v", kindWords[kind], recorded[kind], now)}
 			}
 		}
 	}

@@ -114,6 +114,7 @@ type Action struct {
 	AtMs uint64
 
 	future *Future
+	seq    int // its index among the actions the run emitted
 }
 
 // Resolved returns a future that is already done with value and err.
