@@ -2,6 +2,10 @@
 // services' billing rules: DynamoDB on-demand request units and SQS billed
 // requests, at the us-east-1 list prices of its constants
 // ([DynamoDBWriteRequestUnitPrice], [SQSRequestPrice] and the others).
+// [LambdaCost] prices a Lambda function's invocations by Lambda's rules
+// (durations rounded up to the millisecond, GB-seconds at a memory size,
+// a charge per request) at the arm64 list prices of [LambdaARMGBSecondPrice]
+// and [LambdaRequestPrice].
 //
 // A [Meter] is installed on SDK clients as a middleware
 // ([Meter.DynamoDB], [Meter.SQS]) and counts every operation they call.

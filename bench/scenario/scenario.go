@@ -44,6 +44,8 @@ type Sizes struct {
 	FetchCost FetchCostConfig
 	// Ceiling is how long EndpointCeiling measures.
 	Ceiling time.Duration
+	// Serverless sizes ServerlessCost.
+	Serverless ServerlessConfig
 }
 
 // ErrBadSize is wrapped by Sizes.Validate's error.
@@ -60,6 +62,7 @@ func (s Sizes) Validate() error {
 		{"FanOutSmall", s.FanOutSmall}, {"FanOutLarge", s.FanOutLarge},
 		{"HistoryEvents", s.HistoryEvents}, {"HistoryReads", s.HistoryReads},
 		{"FetchCost.RoundTrips", s.FetchCost.RoundTrips},
+		{"Serverless.Instances", s.Serverless.Instances}, {"Serverless.ChainSteps", s.Serverless.ChainSteps},
 	} {
 		if c.n < 1 {
 			return fmt.Errorf("%w: %s is %d, want at least 1", ErrBadSize, c.name, c.n)
@@ -97,6 +100,7 @@ func DefaultSizes() Sizes {
 		HistoryReads:    5,
 		FetchCost:       FetchCostConfig{Sizes: []int{10, 100000}, RoundTrips: 5, SeedBudget: 50 * time.Minute},
 		Ceiling:         20 * time.Second,
+		Serverless:      ServerlessConfig{Instances: 100, ChainSteps: 1000},
 	}
 }
 
@@ -116,6 +120,7 @@ func ShortSizes() Sizes {
 		HistoryReads:    2,
 		FetchCost:       FetchCostConfig{Sizes: []int{2, 20}, RoundTrips: 2, SeedBudget: time.Minute},
 		Ceiling:         time.Second,
+		Serverless:      ServerlessConfig{Instances: 3, ChainSteps: 20},
 	}
 }
 
@@ -160,6 +165,9 @@ func All(s Sizes) []Scenario {
 			return History(ctx, env, s.HistoryEvents, s.HistoryReads)
 		}},
 		{FetchCostName, func(ctx context.Context, env *Env) ([]report.Result, error) { return FetchCost(ctx, env, s.FetchCost) }},
+		{ServerlessCostName, func(ctx context.Context, env *Env) ([]report.Result, error) {
+			return ServerlessCost(ctx, env, s.Serverless)
+		}},
 	}
 }
 

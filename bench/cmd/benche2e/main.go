@@ -7,7 +7,13 @@
 //
 // Usage (from the bench module):
 //
-//	go run ./cmd/benche2e [-out results] [-short] [-scenarios HelloCities5,Chain1000,...] [-cpuprofile file]
+//	go run ./cmd/benche2e [-out results] [-short] [-scenarios HelloCities5,Chain1000,...] [-merge] [-cpuprofile file]
+//
+// -merge writes into the results already in -out, replacing or adding only
+// the sections and files of the scenarios run: one scenario is run again,
+// or a new one added, without rerunning the rest, as in
+//
+//	go run ./cmd/benche2e -out results -scenarios ServerlessCost -merge
 //
 // -systems and -peers select the duradyn systems and the go-workflows
 // backends; -systems none runs only the peers.

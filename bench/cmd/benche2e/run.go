@@ -42,7 +42,10 @@ type config struct {
 	// cpuProfile is the file a CPU profile of the scenarios (not of the
 	// start-up and warm-up) is written to; "" writes none.
 	cpuProfile string
-	sizes      scenario.Sizes
+	// merge writes into the results already in out, replacing or adding
+	// the run's scenarios only (report.Merge).
+	merge bool
+	sizes scenario.Sizes
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -51,10 +54,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs.StringVar(&c.out, "out", "results", "directory the results are written to")
 	fs.BoolVar(&c.short, "short", false, "tiny sizes (a few iterations of each scenario); size flags given explicitly still apply")
-	fs.StringVar(&c.scenarios, "scenarios", "", "comma-separated scenarios to run (HelloCities5, EndpointCeiling, HelloCities5Load, HelloCities5Payload1KB, Chain1000, Chain1000Payload1KB, FanOut1000, FanOut10000, StartAfterIdle, Idle, History10000, FetchCost); empty runs all")
+	fs.StringVar(&c.scenarios, "scenarios", "", "comma-separated scenarios to run (HelloCities5, EndpointCeiling, HelloCities5Load, HelloCities5Payload1KB, Chain1000, Chain1000Payload1KB, FanOut1000, FanOut10000, StartAfterIdle, Idle, History10000, FetchCost, ServerlessCost); empty runs all")
 	fs.StringVar(&c.systems, "systems", "", "comma-separated duradyn systems to run on; empty runs all, \"none\" none (only the peers)")
 	fs.StringVar(&c.peers, "peers", strings.Join(goworkflows.Backends(), ","), "comma-separated go-workflows backends to run beside duradyn; empty runs none")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the benchmark's process while the scenarios run (go tool pprof reads it)")
+	fs.BoolVar(&c.merge, "merge", false, "write into the results already in -out: replace or add the sections and files of the scenarios run, keep the others (to run one scenario again, or a new one)")
 	def := scenario.DefaultSizes()
 	hello := fs.Int("hello-instances", def.HelloInstances, "HelloCities5: instances")
 	load := fs.Int("load-instances", def.LoadInstances, "HelloCities5Load: instances")
@@ -71,6 +75,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fetchSizes := fs.String("fetchcost-sizes", joinInts(def.FetchCost.Sizes), "FetchCost: comma-separated numbers of terminal instances")
 	fetchTrips := fs.Int("fetchcost-roundtrips", def.FetchCost.RoundTrips, "FetchCost: round trips measured at each size")
 	ceiling := fs.Duration("ceiling", def.Ceiling, "EndpointCeiling: time measured")
+	serverlessInstances := fs.Int("serverless-instances", def.Serverless.Instances, "ServerlessCost: HelloCities5 instances through the Lambda host")
+	serverlessSteps := fs.Int("serverless-chain-steps", def.Serverless.ChainSteps, "ServerlessCost: activities in the chain through the Lambda host")
 	fetchBudget := fs.Duration("fetchcost-budget", def.FetchCost.SeedBudget, "FetchCost: the most time seeding may take (a size it does not reach is measured with what was seeded)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -118,6 +124,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 			c.sizes.Ceiling = *ceiling
 		case "fetchcost-budget":
 			c.sizes.FetchCost.SeedBudget = *fetchBudget
+		case "serverless-instances":
+			c.sizes.Serverless.Instances = *serverlessInstances
+		case "serverless-chain-steps":
+			c.sizes.Serverless.ChainSteps = *serverlessSteps
 		}
 	})
 	if err != nil {
@@ -170,7 +180,11 @@ func run(ctx context.Context, args []string) int {
 	}
 
 	header := runHeader(em.Endpoints, c, began, startLoad)
-	if err := report.WriteWithHeader(c.out, header, results); err != nil {
+	write := report.WriteWithHeader
+	if c.merge {
+		write = report.Merge
+	}
+	if err := write(c.out, header, results); err != nil {
 		failures = append(failures, fmt.Errorf("write results: %w", err))
 	} else {
 		p.logf("results written to %s (%d rows) after %v", c.out, len(results), time.Since(began).Round(time.Second))
