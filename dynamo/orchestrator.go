@@ -51,6 +51,34 @@ func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item provider.Wor
 	return nil
 }
 
+// delayedMessages rewrites, for an abandon with a delay, at most limit of
+// st's messages visible at now so that they become visible at visibleAt;
+// later ones keep theirs.
+func (p *Provider) delayedMessages(st *instanceState, now, visibleAt int64, limit int) []types.TransactWriteItem {
+	var out []types.TransactWriteItem
+	for _, m := range st.msgs {
+		if m.visible > now || len(out) == limit {
+			continue
+		}
+		row := key(keys.InstancePK(st.id), m.sk)
+		row[attrItem] = p.payload(m.data)
+		row[attrKind] = s(m.kind)
+		row[attrVisible] = n(visibleAt)
+		row[attrReadyPK] = s(keys.ReadyOrchestratorPK(keys.ShardOf(st.id, p.o.Shards)))
+		row[attrReadySK] = s(readySK(visibleAt, m.seq))
+		if m.kind == provider.KindStartOrchestration {
+			listPending(row, st.id, m.seq, p.o.Shards)
+		}
+		out = append(out, types.TransactWriteItem{Put: &types.Put{
+			TableName:                p.table,
+			Item:                     row,
+			ConditionExpression:      aws.String("attribute_exists(#pk)"),
+			ExpressionAttributeNames: map[string]string{"#pk": attrPK},
+		}})
+	}
+	return out
+}
+
 // heldTurn returns what is known of the turn lockToken holds: this
 // process's fetch, else the stored lock row (one Query). nil means the
 // token holds no lock (expiry is not checked here).
@@ -100,29 +128,9 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 	now := p.nowMs()
 	cond, names, values := holderCondition(lockToken)
 	actions := []types.TransactWriteItem{{Update: newLockRelease(attempts, "", "").update(p.table, st.id, cond, names, values)}}
-	visibleAt := now
+	visibleAt := now + durMs(delay) // durMs is 0 for no delay
 	if delay > 0 {
-		visibleAt = now + durMs(delay)
-		for _, m := range st.msgs {
-			if m.visible > now || len(actions) == maxTransactActions {
-				continue
-			}
-			row := key(keys.InstancePK(st.id), m.sk)
-			row[attrItem] = p.payload(m.data)
-			row[attrKind] = s(m.kind)
-			row[attrVisible] = n(visibleAt)
-			row[attrReadyPK] = s(keys.ReadyOrchestratorPK(keys.ShardOf(st.id, p.o.Shards)))
-			row[attrReadySK] = s(readySK(visibleAt, m.seq))
-			if m.kind == provider.KindStartOrchestration {
-				listPending(row, st.id, m.seq, p.o.Shards)
-			}
-			actions = append(actions, types.TransactWriteItem{Put: &types.Put{
-				TableName:                p.table,
-				Item:                     row,
-				ConditionExpression:      aws.String("attribute_exists(#pk)"),
-				ExpressionAttributeNames: map[string]string{"#pk": attrPK},
-			}})
-		}
+		actions = append(actions, p.delayedMessages(st, now, visibleAt, maxTransactActions-len(actions))...)
 	}
 	callKey := fmt.Sprintf("abandon\x00%s\x00%d\x00%t", lockToken, delay, ignoreAttempt)
 	err = p.sendTx(ctx, provider.OpAbandonOrchestrationItem, callKey, func() *dynamodb.TransactWriteItemsInput {
