@@ -204,17 +204,17 @@ func replayHistory(args []string, stdin io.Reader, stdout io.Writer) error {
 // status checks.
 type cliStatus struct {
 	Instance string  `json:"instance"`
-	State    string  `json:"state"`
+	Status   string  `json:"status"`
 	Output   *string `json:"output"`
 }
 
 // checkStatus reads one status document (the CLI's status --output json)
-// from stdin and checks its instance, state and output.
+// from stdin and checks its instance, status and output.
 func checkStatus(args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("tfsmoke status", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	instance := fs.String("instance", "", "the instance the status is of (required)")
-	state := fs.String("state", "Completed", "the state the status must have")
+	status := fs.String("status", "Completed", "the status the instance must have")
 	output := fs.String("output", "", "the output, as JSON, the status must have (default: any)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -234,8 +234,8 @@ func checkStatus(args []string, stdin io.Reader, stdout io.Writer) error {
 	switch {
 	case st.Instance != *instance:
 		return fmt.Errorf("status: instance %q, want %q", st.Instance, *instance)
-	case st.State != *state:
-		return fmt.Errorf("status: %s is %s, want %s", st.Instance, st.State, *state)
+	case st.Status != *status:
+		return fmt.Errorf("status: %s is %q, want %s", st.Instance, st.Status, *status)
 	case *output != "" && (st.Output == nil || *st.Output != *output):
 		got := "none"
 		if st.Output != nil {
@@ -247,6 +247,6 @@ func checkStatus(args []string, stdin io.Reader, stdout io.Writer) error {
 	if st.Output != nil {
 		got = ", output " + *st.Output
 	}
-	fmt.Fprintf(stdout, "tfsmoke status: %s is %s%s\n", st.Instance, st.State, got)
+	fmt.Fprintf(stdout, "tfsmoke status: %s is %s%s\n", st.Instance, st.Status, got)
 	return nil
 }

@@ -60,7 +60,7 @@ func TestReplayHistory(t *testing.T) {
 func TestCheckStatus(t *testing.T) {
 	const completed = `{
   "instance": "tf-1",
-  "state": "Completed",
+  "status": "Completed",
   "execution_id": 1,
   "output": "\"Hello, terraform!\"",
   "custom_status_version": 0
@@ -82,9 +82,10 @@ func TestCheckStatus(t *testing.T) {
 		{"not JSON", "Completed", []string{"-instance", "tf-1"}, "decode"},
 		{"two documents", completed + completed, []string{"-instance", "tf-1"}, "more than one"},
 		{"other instance", completed, []string{"-instance", "tf-2"}, `want "tf-2"`},
-		{"failed", `{"instance": "tf-1", "state": "Failed", "failure": "boom"}`, []string{"-instance", "tf-1"}, "is Failed, want Completed"},
+		{"failed", `{"instance": "tf-1", "status": "Failed", "failure": "boom"}`, []string{"-instance", "tf-1"}, `is "Failed", want Completed`},
 		{"other output", completed, []string{"-instance", "tf-1", "-output", `"x"`}, `want "x"`},
-		{"no output", `{"instance": "tf-1", "state": "Completed"}`, []string{"-instance", "tf-1", "-output", `"x"`}, "output none"},
+		{"no status field", `{"instance": "tf-1", "state": "Completed"}`, []string{"-instance", "tf-1"}, `is "", want Completed`},
+		{"no output", `{"instance": "tf-1", "status": "Completed"}`, []string{"-instance", "tf-1", "-output", `"x"`}, "output none"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := checkStatus(tc.args, strings.NewReader(tc.in), &strings.Builder{})

@@ -28,7 +28,7 @@
 //
 //	tfsmoke serve -outputs outputs.json -endpoint URL
 //	tfsmoke replay -instance ID [-output JSON] < history.jsonl
-//	tfsmoke status -instance ID [-state Completed] [-output JSON] < status.json
+//	tfsmoke status -instance ID [-status Completed] [-output JSON] < status.json
 //
 // serve runs a durable.Runtime on the table and queues of the outputs,
 // serving the orchestration "Hello" (one call of the activity "Greet"). It
