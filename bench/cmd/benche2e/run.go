@@ -60,24 +60,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the benchmark's process while the scenarios run (go tool pprof reads it)")
 	fs.BoolVar(&c.merge, "merge", false, "write into the results already in -out: replace or add the sections and files of the scenarios run, keep the others (to run one scenario again, or a new one)")
 	def := scenario.DefaultSizes()
-	hello := fs.Int("hello-instances", def.HelloInstances, "HelloCities5: instances")
-	load := fs.Int("load-instances", def.LoadInstances, "HelloCities5Load: instances")
-	helloRuntimes := fs.Int("hello-runtimes", 1, "HelloCities5: runtimes on each duradyn system, each with its own provider")
-	helloSlots := fs.Int("hello-slots", 0, "HelloCities5: orchestration and worker slots of each duradyn runtime (0: the runtime's defaults, 2 and 2)")
-	payload := fs.Int("payload-bytes", def.PayloadBytes, "HelloCities5Payload1KB and Chain1000Payload1KB: bytes of filler in each activity's input and output")
-	chainSteps := fs.Int("chain-steps", def.ChainSteps, "Chain1000 and Chain1000Payload1KB: activities in the chain")
-	fanSmall := fs.Int("fanout-small", def.FanOutSmall, "FanOut1000: activities")
-	fanLarge := fs.Int("fanout-large", def.FanOutLarge, "FanOut10000: activities")
-	idleBefore := fs.Duration("idle-before-start", def.IdleBeforeStart, "StartAfterIdle: idle time before the start")
-	idle := fs.Duration("idle", def.Idle, "Idle: time measured")
-	histEvents := fs.Int("history-events", def.HistoryEvents, "History10000: events in the history")
-	histReads := fs.Int("history-reads", def.HistoryReads, "History10000: reads measured")
-	fetchSizes := fs.String("fetchcost-sizes", joinInts(def.FetchCost.Sizes), "FetchCost: comma-separated numbers of terminal instances")
-	fetchTrips := fs.Int("fetchcost-roundtrips", def.FetchCost.RoundTrips, "FetchCost: round trips measured at each size")
-	ceiling := fs.Duration("ceiling", def.Ceiling, "EndpointCeiling: time measured")
-	serverlessInstances := fs.Int("serverless-instances", def.Serverless.Instances, "ServerlessCost: HelloCities5 instances through the Lambda host")
-	serverlessSteps := fs.Int("serverless-chain-steps", def.Serverless.ChainSteps, "ServerlessCost: activities in the chain through the Lambda host")
-	fetchBudget := fs.Duration("fetchcost-budget", def.FetchCost.SeedBudget, "FetchCost: the most time seeding may take (a size it does not reach is measured with what was seeded)")
+	var sf sizeFlags
+	sf.register(fs, def)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -88,52 +72,72 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.short {
 		c.sizes = scenario.ShortSizes()
 	}
-	var err error
-	// Flags given explicitly override the defaults of either size set.
-	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "hello-instances":
-			c.sizes.HelloInstances = *hello
-		case "load-instances":
-			c.sizes.LoadInstances = *load
-		case "hello-runtimes":
-			c.sizes.HelloRuntimes.Count = *helloRuntimes
-		case "hello-slots":
-			c.sizes.HelloRuntimes.Slots = *helloSlots
-		case "payload-bytes":
-			c.sizes.PayloadBytes = *payload
-		case "chain-steps":
-			c.sizes.ChainSteps = *chainSteps
-		case "fanout-small":
-			c.sizes.FanOutSmall = *fanSmall
-		case "fanout-large":
-			c.sizes.FanOutLarge = *fanLarge
-		case "idle-before-start":
-			c.sizes.IdleBeforeStart = *idleBefore
-		case "idle":
-			c.sizes.Idle = *idle
-		case "history-events":
-			c.sizes.HistoryEvents = *histEvents
-		case "history-reads":
-			c.sizes.HistoryReads = *histReads
-		case "fetchcost-sizes":
-			c.sizes.FetchCost.Sizes, err = parseInts(*fetchSizes)
-		case "fetchcost-roundtrips":
-			c.sizes.FetchCost.RoundTrips = *fetchTrips
-		case "ceiling":
-			c.sizes.Ceiling = *ceiling
-		case "fetchcost-budget":
-			c.sizes.FetchCost.SeedBudget = *fetchBudget
-		case "serverless-instances":
-			c.sizes.Serverless.Instances = *serverlessInstances
-		case "serverless-chain-steps":
-			c.sizes.Serverless.ChainSteps = *serverlessSteps
-		}
-	})
-	if err != nil {
+	if err := sf.apply(fs, &c.sizes); err != nil {
 		return c, err
 	}
 	return c, c.sizes.Validate()
+}
+
+// sizeFlags are the flags that set scenario sizes.
+type sizeFlags struct {
+	hello, load, helloRuntimes, helloSlots, payload, chainSteps, fanSmall, fanLarge *int
+	histEvents, histReads, fetchTrips, serverlessInstances, serverlessSteps         *int
+	idleBefore, idle, ceiling, fetchBudget                                          *time.Duration
+	fetchSizes                                                                      *string
+}
+
+// register defines the size flags on fs, with def's sizes as defaults.
+func (f *sizeFlags) register(fs *flag.FlagSet, def scenario.Sizes) {
+	f.hello = fs.Int("hello-instances", def.HelloInstances, "HelloCities5: instances")
+	f.load = fs.Int("load-instances", def.LoadInstances, "HelloCities5Load: instances")
+	f.helloRuntimes = fs.Int("hello-runtimes", 1, "HelloCities5: runtimes on each duradyn system, each with its own provider")
+	f.helloSlots = fs.Int("hello-slots", 0, "HelloCities5: orchestration and worker slots of each duradyn runtime (0: the runtime's defaults, 2 and 2)")
+	f.payload = fs.Int("payload-bytes", def.PayloadBytes, "HelloCities5Payload1KB and Chain1000Payload1KB: bytes of filler in each activity's input and output")
+	f.chainSteps = fs.Int("chain-steps", def.ChainSteps, "Chain1000 and Chain1000Payload1KB: activities in the chain")
+	f.fanSmall = fs.Int("fanout-small", def.FanOutSmall, "FanOut1000: activities")
+	f.fanLarge = fs.Int("fanout-large", def.FanOutLarge, "FanOut10000: activities")
+	f.idleBefore = fs.Duration("idle-before-start", def.IdleBeforeStart, "StartAfterIdle: idle time before the start")
+	f.idle = fs.Duration("idle", def.Idle, "Idle: time measured")
+	f.histEvents = fs.Int("history-events", def.HistoryEvents, "History10000: events in the history")
+	f.histReads = fs.Int("history-reads", def.HistoryReads, "History10000: reads measured")
+	f.fetchSizes = fs.String("fetchcost-sizes", joinInts(def.FetchCost.Sizes), "FetchCost: comma-separated numbers of terminal instances")
+	f.fetchTrips = fs.Int("fetchcost-roundtrips", def.FetchCost.RoundTrips, "FetchCost: round trips measured at each size")
+	f.ceiling = fs.Duration("ceiling", def.Ceiling, "EndpointCeiling: time measured")
+	f.serverlessInstances = fs.Int("serverless-instances", def.Serverless.Instances, "ServerlessCost: HelloCities5 instances through the Lambda host")
+	f.serverlessSteps = fs.Int("serverless-chain-steps", def.Serverless.ChainSteps, "ServerlessCost: activities in the chain through the Lambda host")
+	f.fetchBudget = fs.Duration("fetchcost-budget", def.FetchCost.SeedBudget, "FetchCost: the most time seeding may take (a size it does not reach is measured with what was seeded)")
+}
+
+// apply sets in sizes the size flags given explicitly, which override the
+// defaults of either size set.
+func (f *sizeFlags) apply(fs *flag.FlagSet, sizes *scenario.Sizes) error {
+	var err error
+	set := map[string]func(){
+		"hello-instances":        func() { sizes.HelloInstances = *f.hello },
+		"load-instances":         func() { sizes.LoadInstances = *f.load },
+		"hello-runtimes":         func() { sizes.HelloRuntimes.Count = *f.helloRuntimes },
+		"hello-slots":            func() { sizes.HelloRuntimes.Slots = *f.helloSlots },
+		"payload-bytes":          func() { sizes.PayloadBytes = *f.payload },
+		"chain-steps":            func() { sizes.ChainSteps = *f.chainSteps },
+		"fanout-small":           func() { sizes.FanOutSmall = *f.fanSmall },
+		"fanout-large":           func() { sizes.FanOutLarge = *f.fanLarge },
+		"idle-before-start":      func() { sizes.IdleBeforeStart = *f.idleBefore },
+		"idle":                   func() { sizes.Idle = *f.idle },
+		"history-events":         func() { sizes.HistoryEvents = *f.histEvents },
+		"history-reads":          func() { sizes.HistoryReads = *f.histReads },
+		"fetchcost-sizes":        func() { sizes.FetchCost.Sizes, err = parseInts(*f.fetchSizes) },
+		"fetchcost-roundtrips":   func() { sizes.FetchCost.RoundTrips = *f.fetchTrips },
+		"ceiling":                func() { sizes.Ceiling = *f.ceiling },
+		"fetchcost-budget":       func() { sizes.FetchCost.SeedBudget = *f.fetchBudget },
+		"serverless-instances":   func() { sizes.Serverless.Instances = *f.serverlessInstances },
+		"serverless-chain-steps": func() { sizes.Serverless.ChainSteps = *f.serverlessSteps },
+	}
+	fs.Visit(func(fl *flag.Flag) {
+		if fn, ok := set[fl.Name]; ok {
+			fn()
+		}
+	})
+	return err
 }
 
 func run(ctx context.Context, args []string) int {
