@@ -21,7 +21,9 @@ type Observer interface {
 	ActivityStarted(ActivityEvent)
 	// ActivityFinished is called after the code of an activity that
 	// ActivityStarted announced has returned (or was given up on) and its
-	// outcome has been acknowledged or handed back to the provider.
+	// outcome has been acknowledged or handed back to the provider. As the
+	// acknowledgement may already have woken the orchestration, finishes
+	// of different activities may be reported in any order.
 	ActivityFinished(ActivityEvent)
 }
 

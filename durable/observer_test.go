@@ -89,8 +89,19 @@ func TestObserver(t *testing.T) {
 	if len(rec.started) != 2 || len(rec.finished) != 2 {
 		t.Fatalf("%d activities started and %d finished; want 2 and 2", len(rec.started), len(rec.finished))
 	}
+	// Ok's completion is acknowledged before Bad is scheduled, so they
+	// start in order; a finish is reported after its acknowledgement,
+	// which may come after Bad ran, so finishes are matched by id.
+	finished := map[uint64]ActivityEvent{}
+	for _, f := range rec.finished {
+		finished[f.Activity.ID] = f
+	}
 	for i, want := range []struct{ name, outcome, err string }{{"Ok", "completed", ""}, {"Bad", "failed", "out of stock"}} {
-		s, f := rec.started[i], rec.finished[i]
+		s := rec.started[i]
+		f, found := finished[s.Activity.ID]
+		if !found {
+			t.Fatalf("activity %s (id %d) started but no finish was reported for it: %+v", want.name, s.Activity.ID, rec.finished)
+		}
 		a := f.Activity
 		if s.Activity.Name != want.name || a.Name != want.name || a.ID != s.Activity.ID || a.Instance != "order-1" || a.ExecutionID != 1 ||
 			a.Attempt != 1 || !strings.HasPrefix(a.WorkerID, "work-") || !strings.HasSuffix(a.WorkerID, "-rt-obs") {
