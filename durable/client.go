@@ -55,7 +55,10 @@ func (o ClientOptions) withDefaults() ClientOptions {
 type Client struct {
 	p     provider.Provider
 	admin provider.Admin // nil when p has no management capability
-	opts  ClientOptions
+	// reader reads an instance's status without its history; nil when p
+	// cannot.
+	reader provider.StatusReader
+	opts   ClientOptions
 }
 
 // NewClient returns a client over p, which must not be nil, configured by
@@ -70,6 +73,9 @@ func NewClient(p provider.Provider, optFns ...func(*ClientOptions)) *Client {
 	c := &Client{p: p, opts: o.withDefaults()}
 	if a, ok := provider.AdminOf(p); ok {
 		c.admin = a
+	}
+	if r, ok := p.(provider.StatusReader); ok {
+		c.reader = r
 	}
 	return c
 }
@@ -246,23 +252,65 @@ type Status struct {
 // Status returns the instance's current status. An unknown instance is not
 // an error: its status has [StateNotFound].
 //
-// The state comes from the latest execution's history: the last
-// OrchestrationCompleted or OrchestrationFailed in it decides; otherwise
-// the instance runs if the execution has started. An execution that
-// continued as new reports Running until the next one starts. An instance
-// without history whose start is queued is [StatePending] (with
-// [provider.Admin]; without it, [StateNotFound]).
+// The state is the latest execution's: Completed or Failed once it ended
+// so, Running once it started. An execution that continued as new reports
+// Running until the next one starts. An instance without history whose
+// start is queued is [StatePending] (with [provider.StatusReader] or
+// [provider.Admin]; without them, [StateNotFound]).
+//
+// With [provider.StatusReader] (both providers of this module) the status
+// comes from the instance's record, in one read whatever the history's
+// length (on DynamoDB one GetItem; docs/design.md §7). Otherwise it is
+// derived from the history, the last OrchestrationCompleted or
+// OrchestrationFailed in it deciding.
 func (c *Client) Status(ctx context.Context, id string) (*Status, error) {
 	op := clientOp("status", id)
 	if err := checkInstanceID(op, id); err != nil {
 		return nil, err
 	}
-	s, err := c.readState(ctx, id)
-	if err == nil {
+	var s *Status
+	var err error
+	if c.reader != nil {
+		s, err = c.readStatus(ctx, id)
+	} else if s, err = c.readState(ctx, id); err == nil {
 		err = c.addCustomStatus(ctx, s)
 	}
 	if err != nil {
 		return nil, clientError(op, err)
+	}
+	return s, nil
+}
+
+// readStatus reads the instance's status, custom status included, with
+// [provider.StatusReader]: one request on a store whose reader costs one,
+// whatever the history's length. A status the reader does not know is
+// derived from the history.
+func (c *Client) readStatus(ctx context.Context, id string) (*Status, error) {
+	st, err := c.reader.InstanceStatus(ctx, id)
+	if errors.Is(err, provider.ErrNotFound) {
+		return &Status{Instance: id}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := &Status{Instance: id, ExecutionID: st.ExecutionID, CustomStatus: st.CustomStatus, CustomStatusVersion: st.CustomStatusVersion}
+	switch st.Status {
+	case provider.StatusPending:
+		s.State = StatePending
+	case provider.StatusRunning, provider.StatusContinuedAsNew:
+		s.State = StateRunning
+	case provider.StatusCompleted:
+		s.State = StateCompleted
+		if st.Output != nil {
+			s.Output = *st.Output
+		}
+	case provider.StatusFailed:
+		s.State, s.Failure = StateFailed, st.Failure
+	default:
+		if s, err = c.readState(ctx, id); err == nil {
+			err = c.addCustomStatus(ctx, s)
+		}
+		return s, err
 	}
 	return s, nil
 }
@@ -340,9 +388,11 @@ func statusFromHistory(id string, history []provider.Event) *Status {
 // [ClientOptions.PollMax]. An instance that does not exist yet is waited
 // for. When ctx ends first the error wraps ctx.Err().
 //
-// With [provider.Admin] each poll asks [provider.Admin.InstanceInfo] (one
-// cheap request) and the history is read only once it reports a finished
-// execution; without it each poll reads the status as [Client.Status] does.
+// With [provider.StatusReader] each poll reads the status as
+// [Client.Status] does. Otherwise, with [provider.Admin] each poll asks
+// [provider.Admin.InstanceInfo] (one cheap request) and the history is read
+// only once it reports a finished execution; without either, each poll
+// reads the history.
 func (c *Client) WaitForCompletion(ctx context.Context, id string) (*Status, error) {
 	op := clientOp("wait for completion", id)
 	if err := checkInstanceID(op, id); err != nil {
@@ -350,6 +400,14 @@ func (c *Client) WaitForCompletion(ctx context.Context, id string) (*Status, err
 	}
 	var final *Status
 	err := c.poll(ctx, func() (bool, error) {
+		if c.reader != nil {
+			s, err := c.readStatus(ctx, id)
+			if err != nil || !s.State.IsTerminal() {
+				return false, err
+			}
+			final = s
+			return true, nil
+		}
 		if ok, err := c.mayBeTerminal(ctx, id); err != nil || !ok {
 			return false, err
 		}

@@ -19,8 +19,8 @@ import (
 // call on polled (dropping signals nobody waits for).
 type countingProvider struct {
 	*memprovider.Provider
-	reads, infos atomic.Int64
-	polled       chan struct{}
+	reads, infos, statuses atomic.Int64
+	polled                 chan struct{}
 }
 
 func newCountingProvider() *countingProvider {
@@ -46,6 +46,12 @@ func (p *countingProvider) InstanceInfo(ctx context.Context, instance string) (*
 	return p.Provider.InstanceInfo(ctx, instance)
 }
 
+func (p *countingProvider) InstanceStatus(ctx context.Context, instance string) (*provider.InstanceStatus, error) {
+	defer p.signal()
+	p.statuses.Add(1)
+	return p.Provider.InstanceStatus(ctx, instance)
+}
+
 func (p *countingProvider) CustomStatus(ctx context.Context, instance string, lastSeen uint64) (*provider.CustomStatus, error) {
 	defer p.signal()
 	return p.Provider.CustomStatus(ctx, instance, lastSeen)
@@ -58,6 +64,13 @@ func (p *countingProvider) KVValue(ctx context.Context, instance, key string) (s
 
 // plainProvider hides every optional interface of the provider it wraps.
 type plainProvider struct{ provider.Provider }
+
+// adminProvider has the management capability of the provider it wraps,
+// and no other optional interface.
+type adminProvider struct {
+	provider.Provider
+	provider.Admin
+}
 
 // clientFixture is a client over a counting memprovider, plus a stand-in
 // for the runtime that commits orchestration turns by hand.
@@ -80,6 +93,21 @@ func newClientFixture(t *testing.T, admin bool) *clientFixture {
 		p = plainProvider{mem}
 	}
 	return &clientFixture{t: t, ctx: ctx, mem: mem, c: NewClient(p)}
+}
+
+// clientKinds names the three provider shapes a client adapts to: with
+// StatusReader and Admin, with Admin alone, with neither.
+var clientKinds = []string{"StatusReader", "Admin", "Plain"}
+
+// newClientFixtureOf returns a fixture whose client's provider has the
+// shape kind names (clientKinds).
+func newClientFixtureOf(t *testing.T, kind string) *clientFixture {
+	t.Helper()
+	f := newClientFixture(t, kind != "Plain")
+	if kind == "Admin" {
+		f.c = NewClient(adminProvider{plainProvider{f.mem}, f.mem})
+	}
+	return f
 }
 
 // fetch locks the next orchestration item, which must exist.
@@ -433,32 +461,31 @@ func TestClientWaitForCompletionHonoursDeadline(t *testing.T) {
 	}
 }
 
-func TestClientWaitForCompletionPollsInstanceInfo(t *testing.T) {
-	f := newClientFixture(t, true)
-	f.startRunning("o1")
-	f.mem.reads.Store(0)
-	if _, err := f.c.WaitForCompletion(shortCtx(t), "o1"); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("WaitForCompletion: %v; want DeadlineExceeded", err)
-	}
-	if r, i := f.mem.reads.Load(), f.mem.infos.Load(); r != 0 || i < 2 {
-		t.Errorf("with Admin: %d history reads, %d InstanceInfo calls; want 0 reads, several infos", r, i)
-	}
-
-	f = newClientFixture(t, false)
-	f.startRunning("o1")
-	f.mem.reads.Store(0)
-	if _, err := f.c.WaitForCompletion(shortCtx(t), "o1"); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("WaitForCompletion: %v; want DeadlineExceeded", err)
-	}
-	if r, i := f.mem.reads.Load(), f.mem.infos.Load(); r < 2 || i != 0 {
-		t.Errorf("without Admin: %d history reads, %d InstanceInfo calls; want several reads, no infos", r, i)
+// WaitForCompletion polls the cheapest read the provider offers:
+// InstanceStatus, else InstanceInfo, else the history.
+func TestClientWaitForCompletionPollsCheaply(t *testing.T) {
+	for _, kind := range clientKinds {
+		f := newClientFixtureOf(t, kind)
+		f.startRunning("o1")
+		f.mem.reads.Store(0)
+		if _, err := f.c.WaitForCompletion(shortCtx(t), "o1"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("%s: WaitForCompletion: %v; want DeadlineExceeded", kind, err)
+		}
+		r, i, s := f.mem.reads.Load(), f.mem.infos.Load(), f.mem.statuses.Load()
+		if ok := map[string]bool{
+			"StatusReader": r == 0 && i == 0 && s >= 2,
+			"Admin":        r == 0 && i >= 2 && s == 0,
+			"Plain":        r >= 2 && i == 0 && s == 0,
+		}[kind]; !ok {
+			t.Errorf("%s: %d history reads, %d InstanceInfo calls, %d InstanceStatus calls; want several of the cheapest it has, none of the others", kind, r, i, s)
+		}
 	}
 }
 
 func TestClientWaitForCompletionWakesOnCompletion(t *testing.T) {
-	for _, admin := range []bool{true, false} {
-		t.Run(map[bool]string{true: "Admin", false: "NoAdmin"}[admin], func(t *testing.T) {
-			f := newClientFixture(t, admin)
+	for _, kind := range clientKinds {
+		t.Run(kind, func(t *testing.T) {
+			f := newClientFixtureOf(t, kind)
 			f.startRunning("o1", provider.CustomStatusUpdated{Status: ptr("working")})
 			f.drainPolled()
 			done := async(func() (*Status, error) { return f.c.WaitForCompletion(f.ctx, "o1") })

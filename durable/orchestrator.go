@@ -328,22 +328,27 @@ func (r *Runtime) corruptHistory(ctx context.Context, log *slog.Logger, item *pr
 }
 
 // notifyParent resolves the parent's execution and adds the child's result
-// for it.
+// for it. The child's start records that execution, so a fan-out's
+// completions read no parent history; only a child whose start did not
+// record it (one written by another tool) looks it up.
 func (r *Runtime) notifyParent(ctx context.Context, turn *replay.Turn) error {
 	if turn.Parent == nil {
 		return nil
 	}
-	exec, err := r.parentExecution(ctx, turn.Parent, turn.Commit)
-	if err != nil {
-		return err
+	exec := turn.Parent.ExecutionID
+	if exec == 0 {
+		var err error
+		if exec, err = r.parentExecution(ctx, turn.Parent, turn.Commit); err != nil {
+			return err
+		}
 	}
 	turn.NotifyParent(exec)
 	return nil
 }
 
 // parentExecution finds the parent execution whose schedule event started
-// this child: the latest execution if its event matches, else an older one,
-// else the first.
+// this child, for a child whose start did not record it: the latest
+// execution if its event matches, else an older one, else the first.
 func (r *Runtime) parentExecution(ctx context.Context, link *replay.ParentLink, commit provider.TurnCommit) (uint64, error) {
 	child := ""
 	for _, ev := range commit.HistoryDelta {

@@ -282,11 +282,13 @@ func reTimer(id uint64, d time.Duration) provider.WorkItem {
 	return provider.TimerFiredItem{Instance: testInstance, ExecutionID: 1, ID: id, FireAtMs: reFireAt(d)}
 }
 
-// reChild is the start item of the sub-orchestration scheduled by event id.
+// reChild is the start item of the sub-orchestration scheduled by event id
+// of the parent's first execution.
 func reChild(id uint64, instance, name, input string) provider.WorkItem {
 	parentID := id
 	return provider.StartOrchestrationItem{Instance: instance, Orchestration: name, Input: input,
-		ParentInstance: reStr(testInstance), ParentID: &parentID, ExecutionID: provider.InitialExecutionID}
+		ParentInstance: reStr(testInstance), ParentID: &parentID, ExecutionID: provider.InitialExecutionID,
+		ParentExecutionID: 1}
 }
 
 // Orchestrations of helpers.rs. Payloads are plain strings (Raw), as in

@@ -561,6 +561,7 @@ func (tp *turnPlanner) instance(exec *execRow, execChanged bool) {
 		current = exec
 	}
 	tp.figures(newMeta, current, exec, created)
+	newMeta.result = tp.endedResult(newMeta)
 	tp.plan.cell = tp.p.cellChange(tp.id, st.meta, newMeta)
 	figuresChanged := st.meta == nil || newMeta.status != st.meta.status ||
 		newMeta.execs != st.meta.execs || newMeta.events != st.meta.events
@@ -806,6 +807,7 @@ func metaItem(instance string, m *metaRow, current *execRow, shards int) item {
 			row[attrExecPinned] = s(current.pinned.String())
 		}
 	}
+	m.result.put(row)
 	row[attrExecCount] = nu(m.execs)
 	row[attrEndedEvs] = nu(m.events)
 	row[attrListPK] = s(keys.ListInstancesPK(keys.ShardOf(instance, shards)))

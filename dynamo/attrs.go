@@ -38,6 +38,9 @@ const (
 	// record so that a fetch need not read the execution records.
 	attrExecStartedAt = "xsa"
 	attrExecPinned    = "xpin"
+	// How the current execution ended (endedResult).
+	attrResultOutput  = "xout"
+	attrResultFailure = "xfail"
 
 	// #EXEC#
 	attrOutput    = "output"

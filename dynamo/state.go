@@ -56,6 +56,9 @@ type metaRow struct {
 	// record holds (all but its output); nil when the record was written
 	// without it.
 	currentCopy *execRow
+	// result is how the current execution ended, copied for
+	// InstanceStatus; nil while it runs, and when the copy would not fit.
+	result *endedResult
 }
 
 // lockRow is the #LOCK row; exists is false when there is none.
@@ -300,6 +303,7 @@ func parseMetaRow(d *decoder, row item) *metaRow {
 		}
 		m.currentCopy = e
 	}
+	m.result = parseEndedResult(d, row)
 	return m
 }
 

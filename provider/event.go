@@ -69,6 +69,11 @@ type OrchestrationStarted struct {
 	// InitialCustomStatus is the custom status carried over by
 	// continue-as-new; nil (omitted from the wire) when there is none.
 	InitialCustomStatus *string `json:"initial_custom_status,omitempty"`
+	// ParentExecutionID is the parent's execution that scheduled this
+	// sub-orchestration, copied from its [StartOrchestrationItem]. 0
+	// (omitted from the wire) for a root instance or a child whose start
+	// did not carry it.
+	ParentExecutionID uint64 `json:"parent_execution_id,omitzero"`
 }
 
 // OrchestrationCompleted ends an execution successfully.

@@ -62,6 +62,8 @@ const (
 	OpLatestExecutionID = "latest_execution_id"
 	// OpInstanceInfo names [Admin.InstanceInfo].
 	OpInstanceInfo = "get_instance_info"
+	// OpInstanceStatus names [StatusReader.InstanceStatus].
+	OpInstanceStatus = "get_instance_status"
 	// OpExecutionInfo names [Admin.ExecutionInfo].
 	OpExecutionInfo = "get_execution_info"
 	// OpSystemMetrics names [Admin.SystemMetrics].

@@ -412,3 +412,63 @@ func BenchmarkDecodeStoredEvent(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(stored)), "ns/event")
 }
+
+// TestParentExecutionIDWire checks the parent_execution_id field of a
+// child's start and of its OrchestrationStarted event: it follows
+// duroxide's fields when set, is left out when 0 (so duroxide's goldens
+// above still encode byte for byte), and decodes to 0 when absent or null,
+// as duroxide writes it.
+func TestParentExecutionIDWire(t *testing.T) {
+	start := provider.StartOrchestrationItem{Instance: "p::sub::2", Orchestration: "Child", Input: "x", ParentInstance: ptr("p"), ParentID: ptr(uint64(2)), ExecutionID: 1, ParentExecutionID: 3}
+	startJSON := `{"StartOrchestration":{"instance":"p::sub::2","orchestration":"Child","input":"x","version":null,"parent_instance":"p","parent_id":2,"execution_id":1,"parent_execution_id":3}}`
+	got, err := provider.MarshalWorkItem(start)
+	if err != nil || string(got) != startJSON {
+		t.Fatalf("encode start: got %s, %v\nwant %s", got, err, startJSON)
+	}
+	back, err := provider.UnmarshalWorkItem([]byte(startJSON))
+	if err != nil || !reflect.DeepEqual(back, start) {
+		t.Fatalf("decode start: got %#v, %v; want %#v", back, err, start)
+	}
+
+	started := ev(1, nil, "p::sub::2", 1, 7, provider.OrchestrationStarted{Name: "Child", Version: "1.0.0", Input: "x", ParentInstance: ptr("p"), ParentID: ptr(uint64(2)), ParentExecutionID: 3})
+	startedJSON := `{"event_id":1,"source_event_id":null,"instance_id":"p::sub::2","execution_id":1,"timestamp_ms":7,"duroxide_version":"0.1.29","type":"OrchestrationStarted","name":"Child","version":"1.0.0","input":"x","parent_instance":"p","parent_id":2,"parent_execution_id":3}`
+	got, err = json.Marshal(started)
+	if err != nil || string(got) != startedJSON {
+		t.Fatalf("encode started: got %s, %v\nwant %s", got, err, startedJSON)
+	}
+	var backEv provider.Event
+	if err := json.Unmarshal([]byte(startedJSON), &backEv); err != nil || !reflect.DeepEqual(backEv, started) {
+		t.Fatalf("decode started: got %#v, %v; want %#v", backEv, err, started)
+	}
+
+	// As duroxide writes a child's start and event: no field, or null.
+	for _, data := range []string{
+		`{"StartOrchestration":{"instance":"p::sub::2","orchestration":"Child","input":"x","version":null,"parent_instance":"p","parent_id":2,"execution_id":1}}`,
+		`{"StartOrchestration":{"instance":"p::sub::2","orchestration":"Child","input":"x","version":null,"parent_instance":"p","parent_id":2,"execution_id":1,"parent_execution_id":null}}`,
+	} {
+		item, err := provider.UnmarshalWorkItem([]byte(data))
+		if err != nil {
+			t.Fatalf("%s: %v", data, err)
+		}
+		if s := item.(provider.StartOrchestrationItem); s.ParentExecutionID != 0 || *s.ParentID != 2 {
+			t.Errorf("%s: decoded %#v, want ParentExecutionID 0", data, s)
+		}
+	}
+	for _, data := range []string{
+		`{"event_id":1,"source_event_id":null,"instance_id":"c","execution_id":1,"timestamp_ms":7,"duroxide_version":"0.1.29","type":"OrchestrationStarted","name":"N","version":"1","input":"","parent_instance":"p","parent_id":2}`,
+		`{"event_id":1,"source_event_id":null,"instance_id":"c","execution_id":1,"timestamp_ms":7,"duroxide_version":"0.1.29","type":"OrchestrationStarted","name":"N","version":"1","input":"","parent_instance":"p","parent_id":2,"parent_execution_id":null}`,
+	} {
+		var e provider.Event
+		if err := json.Unmarshal([]byte(data), &e); err != nil {
+			t.Fatalf("%s: %v", data, err)
+		}
+		if s := e.Kind.(provider.OrchestrationStarted); s.ParentExecutionID != 0 || *s.ParentID != 2 {
+			t.Errorf("%s: decoded %#v, want ParentExecutionID 0", data, s)
+		}
+	}
+
+	// A value of the wrong type is an error, not a silent 0.
+	if item, err := provider.UnmarshalWorkItem([]byte(`{"StartOrchestration":{"instance":"c","orchestration":"C","input":"","version":null,"parent_instance":null,"parent_id":null,"execution_id":1,"parent_execution_id":"3"}}`)); err == nil {
+		t.Errorf("string parent_execution_id decoded as %#v", item)
+	}
+}

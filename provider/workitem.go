@@ -38,6 +38,11 @@ type StartOrchestrationItem struct {
 	ParentID *uint64 `json:"parent_id"`
 	// ExecutionID is the execution to start, normally 1.
 	ExecutionID uint64 `json:"execution_id"`
+	// ParentExecutionID is the parent's execution that scheduled this
+	// sub-orchestration, which its result is addressed to. 0 (omitted
+	// from the wire, and absent from duroxide's encoding) when unknown:
+	// the runtime then looks the execution up in the parent's history.
+	ParentExecutionID uint64 `json:"parent_execution_id,omitzero"`
 }
 
 // ActivityExecuteItem asks a worker to run an activity. Its identity for

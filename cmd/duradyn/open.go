@@ -55,6 +55,11 @@ func (a *app) awsConfig() (aws.Config, error) {
 	ctx, cancel := context.WithTimeout(a.ctx, credentialsTimeout)
 	defer cancel()
 	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		if a.ctx.Err() != nil {
+			// The command's own deadline or an interrupt, not missing
+			// credentials: say that.
+			return aws.Config{}, a.awsError(fmt.Errorf("AWS credentials: %w", a.ctx.Err()))
+		}
 		return aws.Config{}, errors.New("no AWS credentials found: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or run with an IAM role")
 	}
 	return cfg, nil

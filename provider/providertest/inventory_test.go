@@ -186,7 +186,7 @@ var additions = map[string][]string{
 		"OrchestrationLockRenewalExtendsLock", "OrchestrationLockHeldLateInLease",
 		"AbandonOrchestrationItemWithDelay",
 	},
-	"Management":     {"AdminHistoryReads", "PendingInstance"},
+	"Management":     {"AdminHistoryReads", "PendingInstance", "InstanceStatus"},
 	"QueueSemantics": {"TimerFromAckInvisibleUntilFireAt"},
 	"InputValidation": {
 		"AckRejectsEventIDZero", "AckRejectsDuplicateEventIDInDelta",

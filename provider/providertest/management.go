@@ -449,6 +449,7 @@ func managementAdditions() []testCase {
 	return []testCase{
 		{"AdminHistoryReads", managementAdminHistoryReads},
 		{"PendingInstance", managementPendingInstance},
+		{"InstanceStatus", managementInstanceStatus},
 	}
 }
 

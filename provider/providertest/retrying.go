@@ -386,3 +386,34 @@ var (
 	_ provider.Admin     = (*retryingAdminDescriber)(nil)
 	_ provider.Describer = (*retryingAdminDescriber)(nil)
 )
+
+// statusReaderOf returns p's [provider.StatusReader], looking through a
+// [Retrying] wrapper (which does not implement the optional interface)
+// and retrying its calls as the wrapper would.
+func statusReaderOf(p provider.Provider) (provider.StatusReader, bool) {
+	if r, ok := p.(provider.StatusReader); ok {
+		return r, true
+	}
+	w, ok := p.(interface{ retryingBase() *retrying })
+	if !ok {
+		return nil, false
+	}
+	base := w.retryingBase()
+	inner, ok := statusReaderOf(base.p)
+	if !ok {
+		return nil, false
+	}
+	return retryingStatus{base, inner}, true
+}
+
+func (r *retrying) retryingBase() *retrying { return r }
+
+// retryingStatus retries a StatusReader's calls.
+type retryingStatus struct {
+	r     *retrying
+	inner provider.StatusReader
+}
+
+func (s retryingStatus) InstanceStatus(ctx context.Context, instance string) (*provider.InstanceStatus, error) {
+	return retried(ctx, s.r, func() (*provider.InstanceStatus, error) { return s.inner.InstanceStatus(ctx, instance) })
+}

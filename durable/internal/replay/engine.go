@@ -130,6 +130,10 @@ type Turn struct {
 type ParentLink struct {
 	Instance string
 	EventID  uint64
+	// ExecutionID is the parent's execution that scheduled the child, as
+	// its start recorded it; 0 when the start did not record it, and the
+	// caller must look the execution up.
+	ExecutionID uint64
 }
 
 // NotifyParent adds the SubOrchCompleted or SubOrchFailed item for the
@@ -294,14 +298,14 @@ func (e *engine) resolveStart() error {
 		}
 		e.name, e.input, requested = started.Name, started.Input, &started.Version
 		if started.ParentInstance != nil && started.ParentID != nil {
-			e.parent = &ParentLink{Instance: *started.ParentInstance, EventID: *started.ParentID}
+			e.parent = &ParentLink{Instance: *started.ParentInstance, EventID: *started.ParentID, ExecutionID: started.ParentExecutionID}
 		}
 	} else {
 		switch s := e.start.(type) {
 		case provider.StartOrchestrationItem:
 			e.name, e.input, requested = s.Orchestration, s.Input, s.Version
 			if s.ParentInstance != nil && s.ParentID != nil {
-				e.parent = &ParentLink{Instance: *s.ParentInstance, EventID: *s.ParentID}
+				e.parent = &ParentLink{Instance: *s.ParentInstance, EventID: *s.ParentID, ExecutionID: s.ParentExecutionID}
 			}
 		case provider.ContinueAsNewItem:
 			e.name, e.input, requested = s.Orchestration, s.Input, s.Version
@@ -328,6 +332,7 @@ func (e *engine) appendStart() {
 	switch s := e.start.(type) {
 	case provider.StartOrchestrationItem:
 		started.ParentInstance, started.ParentID = s.ParentInstance, s.ParentID
+		started.ParentExecutionID = s.ParentExecutionID
 	case provider.ContinueAsNewItem:
 		if len(s.CarryForwardEvents) > 0 {
 			started.CarryForwardEvents = s.CarryForwardEvents

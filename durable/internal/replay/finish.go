@@ -200,6 +200,7 @@ func (e *engine) dispatchNew(terminal bool) {
 				t.Commit.OrchestratorItems = append(t.Commit.OrchestratorItems, provider.StartOrchestrationItem{
 					Instance: e.childInstance(k.Instance), Orchestration: k.Name, Input: k.Input, Version: a.Version,
 					ParentInstance: ptr(e.item.Instance), ParentID: ptr(ev.EventID), ExecutionID: provider.InitialExecutionID,
+					ParentExecutionID: e.executionID,
 				})
 			}
 		case provider.OrchestrationChained:
