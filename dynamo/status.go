@@ -108,6 +108,11 @@ func parseEndedResult(d *decoder, row item) *endedResult {
 // failure did not fit the record's copy (endedResultMaxBytes: its history
 // is read).
 func (p *Provider) InstanceStatus(ctx context.Context, instance string) (*provider.InstanceStatus, error) {
+	return p.instanceStatus(ctx, instance, 1)
+}
+
+// instanceStatus is InstanceStatus's attempt-th read of the record.
+func (p *Provider) instanceStatus(ctx context.Context, instance string, attempt int) (*provider.InstanceStatus, error) {
 	const op = provider.OpInstanceStatus
 	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: p.table, Key: key(keys.InstancePK(instance), keys.Meta), ConsistentRead: aws.Bool(true),
@@ -121,7 +126,7 @@ func (p *Provider) InstanceStatus(ctx context.Context, instance string) (*provid
 		return nil, translate(op, err)
 	}
 	if out.Item == nil {
-		return p.statusWithoutRecord(ctx, instance)
+		return p.statusWithoutRecord(ctx, instance, attempt)
 	}
 	var d decoder
 	st := &provider.InstanceStatus{
@@ -148,9 +153,11 @@ func (p *Provider) InstanceStatus(ctx context.Context, instance string) (*provid
 	return st, nil
 }
 
-// statusWithoutRecord is the status of an instance without a record:
-// pending when its start is queued.
-func (p *Provider) statusWithoutRecord(ctx context.Context, instance string) (*provider.InstanceStatus, error) {
+// statusWithoutRecord is the status of an instance whose record the
+// attempt-th read did not find: pending when its start is queued. A record
+// made since (the first turn committed between the two reads) is read
+// again, at most twice more: InstanceInfo does not hold the output.
+func (p *Provider) statusWithoutRecord(ctx context.Context, instance string, attempt int) (*provider.InstanceStatus, error) {
 	info, err := p.InstanceInfo(ctx, instance)
 	if errors.Is(err, provider.ErrNotFound) {
 		return nil, provider.InstanceNotFound(provider.OpInstanceStatus, instance)
@@ -158,7 +165,14 @@ func (p *Provider) statusWithoutRecord(ctx context.Context, instance string) (*p
 	if err != nil {
 		return nil, err
 	}
-	return &provider.InstanceStatus{InstanceID: instance, ExecutionID: info.CurrentExecutionID, Status: info.Status}, nil
+	if info.Status == provider.StatusPending {
+		return &provider.InstanceStatus{InstanceID: instance, Status: provider.StatusPending}, nil
+	}
+	if attempt >= 3 {
+		err := errors.New("the instance record appeared and vanished while its status was read")
+		return nil, provider.Retryable(provider.OpInstanceStatus, err, "instance %q: %v", instance, err)
+	}
+	return p.instanceStatus(ctx, instance, attempt+1)
 }
 
 // statusFromHistory completes st, an ended execution's status whose
