@@ -5,9 +5,13 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/dynamo"
 	"github.com/duradyn/duradyn/dynamo/dynamotest"
 	"github.com/duradyn/duradyn/provider"
 )
@@ -93,4 +97,65 @@ func writeHistory(ctx context.Context, t *testing.T, p provider.Provider, inst s
 		}
 	}
 	must(t, p.AckOrchestrationItem(ctx, item.LockToken, provider.TurnCommit{ExecutionID: 1, HistoryDelta: delta, Metadata: m}), "ack")
+}
+
+// onEmptyGet is a client that calls hook once, after the first GetItem
+// that finds no item, before returning its answer.
+type onEmptyGet struct {
+	dynamo.API
+	mu   sync.Mutex
+	hook func() // nil until armed, and once called
+}
+
+func (c *onEmptyGet) arm(hook func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hook = hook
+}
+
+func (c *onEmptyGet) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	out, err := c.API.GetItem(ctx, in, optFns...)
+	if err == nil && out.Item == nil {
+		c.mu.Lock()
+		hook := c.hook
+		c.hook = nil
+		c.mu.Unlock()
+		if hook != nil {
+			hook()
+		}
+	}
+	return out, err
+}
+
+// TestInstanceStatusWhenTheFirstTurnCommitsMeanwhile: the first turn of an
+// instance commits between InstanceStatus's read of the record (none yet)
+// and its look for a queued start; the status is read again, output
+// included, instead of being taken from the start's look.
+func TestInstanceStatusWhenTheFirstTurnCommitsMeanwhile(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	var client *onEmptyGet
+	p, _ := dynamotest.New(t, dynamotest.Config{Options: func(o *dynamo.Options) {
+		client = &onEmptyGet{API: o.Client}
+		o.Client = client
+	}})
+	const inst = "first-turn-meanwhile"
+	item := startAndFetch(ctx, t, p, inst)
+	m := meta()
+	m.Status, m.Output = provider.StatusCompleted, ptr("out")
+	committed := false
+	client.arm(func() {
+		committed = true
+		must(t, p.AckOrchestrationItem(ctx, item.LockToken, provider.TurnCommit{
+			ExecutionID: 1, HistoryDelta: []provider.Event{started(inst), ev(2, inst, provider.OrchestrationCompleted{Output: "out"})}, Metadata: m,
+		}), "ack")
+	})
+	st, err := p.InstanceStatus(ctx, inst)
+	must(t, err, "InstanceStatus")
+	if !committed {
+		t.Fatal("the turn was not committed between the reads: the test did not test the race")
+	}
+	if st.Status != provider.StatusCompleted || st.Output == nil || *st.Output != "out" {
+		t.Fatalf("status %+v (output %v); want Completed with output \"out\"", st, st.Output)
+	}
 }
