@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/internal/legacystart"
 	"github.com/duradyn/duradyn/provider"
 	"github.com/duradyn/duradyn/provider/memprovider"
 )
@@ -54,15 +55,7 @@ func (p *historyCounter) ReadHistoryWithExecutionID(ctx context.Context, instanc
 
 func (p *historyCounter) AckOrchestrationItem(ctx context.Context, lockToken string, commit provider.TurnCommit) error {
 	if p.strip {
-		items := make([]provider.WorkItem, len(commit.OrchestratorItems))
-		for i, w := range commit.OrchestratorItems {
-			if s, ok := w.(provider.StartOrchestrationItem); ok {
-				s.ParentExecutionID = 0
-				w = s
-			}
-			items[i] = w
-		}
-		commit.OrchestratorItems = items
+		commit = legacystart.Strip(commit)
 	}
 	return p.Provider.AckOrchestrationItem(ctx, lockToken, commit)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/duradyn/duradyn/dynamo"
 	"github.com/duradyn/duradyn/dynamo/dynamotest"
 	"github.com/duradyn/duradyn/dynamo/internal/keys"
+	"github.com/duradyn/duradyn/internal/legacystart"
 	"github.com/duradyn/duradyn/provider"
 )
 
@@ -181,16 +182,7 @@ func peLockInstance(ctx context.Context, t *testing.T, client *durable.Client, p
 type peStripStarts struct{ *dynamo.Provider }
 
 func (p *peStripStarts) AckOrchestrationItem(ctx context.Context, lockToken string, commit provider.TurnCommit) error {
-	items := make([]provider.WorkItem, len(commit.OrchestratorItems))
-	for i, w := range commit.OrchestratorItems {
-		if s, ok := w.(provider.StartOrchestrationItem); ok {
-			s.ParentExecutionID = 0
-			w = s
-		}
-		items[i] = w
-	}
-	commit.OrchestratorItems = items
-	return p.Provider.AckOrchestrationItem(ctx, lockToken, commit)
+	return p.Provider.AckOrchestrationItem(ctx, lockToken, legacystart.Strip(commit))
 }
 
 // peHistoryReads counts, through an SDK middleware, the requests that
