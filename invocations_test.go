@@ -67,7 +67,11 @@ func TestRunUntilIdleInvocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := dynamotest.NewEnv(t, true)
-	client := durable.NewClient(env.NewProvider(t, dynamotest.Config{Queues: true}))
+	// Every process on a table uses the table's shard count: the client's
+	// starts must land in the shards the invocations' signalled fetches
+	// query, or only a sweep finds them.
+	const shards = 16
+	client := durable.NewClient(env.NewProvider(t, dynamotest.Config{Queues: true, Shards: shards}))
 	ctx := t.Context()
 	var fanOuts []string
 	for i := range 6 {
@@ -84,7 +88,7 @@ func TestRunUntilIdleInvocations(t *testing.T) {
 	var stops stopReasons
 	invoke := func(m *dynamotest.Meter) {
 		t.Helper()
-		p := env.NewProvider(t, dynamotest.Config{Queues: true, Shards: 16, Meter: m})
+		p := env.NewProvider(t, dynamotest.Config{Queues: true, Shards: shards, Meter: m})
 		defer p.Close()
 		rt, err := durable.NewRuntime(p, reg, func(o *durable.Options) { o.Logger = slog.New(&stops) })
 		if err != nil {
