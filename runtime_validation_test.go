@@ -33,6 +33,9 @@ func runtimeFactory(c dynamotest.Config) runtimetest.Factory {
 			// lock, polls spaced so idle slots do not flood the emulator.
 			o.OrchestratorLockTimeout = 10 * time.Second
 			o.OrchestratorLockRenewalBuffer = 3 * time.Second
+			// Activities keep the lease the suite was tuned with (the
+			// default is 6 s since crash recovery was made faster).
+			o.WorkerLockTimeout = 30 * time.Second
 			if c.ShortPoll {
 				o.MinPollInterval = 50 * time.Millisecond
 			}

@@ -17,7 +17,8 @@
 //     the history as a timeline and a table, and what the instance waits
 //     for now.
 //   - System (/system): queue depths, system metrics, and instances by
-//     status over time, from the store's own listing.
+//     status over time, from the store's own listing; a part whose read
+//     fails shows its error in its place, and the others still show.
 //   - Actions: raise an event, cancel, delete; each behind a confirmation
 //     page and a POST with a CSRF token, refused unless
 //     [Options.AllowActions].

@@ -94,17 +94,17 @@ func definitions() []durable.Definition {
 }
 
 // startRuntime runs a runtime of the test orchestrations on p until t
-// ends, and returns its client.
-func startRuntime(t testing.TB, p provider.Provider) *durable.Client {
+// ends, with optFns applied last, and returns its client.
+func startRuntime(t testing.TB, p provider.Provider, optFns ...func(*durable.Options)) *durable.Client {
 	t.Helper()
 	reg, err := durable.NewRegistry(definitions()...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := durable.NewRuntime(p, reg, func(o *durable.Options) {
+	rt, err := durable.NewRuntime(p, reg, append([]func(*durable.Options){func(o *durable.Options) {
 		o.Logger = testlog.New(t)
 		o.LongPollTimeout = time.Second
-	})
+	}}, optFns...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,9 +127,12 @@ type listData struct {
 }
 
 // statusLink is a count that links to the list filtered by its status.
+// Known is false when the count is not to be had (no figure from the
+// store, or the counts failed): the link is shown without it.
 type statusLink struct {
-	Label, URL, Class string
-	Count             uint64
+	Label, URL, Class, Title string
+	Count                    uint64
+	Known                    bool
 }
 
 // handleList serves the instances list.
@@ -141,12 +144,16 @@ func (c *Console) handleList(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, "list", err)
 		return
 	}
+	// The counts and the page are independent reads: read them at once,
+	// so that a load waits for the slower one only.
+	counts := make(chan statusCounts, 1)
+	go func() { counts <- c.countsNow(ctx) }()
 	p, err := c.listPage(ctx, f.query())
+	d := listData{Filter: f, Statuses: statusFilters, Counts: <-counts, Examined: p.Examined, Paged: c.pager != nil}
 	if err != nil {
 		c.fail(w, r, "list", err)
 		return
 	}
-	d := listData{Filter: f, Statuses: statusFilters, Counts: c.countsNow(ctx), Examined: p.Examined, Paged: c.pager != nil}
 	for _, l := range p.Instances {
 		d.Rows = append(d.Rows, rowOf(l))
 	}
@@ -162,15 +169,26 @@ func (c *Console) handleList(w http.ResponseWriter, r *http.Request) {
 
 // countLinks are the counts per status, each linking to its filter.
 func countLinks(f listFilter, counts statusCounts) []statusLink {
-	link := func(label, status string, n uint64) statusLink {
-		return statusLink{Label: label, Count: n, Class: statusClass(cmp.Or(status, "all")),
+	link := func(status string, n *uint64) statusLink {
+		l := statusLink{Label: cmp.Or(status, "All"), Class: statusClass(cmp.Or(status, "all")),
 			URL: f.with(func(v url.Values) { setOrDel(v, "status", status) })}
+		switch {
+		case counts.Err != "":
+			l.Title = "counts unavailable"
+		case n == nil:
+			l.Title = "the store does not count " + strings.ToLower(status) + " instances"
+		default:
+			l.Count, l.Known = *n, true
+		}
+		return l
 	}
 	return []statusLink{
-		link("All", "", counts.Total),
-		link(provider.StatusRunning, provider.StatusRunning, counts.Running),
-		link(provider.StatusCompleted, provider.StatusCompleted, counts.Completed),
-		link("Failed or canceled", provider.StatusFailed, counts.Failed),
+		link("", &counts.Total),
+		link(statusPending, counts.Pending),
+		link(provider.StatusRunning, &counts.Running),
+		link(provider.StatusCompleted, &counts.Completed),
+		link(provider.StatusFailed, &counts.Failed),
+		link(statusCanceled, &counts.Canceled),
 	}
 }
 

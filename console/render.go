@@ -146,3 +146,12 @@ func fmtBytes(n int) string {
 	}
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1024*1024))
 }
+
+// errText is err's message, or its type when the message is empty: a
+// failure a page shows must never read as nothing.
+func errText(err error) string {
+	if s := err.Error(); strings.TrimSpace(s) != "" {
+		return s
+	}
+	return fmt.Sprintf("%T (no message)", err)
+}

@@ -55,17 +55,36 @@ func statusClass(display string) string {
 	return "st-other"
 }
 
-// statusCounts counts instances per status, as [provider.SystemMetrics]
-// does: running, completed and failed (cancelled ones included), and the
-// rest.
+// statusCounts counts instances per status, from [provider.SystemMetrics]:
+// Failed without the canceled ones, which Canceled counts. Pending is nil:
+// SystemMetrics does not count pending instances (started, not yet run), so
+// the list shows their filter without a count rather than list every
+// instance to count them.
 type statusCounts struct {
-	Total, Running, Completed, Failed, Other uint64
-	At                                       time.Time
-	Err                                      string
+	Total, Running, Completed, Failed, Canceled, Other uint64
+	Pending                                            *uint64
+	At                                                 time.Time
+	Err                                                string
+}
+
+// countsOf maps the store's figures to the counts shown.
+func countsOf(m provider.SystemMetrics, at time.Time) statusCounts {
+	counts := statusCounts{
+		Total: m.TotalInstances, Running: m.RunningInstances, Completed: m.CompletedInstances,
+		// Canceled instances are among the failed ones; a store that
+		// counted more of them than failures would be wrong, not negative.
+		Failed: m.FailedInstances - min(m.CanceledInstances, m.FailedInstances), Canceled: min(m.CanceledInstances, m.FailedInstances),
+		At: at,
+	}
+	if known := m.RunningInstances + m.CompletedInstances + m.FailedInstances; known < m.TotalInstances {
+		counts.Other = m.TotalInstances - known
+	}
+	return counts
 }
 
 // countsNow returns the counts per status, read again when those held are
-// older than Options.CountsMaxAge. A failure is shown, not fatal.
+// older than Options.CountsMaxAge. A failure is shown, not fatal, and not
+// held: the next load reads again.
 func (c *Console) countsNow(ctx context.Context) statusCounts {
 	c.countsMu.Lock()
 	defer c.countsMu.Unlock()
@@ -76,15 +95,9 @@ func (c *Console) countsNow(ctx context.Context) statusCounts {
 	m, err := c.admin.SystemMetrics(ctx)
 	if err != nil {
 		c.o.Logger.Warn("console: system metrics", "err", err)
-		return statusCounts{At: now, Err: err.Error()}
+		return statusCounts{At: now, Err: errText(err)}
 	}
-	counts := statusCounts{
-		Total: m.TotalInstances, Running: m.RunningInstances, Completed: m.CompletedInstances,
-		Failed: m.FailedInstances, At: now,
-	}
-	if known := m.RunningInstances + m.CompletedInstances + m.FailedInstances; known < m.TotalInstances {
-		counts.Other = m.TotalInstances - known
-	}
+	counts := countsOf(m, now)
 	c.counts = &counts
 	return counts
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/duradyn/duradyn/provider"
@@ -25,11 +26,13 @@ var chartWindows = []struct {
 	D    time.Duration
 }{{"1h", time.Hour}, {"24h", 24 * time.Hour}, {"7d", 7 * 24 * time.Hour}}
 
-// systemData is the system page's.
+// systemData is the system page's. Each part is read on its own: one that
+// fails shows its error in its place, and the others show.
 type systemData struct {
 	Depths     provider.QueueDepths
 	DepthsErr  string
 	Metrics    provider.SystemMetrics
+	Counts     statusCounts // the instance counts of Metrics
 	MetricsErr string
 	Chart      chart
 	Windows    []string
@@ -81,15 +84,31 @@ func (c *Console) handleSystem(w http.ResponseWriter, r *http.Request) {
 	for _, w := range chartWindows {
 		d.Windows = append(d.Windows, w.Name)
 	}
-	var err error
-	if d.Depths, err = c.admin.QueueDepths(ctx); err != nil {
-		d.DepthsErr = err.Error()
-	}
-	if d.Metrics, err = c.admin.SystemMetrics(ctx); err != nil {
-		d.MetricsErr = err.Error()
-	}
-	d.Chart = c.statusChart(ctx, chartWindows[i].D)
+	c.readSystem(ctx, &d, chartWindows[i].D)
 	c.render(w, r, "system.html", page{Title: "System", Nav: "system", RefreshMs: c.refreshMs()}, d)
+}
+
+// readSystem reads the system page's three parts at once, so that the
+// page waits for the slowest only; a part that fails holds its error.
+func (c *Console) readSystem(ctx context.Context, d *systemData, window time.Duration) {
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		var err error
+		if d.Depths, err = c.admin.QueueDepths(ctx); err != nil {
+			c.o.Logger.Warn("console: queue depths", "err", err)
+			d.DepthsErr = errText(err)
+		}
+	})
+	wg.Go(func() {
+		var err error
+		if d.Metrics, err = c.admin.SystemMetrics(ctx); err != nil {
+			c.o.Logger.Warn("console: system metrics", "err", err)
+			d.MetricsErr = errText(err)
+		}
+		d.Counts = countsOf(d.Metrics, c.o.Now())
+	})
+	wg.Go(func() { d.Chart = c.statusChart(ctx, window) })
+	wg.Wait()
 }
 
 // statusChart charts the instances created in the last window by their
@@ -101,7 +120,8 @@ func (c *Console) statusChart(ctx context.Context, window time.Duration) chart {
 	start := end.Add(-window)
 	listings, truncated, err := c.chartListings(ctx, start, end)
 	if err != nil {
-		ch.Err = err.Error()
+		c.o.Logger.Warn("console: status chart", "err", err)
+		ch.Err = errText(err)
 		return ch
 	}
 	ch.Instances, ch.Truncated = len(listings), truncated

@@ -38,7 +38,7 @@ func (b UnregisteredBackoff) Delay(attempt uint32) time.Duration {
 }
 
 // Options configure a [Runtime]. Zero fields take the defaults given,
-// which are duroxide 0.1.29's.
+// which are duroxide 0.1.29's except where said.
 type Options struct {
 	// OrchestrationConcurrency is the number of orchestration turns run at
 	// once; default 2.
@@ -55,12 +55,19 @@ type Options struct {
 	// OrchestratorLockRenewalBuffer is how long before the lease ends a
 	// long turn renews it; default 2 s.
 	OrchestratorLockRenewalBuffer time.Duration
-	// WorkerLockTimeout is an activity's lease; default 30 s.
+	// WorkerLockTimeout is an activity's lease; default 6 s (duroxide's is
+	// 30 s). It bounds how long an activity held by a process that died
+	// (kill -9, a lost host) waits before another process takes it over,
+	// an activity handed to a slot that never started it included; a
+	// running activity renews it every half lease (docs/runtime.md §3,
+	// "Crash recovery", gives the costs).
 	WorkerLockTimeout time.Duration
 	// WorkerLockRenewalBuffer is how long before the lease ends a running
-	// activity renews it; default 5 s. Leases under 15 s are renewed at
-	// half their length instead (OrchestratorLockRenewalBuffer likewise:
-	// the default 5 s orchestration lease is renewed with 2.5 s left).
+	// activity renews it; default 5 s. Leases under 15 s, the default
+	// included, are renewed at half their length instead
+	// (OrchestratorLockRenewalBuffer likewise: the default 5 s
+	// orchestration lease is renewed with 2.5 s left, the default 6 s
+	// activity lease with 3 s left).
 	WorkerLockRenewalBuffer time.Duration
 	// LeaseSafetyMargin is how long before a lease's end the work under it
 	// stops when no renewal was confirmed: an activity's context is
@@ -175,6 +182,11 @@ type Options struct {
 	Observer Observer
 }
 
+// DefaultWorkerLockTimeout is the default of Options.WorkerLockTimeout: an
+// activity held by a process that died is taken over within about this
+// long, where duroxide's default waits 30 s.
+const DefaultWorkerLockTimeout = 6 * time.Second
+
 func (o *Options) setDefaults() {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
@@ -191,7 +203,7 @@ func (o *Options) setDefaults() {
 	def(&o.MinPollInterval, 100*time.Millisecond)
 	def(&o.OrchestratorLockTimeout, 5*time.Second)
 	def(&o.OrchestratorLockRenewalBuffer, 2*time.Second)
-	def(&o.WorkerLockTimeout, 30*time.Second)
+	def(&o.WorkerLockTimeout, DefaultWorkerLockTimeout)
 	def(&o.WorkerLockRenewalBuffer, 5*time.Second)
 	def(&o.LeaseSafetyMargin, time.Second)
 	if o.MaxAttempts == 0 {

@@ -112,11 +112,11 @@ type turnPlan struct {
 	// histEnd is where the turn leaves the history
 	// (Provider.settledHistory; nil when unknown).
 	histEnd *historyEnd
-	// cell is the change of the instance's counter cell
-	// (Provider.cellChange), nil when the turn leaves the instance's
-	// contribution as it was. It is written in the transaction that writes
-	// the instance record, or in the commit of a large turn.
-	cell *types.Update
+	// cell is the change of the instance's contribution to the counter
+	// cells (change), zero when the turn leaves it as it was. It is added
+	// to a cell in the transaction that writes the instance record, or in
+	// the commit of a large turn (Provider.takeCell).
+	cell figures
 	// claimable is the activity a direct claim may take
 	// (Provider.claimAddressed), which the turn may hand to a waiting fetch
 	// instead (Provider.handActivity).
@@ -139,7 +139,9 @@ type claimableActivity struct {
 //
 // Requests: one TransactWriteItems when the turn fits one transaction (100
 // actions, 4 MB) and this process fetched it; plus one Query of the control
-// rows when another process did. Larger turns use the staged protocol of
+// rows when another process did, and one of the KV rows when the turn
+// writes KV or ends the execution and this process does not hold the KV
+// state the lock row names (turnKV). Larger turns use the staged protocol of
 // docs/design.md §5. A retry of an ack whose response was lost resends the
 // same transaction with the same ClientRequestToken and succeeds without
 // applying twice. An ack after this process has returned success for the
@@ -166,6 +168,9 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 		}
 	}
 	if err := p.readExecIfNeeded(ctx, turn.st, commit.ExecutionID, commit.Metadata); err != nil {
+		return translate(provider.OpAckOrchestrationItem, err)
+	}
+	if err := p.turnKV(ctx, turn.st, commit); err != nil {
 		return translate(provider.OpAckOrchestrationItem, err)
 	}
 	if err := p.countEndingHistory(ctx, turn, commit); err != nil {
@@ -247,7 +252,7 @@ func (p *Provider) sendTurn(ctx context.Context, turn *turnState, plan *turnPlan
 	// The lock release, and the cell change if any, go beside the plan's
 	// actions.
 	beside := 1
-	if plan.cell != nil {
+	if plan.cell != (figures{}) {
 		beside++
 	}
 	large = len(plan.actions)+beside > maxTransactActions || plan.size > maxTransactBytes
@@ -322,6 +327,8 @@ func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPla
 		turn.tx = &pendingTx{key: turn.token + "\x00" + digest}
 		turn.txHanded = nil
 	}
+	cell, done := p.takeCell(plan.cell)
+	defer done()
 	_, err := p.sendPending(ackBudget(ctx), provider.OpAckOrchestrationItem, turn.tx, func() *dynamodb.TransactWriteItemsInput {
 		turn.txHanded = hand
 		actions := make([]types.TransactWriteItem, 0, len(plan.actions)+1)
@@ -332,9 +339,7 @@ func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPla
 		for _, a := range plan.actions {
 			actions = append(actions, p.transactAction(a))
 		}
-		if plan.cell != nil {
-			actions = append(actions, types.TransactWriteItem{Update: plan.cell})
-		}
+		actions = append(actions, cell...)
 		return &dynamodb.TransactWriteItemsInput{TransactItems: actions}
 	})
 	p.settleHanded(ctx, hand, turn.txHanded, err == nil)
@@ -419,7 +424,9 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 	}
 	tp.consumed()
 	tp.instance(tp.execution())
-	tp.kv()
+	if err := tp.kv(); err != nil {
+		return tp.plan, "", err
+	}
 	if err := tp.workerItems(); err != nil {
 		return tp.plan, "", err
 	}
@@ -561,8 +568,9 @@ func (tp *turnPlanner) instance(exec *execRow, execChanged bool) {
 		current = exec
 	}
 	tp.figures(newMeta, current, exec, created)
+	tp.runFigures(newMeta)
 	newMeta.result = tp.endedResult(newMeta)
-	tp.plan.cell = tp.p.cellChange(tp.id, st.meta, newMeta)
+	tp.plan.cell = change(st.meta, newMeta)
 	figuresChanged := st.meta == nil || newMeta.status != st.meta.status ||
 		newMeta.execs != st.meta.execs || newMeta.events != st.meta.events
 	tp.plan.meta = planAction{put: metaItem(tp.id, newMeta, current, tp.p.o.Shards), asRead: metaAsRead(st.meta)}
@@ -611,26 +619,15 @@ func (tp *turnPlanner) figures(newMeta *metaRow, current, exec *execRow, created
 	}
 }
 
-// kv plans the KV rows: the delta of the current execution, merged into
-// the store when the execution ends; and digests the KV state the turn
-// leaves, which its release records (kvDigest).
-func (tp *turnPlanner) kv() {
-	st, meta := tp.st, tp.commit.Metadata
-	tp.plan.kvDigest = kvDigest(st.kvStore, st.kvDelta)
-	if !provider.HasKVEvents(tp.commit.HistoryDelta) && !provider.IsTerminalStatus(meta.Status) {
-		return
-	}
-	store, delta := st.cloneKV()
-	delta.Apply(tp.commit.HistoryDelta)
-	terminal := provider.IsTerminalStatus(meta.Status)
-	for _, a := range kvActions(tp.pk, st, store, delta, terminal) {
+// kv plans the KV rows (Provider.planKV) and the digest of the KV state
+// the turn leaves, which its release records (kvDigest).
+func (tp *turnPlanner) kv() error {
+	actions, digest, err := tp.p.planKV(tp.pk, tp.st, tp.commit)
+	for _, a := range actions {
 		tp.add(a)
 	}
-	if terminal {
-		tp.plan.kvDigest = kvDigest(provider.MergeKV(store, delta), provider.KVDelta{})
-	} else {
-		tp.plan.kvDigest = kvDigest(store, delta)
-	}
+	tp.plan.kvDigest = digest
+	return err
 }
 
 // workerItems plans the worker rows of the turn's activities, minus those
@@ -810,6 +807,7 @@ func metaItem(instance string, m *metaRow, current *execRow, shards int) item {
 	m.result.put(row)
 	row[attrExecCount] = nu(m.execs)
 	row[attrEndedEvs] = nu(m.events)
+	m.run.put(row)
 	row[attrListPK] = s(keys.ListInstancesPK(keys.ShardOf(instance, shards)))
 	listSK := keys.ListInstancesSK(uint64(max(m.createdAt, 0)), instance)
 	if ended(m.status) {
@@ -863,7 +861,8 @@ func (p *Provider) orchestratorItem(w provider.WorkItem, data []byte, visibleMs 
 	seq := p.nextSeq()
 	target := w.TargetInstance()
 	shard := keys.ShardOf(target, p.o.Shards)
-	row := key(keys.InstancePK(target), keys.QueueSK(seq))
+	sk := keys.MessageSK(visibleMs, seq)
+	row := key(keys.InstancePK(target), sk)
 	row[attrKind] = s(w.Kind())
 	row[attrVisible] = n(visibleMs)
 	row[attrReadyPK] = s(keys.ReadyOrchestratorPK(shard))
@@ -874,7 +873,7 @@ func (p *Provider) orchestratorItem(w provider.WorkItem, data []byte, visibleMs 
 	size := p.setPayload(row, data)
 	// The signal names the row, so that a turn of this process holding the
 	// instance can tell whether it took the message (lockWaits.heldSignal).
-	return row, queues.Signal{Kind: queues.Orchestrator, Shard: shard, Instance: target, Work: keys.QueueSK(seq), VisibleAt: timeMs(visibleMs)}, size
+	return row, queues.Signal{Kind: queues.Orchestrator, Shard: shard, Instance: target, Work: sk, VisibleAt: timeMs(visibleMs)}, size
 }
 
 // listPending gives the queued start row of instance an entry in the

@@ -33,15 +33,7 @@ type listedInstance struct {
 // consistent: an instance created in the last moment may be missing.
 // Pending instances (listPending) are left out.
 func (p *Provider) listInstances(ctx context.Context) ([]listedInstance, error) {
-	all, err := p.listEntries(ctx, false)
-	return recorded(all), err
-}
-
-// listRunning lists the instances that have not ended (Completed or
-// Failed): the entries before keys.EndedListPrefix, in creation order.
-// Pending instances are left out.
-func (p *Provider) listRunning(ctx context.Context) ([]listedInstance, error) {
-	all, err := p.listEntries(ctx, true)
+	all, err := p.listEntries(ctx)
 	return recorded(all), err
 }
 
@@ -72,20 +64,14 @@ func withPending(all []listedInstance) []listedInstance {
 	})
 }
 
-// listEntries reads the instances index, every shard, in creation order;
-// with notEnded, only the entries of instances that have not ended.
-func (p *Provider) listEntries(ctx context.Context, notEnded bool) ([]listedInstance, error) {
+// listEntries reads the instances index, every shard, in creation order.
+func (p *Provider) listEntries(ctx context.Context) ([]listedInstance, error) {
 	out, err := eachShard(p.o.Shards, func(shard int) ([]listedInstance, error) {
 		in := &dynamodb.QueryInput{
 			IndexName:                 aws.String(tables.IndexInstances),
 			KeyConditionExpression:    aws.String("#lp = :lp"),
 			ExpressionAttributeNames:  map[string]string{"#lp": attrListPK},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":lp": s(keys.ListInstancesPK(shard))},
-		}
-		if notEnded {
-			*in.KeyConditionExpression += " AND #ls < :ended"
-			in.ExpressionAttributeNames["#ls"] = attrListSK
-			in.ExpressionAttributeValues[":ended"] = s(keys.EndedListPrefix)
 		}
 		rows, err := p.queryAll(ctx, in)
 		if err != nil {
@@ -130,7 +116,7 @@ func (p *Provider) ListInstancesByStatus(ctx context.Context, status string) ([]
 }
 
 func (p *Provider) listIDs(ctx context.Context, op string, keep func(listedInstance) bool) ([]string, error) {
-	all, err := p.listEntries(ctx, false)
+	all, err := p.listEntries(ctx)
 	if err != nil {
 		return nil, translate(op, err)
 	}
@@ -231,12 +217,10 @@ func (p *Provider) ExecutionInfo(ctx context.Context, instance string, execution
 	// had no flag when the history was read, so no prune had begun to
 	// delete rows of it (the flag comes first and stays until the record
 	// goes).
-	prefix := keys.HistoryPrefix(executionID)
-	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), prefix, prefixEnd(prefix), attrSK, attrEventCount)
+	rows, err := p.historyKeysView(ctx, provider.OpExecutionInfo, instance, executionID)
 	if err != nil {
 		return nil, translate(provider.OpExecutionInfo, err)
 	}
-	rows, _ = splitTurnMark(rows)
 	st, err := p.loadState(ctx, instance)
 	if err != nil {
 		return nil, translate(provider.OpExecutionInfo, err)
@@ -257,85 +241,6 @@ func (p *Provider) ExecutionInfo(ctx context.Context, instance string, execution
 		info.CompletedAt = &c
 	}
 	return info, nil
-}
-
-// QueueDepths counts the messages of each queue that no live lock holds.
-// TimerQueue is always 0: timers are delayed orchestrator messages.
-//
-// Requests: a Scan of the ready index (one page per megabyte of it), and
-// one GetItem per instance with queued messages. Terminal instances have
-// no rows there: the cost does not grow with them.
-func (p *Provider) QueueDepths(ctx context.Context) (provider.QueueDepths, error) {
-	var d provider.QueueDepths
-	orch, work, err := p.readyIndex(ctx)
-	if err != nil {
-		return d, translate(provider.OpQueueDepths, err)
-	}
-	byInstance := map[string][]string{}
-	for _, r := range orch {
-		byInstance[r.pk] = append(byInstance[r.pk], r.sk)
-	}
-	for pk, sks := range byInstance {
-		out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: p.table, Key: key(pk, keys.Lock), ConsistentRead: aws.Bool(true)})
-		if err != nil {
-			return d, translate(provider.OpQueueDepths, err)
-		}
-		held := map[string]bool{}
-		if out.Item != nil {
-			var dec decoder
-			tok := dec.str(out.Item, attrToken)
-			until := dec.int(out.Item, attrLockUntil)
-			if tok != "" && until > p.nowMs() {
-				_, batch := decodeLockLists(&dec, out.Item)
-				for _, sk := range batch {
-					held[sk] = true
-				}
-			}
-		}
-		for _, sk := range sks {
-			if !held[sk] {
-				d.OrchestratorQueue++
-			}
-		}
-	}
-	now := p.nowMs()
-	for _, r := range work {
-		// An unlocked row has no lock_until (the index does not hold tok).
-		var dec decoder
-		if until := dec.int(r.row, attrLockUntil); until <= now {
-			d.WorkerQueue++
-		}
-	}
-	return d, nil
-}
-
-// readyIndex returns every row of the ready index, by queue: one Scan,
-// paged to the index's end (about one request per megabyte of index).
-func (p *Provider) readyIndex(ctx context.Context) (orch, work []readyRow, err error) {
-	in := &dynamodb.ScanInput{TableName: p.table, IndexName: aws.String(tables.IndexReady)}
-	for {
-		page, err := p.db.Scan(ctx, in)
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, row := range page.Items {
-			rpk, _, _ := strAttr(row, attrReadyPK)
-			pk, _, _ := strAttr(row, attrPK)
-			sk, _, _ := strAttr(row, attrSK)
-			r := readyRow{pk: pk, sk: sk, row: row}
-			if shard, ok := keys.ReadyShard(rpk, keys.ReadyOrchestratorPrefix); ok && shard < p.o.Shards {
-				r.shard = shard
-				orch = append(orch, r)
-			} else if shard, ok := keys.ReadyShard(rpk, keys.ReadyWorkerPrefix); ok && shard < p.o.Shards {
-				r.shard = shard
-				work = append(work, r)
-			}
-		}
-		if len(page.LastEvaluatedKey) == 0 {
-			return orch, work, nil
-		}
-		in.ExclusiveStartKey = page.LastEvaluatedKey
-	}
 }
 
 // ListChildren returns the direct children of an instance; empty for

@@ -71,7 +71,7 @@ func (p *Provider) collect(ctx context.Context, instance string) (*doomed, error
 // [provider.ErrStillRunning]; a child of a listed instance that is not
 // listed fails it with [provider.ErrTreeChanged], also when a turn of a
 // listed running instance committed between the read and the delete (it
-// may have started a child). At most 33 instances go at once (see
+// may have started a child). At most 49 instances go at once (see
 // maxAtomicDelete); more fail with [provider.ErrInvalidInput].
 //
 // Each instance record is deleted conditioned on it being as read, and
@@ -105,7 +105,10 @@ func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string,
 	if err != nil {
 		return provider.DeleteInstanceResult{}, err
 	}
-	res, commit, rest := p.deleteActions(all, set)
+	res, commit, rest, change := p.deleteActions(all, set)
+	cell, done := p.takeCell(change)
+	defer done()
+	commit = append(commit, cell...)
 	if len(commit)+len(rest) <= maxTransactActions {
 		commit, rest = append(commit, rest...), nil
 	}
@@ -175,8 +178,8 @@ func (p *Provider) collectDeletable(ctx context.Context, op string, set []string
 // row of a running instance only at the version read: a turn committed
 // since may have started a child (it links its children in the same
 // transaction), and only a running instance's turns start children.
-func (p *Provider) deleteActions(all []*doomed, set []string) (res provider.DeleteInstanceResult, commit, rest []types.TransactWriteItem) {
-	cells := cellChanges{}
+// cell is the change their contributions leave in the counter cells.
+func (p *Provider) deleteActions(all []*doomed, set []string) (res provider.DeleteInstanceResult, commit, rest []types.TransactWriteItem, cell figures) {
 	for _, d := range all {
 		running := false
 		if e := d.st.currentExec(); e != nil && e.status == provider.StatusRunning {
@@ -207,7 +210,7 @@ func (p *Provider) deleteActions(all []*doomed, set []string) (res provider.Dele
 					c := figuresAsRead(d.st.meta)
 					a.Delete.ConditionExpression = aws.String(c.expr)
 					a.Delete.ExpressionAttributeNames, a.Delete.ExpressionAttributeValues = c.names, c.values
-					cells.add(d.st.id, d.st.meta, nil)
+					cell = cell.plus(1, change(d.st.meta, nil))
 				}
 				commit = append(commit, a)
 			default:
@@ -215,14 +218,13 @@ func (p *Provider) deleteActions(all []*doomed, set []string) (res provider.Dele
 			}
 		}
 	}
-	commit = append(commit, p.cellActions(cells)...)
-	return res, commit, rest
+	return res, commit, rest, cell
 }
 
 // maxAtomicDelete is the most instances one delete transaction takes: the
-// metadata and lock rows of each, and the counter cells (at most
-// keys.MetricsCells) their contributions leave.
-const maxAtomicDelete = maxTransactActions / 3
+// metadata and lock rows of each, and the counter cell their contributions
+// leave.
+const maxAtomicDelete = (maxTransactActions - 1) / 2
 
 // maxDeleteTries bounds the reads of a delete whose instance records
 // changed between its reads and its commit.
@@ -535,10 +537,10 @@ func (p *Provider) pruneTransactions(ctx context.Context, op string, st *instanc
 			}
 		}
 		actions = append(actions, p.figuresUpdate(st.id, &meta, &next), p.noStagedTurn(st.id))
-		if cell := p.cellChange(st.id, &meta, &next); cell != nil {
-			actions = append(actions, types.TransactWriteItem{Update: cell})
-		}
-		if err := p.sendFresh(ctx, op, actions); err != nil {
+		cell, done := p.takeCell(change(&meta, &next))
+		err := p.sendFresh(ctx, op, append(actions, cell...))
+		done()
+		if err != nil {
 			if conditionFailedAt(cancelReasons(err)) >= 0 {
 				return errPruneRaced
 			}

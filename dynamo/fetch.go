@@ -117,7 +117,7 @@ func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, schedu
 		if amortised {
 			wait = min(wait, schedule.untilDue(time.Now()))
 		}
-		sigs, handed, err := p.waitSignals(ctx, kind, wait, hand)
+		sigs, handed, err := p.waitSignals(ctx, kind, wait, hand, schedule)
 		if handed {
 			// A turn of this process handed this fetch its activity
 			// (handoff): what else arrived is for the next wait.
@@ -191,11 +191,13 @@ func (p *Provider) decline(ctx context.Context, sigs []queues.Signal) {
 // waits; nil, nil means no work.
 //
 // Requests (docs/design.md §5): for a signalled instance, a consistent
-// Query of its control rows, a conditional PutItem of its lock row, and a
-// Query of its history (3), which a turn of an instance whose history this
-// process holds as the lock row shows, and a new instance's first turn,
-// do without (2). A sweep adds one Query of the ready index per
-// shard, run in parallel.
+// Query of its lock row, instance record and visible messages (not its
+// future timers nor its KV rows), a conditional PutItem of its lock row,
+// and a Query of its history (3), which a turn of an instance whose
+// history this process holds as the lock row shows, and a new instance's
+// first turn, do without (2). A process's first turn of an execution whose
+// KV store holds keys adds a Query of the KV rows, beside the history's.
+// A sweep adds one Query of the ready index per shard, run in parallel.
 func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, filter *provider.CapabilityFilter) (*provider.OrchestrationItem, error) {
 	if filter != nil && len(filter.SupportedVersions) == 0 {
 		return nil, nil // supports nothing
@@ -253,7 +255,7 @@ func (f *orchFetch) try(instance string, signal *queues.Signal, shown []string) 
 			p.signals.Requeue(*sig)
 		}
 	}()
-	item, err := p.tryInstance(f.ctx, instance, f.lockTimeout, f.filter, signalled, shown)
+	item, err := p.tryInstance(f.ctx, instance, f.lockTimeout, f.filter, shown)
 	if err != nil {
 		return false, p.candidateFailed(instance, err)
 	}
@@ -336,7 +338,7 @@ func (f *orchFetch) declines(sig queues.Signal) bool {
 func (f *orchFetch) sweep() (bool, []queues.Signal, error) {
 	p := f.p
 	now := p.nowMs()
-	candidates, more, err := p.sweepReady(f.ctx, keys.ReadyOrchestratorPrefix, func(row item) bool { return f.sweepable(row, now) })
+	candidates, more, err := p.sweepReady(f.ctx, keys.ReadyOrchestratorPrefix, func(row item) bool { return f.sweepable(row, now) }, nil)
 	if err != nil {
 		return false, nil, err
 	}
@@ -432,7 +434,8 @@ type readyRow struct {
 // sweepReady returns the rows of one queue's ready index (prefix
 // keys.ReadyOrchestratorPrefix or keys.ReadyWorkerPrefix) eligible now,
 // oldest first, and whether a shard holds eligible rows past those read.
-// keep, when set, filters rows by their projected attributes.
+// keep, when set, filters rows by their projected attributes. leases, when
+// set, collects the leases of other processes a Scan shows (leasewatch.go).
 //
 // While the whole index (both queues) holds at most sweepScanLimit rows,
 // which is the case in an idle deployment and in a modest busy one, one
@@ -440,9 +443,9 @@ type readyRow struct {
 // is queried in parallel, each paged until it yields a kept row or ends;
 // a Scan that met a larger index makes the sweeps go by shard for
 // sweepScanRetry before one tries a Scan again.
-func (p *Provider) sweepReady(ctx context.Context, prefix string, keep func(item) bool) (rows []readyRow, more bool, err error) {
+func (p *Provider) sweepReady(ctx context.Context, prefix string, keep func(item) bool, leases *leaseWatch) (rows []readyRow, more bool, err error) {
 	bound := readyBound(p.nowMs())
-	found, whole, err := p.scanReady(ctx, prefix, bound, keep)
+	found, whole, err := p.scanReady(ctx, prefix, bound, keep, leases)
 	if err != nil {
 		return nil, false, err
 	}
@@ -484,15 +487,16 @@ const (
 // sweepReady). whole is false when the sweep must query the shards: the
 // index holds more rows than one page evaluates, or a Scan found that
 // recently.
-func (p *Provider) scanReady(ctx context.Context, prefix, bound string, keep func(item) bool) (rows []readyRow, whole bool, err error) {
+func (p *Provider) scanReady(ctx context.Context, prefix, bound string, keep func(item) bool, leases *leaseWatch) (rows []readyRow, whole bool, err error) {
 	if !p.scanSweeps.due(time.Now()) {
 		return nil, false, nil
 	}
+	filter, names := scanFilter(leases != nil)
 	page, err := p.db.Scan(ctx, &dynamodb.ScanInput{
 		TableName:                 p.table,
 		IndexName:                 aws.String(tables.IndexReady),
-		FilterExpression:          aws.String("begins_with(#rp, :prefix) AND #rs < :bound"),
-		ExpressionAttributeNames:  map[string]string{"#rp": attrReadyPK, "#rs": attrReadySK},
+		FilterExpression:          aws.String(filter),
+		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: map[string]types.AttributeValue{":prefix": s(prefix), ":bound": s(bound)},
 		Limit:                     aws.Int32(int32(p.scanLimit())),
 	})
@@ -512,6 +516,9 @@ func (p *Provider) scanReady(ctx context.Context, prefix, bound string, keep fun
 		pk, _, _ := strAttr(row, attrPK)
 		sk, _, _ := strAttr(row, attrSK)
 		rsk, _, _ := strAttr(row, attrReadySK)
+		if leases.leased(rsk, bound) {
+			continue
+		}
 		rows = append(rows, readyRow{pk: pk, sk: sk, readySK: rsk, shard: shard, row: row})
 	}
 	return rows, true, nil
@@ -619,14 +626,14 @@ func (p *Provider) queryReadyShard(ctx context.Context, prefix string, shard int
 
 // tryInstance tries to lock instance's visible messages as a turn. It
 // returns nil when the instance has nothing to do, is locked, is not
-// admitted by filter, or another dispatcher won the lock. A signalled
-// instance found locked is tried again when the lease ends
+// admitted by filter, or another dispatcher won the lock. An instance
+// found locked is tried again when the lease ends
 // (lockWaits.heldElsewhere). shown names the message rows (sort keys) a
 // sweep's read of the ready index showed for instance: when the consistent
 // read finds none of the instance's messages visible, those rows are gone,
 // or moved later, and the sweeps of the next ackedWorkMs pass over them.
-func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout time.Duration, filter *provider.CapabilityFilter, signalled bool, shown []string) (*provider.OrchestrationItem, error) {
-	st, now, err := p.unlockedState(ctx, instance, signalled)
+func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout time.Duration, filter *provider.CapabilityFilter, shown []string) (*provider.OrchestrationItem, error) {
+	st, now, err := p.unlockedState(ctx, instance)
 	if err != nil || st == nil {
 		return nil, err
 	}
@@ -659,20 +666,22 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 	for _, m := range batch {
 		out.AttemptCount = max(out.AttemptCount, turn.attempts[m.sk])
 	}
+	snapshot := p.kvSnapshot(ctx, st)
 	events, historyBytes, decodeErr, err := p.turnHistory(ctx, instance, out.ExecutionID, st.lock, historyRows, historyLoaded)
-	if err != nil {
+	kv, kvErr := snapshot()
+	if err = cmp.Or(err, kvErr); err != nil {
 		// Ok(Some) means the lock is held; an error means it is not.
 		p.releaseUndelivered(instance, turn)
 		return nil, err
 	}
-	out.KVSnapshot = map[string]provider.KVEntry{}
 	if decodeErr != nil {
 		out.HistoryError = decodeErr
 		out.History = []provider.Event{}
+		out.KVSnapshot = map[string]provider.KVEntry{}
 		p.history.drop(instance)
 	} else {
 		out.History = events
-		out.KVSnapshot = st.kvStore
+		out.KVSnapshot = kv
 		turn.outstanding, turn.outstandingExec = outstandingActivities(events), out.ExecutionID
 		turn.histEnd = &historyEnd{exec: out.ExecutionID, events: uint64(len(events))}
 		turn.histIDs = idsOf(events)
@@ -683,27 +692,19 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 	return out, nil
 }
 
-// unlockedState reads instance's control rows for a try, settled (a read
-// torn by a turn's commit is read again) and with a large turn whose
-// committer stopped finished first, and returns them with the time now
-// they are judged at. st is nil when a live lease holds the instance
+// unlockedState reads instance's control rows for a try, with a large
+// turn whose committer stopped finished first, and returns them with the
+// time now they are judged at. st is nil when a live lease holds the instance
 // (lockedWhenTried recorded it).
-func (p *Provider) unlockedState(ctx context.Context, instance string, signalled bool) (st *instanceState, now int64, err error) {
+func (p *Provider) unlockedState(ctx context.Context, instance string) (st *instanceState, now int64, err error) {
 	st, err = p.loadFetchState(ctx, instance)
 	if err != nil {
 		return nil, 0, err
 	}
-	if !st.kvSettled() && !st.lock.live(p.nowMs()) {
-		// Read while a turn committed (instanceState.kvSettled): read
-		// again before planning a turn on the rows.
-		if st, err = p.settle(ctx, instance, st); err != nil {
-			return nil, 0, err
-		}
-	}
 	now = p.nowMs()
 	if st.lock.turn != "" {
 		if st.lock.live(now) {
-			p.lockedWhenTried(instance, st.lock.until, now, signalled)
+			p.lockedWhenTried(instance, st.lock.until, now)
 			return nil, 0, nil
 		}
 		// A committed large turn whose committer stopped: finish it first.
@@ -716,7 +717,7 @@ func (p *Provider) unlockedState(ctx context.Context, instance string, signalled
 		now = p.nowMs()
 	}
 	if st.lock.live(now) {
-		p.lockedWhenTried(instance, st.lock.until, now, signalled)
+		p.lockedWhenTried(instance, st.lock.until, now)
 		return nil, 0, nil
 	}
 	return st, now, nil
@@ -829,15 +830,14 @@ func (p *Provider) turnHistory(ctx context.Context, instance string, executionID
 }
 
 // lockedWhenTried records that a try found instance locked until untilMs:
-// sweeps pass over it for a while, and a signal that brought the try is
-// kept for the lease's end.
-func (p *Provider) lockedWhenTried(instance string, untilMs, nowMs int64, signalled bool) {
+// sweeps pass over it for a while, and the instance is tried again when
+// the lease ends, whether a signal or a sweep brought the try: if the
+// holder died, nothing else would bring it back before the next sweep.
+func (p *Provider) lockedWhenTried(instance string, untilMs, nowMs int64) {
 	p.hints.lockedUntil(instance, nowMs, untilMs)
-	if signalled {
-		p.waits.heldElsewhere(instance, time.Duration(untilMs-nowMs)*time.Millisecond+leaseEndMargin, func() {
-			p.signals.Requeue(p.instanceSignal(instance))
-		})
-	}
+	p.waits.heldElsewhere(instance, time.Duration(untilMs-nowMs)*time.Millisecond+leaseEndMargin, func() {
+		p.signals.Requeue(p.instanceSignal(instance))
+	})
 }
 
 // leaseEndMargin is how long after a lease's end a signal kept for it is

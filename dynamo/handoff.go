@@ -36,7 +36,7 @@ import (
 // hands its row back the same way. The row is locked like any claimed row
 // (token, lease, ready key at the lease's end), so a process that dies
 // holding it leaves it to the next fetch once the lease ends, as after any
-// claim.
+// claim, and the other processes' sweeps watch that lease (leasewatch.go).
 
 // handoffs keeps the worker fetches of this process that wait and could
 // take a handed activity.
@@ -231,7 +231,11 @@ func (p *Provider) settleHanded(ctx context.Context, hand, sent *handedRow, comm
 	if sent == hand && p.nowMs() < sent.until {
 		p.leases.set(sent.token, sent.until)
 		p.hints.heldWork(workRowKeyOf(sent.item.Instance, sent.rowSK), sent.seq, sent.until)
-		if p.handoffs.deliver(sent.to, &provider.LockedWorkItem{Item: sent.item, LockToken: sent.token, AttemptCount: 1}) {
+		// The lease counts from the ack's clock read, before the
+		// transaction: the fetch reports that end, not one counted from
+		// its own return, which would promise the runtime more than it has.
+		handed := &provider.LockedWorkItem{Item: sent.item, LockToken: sent.token, AttemptCount: 1, LeaseExpiry: time.UnixMilli(sent.until)}
+		if p.handoffs.deliver(sent.to, handed) {
 			return
 		}
 		p.leases.drop(sent.token)
@@ -249,23 +253,33 @@ func (p *Provider) settleHanded(ctx context.Context, hand, sent *handedRow, comm
 // waitSignals waits for signals as signals.Wait does; a fetch with an
 // offer (h non-nil) can be reserved meanwhile, and handed reports that a
 // turn handed it an activity (h.got), with the signals that arrived too.
-func (p *Provider) waitSignals(ctx context.Context, kind queues.Kind, wait time.Duration, h *handoff) (sigs []queues.Signal, handed bool, err error) {
-	if h == nil {
-		sigs, err = p.signals.Wait(ctx, kind, wait)
-		return sigs, false, err
-	}
+// A watched lease that brings the next sweep of schedule forward ends the
+// wait too (sweepSchedule.watch), with what arrived meanwhile, so that the
+// fetch waits again for the new due time.
+func (p *Provider) waitSignals(ctx context.Context, kind queues.Kind, wait time.Duration, h *handoff, schedule *sweepSchedule) (sigs []queues.Signal, handed bool, err error) {
 	wctx, wake := context.WithCancel(ctx)
 	defer wake()
+	defer schedule.waiting(wake)()
+	if h == nil {
+		sigs, err = p.signals.Wait(wctx, kind, wait)
+		return sigs, false, waitErr(ctx, wctx, err)
+	}
 	p.handoffs.opened(h, wake)
 	sigs, err = p.signals.Wait(wctx, kind, wait)
 	if item := p.handoffs.closed(ctx, h); item != nil {
 		h.got = item
 		return sigs, true, nil
 	}
+	return sigs, false, waitErr(ctx, wctx, err)
+}
+
+// waitErr is the error of a wait under wctx, derived from the fetch's ctx:
+// only a delivery or the sweep schedule ends the wait early (the one
+// leaves an item, the other a sweep due), so the wait's own cancellation
+// is never reported as the fetch's.
+func waitErr(ctx, wctx context.Context, err error) error {
 	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
-		// Only a delivery ends the wait early, and it leaves an item;
-		// never report the wait's own cancellation as the fetch's.
-		err = nil
+		return nil
 	}
-	return sigs, false, err
+	return err
 }

@@ -1647,8 +1647,8 @@ func TestKVReadsReadOnlyKVRows(t *testing.T) {
 	if err != nil || len(all) != 2 || all["a"] != "1" || all["b"] != "2" {
 		t.Fatalf("KVValues = %v, %v; want a=1 b=2", all, err)
 	}
-	if n := scans.scanned.Load(); n != 2 {
-		t.Errorf("KVValues read %d rows; want the 2 KV rows, with %d messages queued", n, queued)
+	if n := scans.scanned.Load(); n != 3 {
+		t.Errorf("KVValues read %d rows; want the 2 KV rows and the lock row after them, with %d messages queued", n, queued)
 	}
 	if _, ok, err := p.KVValue(ctx, inst, "missing"); err != nil || ok {
 		t.Errorf("KVValue(missing) = %v, %v; want not found", ok, err)

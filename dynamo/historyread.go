@@ -2,6 +2,8 @@ package dynamo
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -9,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/duradyn/duradyn/dynamo/internal/keys"
+	"github.com/duradyn/duradyn/provider"
 )
 
 // maxHistorySegments bounds the Queries a long history is read with at
@@ -127,4 +130,170 @@ func (p *Provider) lastHistoryRow(ctx context.Context, pk, from, to string, proj
 		return nil, err
 	}
 	return out.Items[0], nil
+}
+
+// Readers never write (docs/design.md §5, reads during a large turn): a
+// read that meets a large turn published but not yet applied whole (its
+// mark ends the history range, or the lock row holds it) reads the turn's
+// staging rows, then its rows again, and applies the staged actions that
+// fall in its range to what it read, instead of finishing the turn. An
+// apply transaction writes a staging row's actions and deletes the row at
+// once, so each staged action is either in the staging rows read or was
+// applied before they were read, and then is in the rows read after them.
+// The second read must still find the same turn pending: found finished,
+// everything was applied before it (finishTurn comes last), and it is
+// taken as it is; found another turn, that one is read the same way.
+
+// maxTurnViews bounds the turns one read follows (each finished while it
+// read): past it the read fails as retryable.
+const maxTurnViews = 4
+
+// rowsRead reads rows of one sort-key range of an instance's partition.
+type rowsRead func(ctx context.Context) ([]item, error)
+
+// pendingTurn returns rows without what marks a published large turn
+// pending, and that turn's id ("" for none).
+type pendingTurn func(rows []item) ([]item, string)
+
+// publishedView returns the rows of range [from, to) of instance's
+// partition as the last published turn leaves them, reading them with read
+// and finding a pending large turn in them with pending. It writes
+// nothing. Without a pending turn it costs read alone; with one, a Query
+// of the turn's staging rows and read again.
+func (p *Provider) publishedView(ctx context.Context, op, instance, from, to string, read rowsRead, pending pendingTurn) ([]item, error) {
+	rows, err := read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, tid := pending(rows)
+	for views := 0; tid != ""; views++ {
+		if views == maxTurnViews {
+			return nil, provider.Retryable(op, nil, "instance %q: large turns kept finishing while it was read", instance)
+		}
+		staged, err := p.stagedActions(ctx, instance, tid)
+		if err != nil {
+			return nil, err
+		}
+		again, err := read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		again, now := pending(again)
+		if now == tid {
+			return overlayStaged(again, staged, keys.InstancePK(instance), from, to), nil
+		}
+		rows, tid = again, now
+	}
+	return rows, nil
+}
+
+// stagedActions reads the staging rows of large turn tid of instance
+// (those not yet applied) and returns their actions.
+func (p *Provider) stagedActions(ctx context.Context, instance, tid string) ([]planAction, error) {
+	prefix := keys.StagePrefixOf(tid)
+	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), prefix, prefixEnd(prefix))
+	if err != nil {
+		return nil, err
+	}
+	var actions []planAction
+	for _, row := range rows {
+		a, err := decodeStaged(row)
+		if err != nil {
+			return nil, err
+		}
+		actions = append(actions, a...)
+	}
+	return actions, nil
+}
+
+// overlayStaged applies to rows, read from range [from, to) of partition
+// pk in sort-key order, the staged actions on rows of that range: a put
+// replaces or adds its row, a delete removes it. The result is in
+// sort-key order.
+func overlayStaged(rows []item, staged []planAction, pk, from, to string) []item {
+	bySK := make(map[string]item, len(rows))
+	for _, row := range rows {
+		sk, _, _ := strAttr(row, attrSK)
+		bySK[sk] = row
+	}
+	changed := false
+	for _, a := range staged {
+		target, put := a.del, false
+		if a.put != nil {
+			target, put = a.put, true
+		}
+		rowPK, _, _ := strAttr(target, attrPK)
+		sk, _, _ := strAttr(target, attrSK)
+		if rowPK != pk || sk < from || sk >= to {
+			continue
+		}
+		changed = true
+		if put {
+			bySK[sk] = a.put
+		} else {
+			delete(bySK, sk)
+		}
+	}
+	if !changed {
+		return rows
+	}
+	sks := slices.Sorted(maps.Keys(bySK))
+	out := make([]item, len(sks))
+	for i, sk := range sks {
+		out[i] = bySK[sk]
+	}
+	return out
+}
+
+// historyView returns execution executionID's history rows, in event
+// order, as the last published turn leaves them, writing nothing: a
+// pending large turn's mark, which its commit writes, ends the range, and
+// its staged rows are overlaid (publishedView). Readers use it; fetches,
+// which take the lock, finish the turn instead (historyRows).
+func (p *Provider) historyView(ctx context.Context, op, instance string, executionID uint64) ([]item, error) {
+	read := func(ctx context.Context) ([]item, error) { return p.queryHistory(ctx, instance, executionID) }
+	return p.historyRangeView(ctx, op, instance, executionID, read)
+}
+
+// historyKeysView is historyView for readers of keys and counts only: the
+// rows it reads hold their sort key and event count (and a mark its turn).
+func (p *Provider) historyKeysView(ctx context.Context, op, instance string, executionID uint64) ([]item, error) {
+	prefix := keys.HistoryPrefix(executionID)
+	read := func(ctx context.Context) ([]item, error) {
+		return p.queryPartition(ctx, keys.InstancePK(instance), prefix, prefixEnd(prefix), attrSK, attrEventCount, attrTurnID)
+	}
+	return p.historyRangeView(ctx, op, instance, executionID, read)
+}
+
+// historyRangeView is historyView with the history read by read.
+func (p *Provider) historyRangeView(ctx context.Context, op, instance string, executionID uint64, read rowsRead) ([]item, error) {
+	prefix := keys.HistoryPrefix(executionID)
+	return p.publishedView(ctx, op, instance, prefix, prefixEnd(prefix), read, splitTurnMark)
+}
+
+// kvView returns the instance's KV rows as the last published turn leaves
+// them, writing nothing. The lock row sorts right after the KV rows, so
+// the one Query that reads them reads it too (a few hundred bytes more)
+// and finds a pending large turn there, whose staged KV writes are then
+// overlaid (publishedView).
+func (p *Provider) kvView(ctx context.Context, op, instance string) ([]item, error) {
+	pk := keys.InstancePK(instance)
+	read := func(ctx context.Context) ([]item, error) {
+		return p.queryPartition(ctx, pk, keys.KVRowsPrefix, keys.Lock+"\x00")
+	}
+	return p.publishedView(ctx, op, instance, keys.KVRowsPrefix, prefixEnd(keys.KVRowsPrefix), read, lockRowTurn)
+}
+
+// lockRowTurn returns rows without the lock row that ends them, and the
+// large turn that row holds pending ("" for none).
+func lockRowTurn(rows []item) ([]item, string) {
+	if len(rows) == 0 {
+		return rows, ""
+	}
+	last := rows[len(rows)-1]
+	if sk, _, _ := strAttr(last, attrSK); sk != keys.Lock {
+		return rows, ""
+	}
+	tid, _, _ := strAttr(last, attrTurn)
+	return rows[:len(rows)-1], tid
 }

@@ -89,7 +89,7 @@ func (p *Provider) Unannounced(ctx context.Context, age time.Duration, limit int
 	bound := p.nowMs() - age.Milliseconds()
 	var sigs []queues.Signal
 	for _, prefix := range []string{keys.ReadyOrchestratorPrefix, keys.ReadyWorkerPrefix} {
-		rows, _, err := p.sweepReady(ctx, prefix, nil)
+		rows, _, err := p.sweepReady(ctx, prefix, nil, nil)
 		if err != nil {
 			return nil, translate(opUnannounced, err)
 		}

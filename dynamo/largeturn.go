@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -65,21 +66,26 @@ func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan tu
 		return err
 	}
 
-	// 1. Stage.
-	chunks, err := p.stageTurn(ctx, id, tid, plan.actions)
+	// 1. Stage, all but the records the commit writes itself.
+	records, staged := commitRecords(keys.InstancePK(id), plan.actions)
+	chunks, err := p.stageTurn(ctx, id, tid, staged)
 	if err != nil {
 		return err
 	}
 
-	// 2. Commit: the fencing check, and the pointer to the staged turn.
-	commit := p.largeTurnCommit(turn, plan, tid, execID)
+	// 2. Commit: the fencing check, the pointer to the staged turn, the
+	// records and the turn mark (publishing the turn to readers).
+	cell, done := p.takeCell(plan.cell)
+	defer done()
+	commit := append(p.largeTurnCommit(turn, plan, tid, execID, records), cell...)
 	if err := p.sendFresh(ackBudget(ctx), provider.OpAckOrchestrationItem, commit); err != nil {
 		return p.largeCommitRefused(ctx, turn, tid, err)
 	}
 
-	// 3. Apply. Failures from here on leave a committed turn that any
-	// reader of the instance finishes; the ack reports them as retryable.
-	if err := p.applyStaged(ctx, id, tid, execID, chunks); err != nil {
+	// 3. Apply (the commit wrote the mark). Failures from here on leave a
+	// committed turn that the next fetch of the instance finishes; the ack
+	// reports them as retryable.
+	if err := p.applyStaged(ctx, id, tid, chunks); err != nil {
 		if errors.Is(err, errTurnGone) {
 			return p.turnOutcome(ctx, id, tid)
 		}
@@ -166,16 +172,65 @@ func (p *Provider) stageTurn(ctx context.Context, id, tid string, actions []plan
 	return chunks, nil
 }
 
+// commitRecords splits the actions of a large turn into the rows its
+// commit writes itself and the rest, which are staged: the puts of the
+// instance record (first) and of execution records (small rows, at most
+// one of each kind), and the writes of KV rows and child links when all of
+// them fit the commit's transaction (commitKVActions, commitKVBytes).
+// Readers of those rows alone (InstanceInfo, CustomStatus, ListExecutions,
+// the latest execution, KVValue, ListChildren) then see the turn from its
+// commit point on, with nothing to finish or overlay.
+func commitRecords(pk string, actions []planAction) (records, staged []planAction) {
+	staged = make([]planAction, 0, len(actions))
+	var kv []planAction
+	kvBytes := 0
+	for _, a := range actions {
+		target := a.put
+		if target == nil {
+			target = a.del
+		}
+		rowPK, _, _ := strAttr(target, attrPK)
+		sk, _, _ := strAttr(target, attrSK)
+		switch {
+		case rowPK != pk:
+			staged = append(staged, a)
+		case a.put != nil && sk == keys.Meta:
+			records = append([]planAction{a}, records...)
+		case a.put != nil && strings.HasPrefix(sk, keys.ExecPrefix):
+			records = append(records, a)
+		case strings.HasPrefix(sk, keys.KVRowsPrefix), strings.HasPrefix(sk, keys.ChildPrefix), strings.HasPrefix(sk, keys.ChildHashedPrefix):
+			kv = append(kv, a)
+			kvBytes += itemsize.ItemSize(target)
+		default:
+			staged = append(staged, a)
+		}
+	}
+	if len(kv) <= commitKVActions && kvBytes <= commitKVBytes {
+		return append(records, kv...), staged
+	}
+	return records, append(staged, kv...)
+}
+
+// The KV and child-link writes a large turn's commit takes: besides them
+// it holds at most five actions (lock row, instance and execution
+// records, turn mark, counter cell) and two records of up to 400 KB each.
+const (
+	commitKVActions = maxTransactActions - 5
+	commitKVBytes   = maxTransactBytes - 2*dynamoItemLimit - 64*1024
+)
+
 // largeTurnCommit is the commit transaction of large turn tid: the lock
 // row's update, conditioned on the token and a live lease (the fencing
 // check), that points to the staged turn. It goes in one transaction with
-// a check that the instance record is as the fetch read it (the staged put
-// of the record replaces it, figures and all: a prune that changed them
-// before the commit fails the commit, and one after it waits for the
-// apply, noStagedTurn), and with the change of the counter cell, so that
-// it is added once: a resend after a lost response carries the same
+// the put of the instance record conditioned on the record being as the
+// fetch read it (a check of that alone when the turn writes none: a prune
+// that changed its figures before the commit fails the commit), the puts
+// of the turn's execution records, the turn mark of execution execID
+// (readers of the history meet it from the commit point on and overlay
+// the staged rows, historyView), and the change of the counter cell, so
+// that it is added once: a resend after a lost response carries the same
 // ClientRequestToken.
-func (p *Provider) largeTurnCommit(turn *turnState, plan turnPlan, tid string, execID uint64) []types.TransactWriteItem {
+func (p *Provider) largeTurnCommit(turn *turnState, plan turnPlan, tid string, execID uint64, records []planAction) []types.TransactWriteItem {
 	pk := keys.InstancePK(turn.st.id)
 	now := p.nowMs()
 	set, remove := "SET #turn = :tid, #texec = :exec, #kvd = :kvd", ""
@@ -202,10 +257,19 @@ func (p *Provider) largeTurnCommit(turn *turnState, plan turnPlan, tid string, e
 			ExpressionAttributeNames:  names,
 			ExpressionAttributeValues: values,
 		}},
-		p.conditionCheck(key(pk, keys.Meta), metaAsRead(turn.st.meta)),
 	}
-	if plan.cell != nil {
-		commit = append(commit, types.TransactWriteItem{Update: plan.cell})
+	// The record's put or check is the second action: largeCommitRefused
+	// reads a failure there as a stale read.
+	if len(records) == 0 || records[0].asRead == nil {
+		commit = append(commit, p.conditionCheck(key(pk, keys.Meta), metaAsRead(turn.st.meta)))
+	}
+	for _, a := range records {
+		commit = append(commit, p.transactAction(a))
+	}
+	if execID != 0 {
+		mark := key(pk, keys.TurnMarkSK(execID))
+		mark[attrTurnID] = s(tid)
+		commit = append(commit, types.TransactWriteItem{Put: &types.Put{TableName: p.table, Item: mark}})
 	}
 	return commit
 }
@@ -430,12 +494,12 @@ func decodeStaged(row item) ([]planAction, error) {
 	return out, nil
 }
 
-// applyStaged applies every staging row of turn tid, whose history rows
-// belong to execution execID (see applyOne).
-func (p *Provider) applyStaged(ctx context.Context, instance, tid string, execID uint64, chunks [][]planAction) error {
+// applyStaged applies every staging row of turn tid, whose commit wrote
+// the turn mark (see applyOne).
+func (p *Provider) applyStaged(ctx context.Context, instance, tid string, chunks [][]planAction) error {
 	pk := keys.InstancePK(instance)
 	for i, chunk := range chunks {
-		if err := p.applyOne(ctx, pk, tid, execID, i, chunk); err != nil {
+		if err := p.applyOne(ctx, pk, tid, 0, i, chunk); err != nil {
 			return err
 		}
 	}
@@ -443,7 +507,11 @@ func (p *Provider) applyStaged(ctx context.Context, instance, tid string, execID
 }
 
 // rollForward finishes large turn tid of instance if it is still pending:
-// applies the staging rows that remain, then finishes it.
+// applies the staging rows that remain, then finishes it. Only holders and
+// takers of the lock call it (fetches, acks, abandons): readers overlay
+// the staging rows instead, and write nothing (historyView). The first
+// row's apply writes the turn mark again, for a turn whose commit did not
+// (one committed by an earlier release).
 func (p *Provider) rollForward(ctx context.Context, instance, tid string) error {
 	st, err := p.loadState(ctx, instance)
 	if err != nil {
@@ -495,9 +563,10 @@ const (
 // applied already is skipped, so each action is applied exactly once) and
 // on the lock row still holding the turn (so that nothing is applied to an
 // instance deleted meanwhile). History puts do not overwrite an event that
-// exists. The first row's transaction also writes the turn mark into
-// execution execID's history range (rows are applied in order, so no row
-// of the turn is visible before its mark), which finishTurn removes.
+// exists. With execID set, the first row's transaction also writes the
+// turn mark into execution execID's history range (rows are applied in
+// order, so no row of the turn is visible before its mark), which
+// finishTurn removes; a commit of this release wrote it already.
 // Transient cancellations are retried here.
 func (p *Provider) applyOne(ctx context.Context, pk, tid string, execID uint64, idx int, actions []planAction) error {
 	tx := make([]types.TransactWriteItem, 0, len(actions)+2)

@@ -27,17 +27,28 @@ const (
 // writes and reads. A table whose layout record names another version is
 // refused by [Provider.CheckLayout].
 //
-// Version 3 keeps counter cells of the instances that have ended, with
-// each instance record's figures, and lists ended instances after running
-// ones in the instances index, so that SystemMetrics reads the cells and
-// the running instances only; version 2 lacked the figures and cells.
+// Version 4 keys an orchestrator message by the time it becomes visible
+// (keys.MessageSK), so that a fetch's read of an instance ends at the
+// current time and never reads its future timers, and records on the lock
+// row a digest of the KV store beside that of the whole KV state, so that
+// fetches take the KV snapshot from their process's cache instead of
+// reading the KV rows; version 3 keyed messages by enqueue order, and its
+// fetches read every queued message and every KV row. Version 4 also
+// counts every instance in the counter cells, running ones included, with
+// the events of a running execution's first turn (cev) and a canceled
+// failure (xcan) on the record, so that SystemMetrics reads the cells
+// alone. Version 3 keeps counter cells of the instances that have ended,
+// with each instance record's figures, and lists ended instances after
+// running ones in the instances index, so that SystemMetrics reads the
+// cells and the running instances only; version 2 lacked the figures and
+// cells.
 // Version 2 holds a KV key's stored value and the current execution's
 // write of it in one row, so that a client's read of a key is one item;
 // version 1 kept them in separate rows, with a row for a clear of every
 // key. Nothing converts one into another: a table of an older version is
 // refused rather than misread; serve it with the release that wrote it
 // until its instances end, and start new work on a new table.
-const LayoutVersion = 3
+const LayoutVersion = 4
 
 // OpCheckLayout names [Provider.CheckLayout] in its errors.
 const OpCheckLayout = "CheckLayout"
@@ -91,8 +102,8 @@ func (p *Provider) Layout() Layout { return Layout{Shards: p.o.Shards, Version: 
 // table, or one written before layout records existed) gets the
 // provider's, with a conditional write, so the first process to open a
 // table fixes its layout for all others. A record that differs fails with
-// an error wrapping [ErrLayoutMismatch] (a [*LayoutMismatchError]) and
-// nothing is written. A missing table fails with the SDK's
+// a permanent [*provider.Error] wrapping [ErrLayoutMismatch] (a
+// [*LayoutMismatchError]) and nothing is written. A missing table fails with the SDK's
 // *types.ResourceNotFoundException in the chain.
 //
 // [New] makes no request, so it cannot check: programs call CheckLayout
@@ -131,7 +142,10 @@ func (p *Provider) CheckLayout(ctx context.Context) error {
 		}
 	}
 	if stored != want {
-		return &LayoutMismatchError{Table: p.o.TableName, Stored: stored, Configured: want}
+		// Permanent: callers that retry what may pass later (a runtime's
+		// start) give up at once.
+		mismatch := &LayoutMismatchError{Table: p.o.TableName, Stored: stored, Configured: want}
+		return provider.Permanent(OpCheckLayout, mismatch, "%v", mismatch)
 	}
 	p.layout.ok.Store(true)
 	return nil

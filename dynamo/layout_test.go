@@ -75,12 +75,13 @@ func TestLayoutMismatchRefused(t *testing.T) {
 }
 
 // TestLayoutOfAnOlderVersionRefused: a table whose layout record names
-// version 1 (KV rows apart) or version 2 (no counter cells for
-// SystemMetrics) is refused with ErrLayoutMismatch naming both versions,
+// version 1 (KV rows apart), version 2 (no counter cells for
+// SystemMetrics) or version 3 (messages keyed by enqueue order, no KV
+// store digest) is refused with ErrLayoutMismatch naming both versions,
 // before anything reads its rows.
 func TestLayoutOfAnOlderVersionRefused(t *testing.T) {
 	t.Parallel()
-	for _, old := range []int{1, 2} {
+	for _, old := range []int{1, 2, 3} {
 		t.Run(fmt.Sprintf("version %d", old), func(t *testing.T) {
 			t.Parallel()
 			p, env := dynamotest.New(t, dynamotest.Config{Shards: 8})
@@ -97,7 +98,7 @@ func TestLayoutOfAnOlderVersionRefused(t *testing.T) {
 			if !errors.Is(err, dynamo.ErrLayoutMismatch) || !errors.As(err, &me) || me.Stored.Version != old || me.Configured.Version != dynamo.LayoutVersion {
 				t.Fatalf("CheckLayout on a version-%d table = %v; want a LayoutMismatchError with stored version %d and configured %d", old, err, old, dynamo.LayoutVersion)
 			}
-			if want := fmt.Sprintf("data layout version %d; this provider reads version 3", old); !strings.Contains(err.Error(), want) {
+			if want := fmt.Sprintf("data layout version %d; this provider reads version %d", old, dynamo.LayoutVersion); !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q does not say %q", err, want)
 			}
 		})

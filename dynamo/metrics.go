@@ -2,8 +2,9 @@ package dynamo
 
 import (
 	"context"
-	"slices"
+	"math/rand/v2"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -13,56 +14,127 @@ import (
 	"github.com/duradyn/duradyn/provider"
 )
 
-// SystemMetrics without reading every instance (docs/design.md §5).
+// SystemMetrics from counter cells alone (docs/design.md §5): one Query,
+// whatever the table holds.
 //
-// Each instance record carries two figures: nx, the instance's executions,
-// and xev, the events of those of its executions that have a terminal
-// status (counted when a turn gives an execution that status, and added to
-// by appends to it afterwards). An instance whose record says it has ended
-// (Completed or Failed) contributes to one counter cell, chosen by its id:
-// one instance, one of its status, nx executions and xev events. Every
-// write of an instance record adds to that cell, in the same transaction,
-// the difference between the contribution of the record it writes and that
-// of the record it replaces, conditioned on the record being as it read
-// it. So the cells always sum the contributions of the records that exist,
-// and SystemMetrics reads them (one Query) and then only the instances
-// that have not ended, whose instances-index entries sort before those of
-// ended ones (keys.EndedListPrefix).
+// Each instance record carries its figures: nx, the instance's executions;
+// xev, the events of those of its executions that have a terminal status
+// (counted when a turn gives an execution that status, and added to by
+// appends to it afterwards); cev, the events of the current execution
+// counted while it runs (those of the turn that started it); and xcan, set
+// when the current execution failed by cancellation. Every instance record
+// contributes to the counter cells: one instance, one of
+// its status (Running, Completed, Failed; Canceled as well for a canceled
+// failure), nx executions and xev + cev events. Every write of an instance
+// record adds to a cell, in the same transaction, the difference between
+// the contribution of the record it writes and that of the record it
+// replaces, conditioned on the record being as it read it. So the cells
+// always sum the contributions of the records that exist, and
+// SystemMetrics reads them alone. Which cell takes a change does not
+// matter to the sum: the writer picks one that none of its transactions
+// in flight writes (cellPicker). A turn changes the contribution only
+// when it starts or ends an execution (or creates the record): the turns
+// between write no cell.
 
-// Counter attributes: of the instance record (nx, xev) and of a cell.
+// Counter attributes: of the instance record (nx, xev, cev, xcan) and of a
+// cell.
 const (
-	attrExecCount  = "nx"
-	attrEndedEvs   = "xev"
-	attrCellInst   = "ni"
-	attrCellDone   = "nc"
-	attrCellFailed = "nf"
-	// A cell's executions and events are nx and xev, as in the record.
+	attrExecCount   = "nx"
+	attrEndedEvs    = "xev"
+	attrRunEvents   = "cev"
+	attrCanceled    = "xcan"
+	attrCellInst    = "ni"
+	attrCellRunning = "nr"
+	attrCellDone    = "nc"
+	attrCellFailed  = "nf"
+	attrCellCancel  = "nk"
+	// A cell's executions and events are nx and xev, as in the record
+	// (its xev sums the records' xev and cev).
 )
 
 // figures is what one instance record contributes to the counter cells,
 // or a difference of two contributions.
 type figures struct {
-	instances, completed, failed, executions, events int64
+	instances, running, completed, failed, canceled, executions, events int64
+}
+
+// runFigures are the figures of an instance record that turns alone set
+// (turnPlanner.runFigures).
+type runFigures struct {
+	// events is the number of events of the current execution counted
+	// while it runs: those of the turn that started it; 0 once it has a
+	// terminal status (its events are then in the record's xev).
+	events uint64
+	// canceled reports that the current execution failed by
+	// cancellation.
+	canceled bool
+}
+
+// parseRunFigures decodes the run figures of an instance record row.
+func parseRunFigures(d *decoder, row item) runFigures {
+	return runFigures{events: d.uint(row, attrRunEvents), canceled: d.uint(row, attrCanceled) != 0}
+}
+
+// put writes r onto an instance record row; zeros are left out.
+func (r runFigures) put(row item) {
+	if r.events != 0 {
+		row[attrRunEvents] = nu(r.events)
+	}
+	if r.canceled {
+		row[attrCanceled] = nu(1)
+	}
+}
+
+// runFigures sets the run figures of newMeta, the instance record a turn
+// writes, once figures has set its status and figures: the events of the
+// execution the turn starts while it runs, and whether the execution the
+// turn ends failed by cancellation. Both change only in a write that
+// changes the record's status or executions, on which figuresAsRead
+// conditions it; the turns in between leave them, and the cell, alone.
+func (tp *turnPlanner) runFigures(newMeta *metaRow) {
+	commit := tp.commit
+	before := tp.st.execs[commit.ExecutionID]
+	current := commit.ExecutionID == newMeta.current
+	switch {
+	case newMeta.status != provider.StatusRunning:
+		newMeta.run.events = 0
+	case current && before == nil:
+		newMeta.run.events = uint64(len(commit.HistoryDelta))
+	}
+	ends := current && commit.Metadata.Status != "" && (before == nil || !provider.IsTerminalStatus(before.status))
+	switch {
+	case newMeta.status != provider.StatusFailed:
+		newMeta.run.canceled = false
+	case ends:
+		newMeta.run.canceled = provider.FailedByCancellation(commit.HistoryDelta)
+	}
 }
 
 // ended reports whether an instance whose current execution has status
-// has ended for good: its figures are in the cells, and its
-// instances-index entry sorts after those of running instances.
+// has ended for good: its instances-index entry sorts after those of
+// running instances.
 func ended(status string) bool {
 	return status == provider.StatusCompleted || status == provider.StatusFailed
 }
 
-// contribution is what an instance record contributes to the cells: its
-// figures when it has ended, nothing otherwise. m nil is no record.
+// contribution is what an instance record contributes to the cells
+// (nothing when m is nil, no record).
 func contribution(m *metaRow) figures {
-	if m == nil || !ended(m.status) {
+	if m == nil {
 		return figures{}
 	}
 	f := figures{instances: 1, executions: int64(m.execs), events: int64(m.events)}
-	if m.status == provider.StatusCompleted {
+	switch m.status {
+	case provider.StatusRunning:
+		f.running = 1
+		f.events += int64(m.run.events)
+	case provider.StatusCompleted:
 		f.completed = 1
-	} else {
+	case provider.StatusFailed:
 		f.failed = 1
+		if m.run.canceled {
+			f.canceled = 1
+		}
 	}
 	return f
 }
@@ -71,8 +143,10 @@ func contribution(m *metaRow) figures {
 func (f figures) plus(sign int64, g figures) figures {
 	return figures{
 		instances:  f.instances + sign*g.instances,
+		running:    f.running + sign*g.running,
 		completed:  f.completed + sign*g.completed,
 		failed:     f.failed + sign*g.failed,
+		canceled:   f.canceled + sign*g.canceled,
 		executions: f.executions + sign*g.executions,
 		events:     f.events + sign*g.events,
 	}
@@ -83,49 +157,72 @@ func change(before, after *metaRow) figures {
 	return contribution(after).plus(-1, contribution(before))
 }
 
-// cellChange is the transaction action that replaces the contribution of
-// instance's record before by that of after in the instance's cell; nil
-// when they are the same.
-func (p *Provider) cellChange(instance string, before, after *metaRow) *types.Update {
-	return p.cellUpdate(keys.MetricsCellOf(instance), change(before, after))
+// cellPicker picks the counter cell of each of this process's
+// transactions that changes one. On AWS two transactions in flight on one
+// item cancel each other (TransactionConflict), and the children a
+// fan-out starts make their first turns at once: so a transaction takes a
+// cell that none of this process's transactions in flight holds, the
+// least busy, from a random place so that processes spread too.
+type cellPicker struct {
+	mu   sync.Mutex
+	busy [keys.MetricsCells]int
 }
 
-// cellChanges collects the cell changes of several records' writes in one
-// transaction, which may not write one item twice: one update per cell.
-type cellChanges map[int]figures
-
-// add records the change of instance's record from before to after.
-func (c cellChanges) add(instance string, before, after *metaRow) {
-	k := keys.MetricsCellOf(instance)
-	c[k] = c[k].plus(1, change(before, after))
-}
-
-// cellActions returns one update per changed cell of c.
-func (p *Provider) cellActions(c cellChanges) []types.TransactWriteItem {
-	var out []types.TransactWriteItem
-	for k := range keys.MetricsCells {
-		if u := p.cellUpdate(k, c[k]); u != nil {
-			out = append(out, types.TransactWriteItem{Update: u})
+// take returns the cell for one transaction; done frees it once the
+// transaction is answered.
+func (c *cellPicker) take() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	start := rand.IntN(keys.MetricsCells)
+	best := start
+	for i := range keys.MetricsCells {
+		if k := (start + i) % keys.MetricsCells; c.busy[k] < c.busy[best] {
+			best = k
 		}
 	}
-	return out
+	c.busy[best]++
+	return best
 }
 
-// cellUpdate adds d to cell k; nil when d is zero.
-func (p *Provider) cellUpdate(k int, d figures) *types.Update {
+// done frees cell k of a transaction that was answered.
+func (c *cellPicker) done(k int) {
+	c.mu.Lock()
+	c.busy[k]--
+	c.mu.Unlock()
+}
+
+// takeCell returns the transaction action that adds d to a counter cell
+// (none when d is zero) and the func that frees the cell once the
+// transaction is answered.
+func (p *Provider) takeCell(d figures) (actions []types.TransactWriteItem, done func()) {
 	if d == (figures{}) {
-		return nil
+		return nil, func() {}
 	}
-	var terms []string
-	names := map[string]string{}
-	values := map[string]types.AttributeValue{}
-	for _, t := range []struct {
+	k := p.cells.take()
+	return []types.TransactWriteItem{{Update: p.cellUpdate(k, d)}}, func() { p.cells.done(k) }
+}
+
+// cellTerms pairs each figure of d with its cell attribute.
+func cellTerms(d figures) []struct {
+	attr string
+	v    int64
+} {
+	return []struct {
 		attr string
 		v    int64
 	}{
-		{attrCellInst, d.instances}, {attrCellDone, d.completed}, {attrCellFailed, d.failed},
+		{attrCellInst, d.instances}, {attrCellRunning, d.running}, {attrCellDone, d.completed},
+		{attrCellFailed, d.failed}, {attrCellCancel, d.canceled},
 		{attrExecCount, d.executions}, {attrEndedEvs, d.events},
-	} {
+	}
+}
+
+// cellUpdate adds d to cell k.
+func (p *Provider) cellUpdate(k int, d figures) *types.Update {
+	var terms []string
+	names := map[string]string{}
+	values := map[string]types.AttributeValue{}
+	for _, t := range cellTerms(d) {
 		if t.v == 0 {
 			continue
 		}
@@ -145,7 +242,9 @@ func (p *Provider) cellUpdate(k int, d figures) *types.Update {
 // figuresAsRead conditions a write of an instance record on its status and
 // figures being those of m, which the writer read (nil: no record). A
 // write that changes them adds the difference to the cell it computed
-// from m; another writer's change in between fails it.
+// from m; another writer's change in between fails it. The run figures
+// (cev, xcan) change only in writes that change the status or nx
+// (turnPlanner.runFigures), so these conditions cover them too.
 func figuresAsRead(m *metaRow) *rowCondition {
 	if m == nil {
 		return &rowCondition{expr: "attribute_not_exists(#pk)", names: map[string]string{"#pk": attrPK}}
@@ -271,7 +370,7 @@ func (p *Provider) executionEvents(ctx context.Context, instance string, executi
 	return events, nil
 }
 
-// readCells sums the counter cells: the figures of every ended instance.
+// readCells sums the counter cells: the figures of every instance record.
 func (p *Provider) readCells(ctx context.Context) (figures, error) {
 	rows, err := p.queryAll(ctx, &dynamodb.QueryInput{
 		TableName:                 p.table,
@@ -286,82 +385,46 @@ func (p *Provider) readCells(ctx context.Context) (figures, error) {
 	}
 	var d decoder
 	for _, row := range rows {
-		f.instances += d.int(row, attrCellInst)
-		f.completed += d.int(row, attrCellDone)
-		f.failed += d.int(row, attrCellFailed)
-		f.executions += d.int(row, attrExecCount)
-		f.events += d.int(row, attrEndedEvs)
+		f = f.plus(1, figures{
+			instances: d.int(row, attrCellInst), running: d.int(row, attrCellRunning),
+			completed: d.int(row, attrCellDone), failed: d.int(row, attrCellFailed), canceled: d.int(row, attrCellCancel),
+			executions: d.int(row, attrExecCount), events: d.int(row, attrEndedEvs),
+		})
 	}
 	return f, d.err
 }
 
-// SystemMetrics counts instances, executions and events. The figures of
-// instances that have ended (Completed or Failed) come from the counter
-// cells; running instances are read one by one.
+// SystemMetrics counts instances by the status of their current
+// execution (canceled ones among the failed), their executions and
+// events, from the counter cells alone. Instance and execution counts are
+// exact and current: the cells move in the transactions that write the
+// instance records. TotalEvents counts every event of the executions with
+// a terminal status and, of each running execution, the events of the
+// turn that started it: the rest are added when it ends, so that turns in
+// between write no counter. Instances whose start is queued and has not
+// run are not counted ([provider.StatusPending]; ListInstancesByStatus
+// lists them).
 //
-// Requests: one Query of the cells (32 small items, one page), one Query
-// of the instances index per shard for the entries of instances that have
-// not ended, and one keys-only Query per such instance. The cost does not
-// grow with ended instances. The call is no snapshot: an instance that
-// ends while it runs may be left out (it was read as running, then found
-// ended, after the cells were read).
+// Requests: one consistent Query of the cells (32 small items: one page,
+// 1 RRU), whatever the table holds: the same with no instance and with a
+// million running ones.
 func (p *Provider) SystemMetrics(ctx context.Context) (provider.SystemMetrics, error) {
-	var m provider.SystemMetrics
 	cells, err := p.readCells(ctx)
 	if err != nil {
-		return m, translate(provider.OpSystemMetrics, err)
+		return provider.SystemMetrics{}, translate(provider.OpSystemMetrics, err)
 	}
-	m.TotalInstances = unsigned(cells.instances)
-	m.CompletedInstances = unsigned(cells.completed)
-	m.FailedInstances = unsigned(cells.failed)
-	m.TotalExecutions = unsigned(cells.executions)
-	m.TotalEvents = unsigned(cells.events)
-	running, err := p.listRunning(ctx)
-	if err != nil {
-		return m, translate(provider.OpSystemMetrics, err)
-	}
-	for _, li := range running {
-		rows, err := p.queryPartition(ctx, keys.InstancePK(li.id), keys.ExecPrefix, "I", attrSK, attrPruning, attrEventCount, attrStatus)
-		if err != nil {
-			return m, translate(provider.OpSystemMetrics, err)
-		}
-		// Execution records sort before the instance record, which sorts
-		// before history rows.
-		var pruning []uint64
-		var execs, events uint64
-		status, found := "", false
-		for _, row := range rows {
-			sk, _, _ := strAttr(row, attrSK)
-			switch {
-			case sk == keys.Meta:
-				status, _, _ = strAttr(row, attrStatus)
-				found = true
-			case strings.HasPrefix(sk, keys.ExecPrefix):
-				if _, ok := row[attrPruning]; ok {
-					id, _ := keys.ParseNum20(sk[len(keys.ExecPrefix):])
-					pruning = append(pruning, id)
-					continue
-				}
-				execs++
-			case isHistorySK(sk):
-				if id, _, err := keys.ParseHistorySK(sk); err == nil && slices.Contains(pruning, id) {
-					continue
-				}
-				events += rowEventCount(row)
-			}
-		}
-		if !found || ended(status) {
-			// Deleted since it was listed, or ended: the cells hold it.
-			continue
-		}
-		m.CountInstance(status)
-		m.TotalExecutions += execs
-		m.TotalEvents += events
-	}
-	return m, nil
+	return provider.SystemMetrics{
+		TotalInstances:     unsigned(cells.instances),
+		TotalExecutions:    unsigned(cells.executions),
+		RunningInstances:   unsigned(cells.running),
+		CompletedInstances: unsigned(cells.completed),
+		FailedInstances:    unsigned(cells.failed),
+		CanceledInstances:  unsigned(cells.canceled),
+		TotalEvents:        unsigned(cells.events),
+	}, nil
 }
 
-// unsigned is v, or 0 when negative: each cell sums the contributions of
+// unsigned is v, or 0 when negative: the cells sum the contributions of
 // records that exist, so no sum is negative unless cells were written by
 // something other than this package.
 func unsigned(v int64) uint64 { return uint64(max(v, 0)) }

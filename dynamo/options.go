@@ -100,10 +100,14 @@ type Options struct {
 	// SweepInterval whenever a fetch gets work. Work that no signal
 	// announces (a lost signal, an expired lease) is thus found within
 	// SweepInterval in a busy process and within IdleSweepInterval in an
-	// idle one. Kinds without a queue, ShortPoll and fetches with no poll
-	// timeout sweep at every fetch. Defaults [DefaultSweepInterval] (5 s)
-	// and [DefaultIdleSweepInterval] (5 min); IdleSweepInterval is at least
-	// SweepInterval.
+	// idle one. Work whose holder died is found sooner: a worker sweep
+	// that shows another process's lease brings the next sweep forward to
+	// the lease's end and keeps the process at SweepInterval, and an
+	// instance found locked elsewhere is tried again when its lease ends
+	// (docs/runtime.md §3, "Crash recovery"). Kinds without a queue,
+	// ShortPoll and fetches with no poll timeout sweep at every fetch.
+	// Defaults [DefaultSweepInterval] (5 s) and [DefaultIdleSweepInterval]
+	// (5 min); IdleSweepInterval is at least SweepInterval.
 	SweepInterval     time.Duration
 	IdleSweepInterval time.Duration
 

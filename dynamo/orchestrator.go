@@ -185,7 +185,8 @@ func onlyMissingRows(reasons []string) bool {
 // [provider.ErrCorruptData].
 //
 // Requests: a Query for the latest execution record, then the history
-// Query (paged).
+// Query (paged); two Queries more when a large turn is pending (its
+// staging rows, and the history again: historyView). It writes nothing.
 func (p *Provider) Read(ctx context.Context, instance string) ([]provider.Event, error) {
 	return p.readLatest(ctx, provider.OpRead, instance)
 }
@@ -202,7 +203,7 @@ func (p *Provider) readLatest(ctx context.Context, op, instance string) ([]provi
 	if pruning {
 		return []provider.Event{}, nil
 	}
-	rows, err := p.historyRows(ctx, instance, execID)
+	rows, err := p.historyView(ctx, op, instance, execID)
 	if err != nil {
 		return nil, translate(op, err)
 	}
@@ -222,7 +223,7 @@ func (p *Provider) ReadWithExecution(ctx context.Context, instance string, execu
 // readHistory reads and decodes one execution's history: none for an
 // execution a prune is removing.
 func (p *Provider) readHistory(ctx context.Context, op, instance string, executionID uint64) ([]provider.Event, error) {
-	rows, err := p.historyRows(ctx, instance, executionID)
+	rows, err := p.historyView(ctx, op, instance, executionID)
 	if err != nil {
 		return nil, translate(op, err)
 	}
@@ -366,11 +367,15 @@ func (p *Provider) AppendWithExecution(ctx context.Context, instance string, exe
 				next.events += a.lastEventID - a.eventID + 1
 			}
 			tx = append(tx, p.figuresUpdate(instance, meta, &next), p.noStagedTurn(instance))
-			if cell := p.cellChange(instance, meta, &next); cell != nil {
-				tx = append(tx, types.TransactWriteItem{Update: cell})
-			}
 		}
-		if err := p.sendFresh(ctx, provider.OpAppendWithExecution, tx); err != nil {
+		var cell []types.TransactWriteItem
+		done := func() {}
+		if meta != nil {
+			cell, done = p.takeCell(change(meta, &next))
+		}
+		err := p.sendFresh(ctx, provider.OpAppendWithExecution, append(tx, cell...))
+		done()
+		if err != nil {
 			switch i := conditionFailedAt(cancelReasons(err)); {
 			case i >= len(chunk):
 				return provider.Retryable(provider.OpAppendWithExecution, err,

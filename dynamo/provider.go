@@ -53,12 +53,17 @@ type Provider struct {
 	// hints remembers instance locks and session owners seen recently, so
 	// that sweeps skip work another dispatcher holds.
 	hints hints
+	// cells picks the counter cell of each transaction that changes one.
+	cells cellPicker
 	// waits keeps the signals of instances that were locked when they
 	// arrived until the turn ends (lockwait.go).
 	waits lockWaits
 	// history keeps the histories this process's acks left, so that its
 	// next fetch of the instance reads none (historycache.go).
 	history historyCache
+	// kv keeps the KV states this process last knew, so that fetches
+	// and acks read no KV rows (kvcache.go).
+	kv kvCache
 	// sweeps schedules the ready-index sweeps of each queue kind and
 	// fetch filter.
 	sweeps *sweepSchedules

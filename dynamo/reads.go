@@ -42,11 +42,12 @@ func (p *Provider) CustomStatus(ctx context.Context, instance string, lastSeenVe
 }
 
 // liveKV returns the instance's KV store overlaid by the current
-// execution's writes. It reads the KV rows alone (one Query of the range
-// keys.KVRowsPrefix starts), so that its cost is the KV store's size, not
-// the instance's: queued messages and execution records are not read.
+// execution's writes. It reads the KV rows and the lock row after them
+// alone (one Query of the range keys.KVRowsPrefix starts, kvView), so that
+// its cost is the KV store's size, not the instance's: queued messages and
+// execution records are not read.
 func (p *Provider) liveKV(ctx context.Context, op, instance string) (map[string]provider.KVEntry, error) {
-	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), keys.KVRowsPrefix, prefixEnd(keys.KVRowsPrefix))
+	rows, err := p.kvView(ctx, op, instance)
 	if err != nil {
 		return nil, translate(op, err)
 	}
@@ -116,7 +117,7 @@ func (p *Provider) InstanceStats(ctx context.Context, instance string) (*provide
 	if st.meta == nil {
 		return nil, nil
 	}
-	rows, err := p.historyRows(ctx, instance, st.meta.current)
+	rows, err := p.historyView(ctx, provider.OpInstanceStats, instance, st.meta.current)
 	if err != nil {
 		return nil, translate(provider.OpInstanceStats, err)
 	}
@@ -137,6 +138,13 @@ func (p *Provider) InstanceStats(ctx context.Context, instance string) (*provide
 			}
 		}
 	}
-	stats.CountKV(provider.MergeKV(st.kvStore, st.kvDelta))
+	live := provider.MergeKV(st.kvStore, st.kvDelta)
+	if st.lock.turn != "" {
+		// A large turn is pending: its staged KV writes count.
+		if live, err = p.liveKV(ctx, provider.OpInstanceStats, instance); err != nil {
+			return nil, err
+		}
+	}
+	stats.CountKV(live)
 	return stats, nil
 }

@@ -27,12 +27,16 @@ type instanceState struct {
 	msgs []queueRow
 	// kvStore is the KV store as the last execution to end left it, and
 	// kvDelta the current execution's writes, as the KV rows hold them
-	// (kvRow): a clear of every key is a clear of each stored key.
-	kvStore map[string]provider.KVEntry
-	kvDelta provider.KVDelta
-	// msgsReadTo is, when the read stopped before the last message
-	// (loadFetchState), the sort key of the last row read: messages after
-	// it were not read. Empty when msgs holds every queued message.
+	// (kvRow): a clear of every key is a clear of each stored key. Both
+	// hold what the rows hold only when kvLoaded is set: a fetch does not
+	// read the KV rows (kvSnapshot, turnKV).
+	kvStore  map[string]provider.KVEntry
+	kvDelta  provider.KVDelta
+	kvLoaded bool
+	// msgsReadTo is, when the read did not reach the last message
+	// (loadFetchState), a sort key at or after the last message read and
+	// before every message not read. Empty when msgs holds every queued
+	// message.
 	msgsReadTo string
 }
 
@@ -52,6 +56,8 @@ type metaRow struct {
 	// instance's executions, and the events of those with a terminal
 	// status.
 	execs, events uint64
+	// run holds the figures turns alone set (metrics.go).
+	run runFigures
 	// current is the copy of the current execution's record the instance
 	// record holds (all but its output); nil when the record was written
 	// without it.
@@ -136,7 +142,12 @@ func (p *Provider) loadState(ctx context.Context, instance string) (*instanceSta
 	if err != nil {
 		return nil, err
 	}
-	return parseState(instance, rows)
+	st, err := parseState(instance, rows)
+	if err != nil {
+		return nil, err
+	}
+	st.kvLoaded = true
+	return st, nil
 }
 
 // fetchPageItems is the Limit of a fetch's first read of control rows.
@@ -145,14 +156,19 @@ func (p *Provider) loadState(ctx context.Context, instance string) (*instanceSta
 // fills it with its oldest messages, which are the ones a turn takes.
 const fetchPageItems = 256
 
-// loadFetchState reads what a fetch needs of instance's control rows: as
-// loadState, but it stops once the rows read hold more visible messages
-// than one turn takes (maxTurnMessages), so that a long queue (a fan-in of
-// thousands of completions, a flood of events) costs each turn one small
-// page, not a read of the whole queue. Pages after the first are read
-// without a Limit (1 MB each): an instance whose first page held fewer
-// visible messages has more rows than usual (KV entries, executions,
-// future timers) and is read as loadState reads it.
+// loadFetchState reads what a fetch needs of instance's control rows: the
+// lock row, the instance record and the messages visible now, oldest
+// first. One consistent Query of the range from the lock row (after every
+// KV row) to the first message not visible now: messages sort by the time
+// they become visible (keys.MessageSK), so future timers lie past its end
+// however many there are, and KV rows before its start however many keys
+// the instance holds. The turn gets its KV snapshot elsewhere (kvSnapshot)
+// and its ack the rows it rewrites (turnKV).
+//
+// The read stops once the rows read hold more visible messages than one
+// turn takes (maxTurnMessages), so that a long queue (a fan-in of
+// thousands of completions, a flood of events) costs each turn one page
+// (fetchPageItems rows), not a read of the whole queue.
 //
 // The execution records, which sort before every other control row and
 // grow by one per continue-as-new, are not read: the instance record
@@ -160,13 +176,15 @@ const fetchPageItems = 256
 // fetch and its ack use. An eternal orchestration's turns cost the same
 // after ten thousand executions as after one.
 func (p *Provider) loadFetchState(ctx context.Context, instance string) (*instanceState, error) {
-	visible := 0
+	visible, now := 0, p.nowMs()
+	from, end := fetchRange(now)
 	rows, complete, err := p.queryRange(ctx, partitionRange{
-		pk: keys.InstancePK(instance), from: prefixEnd(keys.ExecPrefix), to: keys.ControlEnd,
+		pk: keys.InstancePK(instance), from: from, to: end,
 		firstPage: fetchPageItems,
 		enough: func(page []item) bool {
-			now := p.nowMs()
 			for _, row := range page {
+				// A message an abandon delayed keeps its key: its time is
+				// the attribute's.
 				if sk, _, _ := strAttr(row, attrSK); strings.HasPrefix(sk, keys.QueuePrefix) {
 					if vis, err := intAttr(row, attrVisible); err == nil && vis <= now {
 						visible++
@@ -179,34 +197,54 @@ func (p *Provider) loadFetchState(ctx context.Context, instance string) (*instan
 	if err != nil {
 		return nil, err
 	}
-	readTo := ""
-	if !complete && len(rows) > 0 {
-		readTo, _, _ = strAttr(rows[len(rows)-1], attrSK)
-	}
 	st, err := parseState(instance, rows)
 	if err != nil {
 		return nil, err
 	}
-	st.msgsReadTo = readTo
+	// Messages at or past the end were not read: the lock keeps their
+	// attempt counts (lockTurn).
+	st.msgsReadTo = end
+	if !complete && len(rows) > 0 {
+		st.msgsReadTo, _, _ = strAttr(rows[len(rows)-1], attrSK)
+	}
+	if st.lock.kvDigest == "" {
+		// Only acks write KV rows, and every ack records their digest on
+		// the lock row: a partition whose lock row has none (or that has
+		// no lock row) holds no KV rows of the instance.
+		st.kvLoaded = true
+	}
+	return st, p.fetchExecs(ctx, st)
+}
+
+// fetchRange is the range of sort keys a fetch at nowMs reads
+// (loadFetchState): from the first sort key after every KV row's, which
+// the lock row and the instance record follow, to the first message not
+// visible at nowMs.
+func fetchRange(nowMs int64) (from, to string) {
+	return prefixEnd(keys.KVRowsPrefix), keys.MessagesEnd(nowMs)
+}
+
+// fetchExecs gives a fetch's st the current execution's record: the
+// instance record's copy of it, or, for an instance record written without
+// the copy or none yet where turns have run, the records themselves.
+func (p *Provider) fetchExecs(ctx context.Context, st *instanceState) error {
 	switch {
 	case st.meta != nil && st.meta.currentCopy != nil:
 		// The instance record's copy is the current execution's record
 		// (partial when finished: see Provider.readExecIfNeeded).
 		st.execs[st.meta.current] = cloneExec(st.meta.currentCopy)
 	case st.meta != nil || st.lock.exists:
-		// An instance record written without the copy, or none yet where
-		// turns have run: the records themselves.
-		execRows, err := p.queryPartition(ctx, keys.InstancePK(instance), keys.ExecPrefix, prefixEnd(keys.ExecPrefix))
+		execRows, err := p.queryPartition(ctx, keys.InstancePK(st.id), keys.ExecPrefix, prefixEnd(keys.ExecPrefix))
 		if err != nil {
-			return nil, err
+			return err
 		}
-		execs, err := parseState(instance, execRows)
+		execs, err := parseState(st.id, execRows)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		st.execs = execs.execs
 	}
-	return st, nil
+	return nil
 }
 
 // readExecIfNeeded makes sure st holds the whole record of execution id
@@ -254,9 +292,13 @@ func parseState(instance string, rows []item) (*instanceState, error) {
 			e := parseExecRow(&d, sk, row)
 			st.execs[e.id] = e
 		case strings.HasPrefix(sk, keys.QueuePrefix):
+			_, seq, err := keys.ParseMessageSK(sk)
+			if err != nil {
+				d.keep(fmt.Errorf("%w: %v", provider.ErrCorruptData, err))
+			}
 			st.msgs = append(st.msgs, queueRow{
 				sk:      sk,
-				seq:     sk[len(keys.QueuePrefix):],
+				seq:     seq,
 				kind:    d.str(row, attrKind),
 				data:    d.payload(row, attrItem),
 				visible: d.int(row, attrVisible),
@@ -287,6 +329,7 @@ func parseMetaRow(d *decoder, row item) *metaRow {
 		status:       d.str(row, attrStatus),
 		execs:        d.uint(row, attrExecCount),
 		events:       d.uint(row, attrEndedEvs),
+		run:          parseRunFigures(d, row),
 	}
 	if _, ok := row[attrExecStartedAt]; ok {
 		e := &execRow{id: m.current, status: d.str(row, attrStatus), startedAt: d.int(row, attrExecStartedAt)}

@@ -47,6 +47,12 @@ type sweepSchedule struct {
 	// holding counts the fetches that are sweeping or trying signals they
 	// took from the process's list (hold).
 	holding int
+	// last is when the latest sweep was booked (claim).
+	last time.Time
+	// waiters wake the fetches waiting for the next sweep, when a watched
+	// lease brings it forward (waiting).
+	waiters map[int]func()
+	nextID  int
 }
 
 func newSweepSchedule(base, max time.Duration) *sweepSchedule {
@@ -62,6 +68,7 @@ func (s *sweepSchedule) claim(now time.Time) bool {
 		return false
 	}
 	s.backlogged = false
+	s.last = now
 	s.next = now.Add(s.interval)
 	s.interval = min(2*s.interval, s.max)
 	return true
@@ -92,6 +99,65 @@ func (s *sweepSchedule) active(now time.Time) {
 	s.interval = s.base
 	if next := now.Add(s.base); next.Before(s.next) {
 		s.next = next
+	}
+}
+
+// Watched leases (docs/design.md §8, "Sweeps"): work another process holds
+// comes back to the ready index when its lease ends, and if that process
+// died, nothing but a sweep finds it then.
+const (
+	// watchSlack is how long after a watched lease's end the sweep it
+	// brings forward is due, so that the lease is over by the clock of the
+	// claim that follows.
+	watchSlack = 50 * time.Millisecond
+	// watchGap is the least time between the sweep before and a sweep a
+	// watched lease brings forward: where other processes hold many leases,
+	// one ends nearly all the time, and a process sweeps at most this often
+	// for them.
+	watchGap = time.Second
+)
+
+// watch records that a sweep at now saw work of this queue held by another
+// process under a lease that ends in d: the next sweep is due then (plus
+// watchSlack, and no sooner than watchGap after the sweep before), so that
+// work a dead process held is taken as soon as its lease allows. A process
+// that sees others' leases also sweeps at the busy cadence, as if it had
+// work (the next sweep at most the base interval away, the interval back
+// to its base), so that it sees the leases they take next. The fetches
+// waiting for a later sweep wake to wait for this one.
+func (s *sweepSchedule) watch(now time.Time, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.interval = s.base
+	due := now.Add(min(max(d, 0)+watchSlack, s.base))
+	if floor := s.last.Add(watchGap); due.Before(floor) {
+		due = floor
+	}
+	if !due.Before(s.next) {
+		return
+	}
+	s.next = due
+	for _, wake := range s.waiters {
+		wake()
+	}
+}
+
+// waiting registers wake, which ends the wait of a fetch that waits for the
+// next sweep (or for signals) with the due time it read before: watch calls
+// it when it brings the sweep forward. The func returned unregisters it.
+func (s *sweepSchedule) waiting(wake func()) (done func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.waiters == nil {
+		s.waiters = map[int]func(){}
+	}
+	id := s.nextID
+	s.nextID++
+	s.waiters[id] = wake
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.waiters, id)
 	}
 }
 

@@ -290,16 +290,24 @@ func TestInstanceRecordInATornReadIsNotWrittenBack(t *testing.T) {
 	}
 }
 
-// TestKVRowsInATornReadAreReadAgain: a fetch whose Query ran while the
-// previous turn committed can see that turn's lock release and a KV row as
-// it was before the turn. A turn that ends the execution folds the delta
-// into the store from the rows it read: planned on the old row, it would
-// store the key's older value. The lock row's digest of the KV state shows
-// the read was torn, and the fetch reads the rows again.
+// TestKVRowsInATornReadAreReadAgain: a turn that ends the execution folds
+// the delta into the store from the KV rows its process knows; a process
+// that does not know them (it ran no turn of the instance) reads them
+// under the lock, and a Query that runs while the previous turn's
+// transaction is still making its rows visible can see a row as it was
+// before that turn. Planned on the old row, the turn would store the key's
+// older value. The lock row's digest of the KV state shows the read was
+// torn, and the rows are read again.
 func TestKVRowsInATornReadAreReadAgain(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	p, env, torn := tornProvider(t)
+	env := dynamotest.NewEnv(t, false)
+	p := env.NewProvider(t, dynamotest.Config{ShortPoll: true})
+	torn := &tornQueries{}
+	other := env.NewProvider(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
+		torn.API = o.Client
+		o.Client = torn
+	}})
 	const inst = "torn-kv"
 	set := func(id uint64, value string) provider.Event {
 		return ev(id, inst, provider.KeyValueSet{Key: "k", Value: value, LastUpdatedAtMs: id})
@@ -315,12 +323,13 @@ func TestKVRowsInATornReadAreReadAgain(t *testing.T) {
 	must(t, p.AckOrchestrationItem(ctx, second.LockToken, provider.TurnCommit{ExecutionID: 1,
 		HistoryDelta: []provider.Event{ev(3, inst, provider.ExternalEvent{Name: "e", Data: "a"}), set(4, "v2")}, Metadata: meta()}), "second ack")
 
-	// The next fetch's Query sees the key as it was before the second turn.
+	// The other process's read of the KV rows sees the key as it was
+	// before the second turn.
 	torn.showNext(before[0])
-	third := raiseAndFetch(ctx, t, p, inst, "b")
+	third := raiseAndFetch(ctx, t, other, inst, "b")
 	done := meta()
 	done.Status, done.Output = provider.StatusCompleted, ptr("done")
-	must(t, p.AckOrchestrationItem(ctx, third.LockToken, provider.TurnCommit{ExecutionID: 1,
+	must(t, other.AckOrchestrationItem(ctx, third.LockToken, provider.TurnCommit{ExecutionID: 1,
 		HistoryDelta: []provider.Event{ev(5, inst, provider.ExternalEvent{Name: "e", Data: "b"}),
 			ev(6, inst, provider.OrchestrationCompleted{Output: "done"})}, Metadata: done}), "third ack")
 	if v, ok, err := p.KVValue(ctx, inst, "k"); err != nil || !ok || v != "v2" {
@@ -329,13 +338,14 @@ func TestKVRowsInATornReadAreReadAgain(t *testing.T) {
 }
 
 // TestKVRowsEditedOutsideTurnsDoNotStopTheInstance: KV rows changed by
-// hand never match the digest the last turn recorded. The fetch reads them
-// a few times, then runs the turn on them, and the turn's ack records
-// their digest, so that the next fetch reads them once.
+// hand never match the digest the last turn recorded. A process that reads
+// them (to plan a turn that writes KV) reads them a few times, then plans
+// the turn on them, and the turn's ack records their digest, so that the
+// next process to read them reads them once.
 func TestKVRowsEditedOutsideTurnsDoNotStopTheInstance(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	p, env, scans := countingProvider(t, dynamotest.Config{ShortPoll: true})
+	p, env, _ := countingProvider(t, dynamotest.Config{ShortPoll: true})
 	const inst = "edited-kv"
 	first := startAndFetch(ctx, t, p, inst)
 	must(t, p.AckOrchestrationItem(ctx, first.LockToken, provider.TurnCommit{ExecutionID: 1,
@@ -346,24 +356,35 @@ func TestKVRowsEditedOutsideTurnsDoNotStopTheInstance(t *testing.T) {
 	must(t, err, "edit the KV row")
 
 	for turn, data := range []string{"a", "b"} {
-		must(t, p.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: inst, Name: "e", Data: data}, 0), "raise")
-		before := scans.queries.Load()
-		item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+		// A process of its own for each turn: none knows the rows.
+		scans := &scanCounter{}
+		q := env.NewProvider(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
+			scans.API = o.Client
+			o.Client = scans
+		}})
+		must(t, q.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: inst, Name: "e", Data: data}, 0), "raise")
+		item, err := q.FetchOrchestrationItem(ctx, longLock, 0, nil)
 		if err != nil || item == nil {
 			t.Fatalf("turn %d: fetch: %v, %v; want the instance", turn, item, err)
 		}
+		before := scans.queries.Load()
+		key := fmt.Sprintf("k%d", turn)
+		must(t, q.AckOrchestrationItem(ctx, item.LockToken, provider.TurnCommit{ExecutionID: 1,
+			HistoryDelta: []provider.Event{ev(uint64(3+2*turn), inst, provider.ExternalEvent{Name: "e", Data: data}),
+				ev(uint64(4+2*turn), inst, provider.KeyValueSet{Key: key, Value: data, LastUpdatedAtMs: 9})}, Metadata: meta()}), "ack")
 		reads := scans.queries.Load() - before
 		switch {
 		case turn == 0 && reads < 2:
-			t.Errorf("turn %d: %d Queries; want the rows read again", turn, reads)
+			t.Errorf("turn %d: the ack made %d Queries; want the rows read again", turn, reads)
 		case turn == 1 && reads != 1:
-			t.Errorf("turn %d: %d Queries; want 1, the last ack having recorded the rows' digest", turn, reads)
+			t.Errorf("turn %d: the ack made %d Queries; want 1, the last ack having recorded the rows' digest", turn, reads)
 		}
-		must(t, p.AckOrchestrationItem(ctx, item.LockToken, provider.TurnCommit{ExecutionID: 1,
-			HistoryDelta: []provider.Event{ev(uint64(3+turn), inst, provider.ExternalEvent{Name: "e", Data: data})}, Metadata: meta()}), "ack")
 	}
 	if v, _, err := p.KVValue(ctx, inst, "k"); err != nil || v != "by hand" {
 		t.Errorf("KVValue(k) = %q, %v; want the value edited in", v, err)
+	}
+	if all, err := p.KVValues(ctx, inst); err != nil || len(all) != 3 || all["k0"] != "a" || all["k1"] != "b" {
+		t.Errorf("KVValues = %v, %v; want k, k0 and k1", all, err)
 	}
 }
 

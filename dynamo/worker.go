@@ -423,10 +423,12 @@ func (f *workFetch) tryNamed(shard int, sigs []queues.Signal) (done bool, next [
 // sweep is the fetch's step for a sweep of the ready index: the eligible
 // rows of every shard, oldest first.
 func (f *workFetch) sweep() (bool, []queues.Signal, error) {
-	rows, more, err := f.p.sweepReady(f.ctx, keys.ReadyWorkerPrefix, f.keep)
+	var leases leaseWatch
+	rows, more, err := f.p.sweepReady(f.ctx, keys.ReadyWorkerPrefix, f.keep, &leases)
 	if err != nil {
 		return false, nil, err
 	}
+	leases.apply(f.schedule, f.p.nowMs())
 	if len(rows) > 0 {
 		f.schedule.active(time.Now())
 	}
@@ -441,7 +443,7 @@ func (f *workFetch) sweep() (bool, []queues.Signal, error) {
 	// signals with one sweep.
 	for i := range rows {
 		if done, _, err := f.tryRows(rows[i : i+1]); done || err != nil {
-			return done, nextRows(unannounced(rows[i+1:], f.p.nowMs())), err
+			return done, nextRows(handOnRows(rows[i+1:], f.p.nowMs())), err
 		}
 	}
 	return false, nil, nil

@@ -102,7 +102,8 @@ type ExecutionInfo struct {
 }
 
 // SystemMetrics counts what a store holds. Instance counts are by the status
-// of each instance's current execution.
+// of each instance's current execution; instances whose start is queued
+// and has not run yet (status [StatusPending]) are not counted.
 type SystemMetrics struct {
 	// TotalInstances counts all instances.
 	TotalInstances uint64
@@ -115,8 +116,36 @@ type SystemMetrics struct {
 	CompletedInstances uint64
 	// FailedInstances counts instances whose current execution is Failed.
 	FailedInstances uint64
-	// TotalEvents counts history events over all executions.
+	// CanceledInstances counts the instances among FailedInstances whose
+	// current execution failed by cancellation (its OrchestrationFailed
+	// event's details are [ApplicationDetails] of kind [AppCancelled]).
+	CanceledInstances uint64
+	// TotalEvents counts history events over all executions. A store that
+	// keeps the figure in counters may count a running execution's events
+	// as of an earlier point of it, and the rest once the execution ends
+	// (the DynamoDB provider counts those of its first turn): exact when
+	// no execution is running, a lower bound otherwise.
 	TotalEvents uint64
+}
+
+// FailedByCancellation reports whether the last OrchestrationFailed event
+// of history records a cancellation: details of kind [AppCancelled]. It
+// is how [SystemMetrics.CanceledInstances] tells a canceled instance.
+func FailedByCancellation(history []Event) bool {
+	for i := len(history) - 1; i >= 0; i-- {
+		f, ok := history[i].Kind.(OrchestrationFailed)
+		if !ok {
+			continue
+		}
+		switch d := f.Details.(type) {
+		case ApplicationDetails:
+			return d.Kind.Code == AppCancelled
+		case *ApplicationDetails:
+			return d != nil && d.Kind.Code == AppCancelled
+		}
+		return false
+	}
+	return false
 }
 
 // QueueDepths counts unlocked messages per queue. TimerQueue is always 0:

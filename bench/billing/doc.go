@@ -48,6 +48,15 @@
 // item or an empty page still costs one read; transactional reads twice.
 // SQS: one billed request per API action and 64 KB chunk of its payload.
 //
+// # By partition
+//
+// [Meter.Partitions] takes a snapshot of the same units by where they
+// land: the write units of each partition key value of the table and of
+// each secondary index (a transactional write twice on the item's
+// partition, an index write once on its entry's), and the read units of the
+// table and of each index. It is what DynamoDB's per-partition limits
+// (1,000 write and 3,000 read units a second) are measured against.
+//
 // # Item images and the shadow client
 //
 // Write units depend on items the request does not carry (the item a put

@@ -37,6 +37,7 @@ type Meter struct {
 
 	mu           sync.Mutex
 	usage        Usage
+	parts        Partitions           // usage by partition, [Meter.Partitions]
 	tokens       map[string]time.Time // ClientRequestToken of committed transactions
 	tokensPruned time.Time            // when tokens was last rid of expired ones
 	errs         []error
@@ -139,6 +140,7 @@ func (m *Meter) handleDynamoDB(ctx context.Context, in middleware.InitializeInpu
 	if c.after != nil {
 		wru, rru := c.after(ctx, out.Result, err)
 		m.count(func(u *Usage) { u.WRU += wru; u.RRU += rru })
+		m.addReads(in.Parameters, rru)
 	}
 	return out, md, err
 }

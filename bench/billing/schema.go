@@ -3,7 +3,6 @@ package billing
 import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/duradyn/duradyn/internal/itemsize"
 	"github.com/duradyn/duradyn/tables"
 )
 
@@ -158,20 +157,8 @@ func (s *tableSchema) entry(ix secondaryIndex, item map[string]types.AttributeVa
 // (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/transaction-apis.html).
 func (s *tableSchema) indexWriteUnits(before, after map[string]types.AttributeValue) float64 {
 	units := 0.0
-	for _, ix := range s.indexes {
-		old, cur := s.entry(ix, before), s.entry(ix, after)
-		switch {
-		case old == nil && cur == nil:
-		case old == nil:
-			units += writeUnits(itemsize.ItemSize(cur))
-		case cur == nil:
-			units += writeUnits(itemsize.ItemSize(old))
-		case !sameIndexKey(ix, old, cur):
-			units += writeUnits(itemsize.ItemSize(old)) + writeUnits(itemsize.ItemSize(cur))
-		case equalItems(old, cur):
-		default:
-			units += writeUnits(max(itemsize.ItemSize(old), itemsize.ItemSize(cur)))
-		}
+	for _, w := range s.indexWrites("", before, after) {
+		units += w.units
 	}
 	return units
 }

@@ -81,15 +81,18 @@ func failedWrite(err error, rvf types.ReturnValuesOnConditionCheckFailure, item 
 	return 0
 }
 
-// itemWrite is what a single-item write that replaced old by cur (nil for
-// none) costs: its table write, by the larger of the two, and its index
-// writes.
-func (m *Meter) itemWrite(ctx context.Context, table *string, old, cur map[string]types.AttributeValue) float64 {
+// itemWrite is what a single-item write under key that replaced old by cur
+// (nil for none) costs: its table write, by the larger of the two, and its
+// index writes; each is counted on its partition.
+func (m *Meter) itemWrite(ctx context.Context, table *string, key, old, cur map[string]types.AttributeValue) float64 {
 	wru := writeUnits(max(itemsize.ItemSize(old), itemsize.ItemSize(cur)))
-	if s := m.schemaOrFail(ctx, table); s != nil {
-		wru += s.indexWriteUnits(old, cur)
-	}
-	return wru
+	return m.addWrites(itemWrites(deref(table), m.schemaOrFail(ctx, table), key, wru, old, cur)...)
+}
+
+// failedWriteOn counts the units of a single-item write under key that
+// failed on its table partition, and returns them.
+func (m *Meter) failedWriteOn(ctx context.Context, table *string, key map[string]types.AttributeValue, units float64) float64 {
+	return m.addWrites(partitionWrite{tablePartition(deref(table), m.schemaOrFail(ctx, table), key), units})
 }
 
 // putItem bills PutItem by its table write, the larger of the item it
@@ -106,7 +109,7 @@ func (m *Meter) putItem(p *dynamodb.PutItemInput) call {
 		after: func(ctx context.Context, result any, err error) (float64, float64) {
 			p.ReturnValues, p.ReturnValuesOnConditionCheckFailure = rv, rvf
 			if err != nil {
-				return failedWrite(err, rvf, p.Item), 0
+				return m.failedWriteOn(ctx, p.TableName, p.Item, failedWrite(err, rvf, p.Item)), 0
 			}
 			out, ok := result.(*dynamodb.PutItemOutput)
 			if !ok {
@@ -116,7 +119,7 @@ func (m *Meter) putItem(p *dynamodb.PutItemInput) call {
 			if notAskedValues(rv) {
 				out.Attributes = nil
 			}
-			return m.itemWrite(ctx, p.TableName, old, p.Item), 0
+			return m.itemWrite(ctx, p.TableName, p.Item, old, p.Item), 0
 		},
 	}
 }
@@ -133,7 +136,7 @@ func (m *Meter) deleteItem(p *dynamodb.DeleteItemInput) call {
 		after: func(ctx context.Context, result any, err error) (float64, float64) {
 			p.ReturnValues, p.ReturnValuesOnConditionCheckFailure = rv, rvf
 			if err != nil {
-				return failedWrite(err, rvf, nil), 0
+				return m.failedWriteOn(ctx, p.TableName, p.Key, failedWrite(err, rvf, nil)), 0
 			}
 			out, ok := result.(*dynamodb.DeleteItemOutput)
 			if !ok {
@@ -143,7 +146,7 @@ func (m *Meter) deleteItem(p *dynamodb.DeleteItemInput) call {
 			if notAskedValues(rv) {
 				out.Attributes = nil
 			}
-			return m.itemWrite(ctx, p.TableName, old, nil), 0
+			return m.itemWrite(ctx, p.TableName, p.Key, old, nil), 0
 		},
 	}
 }
@@ -173,7 +176,7 @@ func (m *Meter) updateItem(p *dynamodb.UpdateItemInput) call {
 		after: func(ctx context.Context, result any, err error) (float64, float64) {
 			p.ReturnValues, p.ReturnValuesOnConditionCheckFailure = rv, rvf
 			if err != nil {
-				return failedWrite(err, rvf, nil), 0
+				return m.failedWriteOn(ctx, p.TableName, p.Key, failedWrite(err, rvf, nil)), 0
 			}
 			out, ok := result.(*dynamodb.UpdateItemOutput)
 			if !ok {
@@ -192,7 +195,7 @@ func (m *Meter) updateItem(p *dynamodb.UpdateItemInput) call {
 					m.fail(err)
 				}
 			}
-			return m.itemWrite(ctx, p.TableName, old, cur), 0
+			return m.itemWrite(ctx, p.TableName, p.Key, old, cur), 0
 		},
 	}
 }
@@ -263,7 +266,8 @@ func (m *Meter) batchWriteItem(p *dynamodb.BatchWriteItemInput) call {
 					continue
 				}
 				old := before.get(w.ref)
-				wru += writeUnits(max(itemsize.ItemSize(old), itemsize.ItemSize(w.item))) + w.ref.schema.indexWriteUnits(old, w.item)
+				units := writeUnits(max(itemsize.ItemSize(old), itemsize.ItemSize(w.item)))
+				wru += m.addWrites(itemWrites(w.ref.table, w.ref.schema, w.ref.key, units, old, w.item)...)
 			}
 			return wru, 0
 		},
@@ -361,11 +365,7 @@ func (m *Meter) transactWriteItems(p *dynamodb.TransactWriteItemsInput) call {
 				if !errors.As(err, &cancelled) {
 					return 0, 0
 				}
-				wru := 0.0
-				for _, a := range actions {
-					wru += transactionMultiplier * failedWriteUnits(before.get(a.ref), a.item)
-				}
-				return wru, 0
+				return m.cancelledActions(actions, before), 0
 			}
 			if replay {
 				rru := 0.0
@@ -389,27 +389,44 @@ func (m *Meter) transactWriteItems(p *dynamodb.TransactWriteItemsInput) call {
 					m.fail(err)
 				}
 			}
-			table, index := 0.0, 0.0
-			for _, a := range actions {
-				old := before.get(a.ref)
-				switch a.kind {
-				case "Put":
-					table += writeUnits(max(itemsize.ItemSize(old), itemsize.ItemSize(a.item)))
-					index += a.ref.schema.indexWriteUnits(old, a.item)
-				case "Update":
-					cur := after.get(a.ref)
-					table += writeUnits(max(itemsize.ItemSize(old), itemsize.ItemSize(cur)))
-					index += a.ref.schema.indexWriteUnits(old, cur)
-				case "Delete":
-					table += writeUnits(itemsize.ItemSize(old))
-					index += a.ref.schema.indexWriteUnits(old, nil)
-				case "ConditionCheck":
-					table += writeUnits(itemsize.ItemSize(old))
-				}
-			}
-			return transactionMultiplier*table + index, 0
+			return m.committedActions(actions, before, after), 0
 		},
 	}
+}
+
+// cancelledActions counts the units of a cancelled transaction's actions,
+// with the items before it: each a standard write whose condition failed,
+// at the transactional rate, on its table partition.
+func (m *Meter) cancelledActions(actions []transactAction, before images) float64 {
+	wru := 0.0
+	for _, a := range actions {
+		units := transactionMultiplier * failedWriteUnits(before.get(a.ref), a.item)
+		wru += m.addWrites(partitionWrite{tablePartition(a.ref.table, a.ref.schema, a.ref.key), units})
+	}
+	return wru
+}
+
+// committedActions counts the units of a committed transaction's actions,
+// with the items before it and, for its updates, after it: each action
+// twice the units of the same standard write on its table partition (a
+// ConditionCheck as a write of the item unchanged), its index writes once.
+func (m *Meter) committedActions(actions []transactAction, before, after images) float64 {
+	wru := 0.0
+	for _, a := range actions {
+		old := before.get(a.ref)
+		var cur map[string]types.AttributeValue
+		switch a.kind {
+		case "Put":
+			cur = a.item
+		case "Update":
+			cur = after.get(a.ref)
+		case "ConditionCheck":
+			cur = old
+		}
+		units := transactionMultiplier * writeUnits(max(itemsize.ItemSize(old), itemsize.ItemSize(cur)))
+		wru += m.addWrites(itemWrites(a.ref.table, a.ref.schema, a.ref.key, units, old, cur)...)
+	}
+	return wru
 }
 
 // tokenCommitted reports whether a transaction with this ClientRequestToken

@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"time"
 
 	"github.com/duradyn/duradyn/bench/report"
-	"github.com/duradyn/duradyn/console"
 	"github.com/duradyn/duradyn/durable"
 	"github.com/duradyn/duradyn/provider"
 )
@@ -30,11 +27,6 @@ const (
 	ExtraQueueDepthsRRU        = "QueueDepths RRU"
 	ExtraSystemMetricsRequests = "SystemMetrics requests"
 	ExtraSystemMetricsRRU      = "SystemMetrics RRU"
-	// The requests, read units and time of the web console's first list
-	// page (50 instances, with the counts per status) at the size.
-	ExtraConsoleListRequests = "console list requests"
-	ExtraConsoleListRRU      = "console list RRU"
-	ExtraConsoleListMs       = "console list ms"
 )
 
 // seedChunk is how many terminal instances are started before their
@@ -66,9 +58,9 @@ type FetchCostConfig struct {
 // client and completed by a seeding runtime; then a runtime of default
 // options runs one warm-up and RoundTrips one-activity instances (two
 // turns each), and the requests of those round trips are divided by their
-// turns. Each size is its own result, with what one QueueDepths, one
-// SystemMetrics and one first page of the web console's instance list cost
-// at that size.
+// turns. Each size is its own result, with what one QueueDepths and one
+// SystemMetrics cost at that size, followed by a result for each read of
+// the web console measured at that size (consoleCost).
 func FetchCost(ctx context.Context, env *Env, c FetchCostConfig) ([]report.Result, error) {
 	var system System
 	found := false
@@ -108,11 +100,19 @@ func FetchCost(ctx context.Context, env *Env, c FetchCostConfig) ([]report.Resul
 			if err != nil {
 				return report.Result{}, err
 			}
-			results = append(results, res)
-			env.logf("%s: %d terminal instances: %.1f DynamoDB requests, %.2f RRU and %.2f WRU per turn; QueueDepths %.0f requests, %.1f RRU; SystemMetrics %.0f requests, %.1f RRU; console list page %.0f requests, %.1f RRU, %.0f ms",
+			env.logf("%s: %d terminal instances: %.1f DynamoDB requests, %.2f RRU and %.2f WRU per turn; QueueDepths %.0f requests, %.1f RRU; SystemMetrics %.0f requests, %.1f RRU",
 				FetchCostName, terminal, res.Extra[ExtraRequestsPerTurn], res.Extra[ExtraRRUPerTurn], res.Extra[ExtraWRUPerTurn],
-				res.Extra[ExtraQueueDepthsRequests], res.Extra[ExtraQueueDepthsRRU], res.Extra[ExtraSystemMetricsRequests], res.Extra[ExtraSystemMetricsRRU],
-				res.Extra[ExtraConsoleListRequests], res.Extra[ExtraConsoleListRRU], res.Extra[ExtraConsoleListMs])
+				res.Extra[ExtraQueueDepthsRequests], res.Extra[ExtraQueueDepthsRRU], res.Extra[ExtraSystemMetricsRequests], res.Extra[ExtraSystemMetricsRRU])
+			pages, err := consoleCost(ctx, d, terminal)
+			if err != nil {
+				return report.Result{}, err
+			}
+			for _, p := range pages {
+				env.logf("%s: %d terminal instances: %s: p50 %v, p99 %v; %.1f requests, %.1f RRU, %.0f items read a load",
+					FetchCostName, terminal, p.System, p.Latency(50), p.Latency(99),
+					p.Extra[ExtraConsoleRequestsPerLoad], p.Extra[ExtraConsoleRRUPerLoad], p.Extra[ExtraConsoleItemsPerLoad])
+			}
+			results = append(append(results, res), pages...)
 		}
 		return report.Result{}, nil
 	})
@@ -230,26 +230,5 @@ func adminReadCost(ctx context.Context, d *Deployment, r *report.Result, instanc
 	if m.TotalInstances < uint64(instances) || m.RunningInstances != 0 {
 		return fmt.Errorf("SystemMetrics counted %d instances, %d running; want at least %d, none running", m.TotalInstances, m.RunningInstances, instances)
 	}
-	return consoleListCost(d, r)
-}
-
-// consoleListCost measures one first page of the web console's instance
-// list on d's metered client into r's extras.
-func consoleListCost(d *Deployment, r *report.Result) error {
-	con, err := console.New(d.Client)
-	if err != nil {
-		return err
-	}
-	before, began := d.Usage(), time.Now()
-	rec := httptest.NewRecorder()
-	con.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1/instances", nil))
-	elapsed := time.Since(began)
-	if rec.Code != http.StatusOK {
-		return fmt.Errorf("console list page: %d %s", rec.Code, rec.Body.String())
-	}
-	u := d.Usage().Sub(before)
-	setExtra(r, ExtraConsoleListRequests, float64(u.DynamoDBRequests()))
-	setExtra(r, ExtraConsoleListRRU, u.RRU)
-	setExtra(r, ExtraConsoleListMs, float64(elapsed.Microseconds())/1000)
 	return nil
 }

@@ -46,6 +46,10 @@ type Sizes struct {
 	Ceiling time.Duration
 	// Serverless sizes ServerlessCost.
 	Serverless ServerlessConfig
+	// Shards sizes Shards (selected as "Shards16").
+	Shards ShardsConfig
+	// Recovery sizes Recovery.
+	Recovery RecoveryConfig
 }
 
 // ErrBadSize is wrapped by Sizes.Validate's error.
@@ -70,6 +74,9 @@ func (s Sizes) Validate() error {
 	}
 	if s.HelloRuntimes.Count < 0 || s.HelloRuntimes.Slots < 0 {
 		return fmt.Errorf("%w: HelloRuntimes is %+v, want counts of 0 or more", ErrBadSize, s.HelloRuntimes)
+	}
+	if err := s.Shards.validate(); err != nil {
+		return err
 	}
 	if s.PayloadBytes < 0 {
 		return fmt.Errorf("%w: PayloadBytes is %d, want 0 or more", ErrBadSize, s.PayloadBytes)
@@ -101,6 +108,8 @@ func DefaultSizes() Sizes {
 		FetchCost:       FetchCostConfig{Sizes: []int{10, 100000}, RoundTrips: 5, SeedBudget: 50 * time.Minute},
 		Ceiling:         20 * time.Second,
 		Serverless:      ServerlessConfig{Instances: 100, ChainSteps: 1000},
+		Shards:          ShardsConfig{Shards: 16, ChainSteps: 1000, Instances: 4000, FanOut: 10000},
+		Recovery:        RecoveryConfig{Rounds: 8, LongActivity: 2 * time.Minute},
 	}
 }
 
@@ -121,6 +130,8 @@ func ShortSizes() Sizes {
 		FetchCost:       FetchCostConfig{Sizes: []int{2, 20}, RoundTrips: 2, SeedBudget: time.Minute},
 		Ceiling:         time.Second,
 		Serverless:      ServerlessConfig{Instances: 3, ChainSteps: 20},
+		Shards:          ShardsConfig{Shards: 4, ChainSteps: 20, Instances: 40, FanOut: 30},
+		Recovery:        RecoveryConfig{Rounds: 1, LongActivity: 10 * time.Second},
 	}
 }
 
@@ -155,12 +166,17 @@ func All(s Sizes) []Scenario {
 		{"Chain1000Payload1KB", func(ctx context.Context, env *Env) ([]report.Result, error) {
 			return ChainPayload(ctx, env, s.ChainSteps, s.PayloadBytes)
 		}},
+		{"Chain1000PayloadRandom1KB", func(ctx context.Context, env *Env) ([]report.Result, error) {
+			return ChainPayloadRandom(ctx, env, s.ChainSteps, s.PayloadBytes)
+		}},
 		{"FanOut1000", func(ctx context.Context, env *Env) ([]report.Result, error) { return FanOut(ctx, env, s.FanOutSmall) }},
 		{"FanOut10000", func(ctx context.Context, env *Env) ([]report.Result, error) { return FanOut(ctx, env, s.FanOutLarge) }},
+		{"Shards16", func(ctx context.Context, env *Env) ([]report.Result, error) { return Shards(ctx, env, s.Shards) }},
 		{StartAfterIdleName, func(ctx context.Context, env *Env) ([]report.Result, error) {
 			return StartAfterIdle(ctx, env, s.IdleBeforeStart)
 		}},
 		{IdleName, func(ctx context.Context, env *Env) ([]report.Result, error) { return Idle(ctx, env, s.Idle) }},
+		{RecoveryName, func(ctx context.Context, env *Env) ([]report.Result, error) { return Recovery(ctx, env, s.Recovery) }},
 		{"History10000", func(ctx context.Context, env *Env) ([]report.Result, error) {
 			return History(ctx, env, s.HistoryEvents, s.HistoryReads)
 		}},

@@ -71,7 +71,7 @@ var trivial = durable.NewOrchestration("Trivial", func(_ *durable.OrchestrationC
 
 // newRegistry registers every orchestration and activity of the scenarios.
 func newRegistry() (*durable.Registry, error) {
-	return durable.NewRegistry(helloActivity, helloCities5, helloCities5Padded, helloOnce, fanOut, step, chain, paddedStep, chainPadded, awaitNever, trivial)
+	return durable.NewRegistry(helloActivity, helloCities5, helloCities5Padded, helloOnce, fanOut, step, chain, paddedStep, chainPadded, chainRandom, awaitNever, trivial)
 }
 
 // step returns its input plus one: the activity of Chain.

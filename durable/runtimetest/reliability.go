@@ -623,8 +623,8 @@ func defaultLockTimeouts(h *H) {
 		o.OrchestratorLockTimeout, o.WorkerLockTimeout = 0, 0
 		o.OrchestratorLockRenewalBuffer, o.WorkerLockRenewalBuffer = 0, 0
 	})
-	if orch != 5*time.Second || work != 30*time.Second {
-		h.Errorf("fetch lock timeouts %v / %v; want 5s / 30s", orch, work)
+	if orch != 5*time.Second || work != durable.DefaultWorkerLockTimeout {
+		h.Errorf("fetch lock timeouts %v / %v; want 5s / %v", orch, work, durable.DefaultWorkerLockTimeout)
 	}
 	if relAccepts(h, func(o *durable.Options) { o.WorkerLockTimeout = 5 * time.Second }) ||
 		!relAccepts(h, func(o *durable.Options) { o.WorkerLockTimeout = 5*time.Second + time.Millisecond }) {

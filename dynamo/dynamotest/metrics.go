@@ -16,19 +16,22 @@ import (
 
 // ScanMetrics computes what SystemMetrics must report from the table
 // itself, without the provider's counter cells: a consistent Scan of every
-// item, counting each instance by its record's status, each execution
-// record without the pruning flag, and the events of those executions'
-// history rows. Tests compare the provider's answer with it after a
-// workload, faults and all; it reads the whole table, so it is for small
-// test tables only.
+// item, counting each instance by its record's status (and as canceled
+// when a failed one's record says so, xcan), each execution record without
+// the pruning flag, and the events of those executions' history rows.
+// Tests compare the provider's answer with it after a workload, faults and
+// all; it reads the whole table, so it is for small test tables only. The
+// provider counts a running execution's events as of its first turn, so
+// the two agree on events when no running execution has had a later turn.
 func (env *Env) ScanMetrics(ctx context.Context) (provider.SystemMetrics, error) {
 	var m provider.SystemMetrics
 	type instance struct {
-		status  string
-		found   bool
-		pruning map[uint64]bool
-		execs   uint64
-		events  map[uint64]uint64
+		status   string
+		found    bool
+		canceled bool
+		pruning  map[uint64]bool
+		execs    uint64
+		events   map[uint64]uint64
 	}
 	all := map[string]*instance{}
 	get := func(pk string) *instance {
@@ -55,6 +58,7 @@ func (env *Env) ScanMetrics(ctx context.Context) (provider.SystemMetrics, error)
 			switch {
 			case sk == keys.Meta:
 				in.found, in.status = true, strAttr(row, "status")
+				_, in.canceled = row["xcan"]
 			case strings.HasPrefix(sk, keys.ExecPrefix):
 				id, err := keys.ParseNum20(sk[len(keys.ExecPrefix):])
 				if err != nil {
@@ -83,6 +87,9 @@ func (env *Env) ScanMetrics(ctx context.Context) (provider.SystemMetrics, error)
 			continue
 		}
 		m.CountInstance(in.status)
+		if in.canceled && in.status == provider.StatusFailed {
+			m.CanceledInstances++
+		}
 		m.TotalExecutions += in.execs
 		for id, n := range in.events {
 			if !in.pruning[id] {
@@ -115,7 +122,8 @@ func strAttr(row map[string]types.AttributeValue, name string) string {
 }
 
 // CheckMetrics compares p's SystemMetrics with ScanMetrics and describes
-// the difference ("" when they agree). Call it with nothing running.
+// the difference ("" when they agree). Call it when no running execution
+// has had a turn after its first (see ScanMetrics).
 func (env *Env) CheckMetrics(ctx context.Context, p provider.Admin) (string, error) {
 	got, err := p.SystemMetrics(ctx)
 	if err != nil {

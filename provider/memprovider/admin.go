@@ -204,7 +204,8 @@ func (p *Provider) ExecutionInfo(ctx context.Context, instance string, execution
 }
 
 // SystemMetrics counts instances (by the status of their current
-// execution), executions and history events.
+// execution, and the canceled ones among the failed), executions and
+// history events, all exactly.
 func (p *Provider) SystemMetrics(ctx context.Context) (provider.SystemMetrics, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -218,8 +219,33 @@ func (p *Provider) SystemMetrics(ctx context.Context) (provider.SystemMetrics, e
 			continue
 		}
 		m.CountInstance(currentStatus(inst))
+		if canceled(inst) {
+			m.CanceledInstances++
+		}
 	}
 	return m, nil
+}
+
+// canceled reports whether inst's current execution failed by
+// cancellation, as its last OrchestrationFailed event says
+// (provider.FailedByCancellation). Events that do not decode are passed
+// over: a corrupt history fails its readers, not the metrics. Callers
+// hold p.mu.
+func canceled(inst *instance) bool {
+	if currentStatus(inst) != provider.StatusFailed {
+		return false
+	}
+	stored := inst.history[inst.currentExecution]
+	for i := len(stored) - 1; i >= 0; i-- {
+		events, err := decodeEvents(provider.OpSystemMetrics, inst.id, inst.currentExecution, stored[i:i+1])
+		if err != nil {
+			continue
+		}
+		if _, ok := events[0].Kind.(provider.OrchestrationFailed); ok {
+			return provider.FailedByCancellation(events)
+		}
+	}
+	return false
 }
 
 // QueueDepths counts the messages of each queue that no live lock holds.

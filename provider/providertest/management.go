@@ -234,7 +234,8 @@ func managementGetExecutionInfo(t *testing.T, s *suite) {
 }
 
 // managementGetSystemMetrics checks that SystemMetrics counts new instances
-// by current status, and their executions and events.
+// by current status, canceled ones among the failed, and their executions
+// and events.
 func managementGetSystemMetrics(t *testing.T, s *suite) {
 	ctx := s.context(t)
 	p := s.provider(t)
@@ -246,19 +247,45 @@ func managementGetSystemMetrics(t *testing.T, s *suite) {
 	createInstance(ctx, t, p, "mgmt-metrics-running")                                   // 1 event
 	completeInstance(ctx, t, p, "mgmt-metrics-completed", "", provider.StatusCompleted) // 2 events
 	completeInstance(ctx, t, p, "mgmt-metrics-failed", "", provider.StatusFailed)       // 2 events
+	cancelInstance(ctx, t, p, "mgmt-metrics-canceled")                                  // 2 events
 
 	want := provider.SystemMetrics{
-		TotalInstances:     base.TotalInstances + 3,
-		TotalExecutions:    base.TotalExecutions + 3,
+		TotalInstances:     base.TotalInstances + 4,
+		TotalExecutions:    base.TotalExecutions + 4,
 		RunningInstances:   base.RunningInstances + 1,
 		CompletedInstances: base.CompletedInstances + 1,
-		FailedInstances:    base.FailedInstances + 1,
-		TotalEvents:        base.TotalEvents + 5,
+		FailedInstances:    base.FailedInstances + 2,
+		CanceledInstances:  base.CanceledInstances + 1,
+		TotalEvents:        base.TotalEvents + 7,
 	}
-	awaitEqual(ctx, t, "SystemMetrics after one running, one completed and one failed instance", want, func() provider.SystemMetrics {
+	awaitEqual(ctx, t, "SystemMetrics after one running, one completed, one failed and one canceled instance", want, func() provider.SystemMetrics {
 		got, err := admin.SystemMetrics(ctx)
 		must(t, err, "SystemMetrics")
 		return got
+	})
+}
+
+// cancelInstance starts instance and fails it by cancellation in one turn,
+// as the runtime ends a canceled orchestration: its OrchestrationFailed
+// event holds application details of kind Cancelled.
+func cancelInstance(ctx context.Context, t *testing.T, p provider.Provider, instance string) {
+	t.Helper()
+	enqueueOrch(ctx, t, p, startItem(instance), 0)
+	item := mustFetchOrch(ctx, t, p, 30*time.Second)
+	if item.Instance != instance {
+		t.Fatalf("cancelInstance: fetched %q, want %q", item.Instance, instance)
+	}
+	details := provider.ApplicationDetails{Kind: provider.AppErrorKind{Code: provider.AppCancelled, Reason: "stop"}}
+	meta := startMetadata()
+	meta.Status = provider.StatusFailed
+	meta.Output = ptr(details.DisplayMessage())
+	ack(ctx, t, p, item.LockToken, provider.TurnCommit{
+		ExecutionID: provider.InitialExecutionID,
+		HistoryDelta: []provider.Event{
+			startedEvent(instance, provider.InitialExecutionID),
+			event(2, instance, provider.InitialExecutionID, provider.OrchestrationFailed{Details: details}),
+		},
+		Metadata: meta,
 	})
 }
 

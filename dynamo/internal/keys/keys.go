@@ -33,16 +33,13 @@ const (
 	MetricsPK = tablekeys.MetricsPK
 )
 
-// MetricsCells is the number of counter cells. An instance's figures go
-// to one cell chosen by its id, so that instances ending at once seldom
-// write the same item.
+// MetricsCells is the number of counter cells. The cells only ever add up:
+// a transaction adds its change to any cell, and the writer picks one its
+// other transactions in flight do not write.
 const MetricsCells = 32
 
 // MetricsCellSK is the sort key of counter cell k, 0 <= k < MetricsCells.
 func MetricsCellSK(k int) string { return fmt.Sprintf("C#%02d", k) }
-
-// MetricsCellOf is the counter cell of an instance.
-func MetricsCellOf(instance string) int { return ShardOf(instance, MetricsCells) }
 
 // Sort keys and sort-key prefixes inside an instance partition. Control
 // rows start with '#', so the range sk < ControlEnd holds all of them and no
@@ -142,8 +139,35 @@ func ParseHistorySK(sk string) (executionID, eventID uint64, err error) {
 	return executionID, eventID, nil
 }
 
-// QueueSK is the sort key of an orchestrator message.
-func QueueSK(seq string) string { return QueuePrefix + seq }
+// QueueSK is the sort key of the orchestrator message at queue position
+// pos, which MessageSK builds.
+func QueueSK(pos string) string { return QueuePrefix + pos }
+
+// MessageSK is the sort key of the orchestrator message of queue sequence
+// seq that becomes visible at visibleMs: messages sort by that time, then
+// by seq, so that the messages visible at a time are exactly those below
+// MessagesEnd of it and a fetch's range never holds a future timer.
+func MessageSK(visibleMs int64, seq string) string {
+	return QueueSK(Num20(uint64(max(visibleMs, 0))) + "#" + seq)
+}
+
+// MessagesEnd is the exclusive end of the sort keys of the messages
+// visible at nowMs (MessageSK).
+func MessagesEnd(nowMs int64) string { return QueueSK(Num20(uint64(max(nowMs+1, 0)))) }
+
+// ParseMessageSK returns the visibility time and the queue sequence of a
+// message's sort key (MessageSK).
+func ParseMessageSK(sk string) (visibleMs int64, seq string, err error) {
+	rest, ok := strings.CutPrefix(sk, QueuePrefix)
+	if !ok || len(rest) < 22 || rest[20] != '#' {
+		return 0, "", fmt.Errorf("%w: %q is not a message key", ErrBadKey, sk)
+	}
+	at, err := ParseNum20(rest[:20])
+	if err != nil {
+		return 0, "", err
+	}
+	return int64(at), rest[21:], nil
+}
 
 // KVSK is the sort key of a KV key's row, which holds the key's stored
 // value and the current execution's write of it.
