@@ -453,11 +453,21 @@ func TestChainPayload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	compressed, plain := checkChainPayload(t, results, scenario.ChainPayloadName(sizes.ChainSteps, sizes.PayloadBytes))
+	if saved, want := plain-compressed, 3*float64(sizes.PayloadBytes)/1024; saved < want {
+		t.Errorf("compressed payloads take %.1f WRU per step, uncompressed %.1f: %.1f saved, want at least %.0f", compressed, plain, saved, want)
+	}
+}
+
+// checkChainPayload checks the results of a chain with payloads, scenario
+// name, on DynamoDBSQS and its uncompressed variant, and returns the WRU
+// per step of each in the last tenth (the steady state: no start, no end).
+func checkChainPayload(t *testing.T, results []report.Result, name string) (compressed, plain float64) {
+	t.Helper()
 	rs := bySystem(t, results)
 	if len(rs) != 2 {
 		t.Errorf("results on %d systems, want %s and %s only", len(rs), scenario.DynamoDBSQS, scenario.DynamoDBSQSUncompressed)
 	}
-	name := scenario.ChainPayloadName(sizes.ChainSteps, sizes.PayloadBytes)
 	perStep := map[string]float64{}
 	for _, system := range []string{scenario.DynamoDBSQS, scenario.DynamoDBSQSUncompressed} {
 		r, ok := rs[system]
@@ -473,12 +483,14 @@ func TestChainPayload(t *testing.T) {
 			t.Errorf("%s: history of %v events, want %v", system, got, want)
 		}
 		checkTimes(t, r, true)
+		if r.Dollars <= 0 || r.SQS == nil {
+			t.Errorf("%s: $%v, SQS requests %v: want a price with SQS counted", system, r.Dollars, r.SQS)
+		}
 		for _, k := range []string{scenario.ExtraRequestsFirst, scenario.ExtraRequestsLast} {
 			if n, ok := r.Extra[k]; !ok || n < 4 {
 				t.Errorf("%s: %s = %v (present %v), want at least 4", system, k, n, ok)
 			}
 		}
-		// The last tenth is the steady state: no start, no end.
 		perStep[system] = r.Extra[scenario.ExtraWRULast]
 		// As in TestHelloCities5Payload: each KB of input and of output is
 		// written at least twice.
@@ -486,11 +498,9 @@ func TestChainPayload(t *testing.T) {
 			t.Errorf("%s: %.1f WRU per step with %d-byte payloads, want at least %.0f", system, perStep[system], sizes.PayloadBytes, floor)
 		}
 	}
-	compressed, plain := perStep[scenario.DynamoDBSQS], perStep[scenario.DynamoDBSQSUncompressed]
+	compressed, plain = perStep[scenario.DynamoDBSQS], perStep[scenario.DynamoDBSQSUncompressed]
 	t.Logf("WRU per step in the last tenth: %.1f compressed, %.1f uncompressed", compressed, plain)
-	if saved, want := plain-compressed, 3*float64(sizes.PayloadBytes)/1024; saved < want {
-		t.Errorf("compressed payloads take %.1f WRU per step, uncompressed %.1f: %.1f saved, want at least %.0f", compressed, plain, saved, want)
-	}
+	return compressed, plain
 }
 
 func TestEndpointCeiling(t *testing.T) {

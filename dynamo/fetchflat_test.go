@@ -327,13 +327,7 @@ func fetchDue(ctx context.Context, t *testing.T, p *dynamo.Provider, scans *scan
 func TestKVSnapshotInATornReadIsReadAgain(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	env := dynamotest.NewEnv(t, false)
-	p := env.NewProvider(t, dynamotest.Config{ShortPoll: true})
-	torn := &tornQueries{}
-	other := env.NewProvider(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
-		torn.API = o.Client
-		o.Client = torn
-	}})
+	_, p, other, torn := tornPair(t)
 	const inst = "torn-snapshot"
 	first := startAndFetch(ctx, t, p, inst)
 	can := meta()

@@ -41,6 +41,14 @@ func faultyOn(t *testing.T, env *dynamotest.Env, in *faults.Injector, clock *fau
 	return env.NewProvider(t, c)
 }
 
+// faulty is a provider on a fresh table env whose requests pass the
+// injector in, seeded seed (short polls, the real clock).
+func faulty(t *testing.T, seed int64) (env *dynamotest.Env, in *faults.Injector, p *dynamo.Provider) {
+	t.Helper()
+	env, in = dynamotest.NewEnv(t, false), faults.New(seed)
+	return env, in, faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+}
+
 // lockRow reads the lock row of instance directly.
 func lockRow(ctx context.Context, t *testing.T, env *dynamotest.Env, instance string) map[string]types.AttributeValue {
 	t.Helper()
@@ -936,9 +944,7 @@ func TestSubOrchestrationFanOutStartsWithoutContention(t *testing.T) {
 func TestDeleteFailsWhenATurnStartsAChild(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	env := dynamotest.NewEnv(t, false)
-	in := faults.New(7)
-	p := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	_, in, p := faulty(t, 7)
 	const parent = "tree-parent"
 	item := startAndFetch(ctx, t, p, parent)
 	must(t, p.AckOrchestrationItem(ctx, item.LockToken, provider.TurnCommit{ExecutionID: 1, HistoryDelta: []provider.Event{started(parent)}, Metadata: meta()}), "first turn")
@@ -1063,9 +1069,7 @@ func TestSignalledActivityFoundDespiteIndexLag(t *testing.T) {
 func TestCommittedAckThenCancelledResend(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	env := dynamotest.NewEnv(t, false)
-	in := faults.New(9)
-	p := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	_, in, p := faulty(t, 9)
 	const inst = "lost-then-cancelled"
 	lostThenCancelled := func() {
 		in.Add(faults.Rule{Ops: []string{faults.OpTransactWriteItems}, Rate: 1, Count: 1, Fault: faults.LostResponse()})
@@ -1188,9 +1192,7 @@ func TestLargeTurnFinishWritesNoHistory(t *testing.T) {
 	t.Parallel()
 	const n = 150 // activities: more than one transaction takes
 	ctx := t.Context()
-	env := dynamotest.NewEnv(t, false)
-	in := faults.New(11)
-	a := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	env, in, a := faulty(t, 11)
 	b := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
 	const inst = "finish-after-delete"
 	item := startAndFetch(ctx, t, a, inst)
@@ -1249,9 +1251,7 @@ func TestPartialPruneLeavesNoPartialExecution(t *testing.T) {
 	t.Parallel()
 	const events = 150 // more than one transaction and several batches take
 	ctx := t.Context()
-	env := dynamotest.NewEnv(t, false)
-	in := faults.New(12)
-	p := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	env, in, p := faulty(t, 12)
 	const inst = "partial-prune"
 
 	// Execution 1: many events, continued as new; execution 2: current.
@@ -1499,9 +1499,7 @@ func TestCleanupPassesOverLiveSessions(t *testing.T) {
 func TestCommittedAckRetriedByAnotherProcess(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	env := dynamotest.NewEnv(t, false)
-	in := faults.New(11)
-	first := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	env, in, first := faulty(t, 11)
 	other := env.NewProvider(t, dynamotest.Config{ShortPoll: true})
 	const inst = "retried-elsewhere"
 	// The provider resends a transaction whose response was lost; a
@@ -1710,9 +1708,7 @@ func TestKVValueCostDoesNotGrowWithTheStore(t *testing.T) {
 func TestKVValueUnderThrottlingAndLostResponses(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	env := dynamotest.NewEnv(t, false)
-	in := faults.New(13)
-	p := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	_, in, p := faulty(t, 13)
 	const inst = "kv-faults"
 	item := startAndFetch(ctx, t, p, inst)
 	must(t, p.AckOrchestrationItem(ctx, item.LockToken, provider.TurnCommit{ExecutionID: 1,

@@ -387,9 +387,7 @@ func TestSystemMetricsAppendToEndedExecution(t *testing.T) {
 func TestSystemMetricsWithIndexLag(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	env := dynamotest.NewEnv(t, false)
-	in := faults.New(7)
-	p := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	env, in, p := faulty(t, 7)
 	const inst = "lagged"
 	item := startAndFetch(ctx, t, p, inst)
 	must(t, p.AckOrchestrationItem(ctx, item.LockToken, activities(inst, 1)), "first turn")

@@ -136,6 +136,21 @@ func readOnlyTurns(instance string) (first, large provider.TurnCommit) {
 	return first, large
 }
 
+// largeTurnFetched runs instance's first turn on writer, raises the event
+// its large turn takes, and fetches that turn: the item to ack with large.
+func largeTurnFetched(ctx context.Context, t *testing.T, writer *dynamo.Provider, instance string) (item *provider.OrchestrationItem, large provider.TurnCommit) {
+	t.Helper()
+	first, large := readOnlyTurns(instance)
+	item = startAndFetch(ctx, t, writer, instance)
+	must(t, writer.AckOrchestrationItem(ctx, item.LockToken, first), "first turn")
+	must(t, writer.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: instance, Name: "e", Data: "d"}, 0), "raise")
+	item, err := writer.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	if err != nil || item == nil || len(item.History) != 3 {
+		t.Fatalf("fetch of the large turn: %+v, %v", item, err)
+	}
+	return item, large
+}
+
 // instanceView is what a reader sees of an instance through every read
 // API that answers about it.
 type instanceView struct {
@@ -357,17 +372,10 @@ func runReadOnlyStep(t *testing.T, step readOnlyStep) {
 	writer := faultyOn(t, env, in, clock, dynamotest.Config{ShortPoll: true})
 	reader, refuser := readOnlyProvider(ctx, t, env, nil)
 	inst := "read-only-" + step.name
-	first, large := readOnlyTurns(inst)
-	item := startAndFetch(ctx, t, writer, inst)
-	must(t, writer.AckOrchestrationItem(ctx, item.LockToken, first), "first turn")
+	item, large := largeTurnFetched(ctx, t, writer, inst)
 	before := wantView(3, "s1", 1, "v1")
 	checkReadOnly(ctx, t, reader, refuser, inst, "after the first turn", before)
 
-	must(t, writer.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: inst, Name: "e", Data: "d"}, 0), "raise")
-	item, err := writer.FetchOrchestrationItem(ctx, longLock, 0, nil)
-	if err != nil || item == nil || len(item.History) != 3 {
-		t.Fatalf("fetch of the large turn: %+v, %v", item, err)
-	}
 	gate := faults.NewGate()
 	defer gate.Release()
 	in.Add(faults.Rule{Ops: []string{faults.OpTransactWriteItems}, Rate: 1, Count: 1, Match: step.hold, Fault: faults.Hold(gate)})
@@ -431,20 +439,11 @@ func finishByFetch(ctx context.Context, t *testing.T, env *dynamotest.Env, clock
 func TestReadsOfAPendingLargeTurnCost(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	env := dynamotest.NewEnv(t, false)
-	in := faults.New(23)
-	writer := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	env, in, writer := faulty(t, 23)
 	meter := &dynamotest.Meter{}
 	reader := env.NewProvider(t, dynamotest.Config{ShortPoll: true, Meter: meter})
 	const inst = "read-cost"
-	first, large := readOnlyTurns(inst)
-	item := startAndFetch(ctx, t, writer, inst)
-	must(t, writer.AckOrchestrationItem(ctx, item.LockToken, first), "first turn")
-	must(t, writer.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: inst, Name: "e", Data: "d"}, 0), "raise")
-	item, err := writer.FetchOrchestrationItem(ctx, longLock, 0, nil)
-	if err != nil || item == nil {
-		t.Fatalf("fetch of the large turn: %+v, %v", item, err)
-	}
+	item, large := largeTurnFetched(ctx, t, writer, inst)
 
 	cost := func(when string, wantEvents int, want map[string]map[string]int) {
 		t.Helper()
@@ -520,20 +519,11 @@ func isStagingRead(r faults.Request) bool {
 func TestReadMeetsALargeTurnThatFinishesMeanwhile(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	env := dynamotest.NewEnv(t, false)
-	in := faults.New(24)
-	writer := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	env, in, writer := faulty(t, 24)
 	readerFaults := faults.New(25)
 	reader, refuser := readOnlyProvider(ctx, t, env, readerFaults)
 	const inst = "read-only-finishing"
-	first, large := readOnlyTurns(inst)
-	item := startAndFetch(ctx, t, writer, inst)
-	must(t, writer.AckOrchestrationItem(ctx, item.LockToken, first), "first turn")
-	must(t, writer.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: inst, Name: "e", Data: "d"}, 0), "raise")
-	item, err := writer.FetchOrchestrationItem(ctx, longLock, 0, nil)
-	if err != nil || item == nil {
-		t.Fatalf("fetch of the large turn: %+v, %v", item, err)
-	}
+	item, large := largeTurnFetched(ctx, t, writer, inst)
 	applyGate, stagingGate := faults.NewGate(), faults.NewGate()
 	defer applyGate.Release()
 	defer stagingGate.Release()

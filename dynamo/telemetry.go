@@ -9,7 +9,6 @@ import (
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/duradyn/duradyn/dynamo/internal/capacity"
 	"github.com/duradyn/duradyn/internal/instrument"
+	"github.com/duradyn/duradyn/internal/itemsize"
 	"github.com/duradyn/duradyn/queues"
 )
 
@@ -187,26 +187,12 @@ func tableNames(params any) []string {
 	case *dynamodb.TransactWriteItemsInput:
 		var names []string
 		for _, it := range in.TransactItems {
-			if name := tableOf(it); name != nil && !slices.Contains(names, *name) {
+			if name := itemsize.ActionTable(it); name != nil && !slices.Contains(names, *name) {
 				names = append(names, *name)
 			}
 		}
 		slices.Sort(names)
 		return names
-	}
-	return nil
-}
-
-func tableOf(it types.TransactWriteItem) *string {
-	switch {
-	case it.Put != nil:
-		return it.Put.TableName
-	case it.Update != nil:
-		return it.Update.TableName
-	case it.Delete != nil:
-		return it.Delete.TableName
-	case it.ConditionCheck != nil:
-		return it.ConditionCheck.TableName
 	}
 	return nil
 }

@@ -108,15 +108,32 @@ func rowsWithPrefix(ctx context.Context, t *testing.T, env *dynamotest.Env, inst
 	return out.Items
 }
 
-// tornProvider is a provider whose Queries go through a tornQueries.
+// tornProvider is a provider on a fresh table whose Queries go through a
+// tornQueries.
 func tornProvider(t *testing.T) (*dynamo.Provider, *dynamotest.Env, *tornQueries) {
 	t.Helper()
+	env := dynamotest.NewEnv(t, false)
+	p, torn := tornOn(t, env)
+	return p, env, torn
+}
+
+// tornPair is two providers on a fresh table env, as two processes: p,
+// and other, whose Queries go through torn.
+func tornPair(t *testing.T) (env *dynamotest.Env, p, other *dynamo.Provider, torn *tornQueries) {
+	t.Helper()
+	env = dynamotest.NewEnv(t, false)
+	other, torn = tornOn(t, env)
+	return env, env.NewProvider(t, dynamotest.Config{ShortPoll: true}), other, torn
+}
+
+// tornOn is a provider on env whose Queries go through a tornQueries.
+func tornOn(t *testing.T, env *dynamotest.Env) (*dynamo.Provider, *tornQueries) {
+	t.Helper()
 	torn := &tornQueries{}
-	p, env := dynamotest.New(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
+	return env.NewProvider(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
 		torn.API = o.Client
 		o.Client = torn
-	}})
-	return p, env, torn
+	}}), torn
 }
 
 // raisedData returns the data of the ExternalRaised messages of item.
@@ -301,13 +318,7 @@ func TestInstanceRecordInATornReadIsNotWrittenBack(t *testing.T) {
 func TestKVRowsInATornReadAreReadAgain(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	env := dynamotest.NewEnv(t, false)
-	p := env.NewProvider(t, dynamotest.Config{ShortPoll: true})
-	torn := &tornQueries{}
-	other := env.NewProvider(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
-		torn.API = o.Client
-		o.Client = torn
-	}})
+	env, p, other, torn := tornPair(t)
 	const inst = "torn-kv"
 	set := func(id uint64, value string) provider.Event {
 		return ev(id, inst, provider.KeyValueSet{Key: "k", Value: value, LastUpdatedAtMs: id})
@@ -398,13 +409,7 @@ func TestKVRowsEditedOutsideTurnsDoNotStopTheInstance(t *testing.T) {
 func TestHistoryInATornReadIsReadAgain(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	env := dynamotest.NewEnv(t, false)
-	p := env.NewProvider(t, dynamotest.Config{ShortPoll: true})
-	torn := &tornQueries{}
-	other := env.NewProvider(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
-		torn.API = o.Client
-		o.Client = torn
-	}})
+	_, p, other, torn := tornPair(t)
 	const inst = "torn-history"
 	first := startAndFetch(ctx, t, p, inst)
 	must(t, p.AckOrchestrationItem(ctx, first.LockToken, provider.TurnCommit{ExecutionID: 1,

@@ -158,7 +158,7 @@ func readElement(params any) Element {
 		}
 	case *dynamodb.TransactWriteItemsInput:
 		for _, it := range p.TransactItems {
-			tables = append(tables, actionTable(it))
+			tables = append(tables, itemsize.ActionTable(it))
 		}
 	}
 	one := ""
@@ -169,21 +169,6 @@ func readElement(params any) Element {
 		one = deref(t)
 	}
 	return Element{Table: one}
-}
-
-// actionTable is the table a transaction's action names.
-func actionTable(it types.TransactWriteItem) *string {
-	switch {
-	case it.Put != nil:
-		return it.Put.TableName
-	case it.Update != nil:
-		return it.Update.TableName
-	case it.Delete != nil:
-		return it.Delete.TableName
-	case it.ConditionCheck != nil:
-		return it.ConditionCheck.TableName
-	}
-	return nil
 }
 
 // keyText is the text of a partition key value, by [Partition.Key].

@@ -52,17 +52,23 @@ func ChainPayloadName(n, bytes int) string { return ChainName(n) + payloadSuffix
 // then on DynamoDBSQSUncompressed, when env's systems include DynamoDBSQS:
 // what a step with payloads costs, and what compressing them saves.
 func ChainPayload(ctx context.Context, env *Env, n, bytes int) ([]report.Result, error) {
-	timeout := 5*time.Minute + time.Duration(n)*300*time.Millisecond
+	note := fmt.Sprintf("activity inputs and outputs of %d pseudo-random hex digits and a step number", bytes)
+	return chainPayloadOn(ctx, env, ChainPayloadName(n, bytes), chainPad{Steps: n, Bytes: bytes}, note)
+}
+
+// chainPayloadOn runs the chain of pad on DynamoDBSQS and on
+// DynamoDBSQSUncompressed as scenario name.
+func chainPayloadOn(ctx context.Context, env *Env, name string, pad chainPad, note string) ([]report.Result, error) {
+	timeout := 5*time.Minute + time.Duration(pad.Steps)*300*time.Millisecond
 	var systems []System
 	for _, s := range env.systems() {
 		if s.Name == DynamoDBSQS {
 			systems = append(systems, s, uncompressedSystem())
 		}
 	}
-	note := fmt.Sprintf("activity inputs and outputs of %d pseudo-random hex digits and a step number", bytes)
-	return onSystems(ctx, env, systems, ChainPayloadName(n, bytes), timeout, timesUnmetered, func(ctx context.Context, d *Deployment) (report.Result, error) {
-		return chainOn(ctx, d, n, note, func(ctx context.Context, id string) error {
-			return chainPadded.Start(ctx, d.Client, id, chainPad{Steps: n, Bytes: bytes})
+	return onSystems(ctx, env, systems, name, timeout, timesUnmetered, func(ctx context.Context, d *Deployment) (report.Result, error) {
+		return chainOn(ctx, d, pad.Steps, note, func(ctx context.Context, id string) error {
+			return chainPadded.Start(ctx, d.Client, id, pad)
 		})
 	})
 }

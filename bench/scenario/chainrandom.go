@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"time"
 
 	"github.com/duradyn/duradyn/bench/report"
-	"github.com/duradyn/duradyn/durable"
 )
 
 // ChainPayloadRandomName is the name of the ChainPayloadRandom scenario of
@@ -27,38 +25,9 @@ func ChainPayloadRandomName(n, bytes int) string {
 // ChainPayload does: what such a step costs, and what compression still
 // saves on it.
 func ChainPayloadRandom(ctx context.Context, env *Env, n, bytes int) ([]report.Result, error) {
-	timeout := 5*time.Minute + time.Duration(n)*300*time.Millisecond
-	var systems []System
-	for _, s := range env.systems() {
-		if s.Name == DynamoDBSQS {
-			systems = append(systems, s, uncompressedSystem())
-		}
-	}
 	note := fmt.Sprintf("activity inputs and outputs of %d base64 characters of pseudo-random bytes (%d bytes) and a step number", base64Len(bytes), randomBytes(bytes))
-	return onSystems(ctx, env, systems, ChainPayloadRandomName(n, bytes), timeout, timesUnmetered, func(ctx context.Context, d *Deployment) (report.Result, error) {
-		return chainOn(ctx, d, n, note, func(ctx context.Context, id string) error {
-			return chainRandom.Start(ctx, d.Client, id, chainPad{Steps: n, Bytes: bytes})
-		})
-	})
+	return chainPayloadOn(ctx, env, ChainPayloadRandomName(n, bytes), chainPad{Steps: n, Bytes: bytes, Random: true}, note)
 }
-
-// chainRandom is chainPadded with randomFiller: it calls paddedStep
-// pad.Steps times one after the other, each with random filler of its own
-// about pad.Bytes long, and returns how many steps returned their number
-// plus one and their filler.
-var chainRandom = durable.NewOrchestration("ChainRandom", func(ctx *durable.OrchestrationContext, pad chainPad) (int, error) {
-	for i := range pad.Steps {
-		in := paddedInput{I: i, Pad: randomFiller(uint64(i), pad.Bytes)}
-		got, err := paddedStep.Call(ctx, in).Get(ctx)
-		if err != nil {
-			return i, err
-		}
-		if got.I != i+1 || got.Pad != in.Pad {
-			return i, fmt.Errorf("%w: step %d returned %d and %.40q", ErrWrongOutput, i, got.I, got.Pad)
-		}
-	}
-	return pad.Steps, nil
-})
 
 // randomFiller is the standard base64 encoding of randomBytes(n)
 // pseudo-random bytes drawn from seed: text of about n bytes (exactly n

@@ -133,20 +133,28 @@ func (rt Runtimes) String() string {
 }
 
 // instancesOn starts the runtimes rt describes, then instances instances
-// named prefix-000000, ... with start, all at once, and measures from the
-// first start to the last completion, with each instance's latency; check
-// returns how many activities an instance completed, or why its output is
-// wrong.
+// named prefix-000000, ... with runInstances.
 func instancesOn(ctx context.Context, d *Deployment, instances int, prefix string, rt Runtimes,
 	start func(ctx context.Context, id string) error, check func(ctx context.Context, id string) (int, error)) (report.Result, error) {
-	var r report.Result
 	if err := rt.start(ctx, d); err != nil {
-		return r, err
+		return report.Result{}, err
 	}
 	ids := make([]string, instances)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("%s-%06d", prefix, i)
 	}
+	r, err := runInstances(ctx, d, ids, start, check)
+	r.Notes = rt.String() + "; latency from start to the commit of the terminal turn"
+	return r, err
+}
+
+// runInstances starts ids with start, all at once, and measures from the
+// first start to the last completion, with each instance's latency; check
+// returns how many activities an instance completed, or why its output is
+// wrong.
+func runInstances(ctx context.Context, d *Deployment, ids []string,
+	start func(ctx context.Context, id string) error, check func(ctx context.Context, id string) (int, error)) (report.Result, error) {
+	var r report.Result
 	before := d.Usage()
 	began := time.Now()
 	started, err := startAll(ctx, ids, start)
@@ -167,7 +175,6 @@ func instancesOn(ctx context.Context, d *Deployment, instances int, prefix strin
 		}
 		r.Activities += n
 	}
-	r.Notes = rt.String() + "; latency from start to the commit of the terminal turn"
 	return r, nil
 }
 

@@ -183,38 +183,29 @@ func shardsHot(ctx context.Context, d *Deployment, n int) (report.Result, error)
 // random (from a fixed seed, so that every run spreads them alike), and sets
 // its figures by partition and by shard.
 func shardsSpread(ctx context.Context, d *Deployment, c ShardsConfig) (report.Result, error) {
-	r := report.Result{Notes: "runtime with default options (2 orchestration and 2 worker slots); instance ids of 16 random hex digits; latency from start to the commit of the terminal turn"}
+	const notes = "runtime with default options (2 orchestration and 2 worker slots); instance ids of 16 random hex digits; latency from start to the commit of the terminal turn"
 	if _, err := d.StartRuntime(ctx); err != nil {
-		return r, err
+		return report.Result{Notes: notes}, err
 	}
 	rng := rand.New(rand.NewPCG(uint64(c.Instances), uint64(c.Shards)))
 	ids := make([]string, c.Instances)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("%016x", rng.Uint64())
 	}
-	before, parts := d.Usage(), d.Meter.Partitions()
-	began := time.Now()
-	started, err := startAll(ctx, ids, func(ctx context.Context, id string) error { return chain.Start(ctx, d.Client, id, 1) })
+	parts := d.Meter.Partitions()
+	r, err := runInstances(ctx, d, ids, func(ctx context.Context, id string) error { return chain.Start(ctx, d.Client, id, 1) },
+		func(ctx context.Context, id string) (int, error) {
+			got, err := durable.WaitForOutput[int](ctx, d.Observer, id)
+			if err == nil && got != 1 {
+				err = fmt.Errorf("%w: %d of 1 step returned its input", ErrWrongOutput, got)
+			}
+			return got, err
+		})
+	r.Notes = notes
 	if err != nil {
 		return r, err
 	}
-	last, latencies, err := waitAll(ctx, d, ids, started)
-	if err != nil {
-		return r, err
-	}
-	setUsage(&r, d.Usage().Sub(before))
 	parts = d.Meter.Partitions().Sub(parts)
-	r.Elapsed, r.Latencies = last.Sub(began), latencies
-	for _, id := range ids {
-		got, err := durable.WaitForOutput[int](ctx, d.Observer, id)
-		if err != nil {
-			return r, fmt.Errorf("%s: %w", id, err)
-		}
-		if got != 1 {
-			return r, fmt.Errorf("%w: %s: %d of 1 step returned its input", ErrWrongOutput, id, got)
-		}
-		r.Activities++
-	}
 	setPartitionFigures(&r, parts)
 	spread := shardSpread(parts, c.Shards)
 	setExtra(&r, ExtraShardMean, spread.mean)

@@ -71,7 +71,7 @@ var trivial = durable.NewOrchestration("Trivial", func(_ *durable.OrchestrationC
 
 // newRegistry registers every orchestration and activity of the scenarios.
 func newRegistry() (*durable.Registry, error) {
-	return durable.NewRegistry(helloActivity, helloCities5, helloCities5Padded, helloOnce, fanOut, step, chain, paddedStep, chainPadded, chainRandom, awaitNever, trivial)
+	return durable.NewRegistry(helloActivity, helloCities5, helloCities5Padded, helloOnce, fanOut, step, chain, paddedStep, chainPadded, awaitNever, trivial)
 }
 
 // step returns its input plus one: the activity of Chain.
@@ -109,12 +109,13 @@ var paddedStep = durable.NewActivity("PaddedStep", func(_ context.Context, in pa
 })
 
 // chainPadded is chain with payloads: it calls paddedStep pad.Steps times
-// one after the other, each with pad.Bytes of filler of its own, and
-// returns how many steps returned their number plus one and their filler.
-// Its own input and output stay small.
+// one after the other, each with pad.Bytes of filler of its own (hex
+// digits, or base64 of random bytes when pad.Random), and returns how many
+// steps returned their number plus one and their filler. Its own input and
+// output stay small.
 var chainPadded = durable.NewOrchestration("ChainPadded", func(ctx *durable.OrchestrationContext, pad chainPad) (int, error) {
 	for i := range pad.Steps {
-		in := paddedInput{I: i, Pad: filler(uint64(i), pad.Bytes)}
+		in := paddedInput{I: i, Pad: pad.filler(uint64(i))}
 		got, err := paddedStep.Call(ctx, in).Get(ctx)
 		if err != nil {
 			return i, err
@@ -128,8 +129,17 @@ var chainPadded = durable.NewOrchestration("ChainPadded", func(ctx *durable.Orch
 
 // chainPad is chainPadded's input.
 type chainPad struct {
-	Steps int `json:"steps"`
-	Bytes int `json:"bytes"`
+	Steps  int  `json:"steps"`
+	Bytes  int  `json:"bytes"`
+	Random bool `json:"random,omitempty"`
+}
+
+// filler is the filler of step i.
+func (pad chainPad) filler(i uint64) string {
+	if pad.Random {
+		return randomFiller(i, pad.Bytes)
+	}
+	return filler(i, pad.Bytes)
 }
 
 // filler is n pseudo-random hex digits drawn from seed: text that JSON

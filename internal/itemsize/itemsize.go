@@ -113,3 +113,19 @@ func floorDiv2(x int) int {
 	}
 	return x / 2
 }
+
+// ActionTable returns the table a transaction's action names (nil for an
+// empty action). Billing and telemetry both attribute an action to it.
+func ActionTable(it types.TransactWriteItem) *string {
+	switch {
+	case it.Put != nil:
+		return it.Put.TableName
+	case it.Update != nil:
+		return it.Update.TableName
+	case it.Delete != nil:
+		return it.Delete.TableName
+	case it.ConditionCheck != nil:
+		return it.ConditionCheck.TableName
+	}
+	return nil
+}
