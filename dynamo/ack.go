@@ -141,7 +141,7 @@ type claimableActivity struct {
 // actions, 4 MB) and this process fetched it; plus one Query of the control
 // rows when another process did, and one of the KV rows when the turn
 // writes KV or ends the execution and this process does not hold the KV
-// state the lock row names (turnKV). Larger turns use the staged protocol of
+// state the lock row names, unless that state is empty (turnKV). Larger turns use the staged protocol of
 // docs/design.md §5. A retry of an ack whose response was lost resends the
 // same transaction with the same ClientRequestToken and succeeds without
 // applying twice. An ack after this process has returned success for the

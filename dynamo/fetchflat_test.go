@@ -241,6 +241,34 @@ func continueAsNew(ctx context.Context, t *testing.T, tp *turnProcs, inst string
 		HistoryDelta: []provider.Event{start}}), "ack starting execution 2")
 }
 
+// TestEndingTurnWithoutKVReadsNoKVRows: an instance that never wrote KV
+// ends with a turn that sends its transaction alone. The lock row's digest
+// says that the store and the execution's writes are empty, in this
+// process (whose cache holds no state for the instance) as in another.
+func TestEndingTurnWithoutKVReadsNoKVRows(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	tp := newTurnProcs(t)
+	for _, proc := range []struct {
+		name  string
+		p     *dynamo.Provider
+		meter *dynamotest.Meter
+	}{{"own", tp.own, tp.ownMeter}, {"other", tp.other, tp.otherMe}} {
+		inst := "no-kv-end-" + proc.name
+		first := startLocked(ctx, t, tp.own, inst)
+		must(t, tp.own.AckOrchestrationItem(ctx, first.LockToken, provider.TurnCommit{ExecutionID: 1,
+			HistoryDelta: []provider.Event{started(inst)}, Metadata: meta()}), "first turn")
+		item, _ := measuredFetch(ctx, t, proc.p, proc.meter, inst, "e")
+		done := meta()
+		done.Status, done.Output = provider.StatusCompleted, ptr("ok")
+		proc.meter.Reset()
+		ackTurn(ctx, t, proc.p, item, done, provider.OrchestrationCompleted{Output: "ok"})
+		if got, want := proc.meter.Reset().Requests, map[string]int{"TransactWriteItems": 1}; !maps.Equal(got, want) {
+			t.Errorf("%s process: the ending turn made %v, want %v", proc.name, got, want)
+		}
+	}
+}
+
 // TestDueTimerAmongFutureTimersIsFetched: among 2,000 timers queued for
 // the next hour, the one that falls due is found, by its wake-up signal
 // or by a sweep, and the fetch that takes it reads it and not the others.

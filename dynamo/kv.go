@@ -122,6 +122,12 @@ func (p *Provider) turnKV(ctx context.Context, st *instanceState, commit provide
 	if !needsKV(st, commit) {
 		return nil
 	}
+	if st.lock.kvDigest == emptyKVDigest {
+		// The lock row says the store and the execution's writes are
+		// empty: nothing to read (most instances never write KV).
+		st.kvStore, st.kvDelta, st.kvLoaded = map[string]provider.KVEntry{}, provider.KVDelta{}, true
+		return nil
+	}
 	store, delta, ok := p.kv.state(st.id, st.lock.kvDigest)
 	if !ok {
 		var err error

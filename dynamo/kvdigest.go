@@ -83,6 +83,10 @@ func storeDigest(store map[string]provider.KVEntry) string {
 // key: its fetches read no KV row.
 var emptyStoreDigest = storeDigest(nil)
 
+// emptyKVDigest is the KV digest of an instance whose store and current
+// execution hold no key.
+var emptyKVDigest = kvDigest(nil, provider.KVDelta{})
+
 // storeDigestOf is the store part of a lock row's KV digest; "" when it
 // holds none.
 func storeDigestOf(digest string) string {
