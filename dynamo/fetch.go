@@ -91,23 +91,8 @@ func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, schedu
 		defer schedule.hold()()
 		return tried(sweep())
 	}
-	release := schedule.hold() // before the list is taken, which empties it
-	pending, err := p.signals.Wait(ctx, kind, 0)
-	if err != nil {
-		release()
-		p.forwardUnsent(ctx, pending)
-		return translate(op, err)
-	}
-	if len(pending) > 0 {
-		if done, err := trySigs(pending, release); done || err != nil {
-			return err
-		}
-	}
-	release()
-	if !amortised || schedule.claim(time.Now()) {
-		if done, err := sweepHeld(); done || err != nil || p.o.ShortPoll {
-			return err
-		}
+	if done, err := p.pollFirst(ctx, op, kind, schedule, amortised, trySigs, sweepHeld); done || err != nil {
+		return err
 	}
 	for {
 		wait := time.Until(deadline)
@@ -141,6 +126,32 @@ func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, schedu
 			return err
 		}
 	}
+}
+
+// pollFirst is poll's first step: the signals already pending, then a
+// sweep unless the process's fetches share one that is not due. done
+// reports that poll ends here: a result, or a short poll that swept.
+func (p *Provider) pollFirst(ctx context.Context, op string, kind queues.Kind, schedule *sweepSchedule, amortised bool,
+	trySigs func([]queues.Signal, func()) (bool, error), sweepHeld func() (bool, error)) (done bool, err error) {
+	release := schedule.hold() // before the list is taken, which empties it
+	pending, err := p.signals.Wait(ctx, kind, 0)
+	if err != nil {
+		release()
+		p.forwardUnsent(ctx, pending)
+		return true, translate(op, err)
+	}
+	if len(pending) > 0 {
+		if done, err := trySigs(pending, release); done || err != nil {
+			return true, err
+		}
+	}
+	release()
+	if !amortised || schedule.claim(time.Now()) {
+		if done, err := sweepHeld(); done || err != nil || p.o.ShortPoll {
+			return true, err
+		}
+	}
+	return false, nil
 }
 
 // hasQueue reports whether kind has a wake-up queue, so that other
