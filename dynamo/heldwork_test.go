@@ -207,7 +207,12 @@ func testInstanceBacklog(t *testing.T, fetchers int, lag time.Duration) {
 		go func() {
 			errs <- func() error {
 				for next() {
-					item, err := p.FetchOrchestrationItem(ctx, longLock, 2*time.Second, nil)
+					// The poll timeout only bounds a failure: a process
+					// that lost track of the backlog waits for the hourly
+					// sweep, past any timeout; one that kept it answers as
+					// soon as the other fetch's sweep hands work on, which
+					// on a loaded machine can take seconds.
+					item, err := p.FetchOrchestrationItem(ctx, longLock, 20*time.Second, nil)
 					if err != nil || item == nil {
 						return fmt.Errorf("a fetch with instances left: %+v, %v; want an instance (the process lost track of the backlog its sweep saw)", item, err)
 					}

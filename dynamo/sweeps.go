@@ -137,6 +137,12 @@ func (s *sweepSchedule) watch(now time.Time, d time.Duration) {
 		return
 	}
 	s.next = due
+	s.wake()
+}
+
+// wake ends the waits of the fetches waiting for the next sweep, which has
+// come forward. s.mu is held.
+func (s *sweepSchedule) wake() {
 	for _, wake := range s.waiters {
 		wake()
 	}
@@ -170,12 +176,18 @@ func (s *sweepSchedule) waiting(wake func()) (done func()) {
 // it empty meanwhile must not sweep again, for the first hands back what
 // it does not use. Each backlog sweep takes work itself and hands on up
 // to sweepHandLimit instances, so a backlog costs about one sweep per
-// sweepHandLimit instances.
+// sweepHandLimit instances. The fetches waiting for signals wake when
+// the backlog sweep falls due (here, or when the last holder lets go): the
+// fetch that held the signals may make no other, and the waiting ones
+// would otherwise sleep to their poll timeout beside the backlog.
 func (s *sweepSchedule) backlog() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.backlogged = true
 	s.interval = s.base
+	if s.backlogDue() {
+		s.wake()
+	}
 }
 
 // hold records that a fetch sweeps or tries signals it took from the
@@ -191,6 +203,9 @@ func (s *sweepSchedule) hold() (release func()) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.holding--
+			if s.backlogDue() {
+				s.wake()
+			}
 		})
 	}
 }

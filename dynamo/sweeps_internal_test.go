@@ -84,3 +84,47 @@ func TestSweepSchedule(t *testing.T) {
 	}
 	claims(step{175 * time.Second, true}, step{176 * time.Second, false})
 }
+
+// TestBacklogSweepWakesWaitingFetch: a fetch that found no signal while
+// another held the process's list waits for signals until its poll
+// timeout or the next sweep. When the holder gives the list back with a
+// backlog recorded and makes no further fetch (its caller is done), the
+// backlog sweep is due at once: the waiting fetch must wake to make it,
+// not sleep to its poll timeout with work in the index (a fetch of the
+// backlog test returned nothing this way, its partner's last fetch done).
+func TestBacklogSweepWakesWaitingFetch(t *testing.T) {
+	t.Parallel()
+	now := time.Unix(1_800_000_000, 0)
+	s := newSweepSchedule(time.Hour, time.Hour)
+	if !s.claim(now) {
+		t.Fatal("first claim refused")
+	}
+	release := s.hold()
+	s.backlog() // the holder's sweep saw more than it handed on
+	if d := s.untilDue(now); d == 0 {
+		t.Fatal("backlog sweep due while a fetch holds signals")
+	}
+	woken := make(chan struct{}, 4)
+	defer s.waiting(func() { woken <- struct{}{} })()
+	release()
+	select {
+	case <-woken:
+	default:
+		t.Fatal("the holder gave the signals back with a backlog due; the waiting fetch was not woken")
+	}
+	if d := s.untilDue(now); d != 0 {
+		t.Fatalf("untilDue after release with a backlog: %v, want 0", d)
+	}
+
+	// A backlog recorded while no fetch holds signals wakes the waiters
+	// too.
+	if !s.claim(now) {
+		t.Fatal("backlog sweep refused")
+	}
+	s.backlog()
+	select {
+	case <-woken:
+	default:
+		t.Fatal("backlog recorded with no holder; the waiting fetch was not woken")
+	}
+}
