@@ -109,7 +109,7 @@ func TestListPageFilters(t *testing.T) {
 		t.Errorf("the list shows %d instances, want %d", len(got), len(all)+3)
 	}
 	wantIn(t, "list", body, []string{`status st-failed`}, nil)
-	wantCounts(t, body, map[string]string{"All": "11", "Pending": "—", "Running": "2", "Completed": "8", "Failed": "1", "Canceled": "0"})
+	wantCounts(t, body, map[string]string{"All": "11", "Pending": "0", "Running": "2", "Completed": "8", "Failed": "1", "Canceled": "0"})
 
 	for _, tc := range []struct {
 		query    string

@@ -184,7 +184,7 @@ func TestConsoleOnDynamoDB(t *testing.T) {
 	}
 	// The cancel made the counts be read again: the canceled instance is
 	// counted apart from the failed one.
-	wantCounts(t, body, map[string]string{"All": "11", "Pending": "—", "Running": "0", "Completed": "9", "Failed": "1", "Canceled": "1"})
+	wantCounts(t, body, map[string]string{"All": "11", "Pending": "0", "Running": "0", "Completed": "9", "Failed": "1", "Canceled": "1"})
 	if res, _ := post(t, con, "/actions/delete", url.Values{"id": {s.hello}, "csrf": {token}}, cookies); res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("delete: %s", res.Status)
 	}
@@ -385,4 +385,33 @@ func BenchmarkListPage(b *testing.B) {
 	b.ReportMetric(capacity/float64(b.N), "capacity/op")
 	b.ReportMetric(float64(examined)/float64(b.N), "examined/op")
 	b.ReportMetric(float64(n), "instances")
+}
+
+// TestListCountsPendingStarts: instances started and not yet run (no
+// runtime serves the table) are counted as Pending, and in All, from the
+// counter cells: the list's counts and the System page show them, read
+// with one Query.
+func TestListCountsPendingStarts(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	d := newDynamoStore(t)
+	for _, id := range []string{"pending-a", "pending-b"} {
+		if err := d.client.StartOrchestration(ctx, id, "Hello", "x"); err != nil {
+			t.Fatalf("start %s: %v", id, err)
+		}
+	}
+	con := newConsole(t, d.client)
+	res, body, used := d.metered(t, con, "/instances")
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET /instances: %s", res.Status)
+	}
+	wantCounts(t, body, map[string]string{"All": "2", "Pending": "2", "Running": "0", "Completed": "0", "Failed": "0", "Canceled": "0"})
+	if got := listIDs(body); !sameSet(got, []string{"pending-a", "pending-b"}) {
+		t.Errorf("the list shows %q, want both pending instances", got)
+	}
+	if used.Requests["Scan"] != 0 {
+		t.Errorf("the list page made %v; want no Scan", used.Requests)
+	}
+	_, body = get(t, con, "/system")
+	wantIn(t, "system", body, []string{`id="m-pending">2<`, `id="m-instances">2<`}, nil)
 }

@@ -169,26 +169,23 @@ func (c *Console) handleList(w http.ResponseWriter, r *http.Request) {
 
 // countLinks are the counts per status, each linking to its filter.
 func countLinks(f listFilter, counts statusCounts) []statusLink {
-	link := func(status string, n *uint64) statusLink {
+	link := func(status string, n uint64) statusLink {
 		l := statusLink{Label: cmp.Or(status, "All"), Class: statusClass(cmp.Or(status, "all")),
 			URL: f.with(func(v url.Values) { setOrDel(v, "status", status) })}
-		switch {
-		case counts.Err != "":
+		if counts.Err != "" {
 			l.Title = "counts unavailable"
-		case n == nil:
-			l.Title = "the store does not count " + strings.ToLower(status) + " instances"
-		default:
-			l.Count, l.Known = *n, true
+		} else {
+			l.Count, l.Known = n, true
 		}
 		return l
 	}
 	return []statusLink{
-		link("", &counts.Total),
+		link("", counts.Total),
 		link(statusPending, counts.Pending),
-		link(provider.StatusRunning, &counts.Running),
-		link(provider.StatusCompleted, &counts.Completed),
-		link(provider.StatusFailed, &counts.Failed),
-		link(statusCanceled, &counts.Canceled),
+		link(provider.StatusRunning, counts.Running),
+		link(provider.StatusCompleted, counts.Completed),
+		link(provider.StatusFailed, counts.Failed),
+		link(statusCanceled, counts.Canceled),
 	}
 }
 

@@ -56,21 +56,20 @@ func statusClass(display string) string {
 }
 
 // statusCounts counts instances per status, from [provider.SystemMetrics]:
-// Failed without the canceled ones, which Canceled counts. Pending is nil:
-// SystemMetrics does not count pending instances (started, not yet run), so
-// the list shows their filter without a count rather than list every
-// instance to count them.
+// Failed without the canceled ones, which Canceled counts; Pending the
+// queued starts no turn has taken yet ([provider.SystemMetrics.PendingInstances]);
+// Total, like the unfiltered list, the pending ones as well.
 type statusCounts struct {
-	Total, Running, Completed, Failed, Canceled, Other uint64
-	Pending                                            *uint64
-	At                                                 time.Time
-	Err                                                string
+	Total, Pending, Running, Completed, Failed, Canceled, Other uint64
+	At                                                          time.Time
+	Err                                                         string
 }
 
 // countsOf maps the store's figures to the counts shown.
 func countsOf(m provider.SystemMetrics, at time.Time) statusCounts {
 	counts := statusCounts{
-		Total: m.TotalInstances, Running: m.RunningInstances, Completed: m.CompletedInstances,
+		Total: m.TotalInstances + m.PendingInstances, Pending: m.PendingInstances,
+		Running: m.RunningInstances, Completed: m.CompletedInstances,
 		// Canceled instances are among the failed ones; a store that
 		// counted more of them than failures would be wrong, not negative.
 		Failed: m.FailedInstances - min(m.CanceledInstances, m.FailedInstances), Canceled: min(m.CanceledInstances, m.FailedInstances),

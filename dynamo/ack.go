@@ -434,6 +434,7 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 	if err := tp.orchestratorItems(); err != nil {
 		return tp.plan, "", err
 	}
+	tp.plan.cell = tp.plan.cell.plus(1, startsChange(tp.startsSent, tp.startsTaken))
 	tp.release()
 	if err := tp.checkRowSizes(); err != nil {
 		return tp.plan, "", err
@@ -454,6 +455,9 @@ type turnPlanner struct {
 	id, pk string
 	plan   turnPlan
 	digest hash.Hash
+	// startsTaken and startsSent count the start messages the turn
+	// consumes and queues, which change the cells' pending figure.
+	startsTaken, startsSent int
 }
 
 // add appends a to the plan and counts its size towards the transaction's
@@ -495,8 +499,15 @@ func (tp *turnPlanner) history() error {
 // consumed plans the deletes of the messages the turn consumed, each
 // conditioned on the row the fetch read (Provider.staleRead).
 func (tp *turnPlanner) consumed() {
+	starts := map[string]bool{}
+	for _, m := range tp.st.msgs {
+		starts[m.sk] = isStart(m.kind)
+	}
 	for _, sk := range tp.turn.batch {
 		tp.add(planAction{del: key(tp.pk, sk), asRead: rowExists})
+		if starts[sk] {
+			tp.startsTaken++
+		}
 	}
 }
 
@@ -722,6 +733,9 @@ func (tp *turnPlanner) orchestratorItems() error {
 		visible := provider.TurnVisibleAt(w, timeMs(tp.now)).UnixMilli()
 		row, sig, size := tp.p.orchestratorItem(w, data, visible)
 		tp.add(planAction{put: row, limitSize: size})
+		if isStart(w.Kind()) {
+			tp.startsSent++
+		}
 		tp.plan.signals = append(tp.plan.signals, sig)
 	}
 	return nil

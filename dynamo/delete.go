@@ -19,7 +19,10 @@ import (
 type doomed struct {
 	st *instanceState
 	// rows are the keys of the instance's partition and worker rows.
-	rows     []item
+	rows []item
+	// starts holds the sort keys of the queued starts among rows, which
+	// the SystemMetrics cells count.
+	starts   map[string]bool
 	children []string
 	events   uint64
 	queued   uint64
@@ -33,7 +36,7 @@ func (p *Provider) collect(ctx context.Context, instance string) (*doomed, error
 		return nil, err
 	}
 	pk := keys.InstancePK(instance)
-	rows, err := p.queryPartition(ctx, pk, "#", "\U0010FFFF", attrPK, attrSK, attrChild, attrEventCount)
+	rows, err := p.queryPartition(ctx, pk, "#", "\U0010FFFF", attrPK, attrSK, attrChild, attrEventCount, attrKind)
 	if err != nil {
 		return nil, err
 	}
@@ -41,7 +44,7 @@ func (p *Provider) collect(ctx context.Context, instance string) (*doomed, error
 	if err != nil {
 		return nil, err
 	}
-	d := &doomed{st: st}
+	d := &doomed{st: st, starts: map[string]bool{}}
 	for _, row := range rows {
 		sk, _, _ := strAttr(row, attrSK)
 		switch {
@@ -52,6 +55,9 @@ func (p *Provider) collect(ctx context.Context, instance string) (*doomed, error
 			d.events += rowEventCount(row)
 		case strings.HasPrefix(sk, keys.QueuePrefix):
 			d.queued++
+			if kind, _, _ := strAttr(row, attrKind); isStart(kind) {
+				d.starts[sk] = true
+			}
 		}
 		d.rows = append(d.rows, key(pk, sk))
 		delete(row, attrChild)
@@ -122,9 +128,10 @@ func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string,
 	// any, remain to be removed.
 	if len(commit) > 0 {
 		if err := p.sendFresh(ctx, op, commit); err != nil {
-			if i := conditionFailedAt(cancelReasons(err)); i >= 0 && commit[i].Delete != nil && isMetaKey(commit[i].Delete.Key) && tries < maxDeleteTries {
+			if i := conditionFailedAt(cancelReasons(err)); i >= 0 && commit[i].Delete != nil && readAgain(commit[i].Delete.Key) && tries < maxDeleteTries {
 				// An instance record changed since it was read (a turn,
-				// a prune, another delete): read everything again.
+				// a prune, another delete), or a queued start is gone (a
+				// turn took it): read everything again.
 				return p.deleteInstances(ctx, op, ids, force, tries+1)
 			}
 			if reasons := cancelReasons(err); slices.Contains(reasons, "ConditionalCheckFailed") {
@@ -172,6 +179,14 @@ func (p *Provider) collectDeletable(ctx context.Context, op string, set []string
 	return all, nil
 }
 
+// readAgain reports whether a delete whose condition on the row with key
+// k failed reads the instances again: an instance record or a queued
+// start changed since the read.
+func readAgain(k item) bool {
+	sk, _, _ := strAttr(k, attrSK)
+	return isMetaKey(k) || strings.HasPrefix(sk, keys.QueuePrefix)
+}
+
 // deleteActions splits the deletes of the collected instances into the
 // commit, which must be one transaction, and the rest, and counts what
 // they remove. The commit deletes every metadata and lock row. The lock
@@ -204,14 +219,24 @@ func (p *Provider) deleteActions(all []*doomed, set []string) (res provider.Dele
 					a.Delete.ExpressionAttributeNames = map[string]string{"#ver": attrLockVer}
 					a.Delete.ExpressionAttributeValues = map[string]types.AttributeValue{":ver": nu(d.st.lock.ver)}
 				}
-				if sk == keys.Meta && d.st.meta != nil {
+				if sk == keys.Meta {
 					// Its contribution leaves the counter cells: the
-					// record must be the one read (figuresAsRead).
+					// record must be the one read (figuresAsRead), and
+					// absent if the read of the control rows found none
+					// (a first turn committed between that read and the
+					// read of the partition's keys).
 					c := figuresAsRead(d.st.meta)
 					a.Delete.ConditionExpression = aws.String(c.expr)
 					a.Delete.ExpressionAttributeNames, a.Delete.ExpressionAttributeValues = c.names, c.values
 					cell = cell.plus(1, change(d.st.meta, nil))
 				}
+				commit = append(commit, a)
+			case d.starts[sk]:
+				// A queued start leaves the cells' pending count: the
+				// row must still be there (a turn may have consumed it).
+				a.Delete.ConditionExpression = aws.String(rowExists.expr)
+				a.Delete.ExpressionAttributeNames = rowExists.names
+				cell = cell.plus(1, startsChange(0, 1))
 				commit = append(commit, a)
 			default:
 				rest = append(rest, a)

@@ -27,6 +27,10 @@ const (
 // writes and reads. A table whose layout record names another version is
 // refused by [Provider.CheckLayout].
 //
+// Version 5 counts queued start messages in the counter cells (np), so
+// that SystemMetrics reports pending instances; a version 4 table's cells
+// lack the starts queued before, and consuming them would drive the count
+// below zero.
 // Version 4 keys an orchestrator message by the time it becomes visible
 // (keys.MessageSK), so that a fetch's read of an instance ends at the
 // current time and never reads its future timers, and records on the lock
@@ -48,7 +52,7 @@ const (
 // key. Nothing converts one into another: a table of an older version is
 // refused rather than misread; serve it with the release that wrote it
 // until its instances end, and start new work on a new table.
-const LayoutVersion = 4
+const LayoutVersion = 5
 
 // OpCheckLayout names [Provider.CheckLayout] in its errors.
 const OpCheckLayout = "CheckLayout"

@@ -76,12 +76,12 @@ func TestLayoutMismatchRefused(t *testing.T) {
 
 // TestLayoutOfAnOlderVersionRefused: a table whose layout record names
 // version 1 (KV rows apart), version 2 (no counter cells for
-// SystemMetrics) or version 3 (messages keyed by enqueue order, no KV
-// store digest) is refused with ErrLayoutMismatch naming both versions,
+// SystemMetrics), version 3 (messages keyed by enqueue order, no KV
+// store digest) or version 4 (queued starts not counted) is refused with ErrLayoutMismatch naming both versions,
 // before anything reads its rows.
 func TestLayoutOfAnOlderVersionRefused(t *testing.T) {
 	t.Parallel()
-	for _, old := range []int{1, 2, 3} {
+	for _, old := range []int{1, 2, 3, 4} {
 		t.Run(fmt.Sprintf("version %d", old), func(t *testing.T) {
 			t.Parallel()
 			p, env := dynamotest.New(t, dynamotest.Config{Shards: 8})

@@ -34,7 +34,11 @@ import (
 // matter to the sum: the writer picks one that none of its transactions
 // in flight writes (cellPicker). A turn changes the contribution only
 // when it starts or ends an execution (or creates the record): the turns
-// between write no cell.
+// between write no cell. The cells also count the queued start
+// messages (np): a start is counted in the transaction that queues it (a
+// client's enqueue, a parent's turn) and uncounted in the one that
+// consumes it (a turn, whose delete of it is conditioned on the row as
+// read) or deletes it (a delete, likewise conditioned).
 
 // Counter attributes: of the instance record (nx, xev, cev, xcan) and of a
 // cell.
@@ -48,6 +52,7 @@ const (
 	attrCellDone    = "nc"
 	attrCellFailed  = "nf"
 	attrCellCancel  = "nk"
+	attrCellPending = "np"
 	// A cell's executions and events are nx and xev, as in the record
 	// (its xev sums the records' xev and cev).
 )
@@ -56,6 +61,10 @@ const (
 // or a difference of two contributions.
 type figures struct {
 	instances, running, completed, failed, canceled, executions, events int64
+	// pending counts queued start messages, which no instance record
+	// holds: +1 in the transaction that writes one, -1 in the one that
+	// consumes or deletes it (startsChange).
+	pending int64
 }
 
 // runFigures are the figures of an instance record that turns alone set
@@ -139,6 +148,13 @@ func contribution(m *metaRow) figures {
 	return f
 }
 
+// startsChange is the change of the pending figure for a write that
+// queues sent start messages and removes taken ones.
+func startsChange(sent, taken int) figures { return figures{pending: int64(sent - taken)} }
+
+// isStart reports whether a queue row of kind is an instance's start.
+func isStart(kind string) bool { return kind == provider.KindStartOrchestration }
+
 // plus is f + sign*g.
 func (f figures) plus(sign int64, g figures) figures {
 	return figures{
@@ -149,6 +165,7 @@ func (f figures) plus(sign int64, g figures) figures {
 		canceled:   f.canceled + sign*g.canceled,
 		executions: f.executions + sign*g.executions,
 		events:     f.events + sign*g.events,
+		pending:    f.pending + sign*g.pending,
 	}
 }
 
@@ -213,7 +230,7 @@ func cellTerms(d figures) []struct {
 	}{
 		{attrCellInst, d.instances}, {attrCellRunning, d.running}, {attrCellDone, d.completed},
 		{attrCellFailed, d.failed}, {attrCellCancel, d.canceled},
-		{attrExecCount, d.executions}, {attrEndedEvs, d.events},
+		{attrExecCount, d.executions}, {attrEndedEvs, d.events}, {attrCellPending, d.pending},
 	}
 }
 
@@ -389,6 +406,7 @@ func (p *Provider) readCells(ctx context.Context) (figures, error) {
 			instances: d.int(row, attrCellInst), running: d.int(row, attrCellRunning),
 			completed: d.int(row, attrCellDone), failed: d.int(row, attrCellFailed), canceled: d.int(row, attrCellCancel),
 			executions: d.int(row, attrExecCount), events: d.int(row, attrEndedEvs),
+			pending: d.int(row, attrCellPending),
 		})
 	}
 	return f, d.err
@@ -401,9 +419,9 @@ func (p *Provider) readCells(ctx context.Context) (figures, error) {
 // instance records. TotalEvents counts every event of the executions with
 // a terminal status and, of each running execution, the events of the
 // turn that started it: the rest are added when it ends, so that turns in
-// between write no counter. Instances whose start is queued and has not
-// run are not counted ([provider.StatusPending]; ListInstancesByStatus
-// lists them).
+// between write no counter. PendingInstances counts the queued start
+// messages no turn has taken: the cells count each in the transaction
+// that queues it and in the one that consumes or deletes it.
 //
 // Requests: one consistent Query of the cells (32 small items: one page,
 // 1 RRU), whatever the table holds: the same with no instance and with a
@@ -420,6 +438,7 @@ func (p *Provider) SystemMetrics(ctx context.Context) (provider.SystemMetrics, e
 		CompletedInstances: unsigned(cells.completed),
 		FailedInstances:    unsigned(cells.failed),
 		CanceledInstances:  unsigned(cells.canceled),
+		PendingInstances:   unsigned(cells.pending),
 		TotalEvents:        unsigned(cells.events),
 	}, nil
 }

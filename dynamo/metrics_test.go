@@ -466,3 +466,130 @@ func TestSystemMetricsRecordCreatedAfterExecutions(t *testing.T) {
 		t.Fatalf("SystemMetrics = %+v; want one completed instance, 2 executions of 5 events", m)
 	}
 }
+
+// TestSystemMetricsCountsQueuedStarts: SystemMetrics counts the queued
+// starts no turn has taken (PendingInstances). A start is counted in the
+// transaction that queues it, a client's enqueue or a turn's, and
+// uncounted in the one that consumes it (a turn) or deletes it (a
+// delete), while transactions are resent, lose their responses, conflict
+// and throttle, and while two providers delete pending instances that
+// turns race to take. The cells agree with the table's queued starts
+// after each phase.
+func TestSystemMetricsCountsQueuedStarts(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, false)
+	in := faults.New(17)
+	in.SetRealConflicts(true)
+	a := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	b := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	tx := []string{faults.OpTransactWriteItems}
+	in.Add(faults.Rule{Ops: tx, Rate: 0.15, Fault: faults.Resend()})
+	in.Add(faults.Rule{Ops: tx, Rate: 0.1, Fault: faults.LostResponse()})
+	in.Add(faults.Rule{Ops: tx, Rate: 0.05, Fault: faults.Throttle("ThrottlingException")})
+
+	// Starts from both providers at once.
+	const n = 24
+	var wg sync.WaitGroup
+	for i := range n {
+		p := []*dynamo.Provider{a, b}[i%2]
+		wg.Go(func() {
+			if err := retry(ctx, func() error { return p.EnqueueForOrchestrator(ctx, startItem(fmt.Sprintf("pend-%02d", i)), 0) }); err != nil {
+				t.Errorf("start %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	in.SetEnabled(false)
+	// A start whose transaction landed but whose caller saw a retryable
+	// failure is queued again by the retry: at least n.
+	first := checkMetrics(ctx, t, env, a, "after the starts")
+	if first.PendingInstances < n || first.TotalInstances != 0 {
+		t.Fatalf("SystemMetrics after %d starts = %+v; want at least %d pending, no instance", n, first, n)
+	}
+	if st := in.Stats(); st.Faults[faults.KindResend] == 0 || st.Faults[faults.KindLostResponse] == 0 {
+		t.Fatalf("the starts met no resend or no lost response: %v", st)
+	}
+	in.SetEnabled(true)
+
+	// A turn that consumes a start and queues three.
+	item, err := a.FetchOrchestrationItem(ctx, longLock, 5*time.Second, nil)
+	if err != nil || item == nil {
+		t.Fatalf("fetch: %+v, %v", item, err)
+	}
+	commit := provider.TurnCommit{ExecutionID: 1, HistoryDelta: []provider.Event{started(item.Instance)}, Metadata: meta()}
+	for k := range 3 {
+		commit.OrchestratorItems = append(commit.OrchestratorItems, startItem(fmt.Sprintf("%s-child-%d", item.Instance, k)))
+	}
+	must(t, retry(ctx, func() error { return a.AckOrchestrationItem(ctx, item.LockToken, commit) }), "ack with three starts")
+	in.SetEnabled(false)
+	taken := uint64(0)
+	for _, w := range item.Messages {
+		if _, ok := w.(provider.StartOrchestrationItem); ok {
+			taken++
+		}
+	}
+	if m := checkMetrics(ctx, t, env, a, "after a turn took a start and queued three"); m.PendingInstances != first.PendingInstances+3-taken || m.TotalInstances != 1 {
+		t.Fatalf("SystemMetrics = %+v; want %d pending, 1 instance", m, first.PendingInstances+3-taken)
+	}
+	in.SetEnabled(true)
+
+	// Both providers delete every pending instance at once while turns
+	// on both take starts. (A delete that read an instance's control rows
+	// before its first turn committed, and its other rows after, deleted
+	// the new record without uncounting it: TotalInstances drifted by
+	// one.)
+	racePendingDeletes(ctx, t, a, b, n)
+	in.SetEnabled(false)
+	checkMetrics(ctx, t, env, a, "after turns raced deletes of pending instances")
+}
+
+// racePendingDeletes deletes the pending instances pend-00 … on both
+// providers at once while a fetch loop on each takes turns, until the
+// deletes are done and no start is left to take.
+func racePendingDeletes(ctx context.Context, t *testing.T, a, b *dynamo.Provider, n int) {
+	t.Helper()
+	var deleting sync.WaitGroup
+	for i := range n {
+		for _, p := range []*dynamo.Provider{a, b} {
+			deleting.Go(func() {
+				err := retry(ctx, func() error {
+					_, err := p.DeleteInstancesAtomic(ctx, []string{fmt.Sprintf("pend-%02d", i)}, true)
+					return err
+				})
+				if err != nil && !errors.Is(err, provider.ErrTreeChanged) {
+					t.Errorf("delete pend-%02d: %v", i, err)
+				}
+			})
+		}
+	}
+	deletesDone := make(chan struct{})
+	go func() { deleting.Wait(); close(deletesDone) }()
+	var turning sync.WaitGroup
+	for _, p := range []*dynamo.Provider{a, b} {
+		turning.Go(func() {
+			for {
+				item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+				if err != nil && !provider.IsRetryable(err) {
+					t.Errorf("fetch: %v", err)
+					return
+				}
+				if item == nil {
+					select {
+					case <-deletesDone:
+						return
+					default:
+						continue
+					}
+				}
+				done := provider.TurnCommit{ExecutionID: 1, HistoryDelta: []provider.Event{started(item.Instance)}, Metadata: meta()}
+				// A delete may take the instance from under the turn.
+				err = retry(ctx, func() error { return p.AckOrchestrationItem(ctx, item.LockToken, done) })
+				if err != nil && !errors.Is(err, provider.ErrInvalidLockToken) {
+					t.Errorf("ack %s: %v", item.Instance, err)
+				}
+			}
+		})
+	}
+	turning.Wait()
+}

@@ -19,8 +19,9 @@ import (
 // delay, not its FireAtMs. The instance is not created. Invalid items fail
 // with [provider.ErrInvalidInput].
 //
-// Requests: one TransactWriteItems putting the message (one action, with a
-// ClientRequestToken), then the wake-up signal.
+// Requests: one TransactWriteItems putting the message (with a
+// ClientRequestToken; for a start, beside the update of a counter cell
+// that counts it as pending), then the wake-up signal.
 func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item provider.WorkItem, delay time.Duration) error {
 	if err := provider.ValidateOrchestratorItem(provider.OpEnqueueForOrchestrator, item); err != nil {
 		return err
@@ -38,12 +39,22 @@ func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item provider.Wor
 			"%s work item is %d bytes stored; it must fit one DynamoDB item (%d bytes)", item.Kind(), size, MaxItemBytes)
 	}
 	// The key is this call's own (its seq is new), so a failed condition
-	// means that an earlier attempt of the call landed.
-	err = p.putOnce(ctx, provider.OpEnqueueForOrchestrator, &types.Put{
+	// means that an earlier attempt of the call landed. A start is counted
+	// in the same transaction (SystemMetrics' pending figure); the
+	// transaction's ClientRequestToken keeps a resend from counting it
+	// twice (putOnce).
+	actions := []types.TransactWriteItem{{Put: &types.Put{
 		TableName: p.table, Item: row,
 		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
 		ExpressionAttributeNames: map[string]string{"#pk": attrPK},
-	})
+	}}}
+	var counted int
+	if isStart(item.Kind()) {
+		counted = 1
+	}
+	cell, done := p.takeCell(startsChange(counted, 0))
+	defer done()
+	err = p.sendFresh(ctx, provider.OpEnqueueForOrchestrator, append(actions, cell...))
 	if err != nil && conditionFailedAt(cancelReasons(err)) != 0 {
 		return translate(provider.OpEnqueueForOrchestrator, err)
 	}

@@ -120,6 +120,11 @@ type SystemMetrics struct {
 	// current execution failed by cancellation (its OrchestrationFailed
 	// event's details are [ApplicationDetails] of kind [AppCancelled]).
 	CanceledInstances uint64
+	// PendingInstances counts the queued starts no turn has taken yet:
+	// the instances created and not yet run ([StatusPending]), and a start
+	// sent again to an instance, until a turn takes it. Not part of
+	// TotalInstances, which counts instances that have run.
+	PendingInstances uint64
 	// TotalEvents counts history events over all executions. A store that
 	// keeps the figure in counters may count a running execution's events
 	// as of an earlier point of it, and the rest once the execution ends

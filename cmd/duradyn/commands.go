@@ -670,11 +670,6 @@ func mapKeys(m map[string]string) func(func(string) bool) {
 	}
 }
 
-// metricsWarnAbove is the running-instance count above which metrics warns
-// about its cost: on DynamoDB it reads each instance that has not ended
-// (those that have are summed in counter cells).
-const metricsWarnAbove = 10000
-
 func cmdMetrics(a *app, fs *flag.FlagSet) func([]string) error {
 	return func(args []string) error {
 		if err := wantArgs("metrics", args, 0, 0, "no arguments"); err != nil {
@@ -691,13 +686,11 @@ func cmdMetrics(a *app, fs *flag.FlagSet) func([]string) error {
 		if err != nil {
 			return a.awsError(err)
 		}
-		if m.RunningInstances > metricsWarnAbove {
-			fmt.Fprintf(a.stderr, "duradyn: warning: metrics read each of the %d running instances; with that many this is slow and costly\n", m.RunningInstances)
-		}
 		if a.jsonOut() {
 			return a.printJSON(map[string]any{
 				"total_instances": m.TotalInstances, "running_instances": m.RunningInstances,
 				"completed_instances": m.CompletedInstances, "failed_instances": m.FailedInstances,
+				"canceled_instances": m.CanceledInstances, "pending_instances": m.PendingInstances,
 				"total_executions": m.TotalExecutions, "total_events": m.TotalEvents,
 				"orchestrator_queue": d.OrchestratorQueue, "worker_queue": d.WorkerQueue,
 			})
@@ -708,6 +701,8 @@ func cmdMetrics(a *app, fs *flag.FlagSet) func([]string) error {
 			"  running", u(m.RunningInstances),
 			"  completed", u(m.CompletedInstances),
 			"  failed", u(m.FailedInstances),
+			"    canceled", u(m.CanceledInstances),
+			"pending starts", u(m.PendingInstances),
 			"executions", u(m.TotalExecutions),
 			"events", u(m.TotalEvents),
 			"orchestrator queue", strconv.Itoa(d.OrchestratorQueue),

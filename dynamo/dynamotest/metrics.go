@@ -18,7 +18,8 @@ import (
 // itself, without the provider's counter cells: a consistent Scan of every
 // item, counting each instance by its record's status (and as canceled
 // when a failed one's record says so, xcan), each execution record without
-// the pruning flag, and the events of those executions' history rows.
+// the pruning flag, the events of those executions' history rows, and the
+// queued start messages.
 // Tests compare the provider's answer with it after a workload, faults and
 // all; it reads the whole table, so it is for small test tables only. The
 // provider counts a running execution's events as of its first turn, so
@@ -56,6 +57,10 @@ func (env *Env) ScanMetrics(ctx context.Context) (provider.SystemMetrics, error)
 			sk := strAttr(row, "sk")
 			in := get(pk)
 			switch {
+			case strings.HasPrefix(sk, keys.QueuePrefix):
+				if strAttr(row, "kind") == provider.KindStartOrchestration {
+					m.PendingInstances++
+				}
 			case sk == keys.Meta:
 				in.found, in.status = true, strAttr(row, "status")
 				_, in.canceled = row["xcan"]

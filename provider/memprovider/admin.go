@@ -204,8 +204,8 @@ func (p *Provider) ExecutionInfo(ctx context.Context, instance string, execution
 }
 
 // SystemMetrics counts instances (by the status of their current
-// execution, and the canceled ones among the failed), executions and
-// history events, all exactly.
+// execution, and the canceled ones among the failed), executions, history
+// events and queued starts, all exactly.
 func (p *Provider) SystemMetrics(ctx context.Context) (provider.SystemMetrics, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -221,6 +221,11 @@ func (p *Provider) SystemMetrics(ctx context.Context) (provider.SystemMetrics, e
 		m.CountInstance(currentStatus(inst))
 		if canceled(inst) {
 			m.CanceledInstances++
+		}
+	}
+	for _, msg := range p.orchQ {
+		if msg.kind == provider.KindStartOrchestration {
+			m.PendingInstances++
 		}
 	}
 	return m, nil

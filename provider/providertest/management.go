@@ -257,6 +257,7 @@ func managementGetSystemMetrics(t *testing.T, s *suite) {
 		FailedInstances:    base.FailedInstances + 2,
 		CanceledInstances:  base.CanceledInstances + 1,
 		TotalEvents:        base.TotalEvents + 7,
+		PendingInstances:   base.PendingInstances,
 	}
 	awaitEqual(ctx, t, "SystemMetrics after one running, one completed, one failed and one canceled instance", want, func() provider.SystemMetrics {
 		got, err := admin.SystemMetrics(ctx)
@@ -561,15 +562,31 @@ func managementAdminHistoryReads(t *testing.T, s *suite) {
 // managementPendingInstance checks that an instance is visible from its
 // start: before any turn, InstanceInfo describes it from the queued start
 // (status Pending, its name and version, a creation time) and the listings
-// list it; after its first turn it is listed once, as Running; a start sent
-// to it then does not make it pending again.
+// list it, and SystemMetrics counts it as pending, not among the instances;
+// after its first turn it is listed once, as Running, and counted as an
+// instance; a start sent to it then does not make it pending again in the
+// listings, and SystemMetrics counts that start until a turn takes it.
 func managementPendingInstance(t *testing.T, s *suite) {
 	ctx := s.context(t)
 	p := s.provider(t)
 	admin := s.admin(t, p)
 	const inst = "mgmt-pending"
 	before := uint64(time.Now().Add(-time.Minute).UnixMilli())
+	base, err := admin.SystemMetrics(ctx)
+	must(t, err, "SystemMetrics (baseline)")
+	// pending awaits SystemMetrics counting queued starts and instances
+	// (base plus these).
+	pending := func(what string, starts, instances uint64) {
+		t.Helper()
+		type counts struct{ Pending, Instances uint64 }
+		awaitEqual(ctx, t, "SystemMetrics pending and total instances "+what, counts{base.PendingInstances + starts, base.TotalInstances + instances}, func() counts {
+			got, err := admin.SystemMetrics(ctx)
+			must(t, err, "SystemMetrics "+what)
+			return counts{got.PendingInstances, got.TotalInstances}
+		})
+	}
 	enqueueOrch(ctx, t, p, startItem(inst), 0)
+	pending("with one queued start", 1, 0)
 
 	info, err := admin.InstanceInfo(ctx, inst)
 	must(t, err, "InstanceInfo of a started instance before its first turn")
@@ -593,8 +610,11 @@ func managementPendingInstance(t *testing.T, s *suite) {
 		HistoryDelta: []provider.Event{startedEvent(inst, provider.InitialExecutionID)},
 		Metadata:     provider.ExecutionMetadata{Status: provider.StatusRunning, OrchestrationName: testOrchestration, OrchestrationVersion: testVersion},
 	})
-	// A second start of the instance, now that it has a record.
+	pending("after the first turn", 0, 1)
+	// A second start of the instance, now that it has a record: a queued
+	// start, counted until a turn takes it.
 	enqueueOrch(ctx, t, p, startItem(inst), 0)
+	pending("with a second start queued", 1, 1)
 	info, err = admin.InstanceInfo(ctx, inst)
 	must(t, err, "InstanceInfo after the first turn")
 	if info.Status != provider.StatusRunning {
