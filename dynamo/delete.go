@@ -82,8 +82,9 @@ func (p *Provider) collect(ctx context.Context, instance string) (*doomed, error
 //
 // Each instance record is deleted conditioned on it being as read, and
 // its contribution leaves the SystemMetrics counter cells in the same
-// transaction; a delete that meets a record changed since (a turn, a
-// prune, a concurrent delete) reads everything again, up to four times.
+// transaction; a delete that meets a record or lock changed since (a
+// turn, a prune, a concurrent delete) reads everything again, up to four
+// times, so that two deletes of one instance at once both succeed.
 //
 // Requests: three Queries per instance to collect its rows, then one
 // TransactWriteItems when everything fits one transaction. Larger
@@ -129,9 +130,9 @@ func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string,
 	if len(commit) > 0 {
 		if err := p.sendFresh(ctx, op, commit); err != nil {
 			if i := conditionFailedAt(cancelReasons(err)); i >= 0 && commit[i].Delete != nil && readAgain(commit[i].Delete.Key) && tries < maxDeleteTries {
-				// An instance record changed since it was read (a turn,
-				// a prune, another delete), or a queued start is gone (a
-				// turn took it): read everything again.
+				// An instance record or lock changed since it was read
+				// (a turn, a prune, another delete), or a queued start is
+				// gone (a turn took it): read everything again.
 				return p.deleteInstances(ctx, op, ids, force, tries+1)
 			}
 			if reasons := cancelReasons(err); slices.Contains(reasons, "ConditionalCheckFailed") {
@@ -180,11 +181,15 @@ func (p *Provider) collectDeletable(ctx context.Context, op string, set []string
 }
 
 // readAgain reports whether a delete whose condition on the row with key
-// k failed reads the instances again: an instance record or a queued
-// start changed since the read.
+// k failed reads the instances again: an instance record, the lock row of
+// a running instance (a turn committed: the read again finds a child it
+// started, and fails the delete with ErrTreeChanged, or finds the instance
+// deleted by another delete meanwhile) or a queued start changed since the
+// read.
 func readAgain(k item) bool {
+	pk, _, _ := strAttr(k, attrPK)
 	sk, _, _ := strAttr(k, attrSK)
-	return isMetaKey(k) || strings.HasPrefix(sk, keys.QueuePrefix)
+	return strings.HasPrefix(pk, keys.InstancePrefix) && (sk == keys.Meta || sk == keys.Lock || strings.HasPrefix(sk, keys.QueuePrefix))
 }
 
 // deleteActions splits the deletes of the collected instances into the
@@ -254,13 +259,6 @@ const maxAtomicDelete = (maxTransactActions - 1) / 2
 // maxDeleteTries bounds the reads of a delete whose instance records
 // changed between its reads and its commit.
 const maxDeleteTries = 4
-
-// isMetaKey reports whether k is an instance record's key.
-func isMetaKey(k item) bool {
-	pk, _, _ := strAttr(k, attrPK)
-	sk, _, _ := strAttr(k, attrSK)
-	return sk == keys.Meta && strings.HasPrefix(pk, keys.InstancePrefix)
-}
 
 func deleteAction(table *string, k item) types.TransactWriteItem {
 	return types.TransactWriteItem{Delete: &types.Delete{TableName: table, Key: k}}

@@ -1725,3 +1725,50 @@ func TestKVValueUnderThrottlingAndLostResponses(t *testing.T) {
 		t.Errorf("faults %v, GetItem %+v; want a throttle and a lost response, then the read (3 requests)", st.Faults, st.Ops[faults.OpGetItem])
 	}
 }
+
+// TestConcurrentDeletesOfOneInstance: two force deletes of one running
+// instance read it, then commit one after the other. The second meets
+// the lock row the first removed; it reads again, finds nothing left,
+// and succeeds. Before, it failed with ErrTreeChanged ("a child was
+// created after tree traversal") though no turn had run.
+func TestConcurrentDeletesOfOneInstance(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	_, in, p := faulty(t, 9)
+	const id = "deleted-twice"
+	item := startAndFetch(ctx, t, p, id)
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, provider.TurnCommit{ExecutionID: 1, HistoryDelta: []provider.Event{started(id)}, Metadata: meta()}), "first turn")
+
+	// Both deletes read the instance, then wait at their commits.
+	gate := faults.NewGate()
+	in.Add(faults.Rule{Ops: []string{faults.OpTransactWriteItems}, Rate: 1, Count: 2, Fault: faults.Hold(gate)})
+	type result struct {
+		res provider.DeleteInstanceResult
+		err error
+	}
+	done := make(chan result, 2)
+	for range 2 {
+		go func() {
+			res, err := p.DeleteInstancesAtomic(ctx, []string{id}, true)
+			done <- result{res, err}
+		}()
+	}
+	must(t, gate.Wait(ctx, 2), "both deletes at their gate")
+	gate.Release()
+	var deleted uint64
+	for range 2 {
+		r := <-done
+		if r.err != nil {
+			t.Fatalf("a delete of an instance another delete removed: %v; want success", r.err)
+		}
+		deleted += r.res.InstancesDeleted
+	}
+	if deleted != 1 {
+		t.Fatalf("the two deletes report %d instances deleted; want 1", deleted)
+	}
+	m, err := p.SystemMetrics(ctx)
+	must(t, err, "SystemMetrics")
+	if m.TotalInstances != 0 {
+		t.Fatalf("SystemMetrics after the deletes: %+v; want no instance", m)
+	}
+}
