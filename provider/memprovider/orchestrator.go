@@ -231,21 +231,9 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 	if err := provider.ValidateTurn(provider.OpAckOrchestrationItem, commit); err != nil {
 		return err
 	}
-	workerData := make([][]byte, len(commit.WorkerItems))
-	for i, w := range commit.WorkerItems {
-		data, err := json.Marshal(w)
-		if err != nil {
-			return provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput, "encode worker item %d: %v", i, err)
-		}
-		workerData[i] = data
-	}
-	orchData := make([][]byte, len(commit.OrchestratorItems))
-	for i, w := range commit.OrchestratorItems {
-		data, err := provider.MarshalWorkItem(w)
-		if err != nil {
-			return provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput, "encode orchestrator item %d: %v", i, err)
-		}
-		orchData[i] = data
+	workerData, orchData, err := encodeItems(commit)
+	if err != nil {
+		return err
 	}
 
 	p.mu.Lock()
@@ -267,6 +255,38 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 	// Everything is valid: apply.
 	p.orchQ = slices.DeleteFunc(p.orchQ, func(m *orchMessage) bool { return m.lockToken == lockToken })
 	inst := p.instanceRecord(id, true)
+	p.recordTurn(inst, commit, now)
+	inst.appendEvents(commit.ExecutionID, events)
+	applyTurnState(inst, commit)
+	p.queueTurnItems(commit, workerData, orchData, now)
+	delete(p.orchLocks, id)
+	delete(p.orchTokens, lockToken)
+	p.notify()
+	return nil
+}
+
+// encodeItems encodes the turn's worker and orchestrator items before
+// anything is applied, so that one that cannot be stored fails the ack.
+func encodeItems(commit provider.TurnCommit) (workerData, orchData [][]byte, err error) {
+	workerData = make([][]byte, len(commit.WorkerItems))
+	for i, w := range commit.WorkerItems {
+		if workerData[i], err = json.Marshal(w); err != nil {
+			return nil, nil, provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput, "encode worker item %d: %v", i, err)
+		}
+	}
+	orchData = make([][]byte, len(commit.OrchestratorItems))
+	for i, w := range commit.OrchestratorItems {
+		if orchData[i], err = provider.MarshalWorkItem(w); err != nil {
+			return nil, nil, provider.Permanent(provider.OpAckOrchestrationItem, provider.ErrInvalidInput, "encode orchestrator item %d: %v", i, err)
+		}
+	}
+	return workerData, orchData, nil
+}
+
+// recordTurn applies the turn's instance record (created by the first
+// turn that names the orchestration), its execution record, pinned
+// version and current execution. Callers hold p.mu.
+func (p *Provider) recordTurn(inst *instance, commit provider.TurnCommit, now int64) {
 	meta := commit.Metadata
 	if meta.OrchestrationName != "" && meta.OrchestrationVersion != "" {
 		if !inst.hasRow {
@@ -291,22 +311,31 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 		inst.currentExecution = max(inst.currentExecution, commit.ExecutionID)
 		inst.updatedAtMs = now
 	}
-	inst.appendEvents(commit.ExecutionID, events)
 	if meta.Status != "" {
 		exec.status = meta.Status
 		exec.output = cloneString(meta.Output)
 		completed := now
 		exec.completedAtMs = &completed
 	}
+}
+
+// applyTurnState applies the turn's custom status and KV writes; a
+// terminal status merges the execution's KV writes into the store.
+func applyTurnState(inst *instance, commit provider.TurnCommit) {
 	if status, changed := provider.CustomStatusChange(commit.HistoryDelta); changed && inst.hasRow {
 		inst.customStatus = cloneString(status)
 		inst.customStatusVersion++
 	}
 	inst.kvDelta.Apply(commit.HistoryDelta)
-	if provider.IsTerminalStatus(meta.Status) {
+	if provider.IsTerminalStatus(commit.Metadata.Status) {
 		inst.kvStore = provider.MergeKV(inst.kvStore, inst.kvDelta)
 		inst.kvDelta = provider.KVDelta{}
 	}
+}
+
+// queueTurnItems queues the turn's worker items, drops the activities it
+// cancelled and queues its orchestrator items. Callers hold p.mu.
+func (p *Provider) queueTurnItems(commit provider.TurnCommit, workerData, orchData [][]byte, now int64) {
 	for i, w := range commit.WorkerItems {
 		p.pushWork(w, workerData[i], now)
 	}
@@ -320,10 +349,6 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 	for i, w := range commit.OrchestratorItems {
 		p.pushOrch(w, orchData[i], provider.TurnVisibleAt(w, time.UnixMilli(now)).UnixMilli())
 	}
-	delete(p.orchLocks, id)
-	delete(p.orchTokens, lockToken)
-	p.notify()
-	return nil
 }
 
 // AbandonOrchestrationItem releases the lock without committing. A non-zero
