@@ -87,91 +87,81 @@ func normalJob(job Job) (Job, error) {
 func normalChanges(what string, changes Changes) (Changes, error) {
 	out := make(Changes, len(changes))
 	for _, field := range slices.Sorted(maps.Keys(changes)) {
-		value := changes[field]
-		name := what + " " + string(field)
-		switch field {
-		case FieldStatus:
-			status, ok := value.(Status)
-			if !ok {
-				return nil, invalid(name, value, "want a jobs.Status")
-			}
-			if err := checkStatus(name, status); err != nil {
-				return nil, err
-			}
-			out[field] = status
-		case FieldIfMissed:
-			policy, ok := value.(IfMissed)
-			if !ok {
-				return nil, invalid(name, value, "want a jobs.IfMissed")
-			}
-			if err := checkIfMissed(name, policy); err != nil {
-				return nil, err
-			}
-			out[field] = policy
-		case FieldMisfireThresholdSeconds:
-			seconds, ok := value.(int)
-			if !ok {
-				return nil, invalid(name, value, "want an int")
-			}
-			if err := checkThreshold(name, seconds); err != nil {
-				return nil, err
-			}
-			out[field] = seconds
-		case FieldNextRunTime, FieldLastRunTime, FieldLastScheduledTime:
-			if value == nil {
-				out[field] = nil
-				continue
-			}
-			t, ok := value.(time.Time)
-			if !ok {
-				return nil, invalid(name, value, "want a time.Time or nil")
-			}
-			normal, err := normalTime(name, t)
-			if err != nil {
-				return nil, err
-			}
-			out[field] = normal
-		case FieldMetadata:
-			if value == nil {
-				out[field] = map[string]string(nil)
-				continue
-			}
-			metadata, ok := value.(map[string]string)
-			if !ok {
-				return nil, invalid(name, value, "want a map[string]string or nil")
-			}
-			if err := checkMetadata(name, metadata); err != nil {
-				return nil, err
-			}
-			out[field] = copyMetadata(metadata)
-		case FieldName, FieldTriggerType:
-			s, ok := value.(string)
-			if !ok {
-				return nil, invalid(name, value, "want a string")
-			}
-			if err := checkText(name, s); err != nil {
-				return nil, err
-			}
-			out[field] = s
-		case FieldTriggerArgs:
-			if value == nil {
-				out[field] = json.RawMessage(nil)
-				continue
-			}
-			args, ok := value.(json.RawMessage)
-			if !ok {
-				return nil, invalid(name, value, "want a json.RawMessage or nil")
-			}
-			normal, err := normalTriggerArgs(name, args)
-			if err != nil {
-				return nil, err
-			}
-			out[field] = normal
-		default:
-			return nil, invalid(what+" field", string(field), "unknown field")
+		v, err := normalChange(what, field, changes[field])
+		if err != nil {
+			return nil, err
 		}
+		out[field] = v
 	}
 	return out, nil
+}
+
+// normalChange checks the value of one field of changes and returns it as
+// a store applies it (see normalChanges).
+func normalChange(what string, field Field, value any) (any, error) {
+	name := what + " " + string(field)
+	switch field {
+	case FieldStatus:
+		return checked(name, value, "want a jobs.Status", checkStatus)
+	case FieldIfMissed:
+		return checked(name, value, "want a jobs.IfMissed", checkIfMissed)
+	case FieldMisfireThresholdSeconds:
+		return checked(name, value, "want an int", checkThreshold)
+	case FieldName, FieldTriggerType:
+		return checked(name, value, "want a string", checkText)
+	case FieldNextRunTime, FieldLastRunTime, FieldLastScheduledTime:
+		if value == nil {
+			return nil, nil
+		}
+		t, ok := value.(time.Time)
+		if !ok {
+			return nil, invalid(name, value, "want a time.Time or nil")
+		}
+		return asAny(normalTime(name, t))
+	case FieldMetadata:
+		if value == nil {
+			return map[string]string(nil), nil
+		}
+		metadata, ok := value.(map[string]string)
+		if !ok {
+			return nil, invalid(name, value, "want a map[string]string or nil")
+		}
+		if err := checkMetadata(name, metadata); err != nil {
+			return nil, err
+		}
+		return copyMetadata(metadata), nil
+	case FieldTriggerArgs:
+		if value == nil {
+			return json.RawMessage(nil), nil
+		}
+		args, ok := value.(json.RawMessage)
+		if !ok {
+			return nil, invalid(name, value, "want a json.RawMessage or nil")
+		}
+		return asAny(normalTriggerArgs(name, args))
+	}
+	return nil, invalid(what+" field", string(field), "unknown field")
+}
+
+// checked returns value when it is a T that check accepts; want says what
+// a value of another type should have been.
+func checked[T any](name string, value any, want string, check func(string, T) error) (any, error) {
+	v, ok := value.(T)
+	if !ok {
+		return nil, invalid(name, value, want)
+	}
+	if err := check(name, v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// asAny is a normalizer's result as a change's value; nothing on error.
+func asAny[T any](v T, err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // normalFilter checks a filter and returns it with its time truncated to
