@@ -71,8 +71,24 @@ func smoke(ctx context.Context, l *logger, cfg aws.Config, out outputs) (err err
 
 	instance := "tfsmoke-" + randomHex()
 	l.printf("smoke: two providers (client, dispatcher) on table %s; instance %s", out.TableName, instance)
+	orch, err := startTurn(ctx, l, client, dispatcher, out, instance)
+	if err != nil {
+		return err
+	}
+	work, err := scheduleActivity(ctx, l, client, dispatcher, out, instance, orch.LockToken)
+	if err != nil {
+		return err
+	}
+	output, err := completeInstance(ctx, l, client, dispatcher, instance, work)
+	if err != nil {
+		return err
+	}
+	return checkCompleted(ctx, l, client.p, instance, output)
+}
 
-	// Turn 1: the dispatcher waits; the client starts the instance.
+// startTurn is turn 1: the dispatcher waits; the client starts the
+// instance.
+func startTurn(ctx context.Context, l *logger, client, dispatcher *node, out outputs, instance string) (*provider.OrchestrationItem, error) {
 	orch, err := wokenFetch(ctx, l, dispatcher, out.OrchestratorQueueURL, pollTimeout,
 		"FetchOrchestrationItem",
 		func(ctx context.Context) (*provider.OrchestrationItem, error) {
@@ -89,14 +105,17 @@ func smoke(ctx context.Context, l *logger, cfg aws.Config, out outputs) (err err
 			}, 0)
 		})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := wantTurn(orch, instance, 0, "StartOrchestration"); err != nil {
-		return fmt.Errorf("first turn: %w", err)
+		return nil, fmt.Errorf("first turn: %w", err)
 	}
-	firstTurn := orch.LockToken
+	return orch, nil
+}
 
-	// The dispatcher schedules the activity while the client waits for it.
+// scheduleActivity: the dispatcher's first turn schedules the activity
+// while the client waits for it.
+func scheduleActivity(ctx context.Context, l *logger, client, dispatcher *node, out outputs, instance, firstTurn string) (*provider.LockedWorkItem, error) {
 	work, err := wokenFetch(ctx, l, client, out.WorkerQueueURL, pollTimeout,
 		"FetchWorkItem",
 		func(ctx context.Context) (*provider.LockedWorkItem, error) {
@@ -117,27 +136,31 @@ func smoke(ctx context.Context, l *logger, cfg aws.Config, out outputs) (err err
 			})
 		})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if work.Item.Instance != instance || work.Item.ID != 2 || work.Item.Name != smokeActivity {
-		return fmt.Errorf("FetchWorkItem returned %+v, want activity 2 (%s) of %s", work.Item, smokeActivity, instance)
+		return nil, fmt.Errorf("FetchWorkItem returned %+v, want activity 2 (%s) of %s", work.Item, smokeActivity, instance)
 	}
+	return work, nil
+}
 
-	// The client completes the activity; the dispatcher fetches the
-	// completion (its signal comes over SQS too) and completes the instance.
+// completeInstance: the client completes the activity; the dispatcher
+// fetches the completion (its signal comes over SQS too) and completes the
+// instance. It returns the instance's output.
+func completeInstance(ctx context.Context, l *logger, client, dispatcher *node, instance string, work *provider.LockedWorkItem) (string, error) {
 	if err := client.p.AckWorkItem(ctx, work.LockToken, provider.ActivityCompletedItem{
 		Instance: instance, ExecutionID: provider.InitialExecutionID, ID: 2, Result: `"hello terraform"`,
 	}); err != nil {
-		return fmt.Errorf("client: AckWorkItem: %w", err)
+		return "", fmt.Errorf("client: AckWorkItem: %w", err)
 	}
 	l.printf("smoke: client: AckWorkItem(ActivityCompletedItem) committed")
 	start := time.Now()
-	orch, err = dispatcher.p.FetchOrchestrationItem(ctx, lockTimeout, pollTimeout, nil)
+	orch, err := dispatcher.p.FetchOrchestrationItem(ctx, lockTimeout, pollTimeout, nil)
 	if err != nil {
-		return fmt.Errorf("dispatcher: FetchOrchestrationItem: %w", err)
+		return "", fmt.Errorf("dispatcher: FetchOrchestrationItem: %w", err)
 	}
 	if err := wantTurn(orch, instance, 2, "ActivityCompleted"); err != nil {
-		return fmt.Errorf("completion turn: %w", err)
+		return "", fmt.Errorf("completion turn: %w", err)
 	}
 	l.printf("smoke: dispatcher: FetchOrchestrationItem returned the completion after %v", time.Since(start).Round(time.Millisecond))
 	output := `"hello terraform"`
@@ -149,11 +172,10 @@ func smoke(ctx context.Context, l *logger, cfg aws.Config, out outputs) (err err
 		},
 		Metadata: provider.ExecutionMetadata{Status: provider.StatusCompleted, Output: &output},
 	}); err != nil {
-		return fmt.Errorf("dispatcher: AckOrchestrationItem(completed): %w", err)
+		return "", fmt.Errorf("dispatcher: AckOrchestrationItem(completed): %w", err)
 	}
 	l.printf("smoke: dispatcher: AckOrchestrationItem(ActivityCompleted, OrchestrationCompleted) committed")
-
-	return checkCompleted(ctx, l, client.p, instance, output)
+	return output, nil
 }
 
 // wokenFetch runs fetch (a fetch of n with pollTimeout) in the background,
