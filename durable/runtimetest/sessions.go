@@ -446,48 +446,13 @@ func testSessionCapBlocksThenUnblocks(h *H) {
 }
 
 func testMultiWorkerComplexOrchestration(h *H) {
-	orch := durable.OrchestrationFunc("MultiWorkerOrch", func(ctx *durable.OrchestrationContext, in string) (string, error) {
-		cycle, prev, _ := strings.Cut(in, "|")
-		switch cycle {
-		case "0":
-			outs, err := durable.AwaitAll(ctx, sessFuture(ctx, "SessionWork", "a", "sess-alpha"), sessFuture(ctx, "SessionWork", "b", "sess-alpha"),
-				sessFuture(ctx, "SessionWork", "c", "sess-beta"), sessFuture(ctx, "PlainWork", "d", ""))
-			if err != nil {
-				return "", err
-			}
-			parts := make([]string, len(outs))
-			for i, o := range outs {
-				parts[i] = string(o)
-			}
-			return "", ctx.ContinueAsNew(durable.Raw("1|" + strings.Join(parts, ";")))
-		case "1":
-			r1, err := sessCall(ctx, "SessionWork", "e", "sess-alpha")
-			if err != nil {
-				return "", err
-			}
-			r2, err := sessCall(ctx, "SessionWork", "f", "sess-beta")
-			return prev + ";" + r1 + ";" + r2, err
-		}
-		return "unexpected cycle " + cycle, nil
-	})
-	var (
-		mu       sync.Mutex
-		runs     []string                      // each session activity's run, for the failure message
-		attempts = map[string]map[uint32]int{} // runs of each delivery of each session activity
-	)
+	runs := &sessionRuns{attempts: map[string]map[uint32]int{}}
 	defs := func(counter *atomic.Int32) *durable.Registry {
-		return h.Registry(orch,
+		return h.Registry(multiWorkerOrch(),
 			durable.ActivityFunc("SessionWork", func(ctx context.Context, in string) (string, error) {
 				counter.Add(1)
 				info, _ := durable.ActivityInfoFrom(ctx)
-				mu.Lock()
-				runs = append(runs, fmt.Sprintf("%s exec %d id %d attempt %d on %s", in, info.ExecutionID, info.ID, info.Attempt, info.WorkerID))
-				activity := fmt.Sprintf("exec %d id %d", info.ExecutionID, info.ID)
-				if attempts[activity] == nil {
-					attempts[activity] = map[uint32]int{}
-				}
-				attempts[activity][info.Attempt]++
-				mu.Unlock()
+				runs.record(in, info)
 				if info.SessionID == nil {
 					return "", errors.New("SessionWork without a session id")
 				}
@@ -516,20 +481,73 @@ func testMultiWorkerComplexOrchestration(h *H) {
 	if len(parts) != 6 || sessionResults != 5 || !strings.Contains(out, "plain-result:d") {
 		h.Errorf("output %q; want 6 results, 5 from sessions, plain-result:d", out)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	// Under injected faults a lost lock may correctly redeliver an
-	// activity; each delivery still runs once, and five were scheduled.
+	runs.check(h, a.Load(), b.Load())
+}
+
+// multiWorkerOrch runs four activities at once, three of them in two
+// sessions, continues as new with their results, then runs one more in
+// each session.
+func multiWorkerOrch() durable.Definition {
+	return durable.OrchestrationFunc("MultiWorkerOrch", func(ctx *durable.OrchestrationContext, in string) (string, error) {
+		cycle, prev, _ := strings.Cut(in, "|")
+		switch cycle {
+		case "0":
+			outs, err := durable.AwaitAll(ctx, sessFuture(ctx, "SessionWork", "a", "sess-alpha"), sessFuture(ctx, "SessionWork", "b", "sess-alpha"),
+				sessFuture(ctx, "SessionWork", "c", "sess-beta"), sessFuture(ctx, "PlainWork", "d", ""))
+			if err != nil {
+				return "", err
+			}
+			parts := make([]string, len(outs))
+			for i, o := range outs {
+				parts[i] = string(o)
+			}
+			return "", ctx.ContinueAsNew(durable.Raw("1|" + strings.Join(parts, ";")))
+		case "1":
+			r1, err := sessCall(ctx, "SessionWork", "e", "sess-alpha")
+			if err != nil {
+				return "", err
+			}
+			r2, err := sessCall(ctx, "SessionWork", "f", "sess-beta")
+			return prev + ";" + r1 + ";" + r2, err
+		}
+		return "unexpected cycle " + cycle, nil
+	})
+}
+
+// sessionRuns records the runs of session activities: each run, for the
+// failure message, and the runs of each delivery of each activity.
+type sessionRuns struct {
+	mu       sync.Mutex
+	runs     []string
+	attempts map[string]map[uint32]int
+}
+
+func (r *sessionRuns) record(in string, info durable.ActivityInfo) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.runs = append(r.runs, fmt.Sprintf("%s exec %d id %d attempt %d on %s", in, info.ExecutionID, info.ID, info.Attempt, info.WorkerID))
+	activity := fmt.Sprintf("exec %d id %d", info.ExecutionID, info.ID)
+	if r.attempts[activity] == nil {
+		r.attempts[activity] = map[uint32]int{}
+	}
+	r.attempts[activity][info.Attempt]++
+}
+
+// check fails h unless five session activities ran, each delivery once,
+// a and b runs on the two nodes. Under injected faults a lost lock may
+// correctly redeliver an activity; each delivery still runs once.
+func (r *sessionRuns) check(h *H, a, b int32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	twice := false
-	for _, byAttempt := range attempts {
+	for _, byAttempt := range r.attempts {
 		for _, n := range byAttempt {
 			twice = twice || n > 1
 		}
 	}
-	n := a.Load() + b.Load()
-	if len(attempts) != 5 || twice || (n != 5 && !h.Redelivers()) {
+	if n := a + b; len(r.attempts) != 5 || twice || (n != 5 && !h.Redelivers()) {
 		h.Errorf("%d runs of %d session activities (A=%d B=%d); want 5 activities, each delivery run once, no redelivery without faults: %v",
-			n, len(attempts), a.Load(), b.Load(), runs)
+			n, len(r.attempts), a, b, r.runs)
 	}
 }
 
