@@ -42,49 +42,19 @@ func tableColumns(results []Result) []column {
 		}},
 		{"p50 latency", func(r Result) string { return latency(r, 50) }},
 		{"p99 latency", func(r Result) string { return latency(r, 99) }},
-		{"DynamoDB requests/activity", func(r Result) string {
-			if r.DynamoDB == nil {
-				return ""
-			}
-			return perActivity(r, float64(r.DynamoDBRequests()))
-		}},
+		{"DynamoDB requests/activity", ofDynamoDB(func(r Result) float64 { return float64(r.DynamoDBRequests()) })},
 		{byOperationHeader, func(r Result) string { return byOperation(r, r.DynamoDB) }},
-		{"WRU/activity", func(r Result) string {
-			if r.DynamoDB == nil {
-				return ""
-			}
-			return perActivity(r, r.WRU)
-		}},
-		{"RRU/activity", func(r Result) string {
-			if r.DynamoDB == nil {
-				return ""
-			}
-			return perActivity(r, r.RRU)
-		}},
+		{"WRU/activity", ofDynamoDB(func(r Result) float64 { return r.WRU })},
+		{"RRU/activity", ofDynamoDB(func(r Result) float64 { return r.RRU })},
 		{"SQS requests/activity", func(r Result) string {
 			if r.SQS == nil {
 				return ""
 			}
 			return perActivity(r, float64(r.SQSRequests()))
 		}},
-		{"$/million activities", func(r Result) string {
-			if r.Dollars == 0 {
-				return ""
-			}
-			return perActivity(r, r.Dollars*1e6)
-		}},
-		{"$/million, provisioned at 70%", func(r Result) string {
-			if r.ProvisionedDollars == 0 {
-				return ""
-			}
-			return perActivity(r, r.ProvisionedDollars*1e6)
-		}},
-		{"Peer commands/activity", func(r Result) string {
-			if r.PeerCommands == 0 {
-				return ""
-			}
-			return perActivity(r, float64(r.PeerCommands))
-		}},
+		{"$/million activities", ifNonZero(func(r Result) float64 { return r.Dollars * 1e6 })},
+		{"$/million, provisioned at 70%", ifNonZero(func(r Result) float64 { return r.ProvisionedDollars * 1e6 })},
+		{"Peer commands/activity", ifNonZero(func(r Result) float64 { return float64(r.PeerCommands) })},
 	}
 	for _, key := range extraKeys(results) {
 		all = append(all, column{key, func(r Result) string {
@@ -104,6 +74,28 @@ func tableColumns(results []Result) []column {
 		}
 	}
 	return used
+}
+
+// ofDynamoDB is the cell of a per-activity figure of the DynamoDB
+// requests: empty for a system that made none.
+func ofDynamoDB(v func(Result) float64) func(Result) string {
+	return func(r Result) string {
+		if r.DynamoDB == nil {
+			return ""
+		}
+		return perActivity(r, v(r))
+	}
+}
+
+// ifNonZero is the cell of a per-activity figure left empty when zero
+// (not measured for that system).
+func ifNonZero(v func(Result) float64) func(Result) string {
+	return func(r Result) string {
+		if v(r) == 0 {
+			return ""
+		}
+		return perActivity(r, v(r))
+	}
 }
 
 // byOperation formats counts per activity by operation name, in name
