@@ -169,6 +169,9 @@ func TestHelloCities5(t *testing.T) {
 		if n := len(rs[s.Name].Latencies); n != sizes.HelloInstances {
 			t.Errorf("%s: %d latencies, want one per instance (%d)", s.Name, n, sizes.HelloInstances)
 		}
+		if cpu := rs[s.Name].CPU; cpu <= 0 {
+			t.Errorf("%s: CPU %v, want the process's time in the measured part", s.Name, cpu)
+		}
 	}
 }
 

@@ -359,3 +359,31 @@ func TestWriteRejectsScenariosSharingAFileName(t *testing.T) {
 		t.Errorf("Write left files %v, want none", names)
 	}
 }
+
+// TestCPUIsMillisecondsPerActivity: a result's CPU time shows as
+// milliseconds per activity, beside a system's that has none measured.
+func TestCPUIsMillisecondsPerActivity(t *testing.T) {
+	dir := t.TempDir()
+	results := []report.Result{
+		{Scenario: "CPU", System: "a", Activities: 100, Elapsed: time.Second, CPU: 250 * time.Millisecond},
+		{Scenario: "CPU", System: "b", Activities: 10, Elapsed: time.Second},
+	}
+	if err := report.Write(dir, results); err != nil {
+		t.Fatal(err)
+	}
+	table, err := os.ReadFile(filepath.Join(dir, "CPU.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if header, want := tableHeader(t, string(table)), "| System | Activities | Elapsed | Activities/s | CPU ms/activity |"; header != want {
+		t.Errorf("header = %q, want %q", header, want)
+	}
+	for _, row := range []string{"| a | 100 | 1 s | 100 | 2.5 |", "| b | 10 | 1 s | 10 |  |"} {
+		if !strings.Contains(string(table), row) {
+			t.Errorf("row %q not in\n%s", row, table)
+		}
+	}
+	if cpu := report.ProcessCPU(); cpu <= 0 {
+		t.Errorf("ProcessCPU() = %v, want > 0 for a running process", cpu)
+	}
+}

@@ -36,6 +36,13 @@ type Result struct {
 	// PeerCommands counts backend commands of a peer (Redis commands);
 	// zero when not measured.
 	PeerCommands int
+	// CPU is the processor time, user and system, this process used in the
+	// measured part (ProcessCPU): the runtime, the client driving the
+	// workload and a store that runs in the process (memprovider,
+	// go-workflows' SQLite), not an emulator or server in a process of
+	// its own (DynamoDB Local, the SQS emulator, Redis). Zero when not
+	// measured.
+	CPU time.Duration
 	// Notes says what a reader needs to interpret the row (fault-free,
 	// proxy delay, what was skipped and why).
 	Notes string

@@ -55,6 +55,7 @@ func tableColumns(results []Result) []column {
 		{"$/million activities", ifNonZero(func(r Result) float64 { return r.Dollars * 1e6 })},
 		{"$/million, provisioned at 70%", ifNonZero(func(r Result) float64 { return r.ProvisionedDollars * 1e6 })},
 		{"Peer commands/activity", ifNonZero(func(r Result) float64 { return float64(r.PeerCommands) })},
+		{"CPU ms/activity", ifNonZero(func(r Result) float64 { return r.CPU.Seconds() * 1e3 })},
 	}
 	for _, key := range extraKeys(results) {
 		all = append(all, column{key, func(r Result) string {

@@ -155,7 +155,7 @@ func instancesOn(ctx context.Context, d *Deployment, instances int, prefix strin
 func runInstances(ctx context.Context, d *Deployment, ids []string,
 	start func(ctx context.Context, id string) error, check func(ctx context.Context, id string) (int, error)) (report.Result, error) {
 	var r report.Result
-	before := d.Usage()
+	before, cpu := d.Usage(), report.ProcessCPU()
 	began := time.Now()
 	started, err := startAll(ctx, ids, start)
 	if err != nil {
@@ -165,6 +165,7 @@ func runInstances(ctx context.Context, d *Deployment, ids []string,
 	if err != nil {
 		return r, err
 	}
+	r.CPU = report.ProcessCPU() - cpu
 	setUsage(&r, d.Usage().Sub(before))
 	r.Elapsed = last.Sub(began)
 	r.Latencies = latencies

@@ -31,7 +31,7 @@ func setUsage(r *report.Result, u billing.Usage) {
 // terminal turn: r gets the usage, the elapsed time and, as its one
 // latency, the same.
 func measureInstance(ctx context.Context, d *Deployment, r *report.Result, id string, start func(ctx context.Context) error) error {
-	before := d.Usage()
+	before, cpu := d.Usage(), report.ProcessCPU()
 	began := time.Now()
 	if err := start(ctx); err != nil {
 		return err
@@ -40,6 +40,7 @@ func measureInstance(ctx context.Context, d *Deployment, r *report.Result, id st
 	if err != nil {
 		return err
 	}
+	r.CPU = report.ProcessCPU() - cpu
 	setUsage(r, d.Usage().Sub(before))
 	r.Elapsed = at.Sub(began)
 	r.Latencies = []time.Duration{r.Elapsed}
@@ -120,8 +121,8 @@ func onSystem(ctx context.Context, env *Env, s System, scenario string, timeout 
 	return u, nil
 }
 
-// timesFrom returns the metered result with the throughput and latencies
-// of the unmetered run of the same workload, the metered run's throughput
+// timesFrom returns the metered result with the throughput, latencies and
+// CPU time of the unmetered run of the same workload, the metered run's throughput
 // as ExtraMeteredRate, and a note saying so. It fails when the two runs
 // did not complete the same activities.
 func timesFrom(metered, unmetered report.Result) (report.Result, error) {
@@ -132,7 +133,7 @@ func timesFrom(metered, unmetered report.Result) (report.Result, error) {
 	r := metered
 	r.Extra = maps.Clone(metered.Extra)
 	setExtra(&r, ExtraMeteredRate, metered.ActivitiesPerSecond())
-	r.Elapsed, r.Latencies = unmetered.Elapsed, unmetered.Latencies
+	r.Elapsed, r.Latencies, r.CPU = unmetered.Elapsed, unmetered.Latencies, unmetered.CPU
 	r.Notes = joinNotes(r.Notes, unmeteredTimesNote)
 	return r, nil
 }

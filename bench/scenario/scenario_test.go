@@ -165,21 +165,21 @@ func TestPayloadScenarioNamesSayTheSize(t *testing.T) {
 func TestTimesFromTakesTheUnmeteredRunsTimesAndKeepsTheMeteredCosts(t *testing.T) {
 	metered := report.Result{
 		Scenario: HelloCities5Name, System: DynamoDBSQS, Activities: 10,
-		Elapsed: 2 * time.Second, Latencies: []time.Duration{time.Second, 2 * time.Second},
+		Elapsed: 2 * time.Second, Latencies: []time.Duration{time.Second, 2 * time.Second}, CPU: 3 * time.Second,
 		DynamoDB: map[string]int{"Query": 12}, WRU: 170, RRU: 10, Dollars: 0.0001,
 		Notes: "metered", Extra: map[string]float64{ExtraInstances: 2},
 	}
 	unmetered := report.Result{
 		Scenario: HelloCities5Name, System: DynamoDBSQS, Activities: 10,
-		Elapsed: time.Second, Latencies: []time.Duration{500 * time.Millisecond, time.Second},
+		Elapsed: time.Second, Latencies: []time.Duration{500 * time.Millisecond, time.Second}, CPU: time.Second,
 		Notes: "unmetered", Extra: map[string]float64{ExtraInstances: 2},
 	}
 	r, err := timesFrom(metered, unmetered)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Elapsed != unmetered.Elapsed || !slices.Equal(r.Latencies, unmetered.Latencies) {
-		t.Errorf("times %v %v, want the unmetered run's %v %v", r.Elapsed, r.Latencies, unmetered.Elapsed, unmetered.Latencies)
+	if r.Elapsed != unmetered.Elapsed || !slices.Equal(r.Latencies, unmetered.Latencies) || r.CPU != unmetered.CPU {
+		t.Errorf("times %v %v %v, want the unmetered run's %v %v %v", r.Elapsed, r.Latencies, r.CPU, unmetered.Elapsed, unmetered.Latencies, unmetered.CPU)
 	}
 	if r.DynamoDB["Query"] != 12 || r.WRU != 170 || r.RRU != 10 || r.Dollars != 0.0001 {
 		t.Errorf("costs %v %v %v %v, want the metered run's", r.DynamoDB, r.WRU, r.RRU, r.Dollars)

@@ -117,6 +117,9 @@ func checkResult(t *testing.T, r report.Result, backend, scenario string, activi
 	if r.Elapsed <= 0 {
 		t.Errorf("Elapsed = %v, want > 0", r.Elapsed)
 	}
+	if r.CPU <= 0 {
+		t.Errorf("CPU = %v, want > 0 (the process ran the workflows)", r.CPU)
+	}
 	if len(r.Latencies) != latencies {
 		t.Errorf("%d latencies, want %d", len(r.Latencies), latencies)
 	}

@@ -251,7 +251,7 @@ func (c Config) runTimeout(activities int) time.Duration {
 }
 
 // measure starts every instance, waits until all finished, fills r's
-// Elapsed, Latencies and PeerCommands, then reads each instance's output.
+// Elapsed, Latencies, PeerCommands and CPU, then reads each instance's output.
 func measure(ctx context.Context, p *peer, rec *finishRecorder, cl *client.Client, starts []start, r *report.Result) ([][]string, error) {
 	var before commandStats
 	if p.redis != nil {
@@ -261,6 +261,7 @@ func measure(ctx context.Context, p *peer, rec *finishRecorder, cl *client.Clien
 		}
 	}
 
+	cpu := report.ProcessCPU()
 	began := time.Now()
 	startedAt, instances, err := startAll(ctx, cl, starts)
 	if err != nil {
@@ -271,6 +272,7 @@ func measure(ctx context.Context, p *peer, rec *finishRecorder, cl *client.Clien
 	case <-ctx.Done():
 		return nil, fmt.Errorf("wait for completions: %w", ctx.Err())
 	}
+	r.CPU = report.ProcessCPU() - cpu
 
 	if p.redis != nil {
 		after, err := readCommandStats(ctx, p.redis)
