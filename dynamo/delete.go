@@ -75,16 +75,17 @@ func (p *Provider) collect(ctx context.Context, instance string) (*doomed, error
 // status, child links), all or nothing. Sessions are kept. Without force
 // an instance whose current execution is running fails the call with
 // [provider.ErrStillRunning]; a child of a listed instance that is not
-// listed fails it with [provider.ErrTreeChanged], also when a turn of a
-// listed running instance committed between the read and the delete (it
-// may have started a child). At most 49 instances go at once (see
-// maxAtomicDelete); more fail with [provider.ErrInvalidInput].
+// listed fails it with [provider.ErrTreeChanged], also one a turn of a
+// listed running instance started between the read and the delete. At
+// most 49 instances go at once (see maxAtomicDelete); more fail with
+// [provider.ErrInvalidInput].
 //
 // Each instance record is deleted conditioned on it being as read, and
 // its contribution leaves the SystemMetrics counter cells in the same
-// transaction; a delete that meets a record or lock changed since (a
-// turn, a prune, a concurrent delete) reads everything again, up to four
-// times, so that two deletes of one instance at once both succeed.
+// transaction; a delete that meets a record, lock or queued start changed
+// since (a turn, a prune, a concurrent delete) reads everything again, so
+// that two deletes of one instance at once both succeed. Instances that
+// change on four reads in a row fail the delete as retryable.
 //
 // Requests: three Queries per instance to collect its rows, then one
 // TransactWriteItems when everything fits one transaction. Larger
@@ -129,15 +130,16 @@ func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string,
 	// any, remain to be removed.
 	if len(commit) > 0 {
 		if err := p.sendFresh(ctx, op, commit); err != nil {
-			if i := conditionFailedAt(cancelReasons(err)); i >= 0 && commit[i].Delete != nil && readAgain(commit[i].Delete.Key) && tries < maxDeleteTries {
+			if i := conditionFailedAt(cancelReasons(err)); i >= 0 && commit[i].Delete != nil && readAgain(commit[i].Delete.Key) {
 				// An instance record or lock changed since it was read
 				// (a turn, a prune, another delete), or a queued start is
-				// gone (a turn took it): read everything again.
-				return p.deleteInstances(ctx, op, ids, force, tries+1)
-			}
-			if reasons := cancelReasons(err); slices.Contains(reasons, "ConditionalCheckFailed") {
-				return provider.DeleteInstanceResult{}, provider.Permanent(op, provider.ErrTreeChanged,
-					"Cannot delete: a child was created after tree traversal. Re-fetch the tree and retry.")
+				// gone (a turn took it): read everything again, which
+				// finds a child a turn started (ErrTreeChanged).
+				if tries < maxDeleteTries {
+					return p.deleteInstances(ctx, op, ids, force, tries+1)
+				}
+				return provider.DeleteInstanceResult{}, provider.Retryable(op, err,
+					"the instances changed between the read and the delete %d times in a row (turns or other deletes running on them); retry", tries)
 			}
 			return provider.DeleteInstanceResult{}, translate(op, err)
 		}
@@ -257,7 +259,8 @@ func (p *Provider) deleteActions(all []*doomed, set []string) (res provider.Dele
 const maxAtomicDelete = (maxTransactActions - 1) / 2
 
 // maxDeleteTries bounds the reads of a delete whose instance records
-// changed between its reads and its commit.
+// changed between its reads and its commit; past it the delete fails as
+// retryable.
 const maxDeleteTries = 4
 
 func deleteAction(table *string, k item) types.TransactWriteItem {
