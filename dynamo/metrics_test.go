@@ -218,15 +218,7 @@ func TestSystemMetricsCostDoesNotGrowWithEndedInstances(t *testing.T) {
 func TestSystemMetricsCellsUnderFaults(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	env := dynamotest.NewEnv(t, false)
-	in := faults.New(11)
-	in.SetRealConflicts(true)
-	a := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
-	b := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
-	tx := []string{faults.OpTransactWriteItems}
-	in.Add(faults.Rule{Ops: tx, Rate: 0.15, Fault: faults.Resend()})
-	in.Add(faults.Rule{Ops: tx, Rate: 0.1, Fault: faults.LostResponse()})
-	in.Add(faults.Rule{Ops: tx, Rate: 0.05, Fault: faults.Throttle("ThrottlingException")})
+	env, in, a, b := cellsUnderFaults(t, 11)
 
 	lives := map[string]life{}
 	ids := []string{}
@@ -277,6 +269,23 @@ func TestSystemMetricsCellsUnderFaults(t *testing.T) {
 	if want := uint64(40 - 14); m.TotalInstances != want || m.TotalExecutions != want {
 		t.Fatalf("SystemMetrics = %+v; want %d instances with one execution each", m, want)
 	}
+}
+
+// cellsUnderFaults is a fresh table with two providers on it whose
+// transactions, seeded seed, are resent after lost responses, lose their
+// responses, meet real conflicts and throttling.
+func cellsUnderFaults(t *testing.T, seed int64) (*dynamotest.Env, *faults.Injector, *dynamo.Provider, *dynamo.Provider) {
+	t.Helper()
+	env := dynamotest.NewEnv(t, false)
+	in := faults.New(seed)
+	in.SetRealConflicts(true)
+	a := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	b := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	tx := []string{faults.OpTransactWriteItems}
+	in.Add(faults.Rule{Ops: tx, Rate: 0.15, Fault: faults.Resend()})
+	in.Add(faults.Rule{Ops: tx, Rate: 0.1, Fault: faults.LostResponse()})
+	in.Add(faults.Rule{Ops: tx, Rate: 0.05, Fault: faults.Throttle("ThrottlingException")})
+	return env, in, a, b
 }
 
 // TestSystemMetricsTurnRacingPrune: a prune that commits between a turn's
@@ -478,15 +487,7 @@ func TestSystemMetricsRecordCreatedAfterExecutions(t *testing.T) {
 func TestSystemMetricsCountsQueuedStarts(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	env := dynamotest.NewEnv(t, false)
-	in := faults.New(17)
-	in.SetRealConflicts(true)
-	a := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
-	b := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
-	tx := []string{faults.OpTransactWriteItems}
-	in.Add(faults.Rule{Ops: tx, Rate: 0.15, Fault: faults.Resend()})
-	in.Add(faults.Rule{Ops: tx, Rate: 0.1, Fault: faults.LostResponse()})
-	in.Add(faults.Rule{Ops: tx, Rate: 0.05, Fault: faults.Throttle("ThrottlingException")})
+	env, in, a, b := cellsUnderFaults(t, 17)
 
 	// Starts from both providers at once.
 	const n = 24
