@@ -1,7 +1,9 @@
 package dynamo_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -272,5 +274,37 @@ func TestSessionCleanupResentBySDKRetryer(t *testing.T) {
 	wantSessionRemoved(ctx, t, env, p, sid, "cleanup whose delete the SDK sent twice")
 	if r := in.Stats().Faults[faults.KindResend]; r != 1 {
 		t.Fatalf("%d requests resent; want 1", r)
+	}
+}
+
+// TestStartCountedOnceBelowTheRetryer: a start's transaction, which puts
+// its message and counts it as pending in a counter cell, lands and its
+// response is lost, reset or answered with a 500 below the SDK's retryer,
+// which sends it again. The start succeeds, and it is counted once: the
+// cells agree with the table's queued starts.
+func TestStartCountedOnceBelowTheRetryer(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env, tr, p := leaseSetup(t)
+	startTx := func(op string, body []byte) bool {
+		return op == "TransactWriteItems" && bytes.Contains(body, []byte(`"np"`))
+	}
+	for i, fault := range []faults.NetFault{faults.LoseResponse(), faults.ResetResponse(), faults.ServerStatus(500, true)} {
+		remove := tr.Add(faults.NetRule{Match: startTx, Count: 1, Fault: fault})
+		must(t, p.EnqueueForOrchestrator(ctx, startItem(fmt.Sprintf("counted-%d", i)), 0), "start whose response was lost")
+		remove()
+		diff, err := env.CheckMetrics(ctx, p)
+		must(t, err, "check metrics")
+		if diff != "" {
+			t.Fatalf("after start %d: %s", i, diff)
+		}
+		m, err := p.SystemMetrics(ctx)
+		must(t, err, "SystemMetrics")
+		if m.PendingInstances != uint64(i+1) {
+			t.Fatalf("after %d starts, each resent by the SDK: %d pending; want %d", i+1, m.PendingInstances, i+1)
+		}
+	}
+	if n := tr.Faulted("TransactWriteItems"); n != 3 {
+		t.Fatalf("%d start transactions faulted; want 3", n)
 	}
 }
