@@ -115,8 +115,12 @@ func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, schedu
 			return translate(op, err)
 		}
 		if len(sigs) == 0 {
-			if amortised && schedule.claim(time.Now()) {
-				if done, err := sweepHeld(); done || err != nil {
+			// The sweep came due (its interval, a watched lease, a
+			// backlog), which may have cut the wait short as another
+			// fetch handed signals on: take those first, then sweep if
+			// none is left, as the poll's first step does.
+			if amortised {
+				if done, err := p.pollFirst(ctx, op, kind, schedule, amortised, trySigs, sweepHeld); done || err != nil {
 					return err
 				}
 			}
