@@ -174,32 +174,29 @@ func TestTransportLoseResponseRetriedConditionFails(t *testing.T) {
 	wantCounts(t, f.tr, "PutItem", 2, 1)
 }
 
-// A stalled response ends with the caller's deadline, after the write took
-// effect.
+// A stalled response ends only with the caller's context, after the write
+// took effect.
 func TestTransportStallResponse(t *testing.T) {
 	t.Parallel()
 	f := newNetFixture(t, false)
 	f.tr.Add(faults.NetRule{Ops: []string{"PutItem"}, Fault: faults.StallResponse()})
-	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-	defer cancel()
-	if err := f.put(ctx, f.client(0), "stalled", "1", false); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("PutItem: %v, want context.DeadlineExceeded", err)
-	}
-	if f.stored(t, "stalled") == nil {
-		t.Error("the item is absent: the write was not applied")
+	applied := func() bool { return f.stored(t, "stalled") != nil }
+	err := cutWhen(t, func(ctx context.Context) error { return f.put(ctx, f.client(0), "stalled", "1", false) }, applied)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("PutItem: %v, want context.Canceled", err)
 	}
 	wantCounts(t, f.tr, "PutItem", 1, 1)
 }
 
-// A stalled request ends with the caller's deadline, unsent.
+// A stalled request ends only with the caller's context, unsent.
 func TestTransportStallRequest(t *testing.T) {
 	t.Parallel()
 	f := newNetFixture(t, false)
 	f.tr.Add(faults.NetRule{Ops: []string{"PutItem"}, Fault: faults.StallRequest()})
-	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-	defer cancel()
-	if err := f.put(ctx, f.client(0), "unsent", "1", false); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("PutItem: %v, want context.DeadlineExceeded", err)
+	picked := func() bool { return f.tr.Faulted("PutItem") == 1 }
+	err := cutWhen(t, func(ctx context.Context) error { return f.put(ctx, f.client(0), "unsent", "1", false) }, picked)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("PutItem: %v, want context.Canceled", err)
 	}
 	if f.stored(t, "unsent") != nil {
 		t.Error("the item was written by a request never sent")
@@ -208,22 +205,22 @@ func TestTransportStallRequest(t *testing.T) {
 }
 
 // A slow response arrives after its delay, and a delayed request is sent
-// after it; a deadline before then fails the call, after the write took
-// effect (slow response) or unsent (delayed request).
+// after it; a call cancelled before then fails, after the write took effect
+// (slow response) or unsent (delayed request).
 func TestTransportSlowResponseAndDelayRequest(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		name    string
-		fault   faults.NetFault
-		applied bool // whether a call cut by its deadline was applied
+		fault   func(time.Duration) faults.NetFault
+		applied bool // whether a call cancelled during its delay was applied
 	}{
-		{"slow response", faults.SlowResponse(200 * time.Millisecond), true},
-		{"delayed request", faults.DelayRequest(200 * time.Millisecond), false},
+		{"slow response", faults.SlowResponse, true},
+		{"delayed request", faults.DelayRequest, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			f := newNetFixture(t, false)
-			f.tr.Add(faults.NetRule{Ops: []string{"PutItem"}, Fault: c.fault})
+			remove := f.tr.Add(faults.NetRule{Ops: []string{"PutItem"}, Fault: c.fault(200 * time.Millisecond)})
 			start := time.Now()
 			if err := f.put(t.Context(), f.client(0), "on-time", "1", false); err != nil {
 				t.Fatalf("PutItem: %v", err)
@@ -231,16 +228,24 @@ func TestTransportSlowResponseAndDelayRequest(t *testing.T) {
 			if took := time.Since(start); took < 200*time.Millisecond {
 				t.Errorf("PutItem took %v, want at least 200ms", took)
 			}
-			ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-			defer cancel()
-			if err := f.put(ctx, f.client(0), "cut", "1", false); !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("PutItem with a 50ms deadline: %v, want context.DeadlineExceeded", err)
-			}
 			if f.stored(t, "on-time") == nil {
 				t.Error("the item of the call that waited is absent")
 			}
+			// A delay no run outlasts: the call ends only by its cancellation,
+			// made once the write is seen (slow response) or the fault picked
+			// (delayed request).
+			remove()
+			f.tr.Add(faults.NetRule{Ops: []string{"PutItem"}, Fault: c.fault(time.Hour)})
+			ready := func() bool { return f.tr.Faulted("PutItem") == 2 }
+			if c.applied {
+				ready = func() bool { return f.stored(t, "cut") != nil }
+			}
+			err := cutWhen(t, func(ctx context.Context) error { return f.put(ctx, f.client(0), "cut", "1", false) }, ready)
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("PutItem cancelled during its delay: %v, want context.Canceled", err)
+			}
 			if got := f.stored(t, "cut") != nil; got != c.applied {
-				t.Errorf("the item of the call cut by its deadline written: %v, want %v", got, c.applied)
+				t.Errorf("the item of the cancelled call written: %v, want %v", got, c.applied)
 			}
 			sent := 1
 			if c.applied {
@@ -249,6 +254,33 @@ func TestTransportSlowResponseAndDelayRequest(t *testing.T) {
 			wantCounts(t, f.tr, "PutItem", sent, 2)
 		})
 	}
+}
+
+// cutWhen runs call, awaits ready, then cancels the call's context and
+// returns its error. The call returning before ready holds fails the test:
+// the fault under test must hold the call until its cancellation.
+func cutWhen(t *testing.T, call func(context.Context) error, ready func() bool) error {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- call(ctx) }()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for !ready() {
+		select {
+		case err := <-done:
+			t.Fatalf("the call returned before its cancellation: %v", err)
+		case <-tick.C:
+		}
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the call returned before its cancellation: %v", err)
+	default:
+	}
+	cancel()
+	return <-done
 }
 
 // Injected 500 and 503 responses reach the SDK as the service's errors,
