@@ -375,7 +375,9 @@ func (f *orchFetch) sweep() (bool, []queues.Signal, error) {
 		seen[id] = true
 		if done, err := f.try(id, nil, shown[id]); done || err != nil {
 			untried, full := handOn(unannounced(candidates[i+1:], now), seen)
-			if done && (more || full) && len(untried) > 0 {
+			// A shard holding more is a backlog even when nothing is
+			// handed on: one instance's messages can fill the page read.
+			if done && (more || full) {
 				f.schedule.backlog()
 			}
 			return done, untried, err

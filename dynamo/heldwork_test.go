@@ -251,6 +251,53 @@ func testInstanceBacklog(t *testing.T, fetchers int, lag time.Duration) {
 	}
 }
 
+// TestBacklogBehindOneInstancesPage: a sweep whose page of the ready index
+// shows only the instance it takes (one instance's many messages fill it)
+// hands nothing on, but the shard holds more: the next fetch sweeps at
+// once. Before, the backlog was recorded only when the sweep handed
+// signals on, and the other instances waited for the next interval.
+func TestBacklogBehindOneInstancesPage(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, true)
+	writer := env.NewQuietWriter(t, dynamotest.Config{Shards: 1})
+	must(t, writer.EnqueueForOrchestrator(ctx, startItem("busy"), 0), "enqueue")
+	for i := range 59 {
+		must(t, writer.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: "busy", Name: "e", Data: fmt.Sprint(i)}, 0), "raise")
+	}
+	// More rows than a sweep's Scan reads: the sweeps query the shard, a
+	// page at a time.
+	for i := range 160 {
+		must(t, writer.EnqueueForOrchestrator(ctx, startItem(fmt.Sprintf("later-%03d", i)), 0), "enqueue")
+	}
+	p := env.NewProvider(t, dynamotest.Config{Shards: 1, Options: func(o *dynamo.Options) {
+		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
+		o.Now = func() time.Time { return time.Now().Add(time.Minute) } // every row old enough to hand on
+	}})
+	// busy's messages take two turns (a turn takes at most 45); the third
+	// fetch at the latest takes another instance.
+	for turn := 1; ; turn++ {
+		// The poll timeout only bounds a failure: a process that lost track
+		// of the backlog waits for the hourly sweep.
+		item, err := p.FetchOrchestrationItem(ctx, longLock, 20*time.Second, nil)
+		if err != nil || item == nil {
+			t.Fatalf("fetch %d with instances left: %+v, %v; want an instance (the process lost track of the backlog)", turn, item, err)
+		}
+		if item.Instance != "busy" {
+			return
+		}
+		if turn > 2 {
+			t.Fatalf("fetch %d took busy again", turn)
+		}
+		history := []provider.Event{ev(uint64(turn), "busy", provider.ExternalEvent{Name: "e", Data: "x"})}
+		if turn == 1 {
+			history[0] = started("busy")
+		}
+		done := provider.TurnCommit{ExecutionID: 1, HistoryDelta: history, Metadata: meta()}
+		must(t, p.AckOrchestrationItem(ctx, item.LockToken, done), "ack")
+	}
+}
+
 // TestSignalForConsumedMessageMakesNoRequest: an orchestrator signal
 // reaches every waiting fetch of a process. One that names a message this
 // process's ack has consumed announces nothing new: a fetch that receives it
