@@ -98,6 +98,10 @@ func TestRequestBudget(t *testing.T) {
 		}
 	}
 
+	// A program checks the layout once after New (the first enqueue would
+	// otherwise): later calls make no request for it.
+	must(t, p.CheckLayout(ctx), "CheckLayout")
+	check("CheckLayout of a new table (GetItem, PutItem)", 2)
 	must(t, p.EnqueueForOrchestrator(ctx, startItem(inst), 0), "EnqueueForOrchestrator")
 	check("EnqueueForOrchestrator", 1)
 

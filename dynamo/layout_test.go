@@ -68,6 +68,14 @@ func TestLayoutMismatchRefused(t *testing.T) {
 			t.Fatalf("error %v: want a LayoutMismatchError with stored 4, configured 16 and the table", err)
 		}
 	}
+	// A client of the wrong shard count would key its messages for shards
+	// the table's fetches do not watch: its first enqueue is refused.
+	if err := q.EnqueueForOrchestrator(ctx, startItem("wrong-shards"), 0); !errors.Is(err, dynamo.ErrLayoutMismatch) {
+		t.Fatalf("EnqueueForOrchestrator with 16 shards on a 4-shard table = %v; want ErrLayoutMismatch", err)
+	}
+	if rows := rowsWithPrefix(ctx, t, env, "wrong-shards", keys.QueuePrefix); len(rows) != 0 {
+		t.Fatalf("the refused enqueue left %d rows: %v", len(rows), rows)
+	}
 	got, _, err := dynamo.ReadLayout(ctx, env.DB, env.Table)
 	if err != nil || got.Shards != 4 {
 		t.Fatalf("stored layout after a refused check = %+v, %v; want 4 shards", got, err)

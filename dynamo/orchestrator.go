@@ -21,7 +21,12 @@ import (
 //
 // Requests: one TransactWriteItems putting the message (with a
 // ClientRequestToken; for a start, beside the update of a counter cell
-// that counts it as pending), then the wake-up signal.
+// that counts it as pending), then the wake-up signal. The provider's
+// first call checks the table's layout before ([Provider.CheckLayout]: one
+// GetItem, and a PutItem on a new table): a provider of another shard
+// count would key the message for a shard the table's fetches do not
+// watch, so a mismatch fails the call with [ErrLayoutMismatch], nothing
+// written.
 func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item provider.WorkItem, delay time.Duration) error {
 	if err := provider.ValidateOrchestratorItem(provider.OpEnqueueForOrchestrator, item); err != nil {
 		return err
@@ -37,6 +42,9 @@ func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item provider.Wor
 	if size > MaxItemBytes {
 		return provider.Permanent(provider.OpEnqueueForOrchestrator, provider.ErrInvalidInput,
 			"%s work item is %d bytes stored; it must fit one DynamoDB item (%d bytes)", item.Kind(), size, MaxItemBytes)
+	}
+	if err := p.CheckLayout(ctx); err != nil {
+		return err
 	}
 	// The key is this call's own (its seq is new), so a failed condition
 	// means that an earlier attempt of the call landed. A start is counted

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/dynamo"
 	"github.com/duradyn/duradyn/dynamo/dynamotest"
 	"github.com/duradyn/duradyn/examples/orders"
 	"github.com/duradyn/duradyn/localstack"
@@ -48,8 +49,9 @@ func TestServeFromTheEnvironment(t *testing.T) {
 		}
 	}()
 
-	// A client of its own, as the duradyn command would be.
-	client := durable.NewClient(env.NewProvider(t, dynamotest.Config{Queues: true}))
+	// A client of its own, as the duradyn command would be, of the
+	// worker's shard count (the default): a client of another is refused.
+	client := durable.NewClient(env.NewProvider(t, dynamotest.Config{Queues: true, Shards: dynamo.DefaultShards}))
 	if err := client.StartOrchestration(ctx, "h1", "Hello", "world"); err != nil {
 		t.Fatal(err)
 	}
