@@ -77,8 +77,9 @@ func (p *Provider) collect(ctx context.Context, instance string) (*doomed, error
 // [provider.ErrStillRunning]; a child of a listed instance that is not
 // listed fails it with [provider.ErrTreeChanged], also one a turn of a
 // listed running instance started between the read and the delete. At
-// most 49 instances go at once (see maxAtomicDelete); more fail with
-// [provider.ErrInvalidInput].
+// most 49 instances go at once (see maxAtomicDelete), fewer when they
+// have starts queued (each is one more row of the transaction); more fail
+// with [provider.ErrInvalidInput].
 //
 // Each instance record is deleted conditioned on it being as read, and
 // its contribution leaves the SystemMetrics counter cells in the same
@@ -122,8 +123,9 @@ func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string,
 	}
 
 	if len(commit) > maxTransactActions {
-		return provider.DeleteInstanceResult{}, provider.Permanent(op, provider.ErrInvalidInput,
-			"deleting %d instances at once exceeds one transaction; delete at most %d at a time (DeleteInstanceBulk deletes larger trees in parts)", len(set), maxAtomicDelete)
+		return provider.DeleteInstanceResult{}, provider.Permanent(op, fmt.Errorf("%w: %w", provider.ErrInvalidInput, errOverOneTransaction),
+			"deleting %d instances at once removes %d metadata, lock and queued-start rows, which must go in one transaction of at most %d: delete fewer at a time (at most %d without queued starts; DeleteInstanceBulk deletes larger trees in parts)",
+			len(set), len(commit), maxTransactActions, maxAtomicDelete)
 	}
 	// Without metadata or lock rows nothing exists as an instance (a
 	// listing that lagged a delete may name such ids): only loose rows, if
@@ -332,19 +334,39 @@ func (p *Provider) DeleteInstanceBulk(ctx context.Context, filter provider.Insta
 		var removed uint64
 		ids := tree.AllIDs
 		for end := len(ids); end > 0; end -= maxAtomicDelete {
-			part := ids[max(0, end-maxAtomicDelete):end]
-			res, err := p.deleteInstances(ctx, provider.OpDeleteInstanceBulk, part, true, 1)
+			res, err := p.deletePart(ctx, ids[max(0, end-maxAtomicDelete):end])
+			total = total.Add(res)
+			removed += res.InstancesDeleted
 			if err != nil {
 				return total, err
 			}
-			total = total.Add(res)
-			removed += res.InstancesDeleted
 		}
 		if removed > 0 {
 			deletedRoots++ // else listed, but deleted already: the index lags
 		}
 	}
 	return total, nil
+}
+
+// errOverOneTransaction is why a delete of instances whose metadata, lock
+// and queued-start rows exceed one transaction fails.
+var errOverOneTransaction = errors.New("more rows than one transaction takes")
+
+// deletePart deletes part of a tree (each instance listed before its
+// descendants) atomically, or in halves, descendants first, when its
+// instances' queued starts make it too large for one transaction.
+func (p *Provider) deletePart(ctx context.Context, part []string) (provider.DeleteInstanceResult, error) {
+	res, err := p.deleteInstances(ctx, provider.OpDeleteInstanceBulk, part, true, 1)
+	if len(part) == 1 || !errors.Is(err, errOverOneTransaction) {
+		return res, err
+	}
+	mid := len(part) / 2
+	res, err = p.deletePart(ctx, part[mid:])
+	if err != nil {
+		return res, err
+	}
+	first, err := p.deletePart(ctx, part[:mid])
+	return res.Add(first), err
 }
 
 // PruneExecutions deletes the history and records of the instance's old
