@@ -26,7 +26,7 @@ const maxHistorySegments = 4
 // (event ids are dense; that row's key is the id of its first event), and
 // the rest is split by event id into segments read at once, each a page or
 // so. Read units are those of one sequential
-// read; requests are one more. docs/design.md §5, reading a long history.
+// read; requests are one more. docs/reads.md, reading a long history.
 func (p *Provider) queryHistory(ctx context.Context, instance string, executionID uint64) ([]item, error) {
 	pk, prefix := keys.InstancePK(instance), keys.HistoryPrefix(executionID)
 	end := prefixEnd(prefix)

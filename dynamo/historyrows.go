@@ -18,7 +18,7 @@ import (
 // first event. A turn's events and an append's are packed into rows of up
 // to packedRowBytes: a chained activity's turn writes one row where it
 // wrote two, a fan-out's a row per hundred or so events, and a history is
-// read in as many fewer items (docs/design.md §5, history rows).
+// read in as many fewer items (docs/reads.md, history rows).
 const (
 	attrEvents     = "evs"
 	attrEventCount = "nev"
