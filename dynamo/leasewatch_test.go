@@ -128,12 +128,18 @@ func TestExpiredLeasesGoToEveryWaitingFetch(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	env := dynamotest.NewEnv(t, true)
-	writer := env.NewQuietWriter(t, dynamotest.Config{ShortPoll: true, Shards: 1})
+	// The holder's clock stands still, so that its leases end at one
+	// instant however far apart a loaded machine runs its claims: leases
+	// ending apart come back at sweeps of their own, as they should.
+	frozen := time.Now()
+	writer := env.NewQuietWriter(t, dynamotest.Config{ShortPoll: true, Shards: 1, Options: func(o *dynamo.Options) {
+		o.Now = func() time.Time { return frozen }
+	}})
 	const n = 3
 	for i := range n {
 		must(t, writer.EnqueueForWorker(ctx, provider.ActivityExecuteItem{Instance: fmt.Sprintf("expired-%d", i), ExecutionID: 1, ID: 1, Name: "A", Input: "{}"}), "EnqueueForWorker")
 	}
-	// All n claimed at once, so that their leases end together.
+	// All n claimed: their leases end together.
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
