@@ -1,6 +1,7 @@
 package dynamo_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -42,15 +43,7 @@ func TestDeleteInstanceBulkTreeWithQueuedStarts(t *testing.T) {
 		m.ParentInstanceID = parent
 		must(t, p.AckOrchestrationItem(ctx, got.LockToken, provider.TurnCommit{ExecutionID: 1, HistoryDelta: []provider.Event{started(got.Instance)}, Metadata: m}), "child's first turn")
 	}
-	must(t, p.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: parent, Name: "done", Data: "{}"}, 0), "raise")
-	last, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
-	if err != nil || last == nil || last.Instance != parent {
-		t.Fatalf("fetch of the parent: %+v, %v", last, err)
-	}
-	done := meta()
-	done.Status, done.Output = provider.StatusCompleted, ptr("ok")
-	must(t, p.AckOrchestrationItem(ctx, last.LockToken, provider.TurnCommit{ExecutionID: 1,
-		HistoryDelta: []provider.Event{ev(children+2, parent, provider.OrchestrationCompleted{Output: "ok"})}, Metadata: done}), "completing the parent")
+	completeByEvent(ctx, t, p, parent, children+2)
 	// Every child gets its start again (a resent start), queued.
 	for i := range children {
 		must(t, p.EnqueueForOrchestrator(ctx, childStart(i), 0), "start sent again")
@@ -75,4 +68,19 @@ func TestDeleteInstanceBulkTreeWithQueuedStarts(t *testing.T) {
 	if m.PendingInstances != 0 || m.TotalInstances != 0 {
 		t.Errorf("SystemMetrics after the delete: %d pending, %d instances; want none", m.PendingInstances, m.TotalInstances)
 	}
+}
+
+// completeByEvent raises an event to instance, fetches its turn and
+// completes the instance with "ok" as event id.
+func completeByEvent(ctx context.Context, t *testing.T, p provider.Provider, instance string, id uint64) {
+	t.Helper()
+	must(t, p.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: instance, Name: "done", Data: "{}"}, 0), "raise")
+	last, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	if err != nil || last == nil || last.Instance != instance {
+		t.Fatalf("fetch of %s: %+v, %v", instance, last, err)
+	}
+	done := meta()
+	done.Status, done.Output = provider.StatusCompleted, ptr("ok")
+	must(t, p.AckOrchestrationItem(ctx, last.LockToken, provider.TurnCommit{ExecutionID: 1,
+		HistoryDelta: []provider.Event{ev(id, instance, provider.OrchestrationCompleted{Output: "ok"})}, Metadata: done}), "completing "+instance)
 }

@@ -913,18 +913,7 @@ func TestSubOrchestrationFanOutStartsWithoutContention(t *testing.T) {
 	// The parent completes; a bulk delete removes the whole tree, larger
 	// than one transaction takes.
 	in.SetEnabled(false)
-	must(t, p.EnqueueForOrchestrator(ctx, provider.ExternalRaisedItem{Instance: parent, Name: "done", Data: "{}"}, 0), "raise")
-	last, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
-	if err != nil || last == nil || last.Instance != parent {
-		t.Fatalf("fetch of the parent: %+v, %v", last, err)
-	}
-	done := meta()
-	done.Status, done.Output = provider.StatusCompleted, ptr("ok")
-	must(t, p.AckOrchestrationItem(ctx, last.LockToken, provider.TurnCommit{
-		ExecutionID:  1,
-		HistoryDelta: []provider.Event{ev(children+2, parent, provider.OrchestrationCompleted{Output: "ok"})},
-		Metadata:     done,
-	}), "completing the parent")
+	completeByEvent(ctx, t, p, parent, children+2)
 	res, err := p.DeleteInstanceBulk(ctx, provider.InstanceFilter{InstanceIDs: []string{parent}})
 	must(t, err, "DeleteInstanceBulk")
 	if res.InstancesDeleted != children+1 {
