@@ -25,18 +25,13 @@ import (
 const (
 	// maxTransactActions is the most actions one TransactWriteItems takes.
 	maxTransactActions = 100
-	// maxTransactBytes is the aggregate size one TransactWriteItems takes
-	// (4 MB), with room for request overhead.
+	// maxTransactBytes is a TransactWriteItems' 4 MB, less request overhead.
 	maxTransactBytes = 4_000_000
-	// MaxItemBytes is the largest row the provider stores: DynamoDB's
-	// 400 KB item limit less 1 KB, the room a staging row of the
-	// large-turn protocol needs around a row it carries. One history event,
-	// one queued work item, with keys, must fit in it. Rows are measured
-	// with itemsize.ItemSize, the size DynamoDB itself applies, so the 1 KB
-	// is room for the staging row only, not for an error in the measure.
+	// MaxItemBytes is the largest row the provider stores (one history
+	// event, one queued work item, keys included): DynamoDB's 400 KB, as
+	// itemsize measures it exactly, less 1 KB a staging row needs around it.
 	MaxItemBytes = 399 * 1024
-	// dynamoItemLimit is DynamoDB's item size limit, to which
-	// itemsize.ItemSize is compared exactly.
+	// dynamoItemLimit is DynamoDB's item size limit (itemsize.ItemSize).
 	dynamoItemLimit = 400 * 1024
 )
 
@@ -44,15 +39,11 @@ const (
 type planAction struct {
 	put item
 	del item
-	// eventID and lastEventID are set on history puts, which must not
-	// overwrite: the ids of the first and last events of the row.
+	// eventID and lastEventID are a history put's first and last events.
 	eventID, lastEventID uint64
-	// asRead, when set, conditions the write on the row being as the
-	// fetch read it (staleRead): the deletes of the consumed messages, the
-	// put of the instance record.
+	// asRead, if set, conditions the write on the row as read (staleRead).
 	asRead *rowCondition
-	// limitSize, when set, is the size the item limit applies to: a queue
-	// row's with its payload uncompressed (Provider.setPayload).
+	// limitSize, if set, is the size the item limit applies to (setPayload).
 	limitSize int
 }
 
@@ -66,12 +57,9 @@ type rowCondition struct {
 // rowExists conditions a delete of a row the fetch read.
 var rowExists = &rowCondition{expr: "attribute_exists(#pk)", names: map[string]string{"#pk": attrPK}}
 
-// metaAsRead conditions a put of the instance record on the record being
-// the one the fetch read (m; nil when it read none): its update time,
-// custom status version and current execution, and its status and figures
-// (figuresAsRead), from which the turn computes its change of the counter
-// cells. Acks write it, each with a new update time; prunes and appends
-// change its figures.
+// metaAsRead conditions a put of the instance record on it being the one
+// the fetch read (m; nil for none): update time, custom status version,
+// current execution, status and figures (figuresAsRead).
 func metaAsRead(m *metaRow) *rowCondition {
 	if m == nil {
 		return figuresAsRead(nil)
@@ -83,8 +71,7 @@ func metaAsRead(m *metaRow) *rowCondition {
 	}).and(figuresAsRead(m))
 }
 
-// sameRecord reports whether now, a record read again, is still read: the
-// fields metaAsRead conditions on are equal.
+// sameRecord reports whether now matches read where metaAsRead conditions.
 func sameRecord(now, read *metaRow) bool {
 	if now == nil || read == nil {
 		return now == read
@@ -93,8 +80,7 @@ func sameRecord(now, read *metaRow) bool {
 		now.status == read.status && now.execs == read.execs && now.events == read.events
 }
 
-// turnPlan is every write of one turn except the lock release, and the
-// signals to send once it is committed.
+// turnPlan is a turn's writes but the lock release, and its signals.
 type turnPlan struct {
 	actions []planAction
 	// release holds the attempt counts the lock row keeps after the turn.
@@ -103,28 +89,21 @@ type turnPlan struct {
 	size    int
 	// history holds the history rows the turn writes, in event order.
 	history []item
-	// meta is the instance record when the turn does not write it (it
-	// holds nothing new): a large turn writes it all the same, since its
-	// release does not record the ack's time.
+	// meta is the instance record when it holds nothing new; a large turn
+	// writes it anyway (its release records no ack time).
 	meta planAction
 	// kvDigest digests the KV state the turn leaves (kvDigest).
 	kvDigest string
-	// histEnd is where the turn leaves the history
-	// (Provider.settledHistory; nil when unknown).
+	// histEnd is where the turn leaves the history (nil: unknown).
 	histEnd *historyEnd
-	// cell is the change of the instance's contribution to the counter
-	// cells (change), zero when the turn leaves it as it was. It is added
-	// to a cell in the transaction that writes the instance record, or in
-	// the commit of a large turn (Provider.takeCell).
+	// cell is the change to the counter cells (change), added in the
+	// transaction that writes the record or commits a large turn (takeCell).
 	cell figures
-	// claimable is the activity a direct claim may take
-	// (Provider.claimAddressed), which the turn may hand to a waiting fetch
-	// instead (Provider.handActivity).
+	// claimable is the activity for claimAddressed or handActivity.
 	claimable *claimableActivity
 }
 
-// claimableActivity names a turn's claimable activity: its put among the
-// plan's actions and its signal among the plan's signals.
+// claimableActivity indexes a claimable activity in plan actions and signals.
 type claimableActivity struct {
 	action, signal int
 	item           provider.ActivityExecuteItem
@@ -132,19 +111,17 @@ type claimableActivity struct {
 
 // AckOrchestrationItem commits a turn atomically and releases the lock.
 // An unknown, released or expired lock, or a deleted instance, fails with
-// [provider.ErrInvalidLockToken]; an event id already stored fails with
-// [provider.ErrDuplicateEvent]; an event too large for one item (see
-// [MaxItemBytes]) fails with [provider.ErrInvalidInput]. A failed ack
-// writes nothing and keeps the lock.
+// [provider.ErrInvalidLockToken]; a stored event id with
+// [provider.ErrDuplicateEvent]; an event over [MaxItemBytes] with
+// [provider.ErrInvalidInput]. A failed ack writes nothing and keeps the lock.
 //
 // Requests: one TransactWriteItems when the turn fits one transaction (100
-// actions, 4 MB) and this process fetched it; plus one Query of the control
-// rows when another process did, and one of the KV rows when the turn
-// writes KV or ends the execution and this process does not hold the KV
-// state the lock row names, unless that state is empty (turnKV). Larger turns use the staged protocol of
-// docs/design.md §5. A retry of an ack whose response was lost resends the
-// same transaction with the same ClientRequestToken and succeeds without
-// applying twice. An ack after this process has returned success for the
+// actions, 4 MB); +1 Query of the control rows when another process
+// fetched it; +1 Query of the KV rows when the turn writes KV or ends the
+// execution and this process lacks the non-empty KV state the lock row
+// names (turnKV). Larger turns are staged (docs/design.md §5). A retry
+// after a lost response resends the same transaction and token and does
+// not apply twice; an ack after this process returned success for the
 // token is a second ack and fails with [provider.ErrInvalidLockToken].
 func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, commit provider.TurnCommit) error {
 	if err := validateAck(commit); err != nil {
@@ -189,8 +166,7 @@ func (p *Provider) AckOrchestrationItem(ctx context.Context, lockToken string, c
 	return nil
 }
 
-// validateAck checks a commit before anything is read: the turn itself,
-// and the ids of the instances and sessions its work items name.
+// validateAck checks a commit, and the ids its work items name, unread.
 func validateAck(commit provider.TurnCommit) error {
 	if err := provider.ValidateTurn(provider.OpAckOrchestrationItem, commit); err != nil {
 		return err
@@ -208,16 +184,11 @@ func validateAck(commit provider.TurnCommit) error {
 	return nil
 }
 
-// uncachedTurn rebuilds the turn of an ack this process holds no turn for
-// (another process fetched it, or this one forgot it) from the control
-// rows. settled reports that the ack's outcome is known without planning
-// it: a retry of a commit that is in (err nil), or a lock not held.
+// uncachedTurn rebuilds from the control rows a turn this process lacks.
+// settled reports a known outcome (nil: a commit that is in).
 func (p *Provider) uncachedTurn(ctx context.Context, instance, lockToken string, commit provider.TurnCommit) (turn *turnState, settled bool, err error) {
 	if p.turns.wasAcked(lockToken) {
-		// This process returned this turn's ack already: another call
-		// is a second ack, even of the same commit. (A retry of an ack
-		// whose outcome was unknown finds the turn still cached, or,
-		// from another process, learns below that its commit is in.)
+		// This process returned this ack: a second ack, even of one commit.
 		return nil, true, invalidToken(provider.OpAckOrchestrationItem)
 	}
 	st, err := p.loadState(ctx, instance)
@@ -243,14 +214,10 @@ func (p *Provider) uncachedTurn(ctx context.Context, instance, lockToken string,
 	return &turnState{token: lockToken, st: st, ver: st.lock.ver, batch: st.lock.batch, attempts: st.lock.attempts}, false, nil
 }
 
-// sendTurn commits a planned turn: in one transaction when it fits one,
-// with the lock release and the cell change beside the plan's actions,
-// handing its claimable activity to a waiting fetch; else by the staged
-// protocol, which also writes the instance record the plan kept aside.
-// large reports which.
+// sendTurn commits a planned turn in one transaction when it fits, else by
+// the staged protocol (which also writes plan.meta). large reports which.
 func (p *Provider) sendTurn(ctx context.Context, turn *turnState, plan *turnPlan, digest string, now int64) (large bool, err error) {
-	// The lock release, and the cell change if any, go beside the plan's
-	// actions.
+	// Beside the plan's actions: the lock release and any cell change.
 	beside := 1
 	if plan.cell != (figures{}) {
 		beside++
@@ -266,15 +233,13 @@ func (p *Provider) sendTurn(ctx context.Context, turn *turnState, plan *turnPlan
 	return false, p.commitTurn(ctx, turn, *plan, hand, digest, now)
 }
 
-// turnAcked updates what this process keeps of a turn it committed (the
-// turn cache, hints, cached history, lock waits) and posts the turn's
-// signals.
+// turnAcked updates what this process keeps of a committed turn (turns,
+// hints, history, lock waits) and posts its signals.
 func (p *Provider) turnAcked(turn *turnState, lockToken string, commit provider.TurnCommit, plan turnPlan, digest string, large bool, now int64) {
 	turn.done = true
 	p.turns.ackedTurn(lockToken)
 	p.hints.unlocked(turn.st.id)
-	// The messages the turn consumed are gone; a lagging ready index shows
-	// them a while longer, and sweeps pass over them (ackedWorkMs).
+	// Sweeps pass over consumed messages a lagging index still shows.
 	for _, sk := range turn.batch {
 		p.hints.heldWork(messageRowKeyOf(turn.st.id, sk), "", now+ackedWorkMs)
 	}
@@ -293,18 +258,15 @@ func (p *Provider) turnAcked(turn *turnState, lockToken string, commit provider.
 	p.post(plan.signals)
 }
 
-// smallTurnID is what the release of a turn that fits one transaction
-// records as the last finished turn: it names the lock token and the
-// commit, so that a retry of that ack from a process that did not make it
-// (nothing cached) learns it is in, while another commit for the same
-// token does not pass for it.
+// smallTurnID is what a small turn's release records as done: a hash of
+// token and commit, so a retry with nothing cached learns it is in, and
+// another commit for the same token does not pass for it.
 func smallTurnID(lockToken, digest string) string {
 	sum := sha256.Sum256([]byte(lockToken + "\x00" + digest))
 	return hex.EncodeToString(sum[:8])
 }
 
-// smallTurnDone returns the smallTurnID of commit acked with lockToken,
-// planned on st, or "" when it cannot be planned.
+// smallTurnDone is the smallTurnID of commit planned on st, or "".
 func (p *Provider) smallTurnDone(st *instanceState, lockToken string, commit provider.TurnCommit) string {
 	_, digest, err := p.planTurn(&turnState{token: lockToken, st: st}, commit, p.nowMs())
 	if err != nil {
@@ -313,15 +275,13 @@ func (p *Provider) smallTurnDone(st *instanceState, lockToken string, commit pro
 	return smallTurnID(lockToken, digest)
 }
 
-// invalidToken is the error of an ack, renewal or abandon whose lock is not
-// held.
+// invalidToken is the error of an ack, renewal or abandon of a lock not held.
 func invalidToken(op string) error {
 	return provider.Permanent(op, provider.ErrInvalidLockToken, "Invalid lock token: the lock expired, was released, or its instance was deleted")
 }
 
-// commitTurn sends a turn that fits one TransactWriteItems. The lock
-// release comes first, conditioned on the token and a live lease (the
-// fencing check).
+// commitTurn sends a turn that fits one TransactWriteItems, the lock
+// release first, conditioned on token and live lease (the fencing check).
 func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPlan, hand *handedRow, digest string, now int64) error {
 	if turn.tx == nil || turn.tx.key != turn.token+"\x00"+digest {
 		turn.tx = &pendingTx{key: turn.token + "\x00" + digest}
@@ -359,16 +319,9 @@ func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPla
 	return translate(provider.OpAckOrchestrationItem, err)
 }
 
-// staleRead refuses the ack of a turn planned on rows that an earlier turn
-// had changed before this turn's lock was taken. A Query is read-committed
-// across items: one that runs while a turn commits can see the turn's lock
-// release and not yet its other writes (the deletes of the messages it
-// consumed, its instance record), and a fetch that read so locks the
-// instance on rows that are no longer there. Only a lock holder writes
-// them, so a row that differs under the lock from what the fetch read
-// changed before the lock was taken. staleRead releases the instance at
-// once, without counting an attempt (the messages are not at fault), and
-// reports the lock as lost: the next fetch reads the rows as they are.
+// staleRead refuses the ack of a turn planned on a torn read
+// (docs/design.md §5): it releases the instance without counting an
+// attempt and reports the lock lost; the next fetch reads the rows anew.
 func (p *Provider) staleRead(ctx context.Context, turn *turnState) error {
 	if err := p.AbandonOrchestrationItem(ctx, turn.token, 0, true); err != nil && !errors.Is(err, provider.ErrInvalidLockToken) {
 		p.o.Logger.Warn("dynamo: releasing an instance after a stale read failed; its lock expires instead", "instance", turn.st.id, "error", err)
@@ -410,15 +363,12 @@ func (p *Provider) transactAction(a planAction) types.TransactWriteItem {
 	}
 }
 
-// planTurn computes every write of a turn from the instance state the fetch
-// read and the commit, and a digest of the commit. It fails, with nothing
-// written, on events that cannot be stored.
+// planTurn computes a turn's writes from the state its fetch read, and a
+// digest of the commit. It fails on events that cannot be stored.
 func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int64) (turnPlan, string, error) {
 	tp := &turnPlanner{p: p, turn: turn, st: turn.st, commit: commit, now: now,
 		id: turn.st.id, pk: keys.InstancePK(turn.st.id), digest: sha256.New()}
 	fmt.Fprintf(tp.digest, "%d\x00", commit.ExecutionID)
-	// History, checked first: an event that cannot be stored fails the
-	// turn before anything is planned.
 	if err := tp.history(); err != nil {
 		return tp.plan, "", err
 	}
@@ -442,10 +392,8 @@ func (p *Provider) planTurn(turn *turnState, commit provider.TurnCommit, now int
 	return tp.plan, hex.EncodeToString(tp.digest.Sum(nil)), nil
 }
 
-// turnPlanner builds the plan of one turn part by part. planTurn calls its
-// methods in the order the turn's writes go out, and each one appends its
-// writes to the plan and its part of the commit to the digest, so that the
-// requests and the digest depend on that order alone.
+// turnPlanner builds a turn's plan. planTurn calls its methods in the order
+// the writes go out, so plan and digest depend on that order alone.
 type turnPlanner struct {
 	p      *Provider
 	turn   *turnState
@@ -455,13 +403,11 @@ type turnPlanner struct {
 	id, pk string
 	plan   turnPlan
 	digest hash.Hash
-	// startsTaken and startsSent count the start messages the turn
-	// consumes and queues, which change the cells' pending figure.
+	// startsTaken and startsSent count starts consumed and queued (np).
 	startsTaken, startsSent int
 }
 
-// add appends a to the plan and counts its size towards the transaction's
-// (a delete as 200 bytes).
+// add appends a to the plan, counting its size (a delete as 200 bytes).
 func (tp *turnPlanner) add(a planAction) {
 	tp.plan.actions = append(tp.plan.actions, a)
 	if a.put != nil {
@@ -471,9 +417,8 @@ func (tp *turnPlanner) add(a planAction) {
 	}
 }
 
-// history plans the history rows of the turn's events, and where the turn
-// leaves the history. It fails before any other part is planned on an
-// event that cannot be stored or is stored already.
+// history plans the turn's history rows and where they end the history.
+// It runs first: a bad or stored event fails before anything is planned.
 func (tp *turnPlanner) history() error {
 	commit := tp.commit
 	encoded, err := encodeEvents(provider.OpAckOrchestrationItem, tp.id, commit.ExecutionID, commit.HistoryDelta)
@@ -496,8 +441,8 @@ func (tp *turnPlanner) history() error {
 	return nil
 }
 
-// consumed plans the deletes of the messages the turn consumed, each
-// conditioned on the row the fetch read (Provider.staleRead).
+// consumed plans the deletes of the batch's messages, each conditioned on
+// its row existing (staleRead).
 func (tp *turnPlanner) consumed() {
 	starts := map[string]bool{}
 	for _, m := range tp.st.msgs {
@@ -511,10 +456,8 @@ func (tp *turnPlanner) consumed() {
 	}
 }
 
-// execution digests the commit's metadata and plans the record of the
-// turn's execution, written when the turn creates it or changes its
-// pinned version or status. It returns the record as the turn leaves it,
-// and whether the turn writes it.
+// execution digests the metadata and plans the execution record, written
+// when created or its pin or status change; it returns it and whether so.
 func (tp *turnPlanner) execution() (*execRow, bool) {
 	meta := tp.commit.Metadata
 	fmt.Fprintf(tp.digest, "%q%q%q%q", meta.OrchestrationName, meta.OrchestrationVersion, meta.Status, meta.ParentInstanceID)
@@ -544,12 +487,10 @@ func (tp *turnPlanner) execution() (*execRow, bool) {
 	return exec, execChanged
 }
 
-// instance plans the instance record, exec being the turn's execution
-// record as the turn leaves it. The record holds the custom status (up to
-// 256 KB), so it is written only when what it holds changes (the time of
-// each ack goes on the lock row); otherwise plan.meta keeps it for a large
-// turn. A record the turn creates for a child also gets its link to the
-// parent.
+// instance plans the instance record. Holding up to 256 KB of custom
+// status, it is written only when what it holds changes (ack times go on
+// the lock row); else plan.meta keeps it for a large turn. A new child's
+// record gets its link to the parent.
 func (tp *turnPlanner) instance(exec *execRow, execChanged bool) {
 	st, commit, meta := tp.st, tp.commit, tp.commit.Metadata
 	var newMeta *metaRow
@@ -593,16 +534,13 @@ func (tp *turnPlanner) instance(exec *execRow, execChanged bool) {
 		tp.plan.meta = planAction{}
 	}
 	if created && newMeta.parent != "" {
-		// A put of its own item: children created at once do not
-		// contend for one row of their parent.
+		// An item of its own: children created at once do not contend.
 		tp.add(planAction{put: childLink(newMeta.parent, tp.id)})
 	}
 }
 
-// figures sets the status and figures of newMeta, the instance record the
-// turn writes (contribution), from current, the record of the instance's
-// current execution, and exec, the turn's: figuresAsRead makes the turn
-// fail when another writer changed them since the fetch.
+// figures sets newMeta's status and figures (contribution) from the
+// current execution's record and exec, the turn's.
 func (tp *turnPlanner) figures(newMeta *metaRow, current, exec *execRow, created bool) {
 	newMeta.status = ""
 	if current != nil {
@@ -610,8 +548,7 @@ func (tp *turnPlanner) figures(newMeta *metaRow, current, exec *execRow, created
 	}
 	before := tp.st.execs[tp.commit.ExecutionID]
 	if created {
-		// Turns acked without a name write execution records and no
-		// instance record (no runtime sends them): count those.
+		// Count executions that turns acked without a name left.
 		for _, e := range tp.st.execs {
 			if !e.pruning {
 				newMeta.execs++
@@ -630,8 +567,7 @@ func (tp *turnPlanner) figures(newMeta *metaRow, current, exec *execRow, created
 	}
 }
 
-// kv plans the KV rows (Provider.planKV) and the digest of the KV state
-// the turn leaves, which its release records (kvDigest).
+// kv plans the KV rows (planKV) and the digest the release records.
 func (tp *turnPlanner) kv() error {
 	actions, digest, err := tp.p.planKV(tp.pk, tp.st, tp.commit)
 	for _, a := range actions {
@@ -641,17 +577,15 @@ func (tp *turnPlanner) kv() error {
 	return err
 }
 
-// workerItems plans the worker rows of the turn's activities, minus those
-// cancelled in the same turn, and then the deletes of the cancelled ones.
-// The turn's first activity may be claimable (Provider.claimAddressed).
+// workerItems plans the rows of the turn's activities not also cancelled,
+// then the deletes of the cancelled ones. The first may be claimable.
 func (tp *turnPlanner) workerItems() error {
 	commit := tp.commit
 	cancelled := map[provider.ScheduledActivityIdentifier]bool{}
 	for _, c := range commit.CancelledActivities {
 		cancelled[c] = true
 	}
-	// The last of two items with one identity wins (DynamoDB takes one
-	// action per item); rows are written in the turn's order.
+	// The last item of one identity wins (one action per item).
 	last := map[provider.ScheduledActivityIdentifier]int{}
 	for i, w := range commit.WorkerItems {
 		last[provider.ScheduledActivityIdentifier{Instance: w.Instance, ExecutionID: w.ExecutionID, ActivityID: w.ID}] = i
@@ -674,8 +608,7 @@ func (tp *turnPlanner) workerItems() error {
 		}
 		row, sig, size := tp.p.workerItem(w, data, tp.now)
 		if claimable && w.Instance == tp.id && w.SessionID == nil && w.Tag == nil {
-			// No older activity of the instance can be queued: its
-			// fetcher may claim the row at once (Provider.claimAddressed).
+			// No older activity can precede it (claimAddressed).
 			sig.Claim, _, _ = strAttr(row, attrReadySK)
 			tp.plan.claimable = &claimableActivity{action: len(tp.plan.actions), signal: len(tp.plan.signals), item: w}
 		}
@@ -694,11 +627,8 @@ func (tp *turnPlanner) workerItems() error {
 	return nil
 }
 
-// mergeSignals thins the signals of a turn that schedules many
-// activities: the first of each shard and instance is announced by its
-// row, the rest by their shard, so that signals that are alike merge into
-// one and the receiver finds them in the index. It runs before the
-// orchestrator items are planned, whose signals it leaves alone.
+// mergeSignals names by its row only the first activity of each shard and
+// instance; the rest become shard signals, which merge.
 func (tp *turnPlanner) mergeSignals() {
 	named := map[queues.Signal]bool{}
 	for i, sig := range tp.plan.signals {
@@ -711,11 +641,8 @@ func (tp *turnPlanner) mergeSignals() {
 	}
 }
 
-// orchestratorItems plans the queue rows of the turn's messages, for any
-// instance. A child this turn starts is linked to this instance at once,
-// in this instance's partition: from this commit on, the tree includes it
-// (deleting the tree deletes its queued start), and a delete that read the
-// tree before fails on this turn's lock version (Provider.deleteInstances).
+// orchestratorItems plans the turn's message rows and links each child it
+// starts here, in the tree from the commit on (docs/design.md §5, deletion).
 func (tp *turnPlanner) orchestratorItems() error {
 	linked := map[string]bool{}
 	for _, w := range tp.commit.OrchestratorItems {
@@ -741,9 +668,7 @@ func (tp *turnPlanner) orchestratorItems() error {
 	return nil
 }
 
-// release plans the lock row after the turn: released, without the
-// consumed messages' attempt counts. Its size counts towards the
-// transaction's.
+// release plans the released lock row, less consumed messages' attempts.
 func (tp *turnPlanner) release() {
 	attempts := maps.Clone(tp.turn.attempts)
 	for _, sk := range tp.turn.batch {
@@ -753,9 +678,7 @@ func (tp *turnPlanner) release() {
 	tp.plan.size += itemsize.ItemSize(lockItem(tp.id, tp.turn.ver+1, attempts))
 }
 
-// checkRowSizes fails the turn, before anything is written, when a row it
-// puts exceeds MaxItemBytes. History rows are left out: encodeEvents
-// checked their events one by one, so that the error names the event.
+// checkRowSizes fails the turn when a row it puts exceeds MaxItemBytes.
 func (tp *turnPlanner) checkRowSizes() error {
 	for _, a := range tp.plan.actions {
 		if a.put == nil || a.eventID != 0 {
@@ -791,9 +714,8 @@ func execItem(instance string, e *execRow) item {
 	return row
 }
 
-// metaItem is an instance's metadata row, with the status and completion
-// time of its current execution copied for the instances index, and its
-// figures (contribution). m.status must be current's status.
+// metaItem is an instance's record, with a copy of current, its figures
+// and its instances index keys. m.status must be current's status.
 func metaItem(instance string, m *metaRow, current *execRow, shards int) item {
 	row := key(keys.InstancePK(instance), keys.Meta)
 	row[attrName] = s(m.name)
@@ -846,9 +768,8 @@ func cloneExec(e *execRow) *execRow {
 	return &c
 }
 
-// workerItem is the worker row of an activity visible at nowMs, the
-// signal that announces it, and the row's size with its payload stored
-// uncompressed, which the limits apply to (Provider.setPayload).
+// workerItem is an activity's row, visible at nowMs, its signal, and its
+// size with the payload uncompressed (setPayload).
 func (p *Provider) workerItem(w provider.ActivityExecuteItem, data []byte, nowMs int64) (item, queues.Signal, int) {
 	seq := p.nextSeq()
 	shard := keys.ShardOf(keys.WorkerRoutingKey(w.Instance, w.SessionID), p.o.Shards)
@@ -868,9 +789,8 @@ func (p *Provider) workerItem(w provider.ActivityExecuteItem, data []byte, nowMs
 	return row, queues.Signal{Kind: queues.Worker, Shard: shard, Instance: w.Instance, Work: keys.WorkerSK(w.ExecutionID, w.ID)}, size
 }
 
-// orchestratorItem is the queue row of a message visible at visibleMs, the
-// signal that announces it, and the row's size with its payload stored
-// uncompressed, which the limits apply to (Provider.setPayload).
+// orchestratorItem is a message's row, visible at visibleMs, its signal,
+// and its size with the payload uncompressed (setPayload).
 func (p *Provider) orchestratorItem(w provider.WorkItem, data []byte, visibleMs int64) (item, queues.Signal, int) {
 	seq := p.nextSeq()
 	target := w.TargetInstance()
@@ -885,26 +805,20 @@ func (p *Provider) orchestratorItem(w provider.WorkItem, data []byte, visibleMs 
 		listPending(row, target, seq, p.o.Shards)
 	}
 	size := p.setPayload(row, data)
-	// The signal names the row, so that a turn of this process holding the
-	// instance can tell whether it took the message (lockWaits.heldSignal).
+	// Named, so a turn holding the instance knows if it took it (heldSignal).
 	return row, queues.Signal{Kind: queues.Orchestrator, Shard: shard, Instance: target, Work: sk, VisibleAt: timeMs(visibleMs)}, size
 }
 
-// listPending gives the queued start row of instance an entry in the
-// instances index, so that the instance is listed as pending
-// (provider.StatusPending) until its first turn consumes the row, in the
-// transaction that writes its instance record. The entry sorts by the
-// start's enqueue time. A start sent to an instance that has a record is
-// listed too until a turn consumes it; the listings drop such entries
-// (Provider.listEntries).
+// listPending indexes a queued start by enqueue time, so its instance is
+// listed as pending until a turn consumes it (docs/design.md §2; listings
+// drop the entries of instances with a record: Provider.listEntries).
 func listPending(row item, instance, seq string, shards int) {
 	row[attrListPK] = s(keys.ListInstancesPK(keys.ShardOf(instance, shards)))
 	row[attrListSK] = s(keys.ListInstancesSK(uint64(seqMs(seq)), instance))
 	row[attrStatus] = s(provider.StatusPending)
 }
 
-// seqMs is the enqueue time, in epoch milliseconds, of the message whose
-// queue sequence is seq (nextSeq); 0 when seq does not start with one.
+// seqMs is the enqueue time (epoch ms) in queue sequence seq, or 0.
 func seqMs(seq string) int64 {
 	if len(seq) < 20 {
 		return 0
@@ -919,16 +833,13 @@ func seqMs(seq string) int64 {
 // notifyTimeout bounds the sending of the signals of one commit.
 const notifyTimeout = 2 * time.Second
 
-// notify sends signals after a commit and returns when SQS has them;
-// failures are logged, never returned (the work is committed, and sweeps
-// find it). For the writes of clients (starts, events, enqueued
-// activities), whose process may end as soon as the call returns.
+// notify sends signals after a client's commit and returns when SQS has
+// them: the process may end then. Failures are logged (sweeps find work).
 func (p *Provider) notify(ctx context.Context, signals []queues.Signal) {
 	if len(signals) == 0 {
 		return
 	}
-	// After the commit, whatever the caller's context does; but bounded, so
-	// that an SQS brown-out does not hold the dispatcher that committed.
+	// Beyond the caller's context, bounded against an SQS brown-out.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), notifyTimeout)
 	defer cancel()
 	if err := p.signals.Notify(ctx, signals...); err != nil {
@@ -936,11 +847,8 @@ func (p *Provider) notify(ctx context.Context, signals []queues.Signal) {
 	}
 }
 
-// post wakes this process's waiters of signals after a commit and leaves
-// their sending to SQS to the background (queues.Signals.Post): for the
-// commits of dispatchers (acks, abandons), which go on to their next fetch
-// instead of waiting for a request whose only use is to wake other
-// processes. Close sends what is left.
+// post wakes this process's waiters after a dispatcher's commit and leaves
+// SQS to the background (queues.Signals.Post); Close sends what is left.
 func (p *Provider) post(signals []queues.Signal) {
 	if len(signals) == 0 {
 		return

@@ -23,15 +23,11 @@ type listedInstance struct {
 	status      string
 	parent      string
 	completedAt int64 // 0 while running
-	// pending marks the entry of a queued start (listPending), not of an
-	// instance record.
-	pending bool
+	pending     bool  // a queued start's entry, not an instance record's
 }
 
-// listInstances returns every instance the instances index lists, oldest
-// first: one Query per shard, in parallel. The index is eventually
-// consistent: an instance created in the last moment may be missing.
-// Pending instances (listPending) are left out.
+// listInstances returns the recorded instances, oldest first; the index
+// is eventually consistent, so a new instance may be missing.
 func (p *Provider) listInstances(ctx context.Context) ([]listedInstance, error) {
 	all, err := p.listEntries(ctx)
 	return recorded(all), err
@@ -42,10 +38,8 @@ func recorded(all []listedInstance) []listedInstance {
 	return slices.DeleteFunc(all, func(li listedInstance) bool { return li.pending })
 }
 
-// withPending returns all with one entry per instance: its record's, or,
-// for an instance without one, its oldest queued start's (status
-// Pending). A start sent to an instance that has a record is listed by
-// the index until a turn consumes it.
+// withPending keeps one entry per instance: its record's, else its oldest
+// queued start's. The index also lists starts sent to recorded instances.
 func withPending(all []listedInstance) []listedInstance {
 	hasRecord := map[string]bool{}
 	for _, li := range all {
@@ -64,7 +58,7 @@ func withPending(all []listedInstance) []listedInstance {
 	})
 }
 
-// listEntries reads the instances index, every shard, in creation order.
+// listEntries reads every shard of the instances index, in creation order.
 func (p *Provider) listEntries(ctx context.Context) ([]listedInstance, error) {
 	out, err := eachShard(p.o.Shards, func(shard int) ([]listedInstance, error) {
 		in := &dynamodb.QueryInput{
@@ -100,16 +94,13 @@ func (p *Provider) listEntries(ctx context.Context) ([]listedInstance, error) {
 }
 
 // ListInstances returns every instance id, pending ones included, newest
-// first.
-//
-// Requests: one Query of the instances index per shard.
+// first. Requests: one Query of the instances index per shard.
 func (p *Provider) ListInstances(ctx context.Context) ([]string, error) {
 	return p.listIDs(ctx, provider.OpListInstances, func(listedInstance) bool { return true })
 }
 
 // ListInstancesByStatus returns the instances whose current execution has
-// status, newest first; [provider.StatusPending] lists the pending ones.
-//
+// status ([provider.StatusPending]: pending ones), newest first.
 // Requests: one Query of the instances index per shard.
 func (p *Provider) ListInstancesByStatus(ctx context.Context, status string) ([]string, error) {
 	return p.listIDs(ctx, provider.OpListInstancesByStatus, func(li listedInstance) bool { return status != "" && li.status == status })
@@ -129,10 +120,8 @@ func (p *Provider) listIDs(ctx context.Context, op string, keep func(listedInsta
 	return out, nil
 }
 
-// ListExecutions returns the instance's execution ids in ascending order;
-// empty for unknown instances. Executions a prune is removing are left out.
-//
-// Requests: one Query of the execution records.
+// ListExecutions returns the instance's execution ids, ascending (empty
+// for unknown instances), without those a prune is removing. One Query.
 func (p *Provider) ListExecutions(ctx context.Context, instance string) ([]uint64, error) {
 	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), keys.ExecPrefix, prefixEnd(keys.ExecPrefix), attrSK, attrPruning)
 	if err != nil {
@@ -164,8 +153,7 @@ func (p *Provider) ReadHistory(ctx context.Context, instance string) ([]provider
 	return p.readLatest(ctx, provider.OpReadHistory, instance)
 }
 
-// LatestExecutionID returns the highest execution id; 1 for unknown
-// instances.
+// LatestExecutionID returns the highest execution id (1 if unknown).
 func (p *Provider) LatestExecutionID(ctx context.Context, instance string) (uint64, error) {
 	id, _, err := p.latestExecution(ctx, instance)
 	if err != nil {
@@ -175,10 +163,8 @@ func (p *Provider) LatestExecutionID(ctx context.Context, instance string) (uint
 }
 
 // InstanceInfo describes an instance and its current execution (status
-// "Unknown" when that execution has no record). Unknown instances fail
-// with [provider.ErrNotFound].
-//
-// Requests: one Query of the control rows.
+// "Unknown" without its record); unknown instances fail with
+// [provider.ErrNotFound]. Requests: one Query of the control rows.
 func (p *Provider) InstanceInfo(ctx context.Context, instance string) (*provider.InstanceInfo, error) {
 	st, err := p.loadState(ctx, instance)
 	if err != nil {
@@ -207,16 +193,12 @@ func (p *Provider) InstanceInfo(ctx context.Context, instance string) (*provider
 	return info, nil
 }
 
-// ExecutionInfo describes one execution. Unknown executions, and those a
-// prune is removing, fail with [provider.ErrNotFound].
-//
-// Requests: a keys-only Query of the execution's history, then a Query of
-// the control rows.
+// ExecutionInfo describes one execution; unknown ones, and those a prune
+// is removing, fail with [provider.ErrNotFound]. Requests: a keys-only
+// Query of the history, then a Query of the control rows.
 func (p *Provider) ExecutionInfo(ctx context.Context, instance string, executionID uint64) (*provider.ExecutionInfo, error) {
-	// The history first: a record without the pruning flag read after it
-	// had no flag when the history was read, so no prune had begun to
-	// delete rows of it (the flag comes first and stays until the record
-	// goes).
+	// History first: a record read afterwards without the pruning flag had
+	// none when the history was read (docs/design.md §5).
 	rows, err := p.historyKeysView(ctx, provider.OpExecutionInfo, instance, executionID)
 	if err != nil {
 		return nil, translate(provider.OpExecutionInfo, err)
@@ -243,10 +225,8 @@ func (p *Provider) ExecutionInfo(ctx context.Context, instance string, execution
 	return info, nil
 }
 
-// ListChildren returns the direct children of an instance; empty for
-// unknown instances.
-//
-// Requests: one Query of the instance's child links.
+// ListChildren returns the direct children of an instance (empty for
+// unknown instances). Requests: one Query of its child links.
 func (p *Provider) ListChildren(ctx context.Context, instance string) ([]string, error) {
 	children, err := p.children(ctx, instance)
 	if err != nil {
@@ -273,10 +253,8 @@ func (p *Provider) children(ctx context.Context, instance string) ([]string, err
 	return out, nil
 }
 
-// ParentID returns the instance's parent, or "" for a root. Unknown
-// instances fail with [provider.ErrNotFound].
-//
-// Requests: one GetItem.
+// ParentID returns the instance's parent, or "" for a root; unknown
+// instances fail with [provider.ErrNotFound]. Requests: one GetItem.
 func (p *Provider) ParentID(ctx context.Context, instance string) (string, error) {
 	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: p.table, Key: key(keys.InstancePK(instance), keys.Meta), ConsistentRead: aws.Bool(true),
@@ -295,8 +273,8 @@ func (p *Provider) ParentID(ctx context.Context, instance string) (string, error
 	return parent, nil
 }
 
-// pendingInfo describes the instance from its oldest queued start when it
-// has no instance record (provider.StatusPending); nil when it has none.
+// pendingInfo describes a recordless instance from its oldest queued
+// start (StatusPending); nil without one.
 func (st *instanceState) pendingInfo() *provider.InstanceInfo {
 	for _, m := range st.msgs {
 		if m.kind != provider.KindStartOrchestration {

@@ -34,8 +34,7 @@ const (
 	attrCompletedAt = "completed_at"
 	attrCreatedAt   = "created_at"
 	attrUpdatedAt   = "updated_at"
-	// The current execution's start and pinned version, copied from its
-	// record so that a fetch need not read the execution records.
+	// Copied from the current execution's record, so fetches need not read it.
 	attrExecStartedAt = "xsa"
 	attrExecPinned    = "xpin"
 	// How the current execution ended (endedResult).
@@ -71,8 +70,7 @@ const (
 	attrTurnID  = "tid" // the large turn a turn mark names
 	attrValue   = "val"
 	attrKVKey   = "k"
-	// A KV row's write in the current execution: the value set and its
-	// time, or a clear.
+	// A KV row's current-execution write: a value and its time, or a clear.
 	attrDeltaValue   = "dval"
 	attrDeltaTS      = "dts"
 	attrDeltaCleared = "dclr"
@@ -83,15 +81,13 @@ const (
 	attrLastSeen     = "last_activity"
 )
 
-// s is a string attribute.
+// s, n and nu are string and number attributes.
 func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 
-// n is a number attribute.
 func n(v int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 }
 
-// nu is an unsigned number attribute.
 func nu(v uint64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatUint(v, 10)}
 }
@@ -100,7 +96,6 @@ func nu(v uint64) types.AttributeValue {
 func key(pk, sk string) item { return item{attrPK: s(pk), attrSK: s(sk)} }
 
 // strAttr returns a string attribute; ok is false when it is absent.
-// Present with another type is corrupt data.
 func strAttr(it item, name string) (string, bool, error) {
 	v, present := it[name]
 	if !present {
@@ -152,8 +147,7 @@ func describeKey(it item) string {
 	return strconv.Quote(pk.Value) + "/" + strconv.Quote(sk.Value)
 }
 
-// decoder reads attributes of rows, remembering the first failure so that
-// callers check once.
+// decoder reads attributes, keeping the first failure for one check.
 type decoder struct{ err error }
 
 func (d *decoder) str(it item, name string) string {

@@ -6,19 +6,15 @@ import (
 	"github.com/duradyn/duradyn/queues"
 )
 
-// maxCachedTurns and maxCachedTurnBytes bound the turn cache, in turns and
-// in the bytes of the data their states hold (messages, KV, custom
-// status); beyond either the oldest entries go (their acks then read the
-// lock row first: two requests instead of one). Entries stay until acked
-// or pushed out, also those of locks that ended without an ack, so the
-// bytes matter: an instance's KV store alone may hold about 10 MB.
+// maxCachedTurns and maxCachedTurnBytes bound the turn cache, unacked
+// entries included (a KV store alone may hold about 10 MB); the oldest go
+// first, and their acks then read the lock row first (two requests).
 const (
 	maxCachedTurns     = 4096
 	maxCachedTurnBytes = 64 << 20
 )
 
-// turnState is what a fetch of this process knows about the turn it
-// locked.
+// turnState is what a fetch of this process knows about the turn it locked.
 type turnState struct {
 	// mu serialises acks of the turn in this process; done is set once one
 	// committed, so a concurrent duplicate fails as a second ack must.
@@ -34,37 +30,28 @@ type turnState struct {
 	until int64
 	// batch holds the sort keys of the locked messages.
 	batch []string
-	// attempts is the lock row's attempt map after the fetch, and
-	// undelivered the map as it was before (what a release of a batch
-	// that was never handed out restores).
+	// attempts is the lock row's attempt map after the fetch; undelivered,
+	// the one before, is restored by releasing a batch never handed out.
 	attempts, undelivered map[string]uint32
 
-	// tx is the ack transaction of this turn (resend.go): a retried ack
-	// of the same commit resends what the last one sent.
+	// tx is the turn's ack transaction, which a retry resends (resend.go).
 	tx *pendingTx
-	// txHanded is the activity tx's input writes claimed for a waiting
-	// fetch (handoff.go), nil when none.
+	// txHanded is the activity tx claims for a waiting fetch (handoff.go).
 	txHanded *handedRow
 
-	// outstanding holds the ids of the activities of execution
-	// outstandingExec that the history this process fetched shows
-	// scheduled and not yet answered (directclaim.go); nil when the fetch
-	// did not decode a history.
+	// outstanding holds the activities of outstandingExec the fetched
+	// history shows unanswered (directclaim.go); nil if none was decoded.
 	outstanding     map[uint64]bool
 	outstandingExec uint64
-	// histEnd is where the history this process fetched ends (nil when
-	// the fetch did not decode one).
+	// histEnd is where the fetched history ends; nil if none was decoded.
 	histEnd *historyEnd
-	// histIDs are the ids of the events of that history (nil when the
-	// fetch did not decode one).
+	// histIDs are that history's event ids.
 	histIDs eventIDs
-	// stored is the number of events the history of an execution the turn
-	// ends holds, counted at the ack when histEnd does not tell
-	// (countEndingHistory).
+	// stored is the event count of an execution the turn ends, counted at
+	// the ack when histEnd does not tell (countEndingHistory).
 	stored *historyEnd
-	// unrecorded is the number of events of the executions with a
-	// terminal status that turns acked without an orchestration name left
-	// without an instance record (countEndingHistory).
+	// unrecorded counts the events of terminal executions that turns acked
+	// without an orchestration name left without a record.
 	unrecorded uint64
 }
 
@@ -87,13 +74,11 @@ type turnCache struct {
 	mu    sync.Mutex
 	m     map[string]*turnState
 	order []string
-	// sizes holds each cached turn's data size (stateBytes), bytes their
-	// sum.
+	// sizes holds each turn's stateBytes; bytes is their sum.
 	sizes map[string]int
 	bytes int
-	// acked holds the tokens of the last maxCachedTurns turns this process
-	// acked, in ackedOrder: a later ack of one of them through this
-	// process is a second ack (see AckOrchestrationItem).
+	// acked holds the last maxCachedTurns tokens this process acked: an
+	// ack of one again is a second ack (AckOrchestrationItem).
 	acked      map[string]struct{}
 	ackedOrder []string
 }
@@ -102,8 +87,7 @@ func newTurnCache() turnCache {
 	return turnCache{m: map[string]*turnState{}, sizes: map[string]int{}, acked: map[string]struct{}{}}
 }
 
-// ackedTurn drops token's turn, whose ack this process returned, and
-// remembers that it did.
+// ackedTurn drops token's turn and remembers this process acked it.
 func (c *turnCache) ackedTurn(token string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -162,8 +146,7 @@ func (c *turnCache) drop(token string) {
 	c.removeLocked(token)
 }
 
-// removeLocked forgets token's turn (its place in order stays, to be
-// compacted later). c.mu is held.
+// removeLocked forgets token's turn (order is compacted later); c.mu held.
 func (c *turnCache) removeLocked(token string) {
 	delete(c.m, token)
 	c.bytes -= c.sizes[token]
@@ -194,8 +177,7 @@ func stateBytes(st *instanceState) int {
 	return n
 }
 
-// workLeases remembers the lease ends of the activity locks this process
-// holds, so that renewals know how long they may retry.
+// workLeases holds this process's activity lease ends, to bound renewals.
 type workLeases struct {
 	mu sync.Mutex
 	m  map[string]int64
@@ -222,33 +204,25 @@ func (l *workLeases) drop(token string) {
 	delete(l.m, token)
 }
 
-// hints remembers, for a short while, instances whose lock another
-// dispatcher holds and sessions another owner holds, so that sweeps do not
-// spend a request on each of them every time. A hint only ever causes a
-// skip until its expiry; it is never a reason to act.
+// hints remembers briefly what others hold, so sweeps skip it without a
+// request. A hint only causes a skip until its expiry, never an action.
 type hints struct {
 	mu       sync.Mutex
 	locked   map[string]int64 // instance → lock expiry (ms)
 	sessions map[string]sessionHint
 	parked   map[string]parkHint // instance or worker row → park (park.go)
-	// trying holds the instances and worker rows a fetch of this process is
-	// trying to lock right now: other fetches of the process pass over
-	// them instead of racing it (their writes would fail, and on AWS
-	// conflict with the winner's ack). The value holds the latest signal
-	// for it passed over meanwhile (passedOver), which the try's end hands
-	// back.
+	// trying holds what a fetch of this process is trying to lock: other
+	// fetches pass over it rather than race (docs/design.md §8). The value
+	// is the latest signal passed over meanwhile (passedOver).
 	trying map[string]*queues.Signal
-	// held maps the worker rows this process claimed to when a signal
-	// naming them stops being stale (ms): the end of the lease, or a
-	// while after the ack deleted the row; and the orchestrator messages
-	// its acks consumed, to a while after. See heldWork.
+	// held maps rows this process claimed or acked, and messages its acks
+	// consumed, to when signals naming them stop being stale (heldWork).
 	held map[string]heldRow
 	// contended maps worker shards where a claim was lost to another
 	// process to when that stops counting (ms; contention.go).
 	contended map[int]int64
-	// lagging maps the worker shards (by fetch filter) whose ready index
-	// showed nothing to a signal naming no row, to when it first did
-	// (indexlag.go).
+	// lagging maps worker shards (by fetch filter) whose index showed a
+	// shard signal nothing to when it first did (indexlag.go).
 	lagging map[string]lagHint
 }
 
@@ -261,9 +235,7 @@ func newHints() hints {
 	return hints{locked: map[string]int64{}, sessions: map[string]sessionHint{}, parked: map[string]parkHint{}, trying: map[string]*queues.Signal{}, held: map[string]heldRow{}, contended: map[int]int64{}, lagging: map[string]lagHint{}}
 }
 
-// maxLockHintMs caps how long a lock seen in another process is trusted:
-// its holder may release it early, and until a signal or this cap, sweeps
-// of this process pass over the instance.
+// maxLockHintMs caps trust in a lock seen elsewhere: it may end early.
 const maxLockHintMs = 1000
 
 // lockedUntil records, at nowMs, that instance is locked until untilMs.
@@ -276,8 +248,7 @@ func (h *hints) lockedUntil(instance string, nowMs, untilMs int64) {
 	}
 }
 
-// beginTry marks k as being tried by a fetch of this process; false means
-// another fetch is trying it. endTry ends the mark.
+// beginTry marks k as tried by this fetch; false if another fetch is.
 func (h *hints) beginTry(k string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -288,10 +259,8 @@ func (h *hints) beginTry(k string) bool {
 	return true
 }
 
-// passedOver records that sig, a signal for k, was passed over because
-// another fetch was trying k (beginTry returned false): that try may have
-// read k before the signal's work was written. Of several, the latest is
-// kept (a zero VisibleAt, of unknown time, counting as the latest).
+// passedOver keeps the latest (zero VisibleAt counts as latest) signal for
+// k passed over during another fetch's try, whose read may predate it.
 func (h *hints) passedOver(k string, sig queues.Signal) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -304,11 +273,8 @@ func (h *hints) passedOver(k string, sig queues.Signal) {
 	}
 }
 
-// endTry ends the mark of beginTry and returns the signal passed over
-// during the try, if any, for the caller to hand back to the process's
-// fetches. Kept for the end of the turn the try locked, it brings the
-// instance back only if it may announce a message written after the
-// try's read (lockwait.go).
+// endTry ends beginTry's mark and returns the signal passed over during
+// the try, if any, to hand back to the fetches (lockwait.go).
 func (h *hints) endTry(k string) *queues.Signal {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -331,32 +297,23 @@ func (h *hints) isLocked(instance string, nowMs int64) bool {
 	return h.locked[instance] > nowMs
 }
 
-// ackedWorkMs is how long after this process acked an activity a signal
-// naming its row is known to be stale: the row is gone, and a signal sent
-// before the ack (to every waiter of the process, and on SQS) can still be
-// on its way. A row enqueued again under the same identity within it is
-// told apart by its sequence number: by fetches and sweeps reading the
-// index, and by the fetch its signal reaches when the signal names the
-// enqueue (a claim). A signal that names only the row is dropped, and the
-// row waits for another signal of its shard or for a sweep.
+// ackedWorkMs is how long after an ack a signal naming the row is stale:
+// one sent before the ack may still arrive. A row enqueued again meanwhile
+// is told apart by its sequence number where the index or signal gives it;
+// a signal naming only the row is dropped, leaving the row to a sweep.
 const ackedWorkMs = 10_000
 
-// heldRow is what hints.held records of a queue row: until when (ms), and
-// the sequence number of the enqueue it concerns ("": any, for rows whose
-// key holds it, as an orchestrator message's does).
+// heldRow is hints.held's entry: until when (ms), and the enqueue's
+// sequence number ("": any, for rows whose key holds it).
 type heldRow struct {
 	until int64
 	seq   string
 }
 
 // heldWork records that this process holds queue row k, enqueued with seq,
-// until untilMs (a claim or a renewal), or, after its ack, that the row is
-// gone. A signal naming the row announces work this process already has:
-// waiters drop it instead of querying the row's shard and reading the row
-// (a signal goes to every waiter of the process, and to one process over
-// SQS); a lagging index showing the row shows nothing to take (holdsRow).
-// An abandon forgets the row (releasedWork) before it signals the row
-// again.
+// until untilMs, or after its ack that the row is gone: signals and index
+// entries naming it are then stale (docs/design.md §8). An abandon calls
+// releasedWork before it signals the row again.
 func (h *hints) heldWork(k, seq string, untilMs int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -373,23 +330,20 @@ func (h *hints) releasedWork(k string) {
 	delete(h.held, k)
 }
 
-// holdsWork reports whether a signal naming queue row k is stale at nowMs:
-// this process holds the row's lease, or acked it a moment ago.
+// holdsWork reports whether a signal naming queue row k is stale at nowMs.
 func (h *hints) holdsWork(k string, nowMs int64) bool {
 	_, ok := h.heldAt(k, nowMs)
 	return ok
 }
 
-// holdsRow reports whether an index entry showing queue row k enqueued
-// with seq is stale at nowMs: it is the enqueue this process holds or has
-// just acked, or found gone.
+// holdsRow reports whether an index entry of row k enqueued with seq is
+// stale at nowMs: the enqueue this process holds, just acked or found gone.
 func (h *hints) holdsRow(k, seq string, nowMs int64) bool {
 	held, ok := h.heldAt(k, nowMs)
 	return ok && (held.seq == "" || held.seq == seq)
 }
 
-// heldAt returns what held records of k at nowMs, forgetting it once its
-// end has passed.
+// heldAt returns held's live entry for k at nowMs, forgetting a past one.
 func (h *hints) heldAt(k string, nowMs int64) (heldRow, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -401,8 +355,7 @@ func (h *hints) heldAt(k string, nowMs int64) (heldRow, bool) {
 	return held, ok
 }
 
-// liveAt reports whether m holds k with an end (ms) after nowMs, and
-// forgets k once its end has passed.
+// liveAt reports whether m holds k ending after nowMs, forgetting past ones.
 func liveAt[K comparable](m map[K]int64, k K, nowMs int64) bool {
 	until, ok := m[k]
 	if ok && until <= nowMs {
@@ -422,8 +375,7 @@ func (h *hints) sessionOwned(session, owner string, untilMs int64) {
 	}
 }
 
-// sessionBlocked reports whether session is known to be held by someone
-// other than owner at nowMs.
+// sessionBlocked reports whether someone but owner holds session at nowMs.
 func (h *hints) sessionBlocked(session, owner string, nowMs int64) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -20,16 +20,14 @@ type doomed struct {
 	st *instanceState
 	// rows are the keys of the instance's partition and worker rows.
 	rows []item
-	// starts holds the sort keys of the queued starts among rows, which
-	// the SystemMetrics cells count.
+	// starts marks the queued starts among rows, which the cells count.
 	starts   map[string]bool
 	children []string
 	events   uint64
 	queued   uint64
 }
 
-// collect reads what deleting instance removes: its control rows, the
-// keys of the rest of its partition, and its worker rows.
+// collect reads instance's control rows and the keys a delete removes.
 func (p *Provider) collect(ctx context.Context, instance string) (*doomed, error) {
 	st, err := p.loadState(ctx, instance)
 	if err != nil {
@@ -71,35 +69,24 @@ func (p *Provider) collect(ctx context.Context, instance string) (*doomed, error
 }
 
 // DeleteInstancesAtomic deletes every listed instance with all its data
-// (history, executions, queued messages of both queues, locks, KV, custom
-// status, child links), all or nothing. Sessions are kept. Without force
-// an instance whose current execution is running fails the call with
-// [provider.ErrStillRunning]; a child of a listed instance that is not
-// listed fails it with [provider.ErrTreeChanged], also one a turn of a
-// listed running instance started between the read and the delete. At
-// most 49 instances go at once (see maxAtomicDelete), fewer when they
-// have starts queued (each is one more row of the transaction); more fail
-// with [provider.ErrInvalidInput].
+// (history, executions, both queues' messages, locks, KV, custom status,
+// child links), all or nothing; sessions are kept. Without force, a running
+// instance fails the call with [provider.ErrStillRunning]. An unlisted
+// child of a listed instance, also one a turn started after the read,
+// fails it with [provider.ErrTreeChanged]. At most 49 instances go at once,
+// fewer with queued starts; more fail with [provider.ErrInvalidInput]. A
+// delete that meets a record, lock or queued start changed since its read
+// reads again, so two deletes of one instance both succeed; four changed
+// reads in a row fail it as retryable.
 //
-// Each instance record is deleted conditioned on it being as read, and
-// its contribution leaves the SystemMetrics counter cells in the same
-// transaction; a delete that meets a record, lock or queued start changed
-// since (a turn, a prune, a concurrent delete) reads everything again, so
-// that two deletes of one instance at once both succeed. Instances that
-// change on four reads in a row fail the delete as retryable.
-//
-// Requests: three Queries per instance to collect its rows, then one
-// TransactWriteItems when everything fits one transaction. Larger
-// deletions commit with one transaction that removes every metadata and
-// lock row (the instances cease to exist and no ack can land), then remove
-// the remaining rows in batches.
+// Requests: three Queries per instance, then one TransactWriteItems; a
+// larger deletion commits the metadata and lock rows in it and removes the
+// rest in batches (docs/design.md §5, Deletion).
 func (p *Provider) DeleteInstancesAtomic(ctx context.Context, ids []string, force bool) (provider.DeleteInstanceResult, error) {
 	return p.deleteInstances(ctx, provider.OpDeleteInstancesAtomic, ids, force, 1)
 }
 
-// deleteInstances deletes the instances ids names, as
-// DeleteInstancesAtomic documents; tries counts the reads so far of a
-// delete whose instance records changed before its commit.
+// deleteInstances implements DeleteInstancesAtomic; tries counts reads.
 func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string, force bool, tries int) (provider.DeleteInstanceResult, error) {
 	var set []string
 	for _, id := range ids {
@@ -127,16 +114,11 @@ func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string,
 			"deleting %d instances at once removes %d metadata, lock and queued-start rows, which must go in one transaction of at most %d: delete fewer at a time (at most %d without queued starts; DeleteInstanceBulk deletes larger trees in parts)",
 			len(set), len(commit), maxTransactActions, maxAtomicDelete)
 	}
-	// Without metadata or lock rows nothing exists as an instance (a
-	// listing that lagged a delete may name such ids): only loose rows, if
-	// any, remain to be removed.
+	// No metadata or lock rows means no instance (a lagging listing may
+	// name such ids): only loose rows remain.
 	if len(commit) > 0 {
 		if err := p.sendFresh(ctx, op, commit); err != nil {
 			if i := conditionFailedAt(cancelReasons(err)); i >= 0 && commit[i].Delete != nil && readAgain(commit[i].Delete.Key) {
-				// An instance record or lock changed since it was read
-				// (a turn, a prune, another delete), or a queued start is
-				// gone (a turn took it): read everything again, which
-				// finds a child a turn started (ErrTreeChanged).
 				if tries < maxDeleteTries {
 					return p.deleteInstances(ctx, op, ids, force, tries+1)
 				}
@@ -159,9 +141,8 @@ func (p *Provider) deleteInstances(ctx context.Context, op string, ids []string,
 	return res, nil
 }
 
-// collectDeletable collects every instance of set, in order, and fails
-// before anything is written when one may not go: running without force,
-// or with a child set leaves out.
+// collectDeletable collects set in order, failing before any write on an
+// instance running without force or with a child outside set.
 func (p *Provider) collectDeletable(ctx context.Context, op string, set []string, force bool) ([]*doomed, error) {
 	all := make([]*doomed, 0, len(set))
 	for _, id := range set {
@@ -184,25 +165,20 @@ func (p *Provider) collectDeletable(ctx context.Context, op string, set []string
 	return all, nil
 }
 
-// readAgain reports whether a delete whose condition on the row with key
-// k failed reads the instances again: an instance record, the lock row of
-// a running instance (a turn committed: the read again finds a child it
-// started, and fails the delete with ErrTreeChanged, or finds the instance
-// deleted by another delete meanwhile) or a queued start changed since the
-// read.
+// readAgain reports whether a delete whose condition on row k failed
+// reads again: an instance record, a running instance's lock row (a turn
+// committed and may have started a child) or a queued start changed.
 func readAgain(k item) bool {
 	pk, _, _ := strAttr(k, attrPK)
 	sk, _, _ := strAttr(k, attrSK)
 	return strings.HasPrefix(pk, keys.InstancePrefix) && (sk == keys.Meta || sk == keys.Lock || strings.HasPrefix(sk, keys.QueuePrefix))
 }
 
-// deleteActions splits the deletes of the collected instances into the
-// commit, which must be one transaction, and the rest, and counts what
-// they remove. The commit deletes every metadata and lock row. The lock
-// row of a running instance only at the version read: a turn committed
-// since may have started a child (it links its children in the same
-// transaction), and only a running instance's turns start children.
-// cell is the change their contributions leave in the counter cells.
+// deleteActions splits the deletes into the commit (every metadata and
+// lock row and queued start: one transaction) and the rest, and counts
+// what they remove; cell is the counter cells' change. A running
+// instance's lock row goes only at the version read: a turn since may have
+// started a child (docs/design.md §5, Deletion).
 func (p *Provider) deleteActions(all []*doomed, set []string) (res provider.DeleteInstanceResult, commit, rest []types.TransactWriteItem, cell figures) {
 	for _, d := range all {
 		running := false
@@ -229,11 +205,8 @@ func (p *Provider) deleteActions(all []*doomed, set []string) (res provider.Dele
 					a.Delete.ExpressionAttributeValues = map[string]types.AttributeValue{":ver": nu(d.st.lock.ver)}
 				}
 				if sk == keys.Meta {
-					// Its contribution leaves the counter cells: the
-					// record must be the one read (figuresAsRead), and
-					// absent if the read of the control rows found none
-					// (a first turn committed between that read and the
-					// read of the partition's keys).
+					// Only as read, absent included: a first turn may
+					// commit between the reads.
 					c := figuresAsRead(d.st.meta)
 					a.Delete.ConditionExpression = aws.String(c.expr)
 					a.Delete.ExpressionAttributeNames, a.Delete.ExpressionAttributeValues = c.names, c.values
@@ -241,8 +214,7 @@ func (p *Provider) deleteActions(all []*doomed, set []string) (res provider.Dele
 				}
 				commit = append(commit, a)
 			case d.starts[sk]:
-				// A queued start leaves the cells' pending count: the
-				// row must still be there (a turn may have consumed it).
+				// It leaves the pending count only if no turn consumed it.
 				a.Delete.ConditionExpression = aws.String(rowExists.expr)
 				a.Delete.ExpressionAttributeNames = rowExists.names
 				cell = cell.plus(1, startsChange(0, 1))
@@ -255,14 +227,11 @@ func (p *Provider) deleteActions(all []*doomed, set []string) (res provider.Dele
 	return res, commit, rest, cell
 }
 
-// maxAtomicDelete is the most instances one delete transaction takes: the
-// metadata and lock rows of each, and the counter cell their contributions
-// leave.
+// maxAtomicDelete is the most instances one delete transaction takes: two
+// rows each and the counter cell.
 const maxAtomicDelete = (maxTransactActions - 1) / 2
 
-// maxDeleteTries bounds the reads of a delete whose instance records
-// changed between its reads and its commit; past it the delete fails as
-// retryable.
+// maxDeleteTries bounds the reads of a delete whose instances keep changing.
 const maxDeleteTries = 4
 
 func deleteAction(table *string, k item) types.TransactWriteItem {
@@ -299,14 +268,11 @@ func (p *Provider) selectInstances(ctx context.Context, filter provider.Instance
 	return out, nil
 }
 
-// DeleteInstanceBulk deletes the root instances whose current execution is
-// terminal and that filter selects, each with its whole tree (forced).
-// Running instances and sub-orchestrations are skipped. InstancesDeleted
-// counts every instance of every tree.
-//
-// The instances index may still list instances deleted a moment ago: a
-// listed root that is gone is passed over and does not count against
-// filter's limit, which counts the roots this call deleted.
+// DeleteInstanceBulk deletes the root instances filter selects whose
+// current execution is terminal, each with its whole tree (forced);
+// running instances and sub-orchestrations are skipped. InstancesDeleted
+// counts every instance of every tree; filter's limit counts the roots
+// deleted, not gone ones a lagging index still lists.
 func (p *Provider) DeleteInstanceBulk(ctx context.Context, filter provider.InstanceFilter) (provider.DeleteInstanceResult, error) {
 	limit := filter.EffectiveLimit()
 	unlimited := filter
@@ -327,10 +293,8 @@ func (p *Provider) DeleteInstanceBulk(ctx context.Context, filter provider.Insta
 		if err != nil {
 			return total, err
 		}
-		// A tree larger than one transaction goes in atomic parts,
-		// descendants before their ancestors (AllIDs lists each instance
-		// before its descendants): what a failure leaves is still a tree,
-		// and deleting its root again finishes the job.
+		// Atomic parts, descendants first (AllIDs lists ancestors first):
+		// a failure leaves a tree that deleting its root again finishes.
 		var removed uint64
 		ids := tree.AllIDs
 		for end := len(ids); end > 0; end -= maxAtomicDelete {
@@ -348,13 +312,11 @@ func (p *Provider) DeleteInstanceBulk(ctx context.Context, filter provider.Insta
 	return total, nil
 }
 
-// errOverOneTransaction is why a delete of instances whose metadata, lock
-// and queued-start rows exceed one transaction fails.
+// errOverOneTransaction fails a delete whose commit exceeds a transaction.
 var errOverOneTransaction = errors.New("more rows than one transaction takes")
 
-// deletePart deletes part of a tree (each instance listed before its
-// descendants) atomically, or in halves, descendants first, when its
-// instances' queued starts make it too large for one transaction.
+// deletePart deletes part of a tree (ancestors listed first) atomically,
+// or in halves, descendants first, when queued starts make it too large.
 func (p *Provider) deletePart(ctx context.Context, part []string) (provider.DeleteInstanceResult, error) {
 	res, err := p.deleteInstances(ctx, provider.OpDeleteInstanceBulk, part, true, 1)
 	if len(part) == 1 || !errors.Is(err, errOverOneTransaction) {
@@ -370,25 +332,14 @@ func (p *Provider) deletePart(ctx context.Context, part []string) (provider.Dele
 }
 
 // PruneExecutions deletes the history and records of the instance's old
-// executions: never the current one or a running one, keeping the
-// options.KeepLast highest ids and, when options.CompletedBefore is set,
-// only those that completed before it. KV data is not touched. Unknown
+// executions: never the current or a running one, keeping the
+// options.KeepLast highest ids and, with options.CompletedBefore, only
+// those that completed before it. KV data is not touched. Unknown
 // instances fail with [provider.ErrNotFound].
 //
-// Each execution goes at once for readers: one whose history and record
-// fit one transaction is deleted by it; a larger one first gets the
-// pruning flag on its record, after which every reader treats it as gone,
-// then loses its history in batches and its record last. A prune that
-// fails part-way leaves flagged executions, which the next prune of the
-// instance (whatever its options) finishes first.
-//
-// Requests: a Query of the control rows, one keys-only Query of the
-// history from the first pruned execution to the last, then
-// TransactWriteItems of up to 100 actions (each small execution whole,
-// each large one's flag, with the update of the instance record's figures,
-// the change of its counter cell and a check of its lock row), then
-// BatchWriteItem deletes of the large ones' history and then their
-// records.
+// Each execution goes at once for readers: a large one is first flagged
+// pruning; flags a failed prune leaves are finished by the next prune,
+// whatever its options. Requests: docs/design.md §5.
 func (p *Provider) PruneExecutions(ctx context.Context, instance string, options provider.PruneOptions) (provider.PruneResult, error) {
 	st, err := p.loadState(ctx, instance)
 	if err != nil {
@@ -404,30 +355,25 @@ func (p *Provider) PruneExecutions(ctx context.Context, instance string, options
 	return res, nil
 }
 
-// pruned is one execution a prune removes: the keys of its history rows,
-// and the events among them.
+// pruned is one execution a prune removes: its history keys and events.
 type pruned struct {
 	id      uint64
 	rows    []item
 	events  uint64
 	flagged bool
-	// terminal is whether the record had a terminal status: its events
-	// are then among the instance record's figures.
+	// terminal: its events are among the instance record's figures.
 	terminal bool
 }
 
-// pruneUnit is what one transaction of a prune does for one execution:
-// delete it whole, or set its pruning flag.
+// pruneUnit is one execution's delete or flag in a prune transaction.
 type pruneUnit struct {
 	e       *pruned
 	actions []types.TransactWriteItem
 	flag    bool
 }
 
-// prune prunes one existing instance: the executions options select, and
-// those a failed prune flagged. A prune that meets a change of the
-// instance's record or of a selected execution since it read them (a turn,
-// another prune or a delete) reads them again and goes on.
+// prune prunes one existing instance, reading it again when a transaction
+// meets a change since the read (a turn, another prune, a delete).
 func (p *Provider) prune(ctx context.Context, op string, st *instanceState, options provider.PruneOptions) (provider.PruneResult, error) {
 	total := provider.PruneResult{InstancesProcessed: 1}
 	for try := 1; ; try++ {
@@ -449,8 +395,7 @@ func (p *Provider) prune(ctx context.Context, op string, st *instanceState, opti
 	}
 }
 
-// errPruneRaced reports that a prune's transaction found the instance
-// record or an execution record changed since the prune read it.
+// errPruneRaced reports a prune transaction refused for a changed record.
 var errPruneRaced = errors.New("instance changed since the prune read it")
 
 // maxPruneTries bounds the reads of a prune that keeps meeting changes.
@@ -477,9 +422,8 @@ func (p *Provider) pruneOnce(ctx context.Context, op string, st *instanceState, 
 	return res, nil
 }
 
-// pruneSelection returns the ids of the executions a prune of st removes,
-// in order: those options select, and those an earlier prune flagged,
-// which go whatever the options.
+// pruneSelection returns, sorted, the executions options select and those
+// an earlier prune flagged.
 func pruneSelection(st *instanceState, options provider.PruneOptions) []uint64 {
 	var ids []uint64
 	execs := make([]provider.ExecutionSummary, 0, len(st.execs))
@@ -495,9 +439,8 @@ func pruneSelection(st *instanceState, options provider.PruneOptions) []uint64 {
 	return ids
 }
 
-// prunedHistory reads the history keys of every selected execution (ids,
-// sorted) in one range and returns the executions, in order, with their
-// rows and events.
+// prunedHistory reads the history keys of the executions ids (sorted) in
+// one range and returns them with their rows and events.
 func (p *Provider) prunedHistory(ctx context.Context, op string, st *instanceState, ids []uint64) ([]*pruned, error) {
 	pk := keys.InstancePK(st.id)
 	rows, err := p.queryPartition(ctx, pk, keys.HistoryPrefix(ids[0]), prefixEnd(keys.HistoryPrefix(ids[len(ids)-1])), attrSK, attrEventCount)
@@ -527,14 +470,12 @@ func (p *Provider) prunedHistory(ctx context.Context, op string, st *instanceSta
 	return all, nil
 }
 
-// pruneBeside is the number of actions beside the executions' in each
-// transaction of a prune: the instance record's update, the check of the
-// lock row (noStagedTurn) and the change of the counter cell.
+// pruneBeside counts a prune transaction's other actions: the record's
+// update, noStagedTurn and the counter cell.
 const pruneBeside = 3
 
-// pruneUnits plans the transactions' work: each execution that fits one
-// transaction is deleted whole, the others (large) are flagged, unless an
-// earlier prune flagged them already.
+// pruneUnits deletes each execution that fits a transaction whole, and
+// flags the others (large) unless an earlier prune did.
 func (p *Provider) pruneUnits(pk string, all []*pruned) (units []pruneUnit, large []*pruned) {
 	for _, e := range all {
 		if len(e.rows)+1+pruneBeside <= maxTransactActions {
@@ -556,13 +497,10 @@ func (p *Provider) pruneUnits(pk string, all []*pruned) (units []pruneUnit, larg
 	return units, large
 }
 
-// pruneTransactions sends units, as many as fit in each transaction, and
-// counts the executions deleted in res as each transaction commits. An
-// execution flagged by an earlier prune left the record's figures then;
-// the others leave them now, in the transaction that deletes or flags
-// them, beside the record's update, the change of its counter cell, and a
-// check that no large turn is about to rewrite the record. A transaction
-// refused for a condition fails with errPruneRaced.
+// pruneTransactions sends units, as many as fit each transaction, with
+// the record's figures (an execution flagged earlier left them then), the
+// cell's change and noStagedTurn, counting in res as each commits. A
+// refused condition returns errPruneRaced.
 func (p *Provider) pruneTransactions(ctx context.Context, op string, st *instanceState, units []pruneUnit, res *provider.PruneResult) error {
 	meta := *st.meta
 	for len(units) > 0 {
@@ -605,9 +543,8 @@ func (p *Provider) pruneTransactions(ctx context.Context, op string, st *instanc
 	return nil
 }
 
-// pruneFlagged deletes the flagged executions, large, in batches: history
-// first, the records last, so that an execution stays flagged, and gone
-// for readers, until all its history is, and counts them in res.
+// pruneFlagged deletes the flagged executions in batches, records last, so
+// each stays flagged (gone for readers) until its history is gone.
 func (p *Provider) pruneFlagged(ctx context.Context, pk string, large []*pruned, res *provider.PruneResult) error {
 	if len(large) == 0 {
 		return nil
@@ -632,9 +569,8 @@ func (p *Provider) pruneFlagged(ctx context.Context, pk string, large []*pruned,
 	return nil
 }
 
-// unflaggedRecord conditions the delete or flag of an execution record on
-// the record existing without the pruning flag: another prune or a delete
-// has not taken it, and its figures are still in the instance record.
+// unflaggedRecord conditions an execution record's delete or flag on it
+// existing unflagged: its figures are still in the instance record.
 func unflaggedRecord() (*string, map[string]string) {
 	return aws.String("attribute_exists(#pk) AND attribute_not_exists(#pr)"), map[string]string{"#pk": attrPK, "#pr": attrPruning}
 }
@@ -652,9 +588,8 @@ func (p *Provider) pruneFlag(pk string, id uint64) *types.Update {
 	}
 }
 
-// figuresUpdate is the transaction action that changes the figures of
-// instance's record from those of read to those of next, conditioned on
-// the record being as read (figuresAsRead).
+// figuresUpdate changes instance's record figures from read to next,
+// conditioned on the record being as read.
 func (p *Provider) figuresUpdate(instance string, read, next *metaRow) types.TransactWriteItem {
 	c := figuresAsRead(read) // names #nx and #xev
 	c.values[":nx2"], c.values[":xev2"] = nu(next.execs), nu(next.events)
@@ -668,8 +603,7 @@ func (p *Provider) figuresUpdate(instance string, read, next *metaRow) types.Tra
 	}}
 }
 
-// historyExecution returns the execution id of a history row's or a turn
-// mark's sort key.
+// historyExecution returns the execution id of a history or mark key.
 func historyExecution(sk string) (uint64, error) {
 	rest, _ := strings.CutPrefix(sk, keys.HistPrefix)
 	if len(rest) < 21 || rest[20] != '#' {

@@ -11,25 +11,14 @@ import (
 	"github.com/duradyn/duradyn/tables"
 )
 
-// QueueDepths counts the queued messages of each queue that no live lock
-// holds, from the ready index alone. TimerQueue is always 0: timers are
-// delayed orchestrator messages, counted in OrchestratorQueue.
+// QueueDepths counts each queue's messages that no live lock holds, from
+// the ready index alone. TimerQueue is always 0: timers are counted in
+// OrchestratorQueue. WorkerQueue is exact; OrchestratorQueue also counts
+// messages other processes' turns hold (their lock rows are in no index),
+// for at most a turn or a lease.
 //
-// WorkerQueue is exact: an activity is locked on its own row, whose lease
-// the index holds. OrchestratorQueue leaves out the messages that live
-// locks of this provider hold (its turns in flight), and counts those
-// that other processes' locks hold: an orchestration's lock is a row of
-// its instance that no index shows, and reading it for every instance
-// with messages would make the call cost a request per instance. A turn's
-// ack deletes the messages its lock holds, so such a message is counted
-// at most for the length of a turn (of a lease, when its holder died).
-//
-// Requests: one Scan of the ready index, which holds queued work only, a
-// page per megabyte of it (about 5,000 queued messages): one request with
-// none queued as with a thousand. Its read units grow with the index,
-// about 1 RRU per 40 queued messages (eventually consistent, 4 KB a
-// unit); terminal instances, and running ones with nothing queued, cost
-// nothing.
+// Requests: one Scan of the ready index, a page per MB (about 5,000 queued
+// messages), about 1 RRU per 40 queued messages (docs/design.md §5).
 func (p *Provider) QueueDepths(ctx context.Context) (provider.QueueDepths, error) {
 	var d provider.QueueDepths
 	now := p.nowMs()
@@ -43,8 +32,7 @@ func (p *Provider) QueueDepths(ctx context.Context) (provider.QueueDepths, error
 			}
 			return
 		}
-		// An unlocked activity has no lock_until (the index does not
-		// hold tok); a lapsed lease counts as unlocked.
+		// The index lacks tok: no lock_until, or a lapsed one, is unlocked.
 		if shard, ok := keys.ReadyShard(rpk, keys.ReadyWorkerPrefix); ok && shard < p.o.Shards && dec.int(row, attrLockUntil) <= now {
 			d.WorkerQueue++
 		}
@@ -55,10 +43,8 @@ func (p *Provider) QueueDepths(ctx context.Context) (provider.QueueDepths, error
 	return d, nil
 }
 
-// scanReadyIndex passes every entry of the ready index to each, paging to
-// the index's end, with the attributes QueueDepths reads (a projection
-// lightens the responses; the index's read units are billed by its
-// entries' sizes all the same).
+// scanReadyIndex passes every ready-index entry to each, projected to what
+// QueueDepths reads (lighter responses, the same bill).
 func (p *Provider) scanReadyIndex(ctx context.Context, each func(item)) error {
 	in := &dynamodb.ScanInput{
 		TableName:                p.table,
@@ -84,11 +70,9 @@ func (p *Provider) scanReadyIndex(ctx context.Context, each func(item)) error {
 // heldKey names a queued message by its row's keys.
 func heldKey(pk, sk string) string { return pk + "\x00" + sk }
 
-// heldMessages returns the orchestrator messages (heldKey) that live locks
-// of this process hold at nowMs: the batches of the turns it fetched and
-// has neither acked nor abandoned (both drop the turn), whose leases, as
-// renewals moved them, have not ended. A turn pushed out of the cache is
-// not seen: its messages are counted, as another process's would be.
+// heldMessages returns the orchestrator messages (heldKey) in the batches
+// of this process's turns whose leases are live at nowMs. A turn evicted
+// from the cache is missed, so its messages are counted.
 func (c *turnCache) heldMessages(nowMs int64) map[string]bool {
 	c.mu.Lock()
 	turns := make([]*turnState, 0, len(c.m))

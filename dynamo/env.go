@@ -13,16 +13,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
-// Env is the configuration the environment gives a provider: what
-// [NewFromEnv] and the duradyn command read, by the same rule.
+// Env is the configuration [NewFromEnv] and the duradyn command read
+// from the environment.
 type Env struct {
-	// Table is DURADYN_TABLE.
-	Table string
+	Table string // DURADYN_TABLE
 	// OrchestratorQueueURL and WorkerQueueURL are
 	// DURADYN_ORCHESTRATOR_QUEUE_URL and DURADYN_WORKER_QUEUE_URL.
 	OrchestratorQueueURL, WorkerQueueURL string
-	// Shards is DURADYN_SHARDS; 0 when it is not set (the count the
-	// table records then applies).
+	// Shards is DURADYN_SHARDS; 0 if unset (the table's count applies).
 	Shards int
 	// DynamoDBEndpoint is DURADYN_DYNAMODB_ENDPOINT, else
 	// AWS_ENDPOINT_URL_DYNAMODB, else AWS_ENDPOINT_URL; "" for AWS's.
@@ -32,9 +30,8 @@ type Env struct {
 	SQSEndpoint string
 }
 
-// ReadEnv reads the environment through getenv (os.Getenv for the
-// process's). A DURADYN_SHARDS that is not a number from 1 to
-// [MaxShards] is an error wrapping [ErrInvalidOptions].
+// ReadEnv reads the environment through getenv. A DURADYN_SHARDS outside
+// 1..[MaxShards] is an error wrapping [ErrInvalidOptions].
 func ReadEnv(getenv func(string) string) (Env, error) {
 	e := Env{
 		Table:                getenv("DURADYN_TABLE"),
@@ -65,13 +62,10 @@ func firstSet(getenv func(string) string, names ...string) string {
 	return ""
 }
 
-// NewFromEnv returns a provider configured by the environment, as the
-// duradyn command is: the table, queues, shards and endpoints of [Env],
-// and the region and credentials of the SDK's default chain (AWS_REGION,
-// AWS_PROFILE, ...). Without DURADYN_SHARDS it uses the shard count the
-// table records (one GetItem), or [DefaultShards] for a table that records
-// none. optFns apply first, and what they set wins over the environment
-// (an explicit Options.Client or SQSClient included).
+// NewFromEnv returns a provider configured as the duradyn command is: [Env]
+// and the SDK's default region and credentials chain. Without
+// DURADYN_SHARDS it uses the table's recorded shard count (one GetItem),
+// else [DefaultShards]. What optFns set wins over the environment.
 func NewFromEnv(ctx context.Context, optFns ...func(*Options)) (*Provider, error) {
 	e, err := ReadEnv(os.Getenv)
 	if err != nil {
@@ -121,8 +115,7 @@ func firstNonEmpty(a, b string) string {
 func (e Env) dynamoEndpoint(o *dynamodb.Options) {
 	if e.DynamoDBEndpoint != "" {
 		o.BaseEndpoint = aws.String(e.DynamoDBEndpoint)
-		// Emulators such as DynamoDB Local omit the CRC32 header on error
-		// responses.
+		// Emulators such as DynamoDB Local omit the CRC32 on errors.
 		o.DisableValidateResponseChecksum = true
 	}
 }

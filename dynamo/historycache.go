@@ -18,32 +18,13 @@ import (
 // attrHistMark is the lock row's history mark (lockRow.histMark).
 const attrHistMark = "hmark"
 
-// historyCache keeps, per instance, the history of its current execution
-// as this process last knew it, decoded, so that a fetch that follows this
-// process's own ack of the instance's previous turn neither reads nor
-// decodes it (docs/design.md §5: every fetch re-read the whole execution
-// before, and then decoded every event of it on every turn).
-//
-// An entry is valid for exactly one state of the lock row: the one this
-// process's ack left. A turn that fits one transaction records its id
-// (smallTurnID, unique: it hashes the random lock token) in the lock row,
-// and every later write of history records something else there: another
-// process's ack its own turn id, a large turn its id in the large-turn
-// record, an append outside turns a fresh history mark, a deletion the
-// row's removal. Lock writes that append nothing (fetches, renewals,
-// abandons) keep all three. So a fetch that reads the lock row and finds
-// the turn records as the entry's ack left them, and the history mark as
-// the entry's fetch read it, knows the stored history is the entry's
-// events; and its own lock write is conditioned on the row it read, so
-// nothing can slip in between. (The mark is compared with the fetch's
-// read, not the ack's: an append during the turn is missing from the
-// entry.)
-//
-// The events are what decoding the stored rows gives (an ack's rows are
-// decoded as a fetch would decode them), and a fetch hands them to its
-// caller without a copy: [provider.OrchestrationItem] callers do not
-// modify its History. Slices handed out are clipped to their length, so
-// that an ack appending to an entry never writes where a holder can read.
+// historyCache keeps, per instance, the current execution's history as
+// this process's last ack left it, decoded, so that its next fetch neither
+// reads nor decodes it (docs/reads.md, History cache). An entry is valid
+// for one lock row state: the turn records the ack left and the history
+// mark its fetch read (not the ack's: an append during the turn is missing
+// from the entry). Events go to callers uncopied but clipped, so an ack
+// appending to an entry never writes where a holder reads.
 type historyCache struct {
 	mu      sync.Mutex
 	entries map[string]*historyEntry
@@ -58,25 +39,22 @@ type historyEntry struct {
 	// events are valid for; valid is false until an ack has set them.
 	smallDone, largeDone, histMark string
 	valid                          bool
-	// token is the lock token of the turn that last fetched these events:
-	// only its ack may extend them.
+	// token is the fetching turn's lock token: only its ack extends events.
 	token  string
 	events []provider.Event
 	bytes  int
 }
 
-// maxHistoryCacheBytes and maxHistoryCacheEntries bound the cache; the
-// oldest entries go first. An entry's bytes are its events' stored JSON
-// and a fixed amount per event (eventMemory).
+// maxHistoryCacheBytes and maxHistoryCacheEntries bound the cache, oldest
+// out first; an entry counts its events' stored JSON plus eventMemory each.
 const (
 	maxHistoryCacheBytes   = 64 << 20
 	maxHistoryCacheEntries = 4096
 	eventMemory            = 128
 )
 
-// lookup returns the cached events of instance's execution, and the bytes
-// they count, when the lock row read (lock) is the state they are valid
-// for.
+// lookup returns the cached events of instance's execution, and their
+// bytes, when lock is the state they are valid for.
 func (c *historyCache) lookup(instance string, execution uint64, lock lockRow) ([]provider.Event, int, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -87,17 +65,11 @@ func (c *historyCache) lookup(instance string, execution uint64, lock lockRow) (
 	return slices.Clip(e.events), e.bytes, true
 }
 
-// prefix returns the cached events of instance's execution, and the bytes
-// they count, when they are the start of the stored history although the
-// lock row read (lock) is not the state they are valid for: every turn
-// since the entry's ack fitted one transaction (the ack's small-turn
-// record is among the lock row's smallPast, which only such turns push,
-// each one's fetch having read the row the previous one left), and no
-// large turn, append or deletion has come between (the large-turn record
-// and the history mark are as the entry's, and a re-created instance's
-// lock row holds none of this process's random turn ids). Those turns only
-// added events after the entry's: the caller reads the rows after them and
-// checks that they end where lock.histEnd says.
+// prefix returns the cached events and their bytes when they start the
+// stored history though lock is not their state: only small turns came
+// since the entry's ack (its record is in lock.smallPast), no large turn or
+// append (docs/reads.md, After other processes' turns). The caller reads
+// the rows after them and checks they end at lock.histEnd.
 func (c *historyCache) prefix(instance string, execution uint64, lock lockRow) ([]provider.Event, int, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -111,9 +83,8 @@ func (c *historyCache) prefix(instance string, execution uint64, lock lockRow) (
 	return slices.Clip(e.events), e.bytes, true
 }
 
-// fetched records the events (of stored size bytes) a fetch returned for
-// the turn token locked, having read lock. The entry becomes valid when
-// that turn's ack commits (acked).
+// fetched records the events (stored size bytes) a fetch of lock returned
+// for token's turn; the entry becomes valid when its ack commits (acked).
 func (c *historyCache) fetched(instance string, execution uint64, token string, lock lockRow, events []provider.Event, bytes int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -134,10 +105,9 @@ func (c *historyCache) fetched(instance string, execution uint64, token string, 
 	c.evictLocked(instance)
 }
 
-// acked extends the entry of the turn token held by the history rows its
-// ack wrote (uncompressed) and makes it valid for the lock row the ack
-// left: smallDone as the ack recorded it, largeDone as the fetch read it.
-// Rows that do not decode drop the entry.
+// acked extends token's entry by the rows its ack wrote and makes it valid
+// for the lock row the ack left (smallDone as recorded, largeDone as the
+// fetch read it). Rows that do not decode drop the entry.
 func (c *historyCache) acked(instance, token string, execution uint64, added []item, smallDone, largeDone string) {
 	events, bytes, err := decodeHistorySized(provider.OpAckOrchestrationItem, instance, execution, added)
 	c.mu.Lock()
@@ -147,8 +117,7 @@ func (c *historyCache) acked(instance, token string, execution uint64, added []i
 		c.removeLocked(instance)
 		return
 	}
-	// Appending may write past the end of a slice handed out, never
-	// inside one: lookup clips what it returns.
+	// Never writes inside a slice handed out: lookup clips them.
 	e.events = append(e.events, events...)
 	e.bytes += bytes
 	c.bytes += bytes
@@ -160,13 +129,10 @@ func (c *historyCache) acked(instance, token string, execution uint64, added []i
 	c.evictLocked(instance)
 }
 
-// markHistoryWritten records in instance's lock row, creating the row when
-// there is none, that its history was written outside turns: a fresh
-// history mark, and the version moved on as by every lock-row write, so
-// that a fetch that read the row before fails its lock write instead of
-// copying the old mark back. A fetch of an instance with no record reads
-// its history only when the mark is there (instanceState.mayHoldHistory).
-// One UpdateItem.
+// markHistoryWritten sets a fresh history mark on instance's lock row,
+// creating it if need be, after history was written outside turns. It moves
+// the version on, so a fetch that read the row before fails its lock write
+// rather than copy the old mark back. One UpdateItem.
 func (p *Provider) markHistoryWritten(ctx context.Context, instance string) error {
 	p.history.drop(instance)
 	var b [8]byte
@@ -224,11 +190,9 @@ func sameEvents(a, b []provider.Event) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
-// historyAfterCached returns the history of instance's execution when the
-// cache holds its start (historyCache.prefix): the cached events and those
-// of the rows after them, read with one Query, and their bytes. ok is false
-// when the cache holds no such start, or when the rows read do not follow
-// it event by event up to the end lock records (a read that raced a
+// historyAfterCached returns the history when the cache holds its start
+// (prefix), reading only the rows after it with one Query. ok is false when
+// those rows do not follow it event by event up to lock's end (a racing
 // commit, rows not dense): the caller then reads the whole history.
 func (p *Provider) historyAfterCached(ctx context.Context, instance string, execution uint64, lock lockRow) (events []provider.Event, bytes int, ok bool, err error) {
 	cached, cachedBytes, ok := p.history.prefix(instance, execution, lock)

@@ -14,19 +14,14 @@ import (
 	"github.com/duradyn/duradyn/provider"
 )
 
-// maxHistorySegments bounds the Queries a long history is read with at
-// once.
+// maxHistorySegments bounds the Queries reading a long history at once.
 const maxHistorySegments = 4
 
-// queryHistory reads the rows of one execution's history, in sort-key
-// order (events, then a large turn's mark). A history that fits one page
-// (1 MB, about 3,500 events of an activity's size) is one Query. A longer
-// one is read in parallel: the first page tells how many events a page
-// holds, a Query of one row from the end tells where the history ends
-// (event ids are dense; that row's key is the id of its first event), and
-// the rest is split by event id into segments read at once, each a page or
-// so. Read units are those of one sequential
-// read; requests are one more. docs/reads.md, reading a long history.
+// queryHistory reads one execution's history rows in sort-key order
+// (events, then a large turn's mark): one Query if it fits a page (1 MB,
+// about 3,500 activity-sized events), else the rest in parallel segments by
+// event id: the read units of one sequential read, one request more
+// (docs/reads.md, reading a long history).
 func (p *Provider) queryHistory(ctx context.Context, instance string, executionID uint64) ([]item, error) {
 	pk, prefix := keys.InstancePK(instance), keys.HistoryPrefix(executionID)
 	end := prefixEnd(prefix)
@@ -47,8 +42,7 @@ func (p *Provider) queryHistory(ctx context.Context, instance string, executionI
 	}
 	perPage := historyEvents(rows)
 	if !ok || last <= lastRead || perPage == 0 {
-		// A large turn's mark ends the range, or the rows are not dense:
-		// read on in order.
+		// A turn's mark ends the range, or ids are not dense: read in order.
 		return p.appendRange(ctx, rows, rest)
 	}
 	remaining := last - lastRead
@@ -91,10 +85,8 @@ func (p *Provider) appendRange(ctx context.Context, rows []item, r partitionRang
 	return append(rows, more...), nil
 }
 
-// lastEventID reads the id of the first event of the last row of the
-// history range [from, to) (a row holds events from its key's on) with a
-// Query of its key; ok is false when that row is not an event (a large
-// turn's mark) or there is none.
+// lastEventID reads the first event id of the last row of history range
+// [from, to); ok is false when that row is a turn's mark or there is none.
 func (p *Provider) lastEventID(ctx context.Context, pk, from, to string) (id uint64, ok bool, err error) {
 	row, err := p.lastHistoryRow(ctx, pk, from, to, attrSK)
 	if err != nil || row == nil {
@@ -111,9 +103,8 @@ func (p *Provider) lastEventID(ctx context.Context, pk, from, to string) (id uin
 	return id, true, nil
 }
 
-// lastHistoryRow reads the last row of partition pk whose sort key lies in
-// [from, to] (nil when there is none), with the attributes projection
-// names: one Query of one row, in reverse.
+// lastHistoryRow reads the last row of pk in [from, to] (nil for none),
+// projected to projection: one Query of one row, in reverse.
 func (p *Provider) lastHistoryRow(ctx context.Context, pk, from, to string, projection ...string) (item, error) {
 	names := map[string]string{"#pk": attrPK, "#sk": attrSK}
 	out, err := p.db.Query(ctx, &dynamodb.QueryInput{
@@ -132,34 +123,24 @@ func (p *Provider) lastHistoryRow(ctx context.Context, pk, from, to string, proj
 	return out.Items[0], nil
 }
 
-// Readers never write (docs/design.md §5, reads during a large turn): a
-// read that meets a large turn published but not yet applied whole (its
-// mark ends the history range, or the lock row holds it) reads the turn's
-// staging rows, then its rows again, and applies the staged actions that
-// fall in its range to what it read, instead of finishing the turn. An
-// apply transaction writes a staging row's actions and deletes the row at
-// once, so each staged action is either in the staging rows read or was
-// applied before they were read, and then is in the rows read after them.
-// The second read must still find the same turn pending: found finished,
-// everything was applied before it (finishTurn comes last), and it is
-// taken as it is; found another turn, that one is read the same way.
+// Readers never write (docs/design.md §5, reads never write): one that
+// meets a pending large turn reads its staging rows, then its range again,
+// and overlays the staged actions. An apply writes a staging row's actions
+// and deletes the row at once, so each action is in the staging rows read
+// or in the second read.
 
-// maxTurnViews bounds the turns one read follows (each finished while it
-// read): past it the read fails as retryable.
+// maxTurnViews bounds the turns one read follows before failing retryable.
 const maxTurnViews = 4
 
 // rowsRead reads rows of one sort-key range of an instance's partition.
 type rowsRead func(ctx context.Context) ([]item, error)
 
-// pendingTurn returns rows without what marks a published large turn
-// pending, and that turn's id ("" for none).
+// pendingTurn splits off what marks a pending large turn, and its id.
 type pendingTurn func(rows []item) ([]item, string)
 
-// publishedView returns the rows of range [from, to) of instance's
-// partition as the last published turn leaves them, reading them with read
-// and finding a pending large turn in them with pending. It writes
-// nothing. Without a pending turn it costs read alone; with one, a Query
-// of the turn's staging rows and read again.
+// publishedView returns range [from, to) of instance's partition, read
+// with read, as the last published turn leaves it, writing nothing. With a
+// pending turn (found by pending) it costs a staging Query and read again.
 func (p *Provider) publishedView(ctx context.Context, op, instance, from, to string, read rowsRead, pending pendingTurn) ([]item, error) {
 	rows, err := read(ctx)
 	if err != nil {
@@ -187,8 +168,7 @@ func (p *Provider) publishedView(ctx context.Context, op, instance, from, to str
 	return rows, nil
 }
 
-// stagedActions reads the staging rows of large turn tid of instance
-// (those not yet applied) and returns their actions.
+// stagedActions returns the actions of turn tid's unapplied staging rows.
 func (p *Provider) stagedActions(ctx context.Context, instance, tid string) ([]planAction, error) {
 	prefix := keys.StagePrefixOf(tid)
 	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), prefix, prefixEnd(prefix))
@@ -206,10 +186,8 @@ func (p *Provider) stagedActions(ctx context.Context, instance, tid string) ([]p
 	return actions, nil
 }
 
-// overlayStaged applies to rows, read from range [from, to) of partition
-// pk in sort-key order, the staged actions on rows of that range: a put
-// replaces or adds its row, a delete removes it. The result is in
-// sort-key order.
+// overlayStaged applies to rows of range [from, to) of pk the staged puts
+// and deletes in that range, keeping sort-key order.
 func overlayStaged(rows []item, staged []planAction, pk, from, to string) []item {
 	bySK := make(map[string]item, len(rows))
 	for _, row := range rows {
@@ -245,11 +223,9 @@ func overlayStaged(rows []item, staged []planAction, pk, from, to string) []item
 	return out
 }
 
-// historyView returns execution executionID's history rows, in event
-// order, as the last published turn leaves them, writing nothing: a
-// pending large turn's mark, which its commit writes, ends the range, and
-// its staged rows are overlaid (publishedView). Readers use it; fetches,
-// which take the lock, finish the turn instead (historyRows).
+// historyView returns executionID's history rows as the last published
+// turn leaves them, writing nothing (publishedView). Fetches, which hold
+// the lock, finish the turn instead (historyRows).
 func (p *Provider) historyView(ctx context.Context, op, instance string, executionID uint64) ([]item, error) {
 	read := func(ctx context.Context) ([]item, error) { return p.queryHistory(ctx, instance, executionID) }
 	return p.historyRangeView(ctx, op, instance, executionID, read)
@@ -272,10 +248,8 @@ func (p *Provider) historyRangeView(ctx context.Context, op, instance string, ex
 }
 
 // kvView returns the instance's KV rows as the last published turn leaves
-// them, writing nothing. The lock row sorts right after the KV rows, so
-// the one Query that reads them reads it too (a few hundred bytes more)
-// and finds a pending large turn there, whose staged KV writes are then
-// overlaid (publishedView).
+// them, writing nothing. The same Query reads the lock row, which sorts
+// right after them and names a pending large turn (publishedView).
 func (p *Provider) kvView(ctx context.Context, op, instance string) ([]item, error) {
 	pk := keys.InstancePK(instance)
 	read := func(ctx context.Context) ([]item, error) {

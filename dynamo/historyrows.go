@@ -12,20 +12,15 @@ import (
 	"github.com/duradyn/duradyn/provider"
 )
 
-// A history row holds one event (attrEvent) or a run of events with
-// consecutive ids written together (attrEvents, a list, with their number
-// in attrEventCount for readers of keys only), under the sort key of its
-// first event. A turn's events and an append's are packed into rows of up
-// to packedRowBytes: a chained activity's turn writes one row where it
-// wrote two, a fan-out's a row per hundred or so events, and a history is
-// read in as many fewer items (docs/reads.md, history rows).
+// A history row holds one event (attrEvent) or a run of consecutive ids
+// (attrEvents, counted in attrEventCount for keys-only readers) under its
+// first event's sort key (docs/reads.md, history rows).
 const (
 	attrEvents     = "evs"
 	attrEventCount = "nev"
 )
 
-// packedRowBytes bounds the stored size of a row of several events. A
-// single event may be larger, up to MaxItemBytes.
+// packedRowBytes bounds a row of several events; one event may be larger.
 const packedRowBytes = 32 * 1024
 
 // encodedEvent is an event and its stored JSON.
@@ -34,9 +29,8 @@ type encodedEvent struct {
 	data string
 }
 
-// encodeEvents encodes events for storage; an event that cannot be
-// encoded, or that does not fit one item alone, fails op with
-// [provider.ErrInvalidInput].
+// encodeEvents encodes events for storage; one that cannot be encoded or
+// does not fit an item fails with [provider.ErrInvalidInput].
 func encodeEvents(op, instance string, executionID uint64, events []provider.Event) ([]encodedEvent, error) {
 	pk := keys.InstancePK(instance)
 	out := make([]encodedEvent, 0, len(events))
@@ -60,17 +54,14 @@ func encodeEvents(op, instance string, executionID uint64, events []provider.Eve
 // historyRun is the events of one history row.
 type historyRun struct {
 	row item
-	// plain is row with its events uncompressed (row itself when they
-	// are): what the history cache keeps, since it decodes them every turn.
+	// plain is row uncompressed, for the history cache.
 	plain  item
 	first  uint64
 	events int
 }
 
-// packHistory packs events, in the order given, into history rows: each
-// row holds events with consecutive ids, up to packedRowBytes uncompressed.
-// With compress, a row's events are stored compressed when that is worth
-// it (payload.go).
+// packHistory packs events into rows of consecutive ids, up to
+// packedRowBytes uncompressed, compressed when worth it if compress.
 func packHistory(instance string, executionID uint64, events []encodedEvent, compress bool) []historyRun {
 	pk := keys.InstancePK(instance)
 	var runs []historyRun
@@ -115,8 +106,7 @@ func packHistory(instance string, executionID uint64, events []encodedEvent, com
 	return runs
 }
 
-// rowEvents returns the stored JSON of the events of history row r, in
-// order.
+// rowEvents returns the stored JSON of history row r's events, in order.
 func rowEvents(r item) ([]string, error) {
 	if v, ok := r[attrEvents]; ok {
 		list, isL := v.(*types.AttributeValueMemberL)
@@ -153,8 +143,8 @@ func rowEvents(r item) ([]string, error) {
 	return []string{data}, nil
 }
 
-// rowEventCount returns how many events history row r holds, from its
-// count when it holds several (a row read by its keys and count alone).
+// rowEventCount returns how many events history row r holds (its count
+// serves rows read keys-only).
 func rowEventCount(r item) uint64 {
 	if v, ok := r[attrEvents].(*types.AttributeValueMemberL); ok {
 		return uint64(len(v.Value))
@@ -174,8 +164,7 @@ func historyEvents(rows []item) uint64 {
 	return total
 }
 
-// rowFirstEvent returns the id of the first event of history row r (from
-// its key).
+// rowFirstEvent returns the id of history row r's first event.
 func rowFirstEvent(r item) (uint64, error) {
 	sk, _, err := strAttr(r, attrSK)
 	if err != nil {
@@ -185,8 +174,7 @@ func rowFirstEvent(r item) (uint64, error) {
 	return id, err
 }
 
-// eventIDs are the ids of the events of a history as runs of consecutive
-// ids, in order.
+// eventIDs are a history's event ids as runs of consecutive ids.
 type eventIDs []struct{ from, to uint64 }
 
 // idsOf returns the ids of events, which are in history order.
@@ -212,10 +200,9 @@ func (ids eventIDs) has(id uint64) bool {
 	return false
 }
 
-// checkNewEvents fails with [provider.ErrDuplicateEvent] when an event of
-// a turn of execution executionID has the id of an event of the history
-// its fetch read. A row holds several events under its first one's key, so
-// a put conditioned on its key being new catches a repeated first id only.
+// checkNewEvents fails with [provider.ErrDuplicateEvent] when a turn's
+// event reuses an id of the history its fetch read: a put conditioned on a
+// new key catches only a row's first id.
 func (t *turnState) checkNewEvents(executionID uint64, events []encodedEvent) error {
 	if t.histIDs == nil || t.histEnd == nil || t.histEnd.exec != executionID {
 		return nil

@@ -10,12 +10,9 @@ import (
 	"github.com/duradyn/duradyn/provider"
 )
 
-// kvRow is what one KV key's row holds: the key's value in the store (as
-// the last execution to end left it) and the current execution's write of
-// it, a value set or a clear. One row per key, so that a client's read of
-// a key (KVValue) is one item. A clear of every key (KeyValuesCleared) is
-// held as a clear of each stored key: the rows of keys the store does not
-// hold have nothing to hide.
+// kvRow is one KV key's row: its value in the store and the current
+// execution's write (a set or a clear), so that KVValue reads one item. A
+// clear of every key is held as a clear of each stored key.
 type kvRow struct {
 	stored  *provider.KVEntry
 	set     *provider.KVEntry
@@ -33,9 +30,8 @@ func sameEntry(a, b *provider.KVEntry) bool {
 	return *a == *b
 }
 
-// kvRows returns the KV rows of a store and a current-execution delta,
-// by key. Keys with neither a stored value nor a write have no row, nor
-// have keys the store does not hold whose write is a clear.
+// kvRows returns the KV rows of a store and a delta, by key; a key with
+// no stored value and no set has no row.
 func kvRows(store map[string]provider.KVEntry, delta provider.KVDelta) map[string]kvRow {
 	rows := make(map[string]kvRow, len(store)+len(delta.Entries))
 	for k, e := range store {
@@ -53,8 +49,7 @@ func kvRows(store map[string]provider.KVEntry, delta provider.KVDelta) map[strin
 }
 
 // kvActions writes the KV rows that change when st's KV state becomes
-// store and delta. Rows that come out empty are deleted; unchanged rows
-// are not written.
+// store and delta, deleting rows that come out empty.
 func kvActions(pk string, st *instanceState, store map[string]provider.KVEntry, delta provider.KVDelta) []planAction {
 	before, after := kvRows(st.kvStore, st.kvDelta), kvRows(store, delta)
 	var out []planAction
@@ -71,22 +66,18 @@ func kvActions(pk string, st *instanceState, store map[string]provider.KVEntry, 
 	return out
 }
 
-// needsKV reports whether a turn's plan needs st's KV rows, which st does
-// not hold: the commit writes KV (KV events, or a terminal status, which
-// folds the execution's writes into the store). A lock row without a
-// digest names no KV row (loadFetchState): st's empty state is the
-// instance's. turnKV loads them first.
+// needsKV reports whether a commit writes KV (KV events, or a terminal
+// status folding the writes into the store) on rows st does not hold yet.
+// No digest means no KV row.
 func needsKV(st *instanceState, commit provider.TurnCommit) bool {
 	return !st.kvLoaded && st.lock.kvDigest != "" &&
 		(provider.HasKVEvents(commit.HistoryDelta) || provider.IsTerminalStatus(commit.Metadata.Status))
 }
 
-// planKV plans the KV rows of a turn: the current execution's writes, or,
-// on a terminal status, the store merged with them and no writes; and
-// returns the digest of the KV state the turn leaves, which its release
-// records (kvDigest). A turn that writes no KV leaves the digest as the
-// lock row holds it. The state planned goes to the process's cache: the
-// next turn of the instance, in this process, reads no KV row.
+// planKV plans a turn's KV rows (on a terminal status, the store merged
+// with the writes) and returns the digest of the state it leaves for the
+// release to record; a turn writing no KV keeps the lock row's digest. The
+// planned state is cached, so this process's next turn reads no KV row.
 func (p *Provider) planKV(pk string, st *instanceState, commit provider.TurnCommit) ([]planAction, string, error) {
 	if needsKV(st, commit) {
 		return nil, "", provider.Retryable(provider.OpAckOrchestrationItem, errKVNotLoaded, "turn of instance %q planned without its KV rows", st.id)
@@ -108,23 +99,18 @@ func (p *Provider) planKV(pk string, st *instanceState, commit provider.TurnComm
 	return kvActions(pk, st, store, delta), digest, nil
 }
 
-// errKVNotLoaded is the error of a turn planned before its KV rows were
-// loaded (turnKV), which no caller does.
+// errKVNotLoaded: a turn planned before turnKV, which no caller does.
 var errKVNotLoaded = errors.New("dynamo: KV rows not loaded")
 
-// turnKV gives st the instance's KV rows when a commit's plan needs them
-// (needsKV): the state this process's cache holds under the digest of the
-// lock row the fetch read, else a read of the rows (readKV). The fetch
-// locked the instance on that row, and only lock holders write KV rows,
-// so the rows are the ones that digest names (a read torn by the previous
-// turn's commit is read again).
+// turnKV loads st's KV rows when the commit needs them: from the cache
+// under the lock row's digest, else readKV. Only lock holders write KV
+// rows, so the digest the fetch locked on names them.
 func (p *Provider) turnKV(ctx context.Context, st *instanceState, commit provider.TurnCommit) error {
 	if !needsKV(st, commit) {
 		return nil
 	}
 	if st.lock.kvDigest == emptyKVDigest {
-		// The lock row says the store and the execution's writes are
-		// empty: nothing to read (most instances never write KV).
+		// Empty state: nothing to read (most instances never write KV).
 		st.kvStore, st.kvDelta, st.kvLoaded = map[string]provider.KVEntry{}, provider.KVDelta{}, true
 		return nil
 	}
@@ -139,13 +125,10 @@ func (p *Provider) turnKV(ctx context.Context, st *instanceState, commit provide
 	return nil
 }
 
-// kvSnapshot starts finding the KV snapshot of a turn just locked on st
-// (the store as the last execution to end left it) and returns the
-// function that waits for it: from st when the fetch knows the rows, from
-// the process's cache when the lock row read records its store, else
-// from a read of the KV rows, which runs meanwhile (beside the history's
-// read). An instance whose store is empty reads nothing. The snapshot is
-// the caller's to modify.
+// kvSnapshot starts finding the store a turn just locked on st sees and
+// returns the function that waits for it: from st, the cache, or a read
+// of the KV rows run beside the history's (docs/reads.md, KV snapshot).
+// The snapshot is the caller's to modify.
 func (p *Provider) kvSnapshot(ctx context.Context, st *instanceState) func() (map[string]provider.KVEntry, error) {
 	known := func(store map[string]provider.KVEntry) func() (map[string]provider.KVEntry, error) {
 		return func() (map[string]provider.KVEntry, error) { return maps.Clone(store), nil }

@@ -8,20 +8,10 @@ import (
 )
 
 // kvCache keeps, per instance, the last KV state this process read or
-// planned a turn to leave, under its digest (kvDigest), so that fetches
-// and acks do not read the KV rows: a fetch takes its snapshot from the
-// entry when the lock row records the entry's store (which changes only
-// when an execution ends, so one read serves the execution's every turn,
-// whichever process runs them), and an ack that rewrites KV rows plans on
-// the entry when the lock row records the entry's whole state.
-//
-// Entries are addressed by content: an entry is right for any lock row
-// whose digest it matches, whoever wrote that row, so nothing needs
-// invalidating, and an entry a turn planned but did not commit is right
-// too (for a state no lock row records). Rows edited by hand are seen
-// once a process without the entry reads them.
-//
-// The maps of an entry are never modified: callers clone what they change.
+// planned, under its digest, so that fetches and acks need not read the KV
+// rows (docs/reads.md, KV snapshot). Entries are addressed by content, so
+// nothing invalidates them. An entry's maps are never modified: callers
+// clone what they change.
 type kvCache struct {
 	mu      sync.Mutex
 	entries map[string]*list.Element // of *kvEntry, by instance
@@ -32,25 +22,21 @@ type kvCache struct {
 // kvEntry is one instance's cached KV state.
 type kvEntry struct {
 	instance string
-	// digest is kvDigest of store and delta.
-	digest string
-	store  map[string]provider.KVEntry
-	delta  provider.KVDelta
-	bytes  int
+	digest   string // kvDigest of store and delta
+	store    map[string]provider.KVEntry
+	delta    provider.KVDelta
+	bytes    int
 }
 
-// maxKVCacheBytes and maxKVCacheEntries bound the cache; the least
-// recently used entries go first. A state larger than maxKVEntryBytes is
-// not kept (its instance's turns read it). Bytes are the keys' and values'
-// lengths.
+// Cache bounds (least recently used out), in keys' and values' bytes; a
+// state over maxKVEntryBytes is not kept.
 const (
 	maxKVCacheBytes   = 64 << 20
 	maxKVCacheEntries = 4096
 	maxKVEntryBytes   = maxKVCacheBytes / 8
 )
 
-// store returns the cached store of instance when its digest is
-// storeDigest (storeDigestOf a lock row's digest).
+// store returns instance's cached store if its digest is storeDigest.
 func (c *kvCache) store(instance, storeDigest string) (map[string]provider.KVEntry, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -61,8 +47,7 @@ func (c *kvCache) store(instance, storeDigest string) (map[string]provider.KVEnt
 	return e.store, true
 }
 
-// state returns the cached KV state of instance when its digest is digest
-// (a lock row's).
+// state returns instance's cached KV state if its digest is digest.
 func (c *kvCache) state(instance, digest string) (map[string]provider.KVEntry, provider.KVDelta, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -83,8 +68,7 @@ func (c *kvCache) lookupLocked(instance string) *kvEntry {
 	return el.Value.(*kvEntry)
 }
 
-// put records that instance's KV state of digest is store and delta,
-// which the caller no longer modifies.
+// put caches instance's state of digest; the caller no longer modifies it.
 func (c *kvCache) put(instance, digest string, store map[string]provider.KVEntry, delta provider.KVDelta) {
 	size := kvBytes(store, delta)
 	c.mu.Lock()

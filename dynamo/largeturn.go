@@ -20,21 +20,16 @@ import (
 	"github.com/duradyn/duradyn/provider"
 )
 
-// The large-turn protocol (docs/design.md §5): a turn too big for one
-// transaction is staged in its instance's partition, committed by one
-// conditional write of the lock row, and applied in transactions that each
-// consume one staging row, so every staged action is applied exactly once
-// whoever applies it and however often that is retried.
+// The large-turn protocol (docs/design.md §5): stage, commit by one fenced
+// write of the lock row, apply each staging row once, whoever applies it.
 
 const (
 	// stageRowBytes bounds the actions one staging row holds.
 	stageRowBytes = 300 * 1024
-	// stageActions bounds the actions of one staging row, so that applying
-	// it (plus checking the lock row and deleting the staging row) is one
-	// transaction.
+	// stageActions leaves room in an apply transaction for the lock check
+	// and the staging row's delete.
 	stageActions = maxTransactActions - 2
-	// stageTTL is how long an uncommitted staging row lives before TTL
-	// removes it.
+	// stageTTL is how long an uncommitted staging row lives.
 	stageTTL = 7 * 24 * time.Hour
 	// batchWriteSize is the most requests one BatchWriteItem takes.
 	batchWriteSize = 25
@@ -46,15 +41,13 @@ const (
 	stageDel = "d"
 )
 
-// largeTurnID is the id of the large turn of lockToken: the same for every
-// retry of one ack.
+// largeTurnID is lockToken's large turn id, the same for every retry.
 func largeTurnID(lockToken string) string {
 	sum := sha256.Sum256([]byte(lockToken))
 	return hex.EncodeToString(sum[:8])
 }
 
-// commitLargeTurn stages, commits and applies a turn that does not fit one
-// transaction.
+// commitLargeTurn stages, commits and applies a turn beyond one transaction.
 func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan turnPlan) error {
 	id := turn.st.id
 	tid := largeTurnID(turn.token)
@@ -73,8 +66,7 @@ func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan tu
 		return err
 	}
 
-	// 2. Commit: the fencing check, the pointer to the staged turn, the
-	// records and the turn mark (publishing the turn to readers).
+	// 2. Commit: fencing check, turn pointer, records, turn mark.
 	cell, done := p.takeCell(plan.cell)
 	defer done()
 	commit := append(p.largeTurnCommit(turn, plan, tid, execID, records), cell...)
@@ -82,9 +74,7 @@ func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan tu
 		return p.largeCommitRefused(ctx, turn, tid, err)
 	}
 
-	// 3. Apply (the commit wrote the mark). Failures from here on leave a
-	// committed turn that the next fetch of the instance finishes; the ack
-	// reports them as retryable.
+	// 3. Apply. A failure leaves a committed turn the next fetch finishes.
 	if err := p.applyStaged(ctx, id, tid, chunks); err != nil {
 		if errors.Is(err, errTurnGone) {
 			return p.turnOutcome(ctx, id, tid)
@@ -94,10 +84,9 @@ func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan tu
 	return translateNil(provider.OpAckOrchestrationItem, p.finishTurn(ctx, id, tid, execID, turn.attempts, turn.batch))
 }
 
-// largeTurnRetried reads the lock row before a large turn is staged, so
-// that a retry after the commit finishes the committed turn instead of
-// staging it again. settled reports that the ack's outcome is known (err,
-// nil for a turn that is in); otherwise the lock is held and live.
+// largeTurnRetried reads the lock row before staging, so that a retry
+// after the commit finishes the turn instead of staging it again. settled
+// reports that err is the outcome (nil: in); else the lock is held and live.
 func (p *Provider) largeTurnRetried(ctx context.Context, turn *turnState, tid string) (settled bool, err error) {
 	id := turn.st.id
 	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: p.table, Key: key(keys.InstancePK(id), keys.Lock), ConsistentRead: aws.Bool(true)})
@@ -120,13 +109,9 @@ func (p *Provider) largeTurnRetried(ctx context.Context, turn *turnState, tid st
 	return false, nil
 }
 
-// checkLargeTurn makes, under the lock, the checks that the staged writes
-// cannot carry as conditions, and returns the execution the turn's history
-// belongs to (0 when it writes none). History rows cannot be conditioned
-// in batches: duplicates are checked now (only the lock holder appends to
-// a turn's execution). Staged writes cannot be conditioned either
-// (applying one twice must succeed): the rows the one-transaction ack
-// conditions on are checked being as read.
+// checkLargeTurn checks under the lock what staged writes cannot carry as
+// conditions (duplicate events; rows as read, see staleRead) and returns
+// the history's execution (0: none).
 func (p *Provider) checkLargeTurn(ctx context.Context, turn *turnState, plan turnPlan) (uint64, error) {
 	var execID uint64
 	for _, a := range plan.actions {
@@ -147,9 +132,8 @@ func (p *Provider) checkLargeTurn(ctx context.Context, turn *turnState, plan tur
 	return execID, nil
 }
 
-// stageTurn writes the staging rows of large turn tid of instance id, its
-// actions in chunks of one apply transaction each, and returns the chunks.
-// It fails before writing when a staging row exceeds the item limit.
+// stageTurn writes turn tid's staging rows, one apply transaction each,
+// and returns them; it fails before writing when one exceeds the item limit.
 func (p *Provider) stageTurn(ctx context.Context, id, tid string, actions []planAction) ([][]planAction, error) {
 	chunks := chunkActions(actions)
 	expires := p.o.Now().Add(stageTTL).Unix()
@@ -172,14 +156,9 @@ func (p *Provider) stageTurn(ctx context.Context, id, tid string, actions []plan
 	return chunks, nil
 }
 
-// commitRecords splits the actions of a large turn into the rows its
-// commit writes itself and the rest, which are staged: the puts of the
-// instance record (first) and of execution records (small rows, at most
-// one of each kind), and the writes of KV rows and child links when all of
-// them fit the commit's transaction (commitKVActions, commitKVBytes).
-// Readers of those rows alone (InstanceInfo, CustomStatus, ListExecutions,
-// the latest execution, KVValue, ListChildren) then see the turn from its
-// commit point on, with nothing to finish or overlay.
+// commitRecords splits a large turn's actions into those its commit writes
+// (instance record first, execution records, KV rows and child links if all
+// fit), which readers then see from the commit on, and those staged.
 func commitRecords(pk string, actions []planAction) (records, staged []planAction) {
 	staged = make([]planAction, 0, len(actions))
 	var kv []planAction
@@ -211,25 +190,17 @@ func commitRecords(pk string, actions []planAction) (records, staged []planActio
 	return records, append(staged, kv...)
 }
 
-// The KV and child-link writes a large turn's commit takes: besides them
-// it holds at most five actions (lock row, instance and execution
-// records, turn mark, counter cell) and two records of up to 400 KB each.
+// A large turn's commit holds the KV and child-link writes beside at most
+// five actions (lock, records, mark, cell) and two 400 KB records.
 const (
 	commitKVActions = maxTransactActions - 5
 	commitKVBytes   = maxTransactBytes - 2*dynamoItemLimit - 64*1024
 )
 
-// largeTurnCommit is the commit transaction of large turn tid: the lock
-// row's update, conditioned on the token and a live lease (the fencing
-// check), that points to the staged turn. It goes in one transaction with
-// the put of the instance record conditioned on the record being as the
-// fetch read it (a check of that alone when the turn writes none: a prune
-// that changed its figures before the commit fails the commit), the puts
-// of the turn's execution records, the turn mark of execution execID
-// (readers of the history meet it from the commit point on and overlay
-// the staged rows, historyView), and the change of the counter cell, so
-// that it is added once: a resend after a lost response carries the same
-// ClientRequestToken.
+// largeTurnCommit is turn tid's commit: the lock row's pointer to the turn,
+// fenced by token and live lease; the instance record's put or check as
+// read (a prune meanwhile fails it); execution records; execID's turn mark,
+// from which readers overlay the staged rows (historyView).
 func (p *Provider) largeTurnCommit(turn *turnState, plan turnPlan, tid string, execID uint64, records []planAction) []types.TransactWriteItem {
 	pk := keys.InstancePK(turn.st.id)
 	now := p.nowMs()
@@ -274,15 +245,13 @@ func (p *Provider) largeTurnCommit(turn *turnState, plan turnPlan, tid string, e
 	return commit
 }
 
-// largeCommitRefused is the outcome of an ack whose large-turn commit
-// failed with err. A refused fencing check may be an earlier attempt of
-// this call having committed: the lock row tells, and a committed turn is
-// finished. A changed instance record is a stale read.
+// largeCommitRefused is the outcome of a refused commit: a failed fencing
+// check may be an earlier attempt's commit (the lock row tells; the turn
+// is then finished); a changed instance record is a stale read.
 func (p *Provider) largeCommitRefused(ctx context.Context, turn *turnState, tid string, err error) error {
 	id := turn.st.id
 	switch conditionFailedAt(cancelReasons(err)) {
 	case 0:
-		// An earlier attempt of this call may have committed.
 		out, gerr := p.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: p.table, Key: key(keys.InstancePK(id), keys.Lock), ConsistentRead: aws.Bool(true)})
 		if gerr != nil {
 			return translate(provider.OpAckOrchestrationItem, gerr)
@@ -326,11 +295,9 @@ func (p *Provider) checkNewEvents(ctx context.Context, op, instance string, exec
 	return nil
 }
 
-// storedEvents reads which of the events that actions write execution
-// executionID of instance already stores, with each one's JSON when
-// withData is set: a Query of the row at or before the first id (a row
-// holds events from its key's on) and one of the rest of the range they
-// span.
+// storedEvents returns which events of actions are stored (with their
+// JSON if withData), by a Query of the row at or before the first id and
+// one of the rest of the range.
 func (p *Provider) storedEvents(ctx context.Context, op, instance string, executionID uint64, actions []planAction, withData bool) (map[uint64]string, error) {
 	lo, hi := ^uint64(0), uint64(0)
 	for _, a := range actions {
@@ -380,10 +347,8 @@ func (p *Provider) storedEvents(ctx context.Context, op, instance string, execut
 	return stored, nil
 }
 
-// changedSinceRead reports whether a row a turn's ack conditions on being
-// as read (see staleRead) changed since its fetch: a message of the batch
-// is gone (one Query of the keys of the range they span), or the instance
-// record is not the one read (one GetItem).
+// changedSinceRead reports whether a message of the batch is gone (one
+// keys Query) or the instance record changed (one GetItem) (staleRead).
 func (p *Provider) changedSinceRead(ctx context.Context, turn *turnState) (bool, error) {
 	pk := keys.InstancePK(turn.st.id)
 	if len(turn.batch) > 0 {
@@ -494,8 +459,7 @@ func decodeStaged(row item) ([]planAction, error) {
 	return out, nil
 }
 
-// applyStaged applies every staging row of turn tid, whose commit wrote
-// the turn mark (see applyOne).
+// applyStaged applies turn tid's staging rows (its commit wrote the mark).
 func (p *Provider) applyStaged(ctx context.Context, instance, tid string, chunks [][]planAction) error {
 	pk := keys.InstancePK(instance)
 	for i, chunk := range chunks {
@@ -506,12 +470,10 @@ func (p *Provider) applyStaged(ctx context.Context, instance, tid string, chunks
 	return nil
 }
 
-// rollForward finishes large turn tid of instance if it is still pending:
-// applies the staging rows that remain, then finishes it. Only holders and
-// takers of the lock call it (fetches, acks, abandons): readers overlay
-// the staging rows instead, and write nothing (historyView). The first
-// row's apply writes the turn mark again, for a turn whose commit did not
-// (one committed by an earlier release).
+// rollForward applies the remaining staging rows of turn tid, if still
+// pending, and finishes it. Only lock holders and takers call it; readers
+// overlay instead (historyView). The first row's apply rewrites the mark,
+// for a turn committed by an earlier release without one.
 func (p *Provider) rollForward(ctx context.Context, instance, tid string) error {
 	st, err := p.loadState(ctx, instance)
 	if err != nil {
@@ -546,28 +508,19 @@ func (p *Provider) rollForward(ctx context.Context, instance, tid string) error 
 	return p.finishTurn(ctx, instance, tid, st.lock.turnExec, st.lock.attempts, st.lock.batch)
 }
 
-// errTurnGone is what applyOne reports when the lock row no longer holds
-// the turn: someone finished it, or the instance was deleted.
+// errTurnGone means the lock row no longer holds the turn (finished, deleted).
 var errTurnGone = errors.New("large turn is no longer pending")
 
-// Retries of an apply transaction that conflicted with another writer (a
-// reader rolling the same turn forward, a concurrent fetch of the
-// instance's lock row).
+// Retries of an apply that conflicted with another writer.
 const (
 	applyAttempts     = 8
 	applyFirstBackoff = 20 * time.Millisecond
 )
 
-// applyOne applies staging row idx of turn tid in one transaction that
-// also deletes the row, conditioned on it existing (a row someone else
-// applied already is skipped, so each action is applied exactly once) and
-// on the lock row still holding the turn (so that nothing is applied to an
-// instance deleted meanwhile). History puts do not overwrite an event that
-// exists. With execID set, the first row's transaction also writes the
-// turn mark into execution execID's history range (rows are applied in
-// order, so no row of the turn is visible before its mark), which
-// finishTurn removes; a commit of this release wrote it already.
-// Transient cancellations are retried here.
+// applyOne applies and deletes staging row idx of turn tid, conditioned on
+// the row existing (each action lands once) and the lock row holding the
+// turn (none on a deleted instance), retrying transient cancellations. With
+// execID set, row 0 also writes the turn mark, before any row is visible.
 func (p *Provider) applyOne(ctx context.Context, pk, tid string, execID uint64, idx int, actions []planAction) error {
 	tx := make([]types.TransactWriteItem, 0, len(actions)+2)
 	tx = append(tx, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
@@ -627,10 +580,9 @@ func (p *Provider) applyOne(ctx context.Context, pk, tid string, execID uint64, 
 	}
 }
 
-// finishTurn releases the lock, recording the turn as done, and removes
-// the turn mark from execution executionID's history, in one transaction
-// conditioned on the lock row still holding the turn. It writes no
-// history row: one a delete or prune removed meanwhile stays removed.
+// finishTurn releases the lock with the turn recorded done and removes the
+// turn mark, conditioned on the lock row holding the turn. It writes no
+// history row, so rows a delete or prune removed stay removed.
 func (p *Provider) finishTurn(ctx context.Context, instance, tid string, executionID uint64, attempts map[string]uint32, batch []string) error {
 	remaining := maps.Clone(attempts)
 	for _, sk := range batch {
@@ -642,8 +594,7 @@ func (p *Provider) finishTurn(ctx context.Context, instance, tid string, executi
 	if executionID != 0 {
 		actions = append(actions, deleteAction(p.table, key(keys.InstancePK(instance), keys.TurnMarkSK(executionID))))
 	}
-	// Readers that roll the turn forward may finish it at the same moment:
-	// a conflict is resent, and then meets the finished turn.
+	// A conflict with another finisher is resent and meets the finished turn.
 	if err := p.sendFresh(ctx, provider.OpAckOrchestrationItem, actions); err != nil {
 		if conditionFailedAt(cancelReasons(err)) != 0 {
 			return err
@@ -656,9 +607,8 @@ func (p *Provider) finishTurn(ctx context.Context, instance, tid string, executi
 	return nil
 }
 
-// turnOutcome decides, when the lock row no longer holds large turn tid,
-// whether it finished (nil) or was cut short ([provider.ErrInvalidLockToken]:
-// the instance was deleted while it was applied).
+// turnOutcome tells, once the lock row no longer holds turn tid, whether it
+// finished (nil) or its instance was deleted ([provider.ErrInvalidLockToken]).
 func (p *Provider) turnOutcome(ctx context.Context, instance, tid string) error {
 	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: p.table, Key: key(keys.InstancePK(instance), keys.Lock), ConsistentRead: aws.Bool(true),

@@ -15,51 +15,30 @@ import (
 	"github.com/duradyn/duradyn/provider"
 )
 
-// The layout record: one item per table, keyed by keys.LayoutPK and
-// keys.LayoutSK, outside every instance, worker and session partition and
-// without index attributes, so no listing, sweep or bulk operation sees it.
+// The layout record: one item per table (keys.LayoutPK, keys.LayoutSK),
+// outside every partition and index, so no listing or sweep sees it.
 const (
 	attrShards        = "shards"
 	attrLayoutVersion = "layout_version"
 )
 
 // LayoutVersion is the version of the stored data's layout this package
-// writes and reads. A table whose layout record names another version is
-// refused by [Provider.CheckLayout].
+// writes and reads; [Provider.CheckLayout] refuses a table of another
+// rather than misread it. Nothing converts a layout: serve an older table
+// with the release that wrote it until its instances end, and start new
+// work on a new table (docs/limits.md).
 //
-// Version 5 counts queued start messages in the counter cells (np), so
-// that SystemMetrics reports pending instances; a version 4 table's cells
-// lack the starts queued before, and consuming them would drive the count
-// below zero.
-// Version 4 keys an orchestrator message by the time it becomes visible
-// (keys.MessageSK), so that a fetch's read of an instance ends at the
-// current time and never reads its future timers, and records on the lock
-// row a digest of the KV store beside that of the whole KV state, so that
-// fetches take the KV snapshot from their process's cache instead of
-// reading the KV rows; version 3 keyed messages by enqueue order, and its
-// fetches read every queued message and every KV row. Version 4 also
-// counts every instance in the counter cells, running ones included, with
-// the events of a running execution's first turn (cev) and a canceled
-// failure (xcan) on the record, so that SystemMetrics reads the cells
-// alone. Version 3 keeps counter cells of the instances that have ended,
-// with each instance record's figures, and lists ended instances after
-// running ones in the instances index, so that SystemMetrics reads the
-// cells and the running instances only; version 2 lacked the figures and
-// cells.
-// Version 2 holds a KV key's stored value and the current execution's
-// write of it in one row, so that a client's read of a key is one item;
-// version 1 kept them in separate rows, with a row for a clear of every
-// key. Nothing converts one into another: a table of an older version is
-// refused rather than misread; serve it with the release that wrote it
-// until its instances end, and start new work on a new table.
+// Version 5 counts queued starts in the counter cells (np); 4 keys
+// messages by visible time, records the KV store's digest on the lock row
+// and counts every instance in the cells; 3 counted ended instances only;
+// 2 keeps a KV key's value and the execution's write of it in one row.
 const LayoutVersion = 5
 
 // OpCheckLayout names [Provider.CheckLayout] in its errors.
 const OpCheckLayout = "CheckLayout"
 
-// ErrLayoutMismatch is wrapped by the error [Provider.CheckLayout] returns
-// when the provider's options do not match the layout stored in the table.
-// The error in the chain is a [*LayoutMismatchError].
+// ErrLayoutMismatch is wrapped by [Provider.CheckLayout]'s error (with a
+// [*LayoutMismatchError]) when the options differ from the stored layout.
 var ErrLayoutMismatch = errors.New("dynamo: layout mismatch")
 
 // Layout is what a table's data layout depends on: every process on a
@@ -67,14 +46,12 @@ var ErrLayoutMismatch = errors.New("dynamo: layout mismatch")
 type Layout struct {
 	// Shards is [Options.Shards].
 	Shards int
-	// Version is the layout version, [LayoutVersion] for tables written by
-	// this package.
+	// Version is the layout version ([LayoutVersion] for this package).
 	Version int
 }
 
-// LayoutMismatchError reports that a provider's options differ from the
-// layout stored in its table. errors.Is(err, [ErrLayoutMismatch]) is true
-// for it.
+// LayoutMismatchError reports that a provider's options differ from its
+// table's stored layout; it matches [ErrLayoutMismatch] with errors.Is.
 type LayoutMismatchError struct {
 	// Table is the table's name.
 	Table string
@@ -102,19 +79,15 @@ type layoutCheck struct{ ok atomic.Bool }
 func (p *Provider) Layout() Layout { return Layout{Shards: p.o.Shards, Version: LayoutVersion} }
 
 // CheckLayout makes sure the provider's layout (its [Options.Shards]) is
-// the one stored in the table. A table without a layout record (a new
-// table, or one written before layout records existed) gets the
-// provider's, with a conditional write, so the first process to open a
-// table fixes its layout for all others. A record that differs fails with
-// a permanent [*provider.Error] wrapping [ErrLayoutMismatch] (a
-// [*LayoutMismatchError]) and nothing is written. A missing table fails with the SDK's
-// *types.ResourceNotFoundException in the chain.
+// the one stored in the table. A table without a layout record gets the
+// provider's by a conditional write, so the first process fixes it for
+// all. A record that differs fails with a permanent [*provider.Error]
+// wrapping [ErrLayoutMismatch] (a [*LayoutMismatchError]), nothing
+// written; a missing table with the SDK's *types.ResourceNotFoundException
+// in the chain.
 //
-// [New] makes no request, so it cannot check: programs call CheckLayout
-// once after New, before starting a runtime or enqueueing work; the CLI
-// does so before every command. After one success the provider remembers
-// the answer and later calls make no request, so calling it on every
-// start is cheap.
+// [New] makes no request: call CheckLayout after New, before starting a
+// runtime or enqueueing work. After one success it makes no request.
 func (p *Provider) CheckLayout(ctx context.Context) error {
 	if p.layout.ok.Load() {
 		return nil
@@ -146,8 +119,7 @@ func (p *Provider) CheckLayout(ctx context.Context) error {
 		}
 	}
 	if stored != want {
-		// Permanent: callers that retry what may pass later (a runtime's
-		// start) give up at once.
+		// Permanent, so that a runtime's start gives up at once.
 		mismatch := &LayoutMismatchError{Table: p.o.TableName, Stored: stored, Configured: want}
 		return provider.Permanent(OpCheckLayout, mismatch, "%v", mismatch)
 	}
@@ -156,9 +128,8 @@ func (p *Provider) CheckLayout(ctx context.Context) error {
 }
 
 // ReadLayout returns the layout stored in table, read through api (a
-// *dynamodb.Client, or [Options.Client]). found is false when the table
-// has no layout record yet. Tools that open a table written by others,
-// such as the CLI, read it to learn the shard count to use.
+// *dynamodb.Client, or [Options.Client]); found is false without a layout
+// record. Tools such as the CLI read it to learn the shard count.
 func ReadLayout(ctx context.Context, api API, table string) (layout Layout, found bool, err error) {
 	layout, found, err = readLayout(ctx, api, table)
 	if err != nil {

@@ -19,28 +19,23 @@ import (
 	"github.com/duradyn/duradyn/tables"
 )
 
-// pageTokenPrefix versions the page tokens of ListInstancesPage: a token
-// is the prefix and the listing order key (creation time, then id) of the
-// last entry the page covered, base64url-encoded.
+// pageTokenPrefix versions page tokens: base64url of it and the order key
+// (creation time, then id) of the last entry the page covered.
 const pageTokenPrefix = "l1:"
 
-// errInvalidPageToken is the error of a page token this provider did not
-// make.
+// errInvalidPageToken rejects a page token this provider did not make.
 var errInvalidPageToken = errors.New("not a page token of this listing")
 
-// listRecordReads bounds the GetItems of instance records one page runs at
-// once.
+// listRecordReads bounds a page's concurrent record GetItems.
 const listRecordReads = 16
 
-// listStream is one sorted range of the instances index that a page reads
-// newest first: the entries of one shard's instances that have not ended,
-// or of those that have (keys.EndedListPrefix).
+// listStream is one range of the instances index a page reads newest
+// first: one shard's running or ended (keys.EndedListPrefix) instances.
 type listStream struct {
 	shard  int
 	lo, hi string // inclusive bounds of li_sk
 	start  map[string]types.AttributeValue
-	// frontier is the order key of the last entry read; every entry of the
-	// stream at or after it has been examined.
+	// frontier: every entry at or after it has been examined.
 	frontier string
 	done     bool
 }
@@ -49,9 +44,7 @@ type listStream struct {
 type listCandidate struct {
 	orderSK string
 	entry   provider.InstanceListing
-	// startSK is, for the entry of a queued start (an instance listed
-	// before its first turn, when the store lists those), the start row's
-	// sort key; "" for an instance record's entry.
+	// startSK is the start row's sort key for a queued start's entry.
 	startSK string
 }
 
@@ -59,17 +52,12 @@ type listCandidate struct {
 // first (by creation time, then id), from the instances index: never a
 // Scan, and at a cost that grows with the page, not with the table.
 //
-// Requests: a round of Queries of the instances index, one per shard and
-// per range that can hold what q selects (the entries of instances that
-// have not ended, and of those that have: up to two per shard), in
-// parallel, each reading about three times its share of the page; a filter that
-// leaves the page short reads further rounds, each twice as deep, until the
-// page is full or q's MaxExamined is reached. Then, unless q.IndexOnly,
-// one eventually consistent GetItem per instance kept (its record), and
-// one more per failed instance (its execution record, for the failure
-// message in Output). The index is eventually consistent: an instance
-// created in the last moment may be missing, and one whose record no
-// longer matches q's statuses is left out.
+// Requests: rounds of parallel Queries, one per shard and range (running,
+// ended) that can hold what q selects, each twice as deep, until the page
+// is full or q's MaxExamined is reached; then, unless q.IndexOnly, a
+// GetItem per instance kept, two per failed one (docs/design.md §5). The
+// index lags: a new instance may be missing; one whose record no longer
+// matches q's statuses is left out.
 func (p *Provider) ListInstancesPage(ctx context.Context, q provider.InstanceQuery) (provider.InstancePage, error) {
 	const op = provider.OpListInstances
 	cursor, err := decodePageToken(q.PageToken)
@@ -83,9 +71,8 @@ func (p *Provider) ListInstancesPage(ctx context.Context, q provider.InstanceQue
 		page       provider.InstancePage
 		candidates []listCandidate // read, not yet confirmed
 	)
-	// Three times each stream's share of the page: the newest entries
-	// of all streams are confirmed only down to the newest frontier, and
-	// the ranges of running instances are mostly short.
+	// Three times each stream's share: entries are confirmed only down to
+	// the newest frontier, and running ranges are mostly short.
 	chunk := int32(min((3*size+len(streams)-1)/max(len(streams), 1)+2, 1000))
 	for len(streams) > 0 {
 		found, examined, err := p.readStreams(ctx, streams, filter, chunk, cursor)
@@ -95,8 +82,7 @@ func (p *Provider) ListInstancesPage(ctx context.Context, q provider.InstanceQue
 		page.Examined += examined
 		candidates = append(candidates, found...)
 		boundary := listBoundary(streams)
-		// Entries at or after the boundary have been examined in every
-		// stream: they are final, newest first.
+		// Entries at or after the boundary are final.
 		slices.SortFunc(candidates, func(a, b listCandidate) int { return cmp.Compare(b.orderSK, a.orderSK) })
 		n := 0
 		for n < len(candidates) && candidates[n].orderSK >= boundary {
@@ -145,8 +131,7 @@ func (p *Provider) listStreams(q provider.InstanceQuery, cursor string) []*listS
 	}
 	var out []*listStream
 	for shard := range p.o.Shards {
-		// Entries of instances that have not ended sort before "~", those
-		// of ended ones after it, each by creation time.
+		// Ended instances' entries sort after "~".
 		if running {
 			hi := cmp.Or(upper, keys.EndedListPrefix)
 			if lo <= hi {
@@ -163,7 +148,7 @@ func (p *Provider) listStreams(q provider.InstanceQuery, cursor string) []*listS
 	return out
 }
 
-// listFilter is the index-side filter of q: its statuses and id prefix.
+// listFilterExpr is q's index-side filter: its statuses and id prefix.
 type listFilterExpr struct {
 	expr   string
 	names  map[string]string
@@ -193,8 +178,7 @@ func listFilter(q provider.InstanceQuery) listFilterExpr {
 }
 
 // readStreams reads up to chunk more entries of every stream not done, in
-// parallel, and returns the entries the filter kept (but the one at
-// cursor, which the page before covered) and how many it examined.
+// parallel: the entries kept (but the cursor's) and the number examined.
 func (p *Provider) readStreams(ctx context.Context, streams []*listStream, f listFilterExpr, chunk int32, cursor string) ([]listCandidate, int, error) {
 	var (
 		mu       sync.Mutex
@@ -270,7 +254,7 @@ func (p *Provider) readStream(ctx context.Context, st *listStream, f listFilterE
 	return found, int(out.ScannedCount), d.err
 }
 
-// listEntry decodes an instances-index entry into what the index holds.
+// listEntry decodes an instances-index entry.
 func listEntry(d *decoder, row item) (listCandidate, bool) {
 	id, err := keys.InstanceFromPK(d.str(row, attrPK))
 	if err != nil {
@@ -296,9 +280,8 @@ func listEntry(d *decoder, row item) (listCandidate, bool) {
 	}}, true
 }
 
-// listBoundary is the newest frontier of the streams not done: every
-// entry at or after it has been examined in every stream. "" when every
-// stream is done.
+// listBoundary is the newest frontier of the streams not done ("" when
+// all are): entries at or after it are examined in every stream.
 func listBoundary(streams []*listStream) string {
 	boundary := ""
 	for _, st := range streams {
@@ -309,10 +292,8 @@ func listBoundary(streams []*listStream) string {
 	return boundary
 }
 
-// acceptListings adds confirmed candidates, newest first, to page until it
-// holds size instances, reading their records unless q.IndexOnly. It
-// returns the order key of the last one added and whether the page is
-// full.
+// acceptListings adds confirmed candidates to page up to size (reading
+// records unless q.IndexOnly): the last order key added, and whether full.
 func (p *Provider) acceptListings(ctx context.Context, q provider.InstanceQuery, page *provider.InstancePage, confirmed []listCandidate, size int) (string, bool, error) {
 	last := ""
 	for len(confirmed) > 0 && len(page.Instances) < size {
@@ -340,8 +321,7 @@ func (p *Provider) acceptListings(ctx context.Context, q provider.InstanceQuery,
 	return last, false, nil
 }
 
-// keepListing re-checks what the index said against the record read, and
-// asks q.Match.
+// keepListing re-checks the statuses against the record and asks q.Match.
 func keepListing(q provider.InstanceQuery, l *provider.InstanceListing) bool {
 	if q.IndexOnly {
 		return true
@@ -352,8 +332,7 @@ func keepListing(q provider.InstanceQuery, l *provider.InstanceListing) bool {
 	return q.Match == nil || q.Match(l)
 }
 
-// readListings reads the record of each candidate into listings (nil for
-// one gone meanwhile), listRecordReads at once.
+// readListings reads each candidate's record into listings (nil if gone).
 func (p *Provider) readListings(ctx context.Context, batch []listCandidate, listings []*provider.InstanceListing) error {
 	var (
 		mu       sync.Mutex
@@ -379,11 +358,9 @@ func (p *Provider) readListings(ctx context.Context, batch []listCandidate, list
 	return firstErr
 }
 
-// readListing reads the record of c's instance (and, for a failed
-// instance, its current execution's output); nil when it has none. The
-// entry of a queued start is read from the start row when the instance
-// has no record yet, and dropped when it has one (its record's entry lists
-// it).
+// readListing reads c's instance record (and a failed one's output); nil
+// without one. A queued start's entry is read from the start row while
+// the instance has no record, else dropped (the record's entry lists it).
 func (p *Provider) readListing(ctx context.Context, c listCandidate) (*provider.InstanceListing, error) {
 	id := c.entry.InstanceID
 	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: p.table, Key: key(keys.InstancePK(id), keys.Meta)})
@@ -453,14 +430,12 @@ func (p *Provider) readStartListing(ctx context.Context, c listCandidate) (*prov
 	return &l, nil
 }
 
-// encodePageToken returns the page token that continues after order key
-// last.
+// encodePageToken returns the token continuing after order key last.
 func encodePageToken(last string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(pageTokenPrefix + last))
 }
 
-// decodePageToken returns the order key a page token continues after; ""
-// for the empty token.
+// decodePageToken returns the order key token continues after; "" for "".
 func decodePageToken(token string) (string, error) {
 	if token == "" {
 		return "", nil

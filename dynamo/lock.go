@@ -15,28 +15,13 @@ import (
 )
 
 // Every write of an instance's lock row (#LOCK) is in this file or builds
-// its expression here. The fencing rules (docs/design.md §6):
-//
-//  1. Every write moves the version on (ver). A steal is a Put conditioned
-//     on the version its fetch read, so a steal decided on a read that any
-//     later write (an ack, a renewal, an abandon, a large-turn commit)
-//     outdated fails.
-//  2. A steal also requires, in its condition, that no committed large turn
-//     is pending and that the lease is over by the stealer's clock. A
-//     delayed request carries an older :now, which only makes that check
-//     stricter.
-//  3. Every write of the holder is conditioned on its token; the release
-//     also on no pending large turn, so that a small ack cannot erase a
-//     committed large one.
-//
-// A holder's write evaluated against a stale :now (a request the network
-// or the SDK's retryer delivered late) can succeed after the lease ended by
-// its clock; rule 1 and 3 make that harmless: no one else can have taken
-// the lock in between without changing the token.
+// its expression here. Fencing (docs/design.md §6): every write moves ver
+// on; a steal is conditioned on the version read, no pending large turn
+// and a lease over by its clock; every holder write on its token, and a
+// release also on no pending large turn.
 
-// stealCondition is the condition of a fetch's lock write: the row is as
-// the fetch read it (version), holds no pending large turn, and its lease
-// is over at nowMs; or there is no row yet.
+// stealCondition is the condition of a fetch's lock write: same version,
+// no pending large turn, lease over at nowMs; or no row yet.
 func (st *instanceState) stealCondition(nowMs int64) (cond *string, names map[string]string, values map[string]types.AttributeValue) {
 	if !st.lock.exists {
 		return aws.String("attribute_not_exists(#pk)"), map[string]string{"#pk": attrPK}, nil
@@ -46,8 +31,7 @@ func (st *instanceState) stealCondition(nowMs int64) (cond *string, names map[st
 		map[string]types.AttributeValue{":ver": nu(st.lock.ver), ":now": n(nowMs)}
 }
 
-// lockAsRead is the condition that the instance's lock row is still as st
-// read it: at the same version, or still absent.
+// lockAsRead is the condition that the lock row is still as st read it.
 func (st *instanceState) lockAsRead() (cond *string, names map[string]string, values map[string]types.AttributeValue) {
 	if st.lock.exists {
 		return aws.String("#ver = :ver"), map[string]string{"#ver": attrLockVer}, map[string]types.AttributeValue{":ver": nu(st.lock.ver)}
@@ -55,11 +39,9 @@ func (st *instanceState) lockAsRead() (cond *string, names map[string]string, va
 	return aws.String("attribute_not_exists(#pk)"), map[string]string{"#pk": attrPK}, nil
 }
 
-// lockTurn wins the instance lock for batch: one conditional PutItem of the
-// lock row (see stealCondition). The lease counts from a clock read taken
-// just before the request, and the request may wait three quarters of it
-// (claimBudget); a lock that comes back with less than a quarter left is
-// released and reported as nil.
+// lockTurn wins the instance lock for batch: one conditional PutItem
+// (stealCondition). A lock that comes back with less than a quarter of
+// its lease left is released and reported as nil (docs/design.md §6).
 func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queueRow, lockTimeout time.Duration) (*turnState, error) {
 	ver := st.lock.ver + 1
 	token := newOrchToken(orchToken{instance: st.id, ver: ver})
@@ -70,8 +52,7 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 		}
 	}
 	if st.msgsReadTo != "" {
-		// Messages after the rows read were not seen, so not known gone:
-		// their counts stay.
+		// Messages past the rows read are not known gone: keep their counts.
 		for sk, a := range st.lock.attempts {
 			if sk > st.msgsReadTo {
 				before[sk] = a
@@ -90,30 +71,29 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 	row[attrToken] = s(token)
 	row[attrLockUntil] = n(until)
 	row[attrBatch] = stringList(sks)
+	// The last turn's records survive a fetch: turnDone and smallDone tell
+	// a late or retried ack that its turn is in; histMark keeps histories
+	// cached before an append unused.
 	if st.lock.turnDone != "" {
-		// Kept, so that a late ack of the last large turn learns it is in.
 		row[attrTurnDone] = s(st.lock.turnDone)
 	}
 	if st.lock.smallDone != "" {
-		// Kept, so that an ack of the last small turn retried elsewhere
-		// learns it is in.
 		row[attrSmallDone] = s(st.lock.smallDone)
 	}
 	if len(st.lock.smallPast) > 0 {
-		row[attrSmallPast] = s(strings.Join(st.lock.smallPast, ",")) // kept, as smallDone
+		row[attrSmallPast] = s(strings.Join(st.lock.smallPast, ","))
 	}
 	if st.lock.histMark != "" {
-		// Kept, so that histories cached before an append are not used.
 		row[attrHistMark] = s(st.lock.histMark)
 	}
 	if st.lock.updatedAt != 0 {
-		row[attrUpdatedAt] = n(st.lock.updatedAt) // kept: the last ack's time
+		row[attrUpdatedAt] = n(st.lock.updatedAt)
 	}
 	if st.lock.kvDigest != "" {
-		row[attrKVDigest] = s(st.lock.kvDigest) // kept: the KV rows are the last turn's
+		row[attrKVDigest] = s(st.lock.kvDigest)
 	}
 	if e := st.lock.histEnd; e != nil {
-		row[attrHistExec], row[attrHistLen] = nu(e.exec), nu(e.events) // kept: the history is the last turn's
+		row[attrHistExec], row[attrHistLen] = nu(e.exec), nu(e.events)
 	}
 	in := &dynamodb.PutItemInput{TableName: p.table, Item: row,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
@@ -141,12 +121,9 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 	return turn, nil
 }
 
-// heldBy reports whether the row at k holds lock token (a consistent
-// read): how a write whose response was lost is found to have landed.
-//
-// It reads even when ctx was cancelled, the usual cause of an unknown
-// outcome: a claim that landed must be found and released, or the row
-// stays locked until its lease ends.
+// heldBy reports, by a consistent read, whether the row at k holds token:
+// whether a write whose response was lost landed. It reads even when ctx
+// was cancelled, so that a claim that landed is found and released.
 func (p *Provider) heldBy(ctx context.Context, k item, token string) (bool, error) {
 	ctx, cancel := context.WithTimeout(underLease(context.WithoutCancel(ctx), 0), unknownOutcomeReadTimeout)
 	defer cancel()
@@ -161,8 +138,7 @@ func (p *Provider) heldBy(ctx context.Context, k item, token string) (bool, erro
 	return held == token, nil
 }
 
-// unknownOutcomeReadTimeout bounds the read that settles an unknown
-// outcome after the caller's context ended.
+// unknownOutcomeReadTimeout bounds heldBy's read after ctx ended.
 const unknownOutcomeReadTimeout = 5 * time.Second
 
 // lockItem is a lock row at version ver holding no lock.
@@ -189,12 +165,10 @@ func stringList(values []string) types.AttributeValue {
 	return &types.AttributeValueMemberL{Value: l}
 }
 
-// lockRelease is an update of the lock row that gives up the lock: it
-// drops the token, lease, batch and large-turn pointer, sets the attempt
-// counts to attempts, and moves the version on. largeDone, when not empty,
-// records the large turn the release finishes, and smallDone the turn that
-// fitted one transaction (smallTurnID); the record it does not set stays,
-// so that a late ack or roll-forward of that turn learns it is in.
+// lockRelease is an update that gives up the lock and moves ver on.
+// largeDone or smallDone (smallTurnID) records the turn it finishes; the
+// record it does not set stays, for a late ack or roll-forward of that
+// turn.
 type lockRelease struct {
 	expr   string
 	names  map[string]string
@@ -222,11 +196,9 @@ func newLockRelease(attempts map[string]uint32, largeDone, smallDone string) loc
 	return r
 }
 
-// withSmallPast is the release of a turn that fits one transaction with
-// the small-turn record its fetch read (read.smallDone) pushed onto the
-// records before it (lockRow.smallPast), so that a process whose cached
-// history ends at one of those turns reads only the rows after it
-// (historycache.go). The release replaces that record with the turn's own.
+// withSmallPast pushes the small-turn record the fetch read onto spast, so
+// that a cache ending at one of those turns reads only the rows after it
+// (docs/reads.md, history cache).
 func (r lockRelease) withSmallPast(read lockRow) lockRelease {
 	if read.smallDone == "" {
 		return r
@@ -237,31 +209,25 @@ func (r lockRelease) withSmallPast(read lockRow) lockRelease {
 	return r
 }
 
-// smallPastLen is how many small turns before the last the lock row
-// records (lockRow.smallPast): 8 ids of 16 hex digits, 135 bytes with their
-// commas (a chain's lock row is 239 bytes without them, so its writes stay
-// at 1 write unit a KB).
+// smallPastLen is how many earlier small turns spast records: 135 bytes,
+// which keeps a chain's lock row (239 bytes without) at 1 WRU a write.
 const smallPastLen = 8
 
-// acked is the release with the time of the turn's ack recorded
-// (lockRow.updatedAt).
+// acked records the ack's time (lockRow.updatedAt) in the release.
 func (r lockRelease) acked(nowMs int64) lockRelease {
 	r.expr = strings.Replace(r.expr, "SET ", "SET #upd = :upd, ", 1)
 	r.names["#upd"], r.values[":upd"] = attrUpdatedAt, n(nowMs)
 	return r
 }
 
-// withKV is the release with the digest of the KV state the turn leaves
-// recorded (kvdigest.go).
+// withKV records the digest of the KV state the turn leaves (kvdigest.go).
 func (r lockRelease) withKV(digest string) lockRelease {
 	r.expr = strings.Replace(r.expr, "SET ", "SET #kvd = :kvd, ", 1)
 	r.names["#kvd"], r.values[":kvd"] = attrKVDigest, s(digest)
 	return r
 }
 
-// update returns the release as a transaction action on instance's lock
-// row, conditioned on cond (whose placeholders are added to the
-// release's).
+// update returns the release as a transaction action conditioned on cond.
 func (r lockRelease) update(table *string, instance, cond string, names map[string]string, values map[string]types.AttributeValue) *types.Update {
 	u := &types.Update{
 		TableName:                 table,
@@ -285,18 +251,17 @@ func updateItem(u *types.Update) *dynamodb.UpdateItemInput {
 	}
 }
 
-// holderCondition is the condition of a release by the holder of token:
-// the token still holds the lock and no large turn of it is committed.
+// holderCondition is a holder's release condition: token holds the lock
+// and committed no large turn.
 func holderCondition(token string) (string, map[string]string, map[string]types.AttributeValue) {
 	return "#tok = :tok AND attribute_not_exists(#turn)",
 		map[string]string{"#tok": attrToken, "#turn": attrTurn},
 		map[string]types.AttributeValue{":tok": s(token)}
 }
 
-// releaseUndelivered gives up a lock this fetch won but cannot hand out,
-// with the attempt counts as they were before the fetch (the batch was
-// never delivered, so it was no attempt). Failures are logged: the lease
-// ends anyway.
+// releaseUndelivered gives up a lock this fetch cannot hand out, restoring
+// the attempt counts (no delivery, no attempt). Failures are only logged:
+// the lease ends anyway.
 func (p *Provider) releaseUndelivered(instance string, turn *turnState) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -313,14 +278,12 @@ func (p *Provider) releaseUndelivered(instance string, turn *turnState) {
 
 // RenewOrchestrationItemLock extends a live lock to now+extendFor. An
 // unknown, released or expired lock fails with
-// [provider.ErrInvalidLockToken]. Throttling, conflicts and lost
-// responses are retried inside the call, each attempt sent once with a
-// fresh clock read, and an attempt whose answer was lost is looked up
-// (renewLease): an error means the lock is lost, proved by the row or
-// decided by the clock, or that the context ended.
+// [provider.ErrInvalidLockToken]. Transient failures are retried inside
+// the call (docs/design.md §6); an error means the lock is lost or the
+// context ended.
 //
-// Requests: one UpdateItem conditioned on the token and a live lease; on
-// a failure, a consistent GetItem of the lock row and more attempts.
+// Requests: one UpdateItem; on a failure, a consistent GetItem of the lock
+// row and more attempts.
 func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
 	tok, err := parseOrchToken(lockToken)
 	if err != nil {
@@ -360,8 +323,8 @@ func (p *Provider) RenewOrchestrationItemLock(ctx context.Context, lockToken str
 	return nil
 }
 
-// leaseOf reads the row at k consistently: the end of its lease, and
-// whether token holds it.
+// leaseOf reads, consistently, the lease end of row k and whether token
+// holds it.
 func (p *Provider) leaseOf(ctx context.Context, k item, token string) (untilMs int64, held bool, err error) {
 	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: p.table, Key: k, ConsistentRead: aws.Bool(true),

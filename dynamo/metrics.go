@@ -14,31 +14,11 @@ import (
 	"github.com/duradyn/duradyn/provider"
 )
 
-// SystemMetrics from counter cells alone (docs/design.md §5): one Query,
-// whatever the table holds.
-//
-// Each instance record carries its figures: nx, the instance's executions;
-// xev, the events of those of its executions that have a terminal status
-// (counted when a turn gives an execution that status, and added to by
-// appends to it afterwards); cev, the events of the current execution
-// counted while it runs (those of the turn that started it); and xcan, set
-// when the current execution failed by cancellation. Every instance record
-// contributes to the counter cells: one instance, one of
-// its status (Running, Completed, Failed; Canceled as well for a canceled
-// failure), nx executions and xev + cev events. Every write of an instance
-// record adds to a cell, in the same transaction, the difference between
-// the contribution of the record it writes and that of the record it
-// replaces, conditioned on the record being as it read it. So the cells
-// always sum the contributions of the records that exist, and
-// SystemMetrics reads them alone. Which cell takes a change does not
-// matter to the sum: the writer picks one that none of its transactions
-// in flight writes (cellPicker). A turn changes the contribution only
-// when it starts or ends an execution (or creates the record): the turns
-// between write no cell. The cells also count the queued start
-// messages (np): a start is counted in the transaction that queues it (a
-// client's enqueue, a parent's turn) and uncounted in the one that
-// consumes it (a turn, whose delete of it is conditioned on the row as
-// read) or deletes it (a delete, likewise conditioned).
+// SystemMetrics from counter cells alone (docs/design.md §5): every write
+// of an instance record adds the change of its contribution to one cell,
+// in the same transaction, conditioned on the record as read; so the cells
+// sum the records that exist. Queued starts (np) are counted by the
+// transaction that queues them and uncounted by the one that removes them.
 
 // Counter attributes: of the instance record (nx, xev, cev, xcan) and of a
 // cell.
@@ -53,29 +33,23 @@ const (
 	attrCellFailed  = "nf"
 	attrCellCancel  = "nk"
 	attrCellPending = "np"
-	// A cell's executions and events are nx and xev, as in the record
-	// (its xev sums the records' xev and cev).
+	// A cell's nx and xev sum the records' nx and xev + cev.
 )
 
-// figures is what one instance record contributes to the counter cells,
-// or a difference of two contributions.
+// figures is one instance record's contribution to the cells, or a
+// difference of two.
 type figures struct {
 	instances, running, completed, failed, canceled, executions, events int64
-	// pending counts queued start messages, which no instance record
-	// holds: +1 in the transaction that writes one, -1 in the one that
-	// consumes or deletes it (startsChange).
+	// pending counts queued starts, which no record holds (startsChange).
 	pending int64
 }
 
-// runFigures are the figures of an instance record that turns alone set
-// (turnPlanner.runFigures).
+// runFigures are the record's figures that only turns set (cev, xcan).
 type runFigures struct {
-	// events is the number of events of the current execution counted
-	// while it runs: those of the turn that started it; 0 once it has a
-	// terminal status (its events are then in the record's xev).
+	// events counts the current execution's first-turn events while it
+	// runs; 0 once it has a terminal status (they are then in xev).
 	events uint64
-	// canceled reports that the current execution failed by
-	// cancellation.
+	// canceled: the current execution failed by cancellation.
 	canceled bool
 }
 
@@ -94,12 +68,9 @@ func (r runFigures) put(row item) {
 	}
 }
 
-// runFigures sets the run figures of newMeta, the instance record a turn
-// writes, once figures has set its status and figures: the events of the
-// execution the turn starts while it runs, and whether the execution the
-// turn ends failed by cancellation. Both change only in a write that
-// changes the record's status or executions, on which figuresAsRead
-// conditions it; the turns in between leave them, and the cell, alone.
+// runFigures sets the run figures of newMeta, the record a turn writes,
+// after its status. They change only with the status or executions, which
+// figuresAsRead conditions on; turns in between leave the cell alone.
 func (tp *turnPlanner) runFigures(newMeta *metaRow) {
 	commit := tp.commit
 	before := tp.st.execs[commit.ExecutionID]
@@ -119,15 +90,13 @@ func (tp *turnPlanner) runFigures(newMeta *metaRow) {
 	}
 }
 
-// ended reports whether an instance whose current execution has status
-// has ended for good: its instances-index entry sorts after those of
-// running instances.
+// ended reports whether status ends an instance for good: its
+// instances-index entry then sorts after those of running instances.
 func ended(status string) bool {
 	return status == provider.StatusCompleted || status == provider.StatusFailed
 }
 
-// contribution is what an instance record contributes to the cells
-// (nothing when m is nil, no record).
+// contribution is what record m (nil: none) contributes to the cells.
 func contribution(m *metaRow) figures {
 	if m == nil {
 		return figures{}
@@ -148,8 +117,8 @@ func contribution(m *metaRow) figures {
 	return f
 }
 
-// startsChange is the change of the pending figure for a write that
-// queues sent start messages and removes taken ones.
+// startsChange is the pending change of a write that queues sent starts
+// and removes taken ones.
 func startsChange(sent, taken int) figures { return figures{pending: int64(sent - taken)} }
 
 // isStart reports whether a queue row of kind is an instance's start.
@@ -174,19 +143,16 @@ func change(before, after *metaRow) figures {
 	return contribution(after).plus(-1, contribution(before))
 }
 
-// cellPicker picks the counter cell of each of this process's
-// transactions that changes one. On AWS two transactions in flight on one
-// item cancel each other (TransactionConflict), and the children a
-// fan-out starts make their first turns at once: so a transaction takes a
-// cell that none of this process's transactions in flight holds, the
-// least busy, from a random place so that processes spread too.
+// cellPicker gives each transaction a cell none of this process's
+// transactions in flight holds (on AWS they would cancel each other, as a
+// fan-out's first turns do), the least busy, from a random place so that
+// processes spread too.
 type cellPicker struct {
 	mu   sync.Mutex
 	busy [keys.MetricsCells]int
 }
 
-// take returns the cell for one transaction; done frees it once the
-// transaction is answered.
+// take returns the cell for one transaction.
 func (c *cellPicker) take() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -208,9 +174,8 @@ func (c *cellPicker) done(k int) {
 	c.mu.Unlock()
 }
 
-// takeCell returns the transaction action that adds d to a counter cell
-// (none when d is zero) and the func that frees the cell once the
-// transaction is answered.
+// takeCell returns the action adding d to a cell (none when d is zero)
+// and the func that frees the cell once the transaction is answered.
 func (p *Provider) takeCell(d figures) (actions []types.TransactWriteItem, done func()) {
 	if d == (figures{}) {
 		return nil, func() {}
@@ -257,11 +222,8 @@ func (p *Provider) cellUpdate(k int, d figures) *types.Update {
 }
 
 // figuresAsRead conditions a write of an instance record on its status and
-// figures being those of m, which the writer read (nil: no record). A
-// write that changes them adds the difference to the cell it computed
-// from m; another writer's change in between fails it. The run figures
-// (cev, xcan) change only in writes that change the status or nx
-// (turnPlanner.runFigures), so these conditions cover them too.
+// figures being those of m as read (nil: no record), so the cell change
+// computed from m is right. cev and xcan change only with status or nx.
 func figuresAsRead(m *metaRow) *rowCondition {
 	if m == nil {
 		return &rowCondition{expr: "attribute_not_exists(#pk)", names: map[string]string{"#pk": attrPK}}
@@ -309,18 +271,15 @@ func (p *Provider) conditionCheck(k item, cond *rowCondition) types.TransactWrit
 	}}
 }
 
-// noStagedTurn conditions a write on the instance's lock row holding no
-// committed large turn whose staged writes (its instance record among
-// them) are still to be applied: a prune or an append that changed the
-// record's figures in between would be overwritten.
+// noStagedTurn conditions a write on no committed large turn still to be
+// applied: its staged instance record would overwrite the figures.
 func (p *Provider) noStagedTurn(instance string) types.TransactWriteItem {
 	return p.conditionCheck(key(keys.InstancePK(instance), keys.Lock),
 		&rowCondition{expr: "attribute_not_exists(#turn)", names: map[string]string{"#turn": attrTurn}})
 }
 
-// endingEvents is the number of events the history of the commit's
-// execution holds after the turn: what the fetch read, or what
-// countEndingHistory counted, and the turn's own.
+// endingEvents is the events of the commit's execution after the turn:
+// those read or counted (countEndingHistory) plus the turn's own.
 func (t *turnState) endingEvents(commit provider.TurnCommit) uint64 {
 	delta := uint64(len(commit.HistoryDelta))
 	for _, e := range []*historyEnd{t.histEnd, t.stored} {
@@ -331,17 +290,13 @@ func (t *turnState) endingEvents(commit provider.TurnCommit) uint64 {
 	return delta
 }
 
-// countEndingHistory counts the stored events of the execution a turn
-// gives a terminal status when its fetch did not decode that history (the
-// turn was fetched by another process, or its history did not decode): a
-// keys-only Query, once per execution that ends. A turn that creates the
-// instance record also counts the events of executions that ended before
-// it.
+// countEndingHistory counts, by a keys-only Query, the stored events of
+// the execution a turn ends when its fetch did not decode that history;
+// a turn creating the record also counts executions that ended before.
 func (p *Provider) countEndingHistory(ctx context.Context, turn *turnState, commit provider.TurnCommit) error {
 	if turn.st.meta == nil && commit.Metadata.OrchestrationName != "" {
-		// The turn creates the instance record: count the executions that
-		// ended without one (turns acked without a name; no runtime sends
-		// them, so this costs nothing in practice).
+		// Executions ended without a record (acked without a name, which
+		// no runtime sends).
 		turn.unrecorded = 0
 		for id, e := range turn.st.execs {
 			if e.pruning || id == commit.ExecutionID || !provider.IsTerminalStatus(e.status) {
@@ -370,8 +325,8 @@ func (p *Provider) countEndingHistory(ctx context.Context, turn *turnState, comm
 	return nil
 }
 
-// executionEvents counts the events of an execution's history: one
-// keys-only Query (a page per megabyte of history).
+// executionEvents counts an execution's events: one keys-only Query (a
+// page per MB of history).
 func (p *Provider) executionEvents(ctx context.Context, instance string, executionID uint64) (uint64, error) {
 	prefix := keys.HistoryPrefix(executionID)
 	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), prefix, prefixEnd(prefix), attrSK, attrEventCount)
@@ -412,20 +367,15 @@ func (p *Provider) readCells(ctx context.Context) (figures, error) {
 	return f, d.err
 }
 
-// SystemMetrics counts instances by the status of their current
-// execution (canceled ones among the failed), their executions and
-// events, from the counter cells alone. Instance and execution counts are
-// exact and current: the cells move in the transactions that write the
-// instance records. TotalEvents counts every event of the executions with
-// a terminal status and, of each running execution, the events of the
-// turn that started it: the rest are added when it ends, so that turns in
-// between write no counter. PendingInstances counts the queued start
-// messages no turn has taken: the cells count each in the transaction
-// that queues it and in the one that consumes or deletes it.
+// SystemMetrics counts instances by their current execution's status
+// (canceled ones among the failed), executions and events, from the
+// counter cells alone. Instance, execution and PendingInstances (queued
+// starts no turn has taken) counts are exact and current. TotalEvents is
+// a lower bound: a running execution counts only its first turn's events
+// until it ends.
 //
-// Requests: one consistent Query of the cells (32 small items: one page,
-// 1 RRU), whatever the table holds: the same with no instance and with a
-// million running ones.
+// Requests: one consistent Query of 32 small cells (1 RRU), whatever the
+// table holds.
 func (p *Provider) SystemMetrics(ctx context.Context) (provider.SystemMetrics, error) {
 	cells, err := p.readCells(ctx)
 	if err != nil {
@@ -443,7 +393,6 @@ func (p *Provider) SystemMetrics(ctx context.Context) (provider.SystemMetrics, e
 	}, nil
 }
 
-// unsigned is v, or 0 when negative: the cells sum the contributions of
-// records that exist, so no sum is negative unless cells were written by
-// something other than this package.
+// unsigned is v, or 0 when negative (only if something else wrote the
+// cells).
 func unsigned(v int64) uint64 { return uint64(max(v, 0)) }

@@ -19,14 +19,9 @@ import (
 // delay, not its FireAtMs. The instance is not created. Invalid items fail
 // with [provider.ErrInvalidInput].
 //
-// Requests: one TransactWriteItems putting the message (with a
-// ClientRequestToken; for a start, beside the update of a counter cell
-// that counts it as pending), then the wake-up signal. The provider's
-// first call checks the table's layout before ([Provider.CheckLayout]: one
-// GetItem, and a PutItem on a new table): a provider of another shard
-// count would key the message for a shard the table's fetches do not
-// watch, so a mismatch fails the call with [ErrLayoutMismatch], nothing
-// written.
+// Requests: one TransactWriteItems (a start also updates a counter cell),
+// then the signal; the first call checks [Provider.CheckLayout] before,
+// failing with [ErrLayoutMismatch], nothing written.
 func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item provider.WorkItem, delay time.Duration) error {
 	if err := provider.ValidateOrchestratorItem(provider.OpEnqueueForOrchestrator, item); err != nil {
 		return err
@@ -46,11 +41,8 @@ func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item provider.Wor
 	if err := p.CheckLayout(ctx); err != nil {
 		return err
 	}
-	// The key is this call's own (its seq is new), so a failed condition
-	// means that an earlier attempt of the call landed. A start is counted
-	// in the same transaction (SystemMetrics' pending figure); the
-	// transaction's ClientRequestToken keeps a resend from counting it
-	// twice (putOnce).
+	// A failed condition on this new key means an earlier attempt landed;
+	// the token keeps a resend from counting a start twice (docs/design.md §7).
 	actions := []types.TransactWriteItem{{Put: &types.Put{
 		TableName: p.table, Item: row,
 		ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
@@ -70,9 +62,8 @@ func (p *Provider) EnqueueForOrchestrator(ctx context.Context, item provider.Wor
 	return nil
 }
 
-// delayedMessages rewrites, for an abandon with a delay, at most limit of
-// st's messages visible at now so that they become visible at visibleAt;
-// later ones keep theirs.
+// delayedMessages makes at most limit of st's messages visible at now
+// visible at visibleAt instead (an abandon's delay).
 func (p *Provider) delayedMessages(st *instanceState, now, visibleAt int64, limit int) []types.TransactWriteItem {
 	var out []types.TransactWriteItem
 	for _, m := range st.msgs {
@@ -98,9 +89,8 @@ func (p *Provider) delayedMessages(st *instanceState, now, visibleAt int64, limi
 	return out
 }
 
-// heldTurn returns what is known of the turn lockToken holds: this
-// process's fetch, else the stored lock row (one Query). nil means the
-// token holds no lock (expiry is not checked here).
+// heldTurn returns the turn lockToken holds, from this process's fetch or
+// else the lock row (one Query); expiry is not checked.
 func (p *Provider) heldTurn(ctx context.Context, op, lockToken string) (*turnState, error) {
 	tok, err := parseOrchToken(lockToken)
 	if err != nil {
@@ -120,12 +110,11 @@ func (p *Provider) heldTurn(ctx context.Context, op, lockToken string) (*turnSta
 }
 
 // AbandonOrchestrationItem releases the lock without committing. A non-zero
-// delay hides the instance's currently visible messages for that long;
-// ignoreAttempt decrements the attempt count of all its messages (floor
-// 0). A token that holds no lock fails with [provider.ErrInvalidLockToken].
+// delay hides the instance's visible messages for that long; ignoreAttempt
+// decrements their attempt counts (floor 0). A token that holds no lock
+// fails with [provider.ErrInvalidLockToken].
 //
-// Requests: one TransactWriteItems (the lock row, conditioned on the
-// token, and with a delay the visible message rows).
+// Requests: one TransactWriteItems (with a delay, of the messages too).
 func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken string, delay time.Duration, ignoreAttempt bool) error {
 	turn, err := p.heldTurn(ctx, provider.OpAbandonOrchestrationItem, lockToken)
 	if err != nil {
@@ -133,8 +122,7 @@ func (p *Provider) AbandonOrchestrationItem(ctx context.Context, lockToken strin
 	}
 	st := turn.st
 	if st.lock.turn != "" {
-		// This lock's large turn is committed; it cannot be abandoned, only
-		// finished.
+		// A committed large turn can only be finished.
 		return translateNil(provider.OpAbandonOrchestrationItem, p.rollForward(ctx, st.id, st.lock.turn))
 	}
 	attempts := make(map[string]uint32, len(turn.attempts))
@@ -203,17 +191,14 @@ func onlyMissingRows(reasons []string) bool {
 // instances. An undecodable stored event fails with an error wrapping
 // [provider.ErrCorruptData].
 //
-// Requests: a Query for the latest execution record, then the history
-// Query (paged); two Queries more when a large turn is pending (its
-// staging rows, and the history again: historyView). It writes nothing.
+// Requests: a Query of the latest execution record, then the history
+// (paged); two more when a large turn is pending. It writes nothing.
 func (p *Provider) Read(ctx context.Context, instance string) ([]provider.Event, error) {
 	return p.readLatest(ctx, provider.OpRead, instance)
 }
 
-// readLatest reads and decodes the latest execution's history. The latest
-// record is the current execution's, which no prune selects: a record read
-// without the pruning flag keeps its history whole while it is read. One
-// with the flag reads as no history.
+// readLatest reads and decodes the latest execution's history, which no
+// prune selects; a record flagged pruning reads as no history.
 func (p *Provider) readLatest(ctx context.Context, op, instance string) ([]provider.Event, error) {
 	execID, pruning, err := p.latestExecution(ctx, instance)
 	if err != nil {
@@ -233,14 +218,12 @@ func (p *Provider) readLatest(ctx context.Context, op, instance string) ([]provi
 // empty for an execution a prune is removing.
 //
 // Requests: the history Query (paged), then, when it found rows, a GetItem
-// of the execution record (and of the first row, for a history stored
-// without a record).
+// of the execution record (and of the first row when there is none).
 func (p *Provider) ReadWithExecution(ctx context.Context, instance string, executionID uint64) ([]provider.Event, error) {
 	return p.readHistory(ctx, provider.OpReadWithExecution, instance, executionID)
 }
 
-// readHistory reads and decodes one execution's history: none for an
-// execution a prune is removing.
+// readHistory reads and decodes one execution's history.
 func (p *Provider) readHistory(ctx context.Context, op, instance string, executionID uint64) ([]provider.Event, error) {
 	rows, err := p.historyView(ctx, op, instance, executionID)
 	if err != nil {
@@ -259,14 +242,9 @@ func (p *Provider) readHistory(ctx context.Context, op, instance string, executi
 }
 
 // executionGone reports whether a prune has begun removing an execution
-// whose history rows, first among them first, were just read: its record
-// has the pruning flag, or it is gone with the first row. The record is
-// read after the rows: a prune sets the flag before it deletes a row and
-// deletes the record last, so a record without the flag now had none when
-// the rows were read, and they were whole. Without a record the history
-// was stored without one (AppendWithExecution; no prune selects it) unless
-// a prune finished since the rows were read, and then it took the first
-// row too.
+// whose rows (first first) were just read. A prune flags the record first
+// and deletes it last, so no flag now means the rows were whole; without a
+// record, the first row is gone only if a prune finished.
 func (p *Provider) executionGone(ctx context.Context, instance string, executionID uint64, first item) (bool, error) {
 	pk := keys.InstancePK(instance)
 	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{
@@ -323,19 +301,16 @@ func (p *Provider) latestExecution(ctx context.Context, instance string) (uint64
 }
 
 // AppendWithExecution stores events in an execution's history as given
-// (for tests and tools; it creates no instance or execution record), and
-// marks the instance's lock row, if any, so that no process uses a history
-// it cached before. Requests: two Queries for the ids stored, one Query of
-// the control rows, TransactWriteItems of up to 100 history rows (events
-// with consecutive ids packed as a turn packs them; with an execution that
-// has a terminal status, 97 and the update of the instance record's
-// figures, of its counter cell and a check of its lock row), and one
-// UpdateItem of the lock row.
-// Execution id 0, event id 0, an id twice in events (all
-// [provider.ErrInvalidInput]) and an id already stored with other content
-// ([provider.ErrDuplicateEvent]) are rejected, and then nothing is stored;
-// events already stored as given are passed over, so that a retry of an
-// append whose outcome was unknown succeeds.
+// (for tests and tools; it creates no instance or execution record) and
+// marks the lock row, so that no process uses a history it cached before.
+// Execution id 0, event id 0 and an id twice in events
+// ([provider.ErrInvalidInput]), or an id stored with other content
+// ([provider.ErrDuplicateEvent]), store nothing; events already stored as
+// given are passed over, so a retry after an unknown outcome succeeds.
+//
+// Requests: three Queries (ids stored, control rows), a TransactWriteItems
+// per 100 history rows (97 for an ended execution, plus its figures), and
+// an UpdateItem of the lock row.
 func (p *Provider) AppendWithExecution(ctx context.Context, instance string, executionID uint64, events []provider.Event) error {
 	if executionID == 0 {
 		return provider.Permanent(provider.OpAppendWithExecution, provider.ErrInvalidInput, "execution_id must be greater than 0")
@@ -353,9 +328,7 @@ func (p *Provider) AppendWithExecution(ctx context.Context, instance string, exe
 	if encoded, err = p.unstoredEvents(ctx, instance, executionID, encoded); err != nil {
 		return err
 	}
-	// Events appended to an execution with a terminal status count in the
-	// instance record's figures (metrics.go): each transaction adds its
-	// own, conditioned on the record as read.
+	// Events appended to an ended execution count in the record's figures.
 	st, err := p.loadState(ctx, instance)
 	if err != nil {
 		return translate(provider.OpAppendWithExecution, err)
@@ -409,20 +382,14 @@ func (p *Provider) AppendWithExecution(ctx context.Context, instance string, exe
 			meta = &next
 		}
 	}
-	// Histories cached by the processes that run the instance must not
-	// be used from now on (historycache.go).
 	if err := p.markHistoryWritten(ctx, instance); err != nil {
 		return translate(provider.OpAppendWithExecution, err)
 	}
 	return nil
 }
 
-// unstoredEvents returns the events among events that are not stored yet.
-// An event stored with the same JSON was stored by an earlier attempt of
-// this append, whose outcome its caller could not know (a lost response,
-// or a failure after the write such as the lock row's mark): a retry
-// succeeds instead of failing on it. An event stored with other content
-// fails the append with [provider.ErrDuplicateEvent].
+// unstoredEvents returns the events not stored yet; one stored with other
+// content is [provider.ErrDuplicateEvent].
 func (p *Provider) unstoredEvents(ctx context.Context, instance string, executionID uint64, events []encodedEvent) ([]encodedEvent, error) {
 	span := planAction{eventID: ^uint64(0)}
 	for _, e := range events {

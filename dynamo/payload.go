@@ -15,29 +15,16 @@ import (
 	"github.com/duradyn/duradyn/provider"
 )
 
-// Payloads (a queued message's or activity's JSON in attrItem, a history
-// row's events in attrEvent or attrEvents) are stored as a string, or, when
-// that saves enough, compressed in a binary attribute (docs/design.md §3,
-// payloads). DynamoDB bills a write per KB and a read per 4 KB of the item,
-// so every copy of a payload (the activity row, its claim, its delete, the
-// scheduled event; the completion's put, its delete, the completed event)
-// costs in proportion to its stored size.
-//
-// The binary form is a format byte, payloadDeflate, followed by a DEFLATE
-// stream (RFC 1951) of the parts, each as its length (an unsigned varint)
-// and its bytes: one part for a message, an activity or a single event,
-// several for a row of events. Readers accept both forms, so rows written
-// uncompressed (by [Options.DisablePayloadCompression] or by earlier
-// versions) read as before.
+// Payloads (attrItem, attrEvent, attrEvents) are stored as a string or,
+// when that saves enough, as a format byte and a DEFLATE stream of
+// varint-length-prefixed parts (docs/design.md §3, payloads). Every copy of
+// a payload is billed by its stored size. Readers accept both forms.
 const (
-	// payloadDeflate is the format byte of a compressed payload.
-	payloadDeflate = 1
-	// compressMinBytes is the smallest payload compressed: below it, an
-	// item rarely crosses a billing unit, and the CPU is wasted.
+	payloadDeflate = 1 // the format byte of a compressed payload
+	// compressMinBytes: smaller payloads rarely cross a billing unit.
 	compressMinBytes = 512
-	// maxPayloadBytes bounds what a compressed payload may expand to. The
-	// provider compresses only payloads that fit an item uncompressed, so
-	// more is corrupt data, not a payload.
+	// maxPayloadBytes: only payloads that fit an item are compressed, so
+	// one expanding beyond this is corrupt.
 	maxPayloadBytes = 400 * 1024
 )
 
@@ -52,9 +39,8 @@ var (
 	inflaters = sync.Pool{New: func() any { return flate.NewReader(bytes.NewReader(nil)) }}
 )
 
-// compressParts returns the binary form of parts, and false when it is not
-// worth storing: their total is under compressMinBytes, or compressing
-// saves less than an eighth of it.
+// compressParts returns the binary form of parts, and false when it is
+// not worth storing (under compressMinBytes, or saving under an eighth).
 func compressParts(parts []string) ([]byte, bool) {
 	total := 0
 	for _, p := range parts {
@@ -118,8 +104,8 @@ func decompressParts(b []byte) ([]string, error) {
 	return parts, nil
 }
 
-// payload returns the stored form of the payload data: compressed when that
-// is worth it and compression is not disabled, else a string.
+// payload returns the stored form of data: compressed if worth it and
+// enabled, else a string.
 func (p *Provider) payload(data string) types.AttributeValue {
 	if !p.o.DisablePayloadCompression {
 		if b, ok := compressParts([]string{data}); ok {
@@ -129,10 +115,9 @@ func (p *Provider) payload(data string) types.AttributeValue {
 	return s(data)
 }
 
-// setPayload stores data as the payload (attrItem) of the queue row row
-// and returns the row's size with the payload uncompressed: the size the
-// limits apply to, so that what fits does not depend on how well a payload
-// compresses.
+// setPayload stores data as row's attrItem and returns the row's size
+// uncompressed, to which limits apply: what fits must not depend on how
+// well a payload compresses.
 func (p *Provider) setPayload(row item, data []byte) int {
 	row[attrItem] = s(string(data))
 	size := itemsize.ItemSize(row)
@@ -140,8 +125,7 @@ func (p *Provider) setPayload(row item, data []byte) int {
 	return size
 }
 
-// payloadParts returns the parts of the payload attribute v of it: the
-// string's value, or the parts of the binary form.
+// payloadParts returns the parts of payload attribute v of it.
 func payloadParts(it item, name string, v types.AttributeValue) ([]string, error) {
 	switch v := v.(type) {
 	case *types.AttributeValueMemberS:
@@ -157,8 +141,8 @@ func payloadParts(it item, name string, v types.AttributeValue) ([]string, error
 	}
 }
 
-// payloadAttr returns the payload attribute name of it, a string or the
-// binary form of one part; ok is false when it is absent.
+// payloadAttr returns the single-part payload attribute name of it; ok is
+// false when it is absent.
 func payloadAttr(it item, name string) (string, bool, error) {
 	v, present := it[name]
 	if !present {
@@ -174,8 +158,7 @@ func payloadAttr(it item, name string) (string, bool, error) {
 	return parts[0], true, nil
 }
 
-// payload decodes the payload attribute name of it (see payloadAttr); ""
-// when absent.
+// payload decodes payload attribute name of it; "" when absent.
 func (d *decoder) payload(it item, name string) string {
 	v, _, err := payloadAttr(it, name)
 	d.keep(err)

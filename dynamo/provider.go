@@ -32,55 +32,36 @@ var (
 	_ provider.Describer = (*Provider)(nil)
 )
 
-// Provider is the DynamoDB + SQS [provider.Provider]; it also implements
+// Provider is the DynamoDB + SQS [provider.Provider], also
 // [provider.Admin] and [provider.Describer]. Create it with [New]; it is
-// safe for concurrent use. Several processes may share one table and its
-// queues.
+// safe for concurrent use, and processes may share one table and queues.
 type Provider struct {
-	o  Options
-	db API
-	// skew measures the clock against DynamoDB's from every response of db.
-	skew *clockskew.Watch
-	// skewGauges is the callback of the clock-skew gauges; nil without
-	// Options.MeterProvider.
-	skewGauges metric.Registration
+	o          Options
+	db         API
+	skew       *clockskew.Watch
+	skewGauges metric.Registration // nil without Options.MeterProvider
 	table      *string
 	signals    *queues.Signals
 
-	// turns remembers what each fetch of this process learned about the
-	// instance it locked, so that the ack is one request.
+	// turns keeps what each fetch learned, so that the ack is one request.
 	turns turnCache
 	// hints remembers instance locks and session owners seen recently, so
-	// that sweeps skip work another dispatcher holds.
+	// that sweeps skip work held elsewhere.
 	hints hints
-	// cells picks the counter cell of each transaction that changes one.
 	cells cellPicker
-	// waits keeps the signals of instances that were locked when they
-	// arrived until the turn ends (lockwait.go).
-	waits lockWaits
-	// history keeps the histories this process's acks left, so that its
-	// next fetch of the instance reads none (historycache.go).
-	history historyCache
-	// kv keeps the KV states this process last knew, so that fetches
-	// and acks read no KV rows (kvcache.go).
-	kv kvCache
-	// sweeps schedules the ready-index sweeps of each queue kind and
-	// fetch filter.
-	sweeps *sweepSchedules
-	// scanSweeps decides whether sweeps scan the ready index or query its
-	// shards.
+	waits lockWaits // lockwait.go
+	// history and kv cache what this process last knew, so that its
+	// fetches and acks read neither (historycache.go, kvcache.go).
+	history    historyCache
+	kv         kvCache
+	sweeps     *sweepSchedules
 	scanSweeps scanGate
-	// leases remembers the ends of activity leases this process holds.
-	leases workLeases
-	// handoffs keeps the worker fetches that wait and may be handed the
-	// activity a turn schedules (handoff.go).
-	handoffs handoffs
-	// txs keeps transactions whose outcome may be unknown (resend.go).
-	txs txCache
-	// layout records that CheckLayout found the stored layout matching.
-	layout layoutCheck
-	// spread draws which of n candidate rows a fetch in a contended shard
-	// tries first, uniform in [0, n) (contention.go).
+	leases     workLeases // ends of the activity leases held
+	handoffs   handoffs   // handoff.go
+	txs        txCache    // transactions of unknown outcome (resend.go)
+	layout     layoutCheck
+	// spread draws the first of n candidates in a contended shard
+	// (contention.go).
 	spread func(n int) int
 
 	seqMu    sync.Mutex
@@ -141,10 +122,8 @@ func durMs(d time.Duration) int64 {
 	return int64((d + time.Millisecond - 1) / time.Millisecond)
 }
 
-// nextSeq returns a queue sequence: 20 digits of enqueue time in
-// microseconds, strictly increasing within this process, then a random
-// suffix fixed per process, so that rows sort by enqueue time and never
-// collide across processes.
+// nextSeq returns a queue sequence (docs/design.md §3): enqueue time in
+// microseconds, increasing in this process, then its random suffix.
 func (p *Provider) nextSeq() string {
 	p.seqMu.Lock()
 	defer p.seqMu.Unlock()
@@ -172,9 +151,8 @@ func readyAt(rqSK string) (atMs int64, ok bool) {
 	return int64(at), err == nil
 }
 
-// readySeq is the sequence number of the enqueue a ready-index sort key
-// (readySK) shows, "" for a key that is not one: a claim moves the key's
-// time and keeps its sequence number.
+// readySeq is the enqueue sequence of a ready-index sort key, "" for a key
+// that is not one; a claim moves the key's time and keeps it.
 func readySeq(rqSK string) string {
 	if len(rqSK) < 21 {
 		return ""
@@ -182,18 +160,12 @@ func readySeq(rqSK string) string {
 	return rqSK[21:]
 }
 
-// readyBound is the exclusive upper bound of rq_sk for rows eligible at
-// nowMs.
+// readyBound is the exclusive rq_sk bound of rows eligible at nowMs.
 func readyBound(nowMs int64) string { return keys.Num20(uint64(nowMs + 1)) }
 
 // translate turns an SDK error into a [*provider.Error] for op, by the
-// classification table of docs/design.md §7. A cancelled context is
-// permanent (the caller gave up); throttling, conflicts, server errors and network
-// failures are retryable; validation, missing tables and access errors are
-// permanent configuration problems. A cancelled transaction is classified
-// by its reasons (see [classifyCancellation]); call sites that give a
-// failed condition a meaning of their own (an invalid token, a duplicate
-// event) inspect the reasons first with [cancelReasons].
+// table of docs/design.md §7. Call sites that give a failed condition a
+// meaning of their own inspect [cancelReasons] first.
 func translate(op string, err error) *provider.Error {
 	var pe *provider.Error
 	if errors.As(err, &pe) {
@@ -203,9 +175,8 @@ func translate(op string, err error) *provider.Error {
 		return provider.Permanent(op, err, "context done: %v", err)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		// The caller's deadline, or an HTTP client's own timeout, which
-		// net/http reports the same way: only the caller can tell, and it
-		// knows whether its context is done. A timeout is worth a retry.
+		// Also net/http's own timeouts: only the caller can tell them
+		// apart, and a timeout is worth a retry.
 		return provider.Retryable(op, err, "deadline exceeded: %v", err)
 	}
 	if reasons := cancelReasons(err); reasons != nil {
@@ -240,23 +211,18 @@ func translate(op string, err error) *provider.Error {
 type cancelClass int
 
 const (
-	// cancelTransient: conflicts with other writes, throttling, or no
-	// reason given (every action "None"); the same transaction can succeed
+	// cancelTransient: conflicts, throttling or no reason; may succeed
 	// when sent again.
 	cancelTransient cancelClass = iota
-	// cancelCondition: a condition of one of its actions failed; sending it
-	// again fails the same way until the data changes.
+	// cancelCondition: a condition failed; definite.
 	cancelCondition
-	// cancelInvalid: DynamoDB rejected an action as invalid (too large, two
-	// actions on one item, ...).
+	// cancelInvalid: an action is invalid (too large, two on one item).
 	cancelInvalid
 )
 
-// classifyCancellation is the one rule for TransactionCanceledException,
-// which the SDK declares a client fault and does not retry: a failed
-// condition decides over everything else (it is definite), then a
-// validation error; TransactionConflict, ThrottlingError,
-// ProvisionedThroughputExceeded and "None" are transient.
+// classifyCancellation classifies a TransactionCanceledException (which
+// the SDK does not retry): a failed condition wins, then a validation
+// error; the rest is transient.
 func classifyCancellation(reasons []string) cancelClass {
 	class := cancelTransient
 	for _, r := range reasons {
@@ -288,13 +254,9 @@ func conditionFailed(err error) bool {
 	return errors.As(err, &cf)
 }
 
-// heldItem returns the row a failed condition came back with
-// (ReturnValuesOnConditionCheckFailure ALL_OLD) when that row holds token,
-// else nil. The token is new to each write, so the row holding it means
-// that an earlier attempt of this very write landed: the SDK's retryer
-// sends a request again after a lost response or a 5xx, unknown to its
-// caller, and the repeat meets the first attempt's effect. The row is then
-// as that attempt left it.
+// heldItem returns the row a failed condition came back with when it
+// holds token, else nil. The token is new to each write, so such a row is
+// an earlier attempt of this write that landed (an SDK resend; §7).
 func heldItem(err error, token string) item {
 	row := failedConditionItem(err)
 	if held, _, _ := strAttr(row, attrToken); held != token {
@@ -303,9 +265,8 @@ func heldItem(err error, token string) item {
 	return row
 }
 
-// failedConditionItem returns the row a failed condition of a single-item
-// write came back with (ReturnValuesOnConditionCheckFailure ALL_OLD), nil
-// when err is no failed condition or the row does not exist.
+// failedConditionItem returns the row (ALL_OLD) a failed condition of a
+// single-item write came back with, or nil.
 func failedConditionItem(err error) item {
 	var cf *types.ConditionalCheckFailedException
 	if !errors.As(err, &cf) {
@@ -345,30 +306,25 @@ func (p *Provider) queryAll(ctx context.Context, in *dynamodb.QueryInput) ([]ite
 	}
 }
 
-// queryPartition returns the rows of partition pk whose sort key lies in
-// [from, to), consistently, in sort-key order. projection, when not empty,
-// limits the attributes read.
+// queryPartition returns the rows of partition pk with sort key in
+// [from, to), consistently, in order; projection limits the attributes.
 func (p *Provider) queryPartition(ctx context.Context, pk, from, to string, projection ...string) ([]item, error) {
 	rows, _, err := p.queryRange(ctx, partitionRange{pk: pk, from: from, to: to, projection: projection})
 	return rows, err
 }
 
-// partitionRange is a consistent read of the rows of partition pk whose
-// sort key lies in [from, to), in sort-key order.
+// partitionRange is a consistent, ordered read of partition pk's rows with
+// sort key in [from, to).
 type partitionRange struct {
 	pk, from, to string
-	// projection, when not empty, limits the attributes read.
-	projection []string
-	// firstPage, when not zero, is the Limit of the first page; later
-	// pages have none.
+	projection   []string
+	// firstPage, when not zero, limits the first page only.
 	firstPage int32
-	// enough, when set, sees each page's rows in the range, in order, and
-	// stops the read after that page by returning true.
+	// enough sees each page's rows and stops the read by returning true.
 	enough func(page []item) bool
 }
 
-// queryRange reads r page by page. complete is false when r.enough stopped
-// the read before the end of the range.
+// queryRange reads r; complete is false when r.enough stopped it early.
 func (p *Provider) queryRange(ctx context.Context, r partitionRange) (rows []item, complete bool, err error) {
 	in := &dynamodb.QueryInput{
 		TableName:                 p.table,
@@ -406,9 +362,8 @@ func (p *Provider) queryRange(ctx context.Context, r partitionRange) (rows []ite
 	}
 }
 
-// projectionExpr returns the projection expression of the attributes
-// projection names, adding their aliases to names; nil (every attribute)
-// when projection is empty.
+// projectionExpr returns the expression projecting the named attributes,
+// adding aliases to names; nil (all) when projection is empty.
 func projectionExpr(names map[string]string, projection []string) *string {
 	if len(projection) == 0 {
 		return nil

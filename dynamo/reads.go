@@ -10,11 +10,9 @@ import (
 	"github.com/duradyn/duradyn/provider"
 )
 
-// CustomStatus returns the instance's custom status and its version when
-// the version is above lastSeenVersion; nil otherwise, and for unknown
-// instances.
-//
-// Requests: one GetItem of the metadata row.
+// CustomStatus returns the instance's custom status and version when the
+// version is above lastSeenVersion, else nil (also for unknown instances).
+// Requests: one GetItem.
 func (p *Provider) CustomStatus(ctx context.Context, instance string, lastSeenVersion uint64) (*provider.CustomStatus, error) {
 	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:                p.table,
@@ -41,11 +39,9 @@ func (p *Provider) CustomStatus(ctx context.Context, instance string, lastSeenVe
 	return &provider.CustomStatus{Status: status, Version: version}, nil
 }
 
-// liveKV returns the instance's KV store overlaid by the current
-// execution's writes. It reads the KV rows and the lock row after them
-// alone (one Query of the range keys.KVRowsPrefix starts, kvView), so that
-// its cost is the KV store's size, not the instance's: queued messages and
-// execution records are not read.
+// liveKV returns the KV store overlaid by the current execution's writes,
+// reading only the KV rows (and the lock row after them), so that its cost
+// is the store's size, not the instance's.
 func (p *Provider) liveKV(ctx context.Context, op, instance string) (map[string]provider.KVEntry, error) {
 	rows, err := p.kvView(ctx, op, instance)
 	if err != nil {
@@ -58,12 +54,9 @@ func (p *Provider) liveKV(ctx context.Context, op, instance string) (map[string]
 	return provider.MergeKV(st.kvStore, st.kvDelta), nil
 }
 
-// KVValue returns one key as clients see it (the current execution's writes
-// included); ok is false when the key or the instance does not exist.
-//
-// Requests: one consistent GetItem of the key's row, which holds both the
-// stored value and the current execution's write of it, whatever else the
-// store holds.
+// KVValue returns one key as clients see it (current writes included); ok
+// is false when the key or the instance does not exist. Requests: one
+// consistent GetItem, whatever else the store holds.
 func (p *Provider) KVValue(ctx context.Context, instance, kvKey string) (string, bool, error) {
 	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      p.table,
@@ -80,16 +73,13 @@ func (p *Provider) KVValue(ctx context.Context, instance, kvKey string) (string,
 	if err != nil {
 		return "", false, translate(provider.OpKVValue, err)
 	}
-	// A row of a hashed sort key names its key: one of another key (a
-	// digest collision) is filed under that key, not this one.
+	// A hashed sort key's row names its key: a collision files elsewhere.
 	e, ok := provider.MergeKV(st.kvStore, st.kvDelta)[kvKey]
 	return e.Value, ok, nil
 }
 
-// KVValues returns every live key as clients see it; empty for unknown
-// instances.
-//
-// Requests: one Query of the instance's KV rows.
+// KVValues returns every live key as clients see it (empty for unknown
+// instances). Requests: one Query of the instance's KV rows.
 func (p *Provider) KVValues(ctx context.Context, instance string) (map[string]string, error) {
 	live, err := p.liveKV(ctx, provider.OpKVValues, instance)
 	if err != nil {
@@ -102,13 +92,11 @@ func (p *Provider) KVValues(ctx context.Context, instance string) (map[string]st
 	return out, nil
 }
 
-// InstanceStats describes the instance's current execution: its event
-// count, the summed length of the stored event JSON, the carry-forward
-// events its OrchestrationStarted holds, and the live KV keys and value
-// bytes. Unknown instances return nil. An undecodable OrchestrationStarted
-// fails with an error wrapping [provider.ErrCorruptData].
-//
-// Requests: a Query of the control rows and one of the current history.
+// InstanceStats describes the current execution: event count, stored
+// event JSON bytes, carry-forward events, live KV keys and value bytes; nil
+// for unknown instances. An undecodable OrchestrationStarted fails with
+// [provider.ErrCorruptData]. Requests: a Query of the control rows and one
+// of the current history.
 func (p *Provider) InstanceStats(ctx context.Context, instance string) (*provider.SystemStats, error) {
 	st, err := p.loadState(ctx, instance)
 	if err != nil {

@@ -15,36 +15,22 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// Requests whose outcome is unknown (docs/design.md §7). A timeout, a lost
-// connection or a 5xx can hide a write DynamoDB carried out. The provider
-// makes a second attempt safe in one of three ways:
-//
-//   - by construction: the write leaves the same state however often it
-//     lands (a Put of the same row, a renewal to a later lease);
-//   - by a condition that fails once the write landed, read on a resend as
-//     "our earlier attempt landed" (an abandon conditioned on the token it
-//     removes; a lock write, checked by reading whose token the row holds);
-//   - by a ClientRequestToken on a transaction resent unchanged: DynamoDB
-//     answers a repeat within ten minutes with the first outcome and does
-//     not apply it again (an enqueue's put is such a transaction: putOnce).
-//     The input is kept per call (txCache), so that a
-//     caller retrying the same call resends it unchanged too. A
-//     transaction DynamoDB cancelled has a definite outcome (nothing
-//     written): it is built anew, with a fresh clock read and its own
-//     token, never resent.
+// Unknown outcomes (docs/design.md §7): a timeout or 5xx can hide a write
+// that landed. A resend is safe by construction (same effect however often
+// it lands), by a condition read as "our earlier attempt landed", or by a
+// ClientRequestToken on a transaction resent unchanged (inputs kept per
+// call: txCache). A cancelled transaction wrote nothing and is built anew.
 
+// A call sends a request at most maxResends times, pausing between
+// attempts from resendFirstBackoff, doubling.
 const (
-	// maxResends is how many times one call sends a request in all.
-	maxResends = 4
-	// resendFirstBackoff is the first pause between attempts; it doubles.
+	maxResends         = 4
 	resendFirstBackoff = 20 * time.Millisecond
 )
 
-// resend runs send until it succeeds, fails definitely (an error that is
-// not retryable, or a cancelled transaction), maxResends attempts were
-// made, or ctx ends. resent reports whether an earlier attempt failed with
-// an unknown outcome: a failed condition may then be that attempt's own
-// effect.
+// resend runs send until it succeeds, fails definitely (not retryable, or
+// a cancelled transaction), has made maxResends attempts, or ctx ends.
+// resent reports an earlier unknown outcome, whose effect may fail a condition.
 func (p *Provider) resend(ctx context.Context, op string, send func() error) (resent bool, err error) {
 	backoff := resendFirstBackoff
 	for attempt := 1; ; attempt++ {
@@ -59,17 +45,15 @@ func (p *Provider) resend(ctx context.Context, op string, send func() error) (re
 	}
 }
 
-// newRequestToken returns a fresh ClientRequestToken, for a transaction
-// that only its own call resends.
+// newRequestToken returns a fresh ClientRequestToken.
 func newRequestToken() string {
 	var b [18]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
 
-// sendFresh sends a transaction that only its own call resends (see
-// pendingTx), and sends it again after a transient cancellation, up to
-// maxResends times.
+// sendFresh sends a transaction only this call resends (pendingTx), again
+// after a transient cancellation, up to maxResends times.
 func (p *Provider) sendFresh(ctx context.Context, op string, actions []types.TransactWriteItem) error {
 	t := &pendingTx{key: newRequestToken()}
 	backoff := resendFirstBackoff
@@ -88,26 +72,19 @@ func (p *Provider) sendFresh(ctx context.Context, op string, actions []types.Tra
 	}
 }
 
-// putOnce puts one row with a transaction of its own, for its
-// ClientRequestToken: DynamoDB answers a resend of a put that landed (the
-// provider's own, or the SDK retryer's, which sends the same token) with
-// the first attempt's success and writes nothing. A plain PutItem sent
-// again would write the row again, also after another process had
-// consumed and deleted it, which no condition on the row can tell from a
-// row never written: a queue row would be delivered twice. The
-// transaction bills the row twice (2 WRU a KB instead of 1).
+// putOnce puts one row in a transaction of its own, for its
+// ClientRequestToken: a resend of a put that landed writes nothing, where a
+// PutItem resent could queue again a row already consumed (docs/design.md
+// §7). The row is billed twice (2 WRU a KB).
 func (p *Provider) putOnce(ctx context.Context, op string, put *types.Put) error {
 	return p.sendFresh(ctx, op, []types.TransactWriteItem{{Put: put}})
 }
 
-// pendingTx is a transaction a call may send more than once. Every input
-// built for it has its own request token. It is resent unchanged while its
-// outcome may be unknown; once DynamoDB cancelled it, and no earlier
-// attempt of it had an unknown outcome, nothing of it was written and the
-// next attempt builds it anew (a fresh clock read, a new token). After an
-// unknown outcome it is never rebuilt: that attempt may have committed,
-// and DynamoDB answers a repeat of a committed request, token and all, with
-// success, while a rebuilt one would fail on the lock it released.
+// pendingTx is a transaction a call may send more than once, each input
+// built with its own token. After an unknown outcome it is only resent
+// unchanged: a committed repeat is answered with success, a rebuilt one
+// would fail on the lock it released. A cancellation with no unknown
+// outcome before wrote nothing: the next attempt is built anew.
 type pendingTx struct {
 	key       string
 	in        *dynamodb.TransactWriteItemsInput
@@ -115,8 +92,7 @@ type pendingTx struct {
 	uncertain bool
 }
 
-// input returns the transaction to send: the one sent before, or a new one
-// made by build.
+// input returns the input sent before, or a new one from build.
 func (t *pendingTx) input(build func() *dynamodb.TransactWriteItemsInput) *dynamodb.TransactWriteItemsInput {
 	if t.in == nil {
 		t.in = build()
@@ -127,9 +103,8 @@ func (t *pendingTx) input(build func() *dynamodb.TransactWriteItemsInput) *dynam
 	return t.in
 }
 
-// sendPending sends t's transaction, resending it while its outcome is
-// unknown, and records what the outcome says (see pendingTx). done reports
-// that t is finished with: succeeded, or failed for good.
+// sendPending sends t's transaction, resent while its outcome is unknown
+// (pendingTx). done reports that t succeeded or failed for good.
 func (p *Provider) sendPending(ctx context.Context, op string, t *pendingTx, build func() *dynamodb.TransactWriteItemsInput) (done bool, err error) {
 	for range maxForeignTokens {
 		in := t.input(build)
@@ -145,12 +120,9 @@ func (p *Provider) sendPending(ctx context.Context, op string, t *pendingTx, bui
 		if !errors.As(err, &mismatch) || t.uncertain {
 			break
 		}
-		// Another process used this token for the same call (a retry of
-		// an ack whose first attempt was made elsewhere: tokens derive
-		// from the call's arguments) with other parameters. DynamoDB
-		// applied nothing of this request: build the next one, with the
-		// next token, and let the conditions tell what the other
-		// attempt did.
+		// Another process sent this token (tokens derive from the call's
+		// arguments) with other parameters; nothing was applied: try the
+		// next token and let the conditions tell what that attempt did.
 		t.in = nil
 	}
 	switch {
@@ -168,13 +140,11 @@ func (p *Provider) sendPending(ctx context.Context, op string, t *pendingTx, bui
 	return true, err
 }
 
-// maxForeignTokens bounds the tokens one send tries when DynamoDB says
-// another process already used them for the same call.
+// maxForeignTokens bounds the tokens a send tries that others already used.
 const maxForeignTokens = 8
 
-// txCache keeps the pending transactions of calls whose outcome may be
-// unknown (worker acks, abandons), keyed by the call's arguments, so that a
-// caller retrying the call resends what it sent.
+// txCache keeps pending transactions by call arguments, so that a caller
+// retrying a call (worker ack, abandon) resends what it sent.
 type txCache struct {
 	mu sync.Mutex
 	m  map[string]*pendingTx
@@ -202,12 +172,9 @@ func (c *txCache) drop(callKey string) {
 	delete(c.m, callKey)
 }
 
-// rebuild lets the pending transaction of callKey be built anew, even
-// after an attempt with an unknown outcome. It is for a cancellation in
-// which the condition on the call's own lock held: the row was still
-// locked by the call's token, so no attempt of the call had committed (a
-// resend of a committed transaction is answered with success, not
-// evaluated again), and the next attempt may differ.
+// rebuild lets callKey's transaction be built anew even after an unknown
+// outcome: for a cancellation whose condition on the call's own lock held,
+// which proves no attempt committed (a committed repeat answers success).
 func (c *txCache) rebuild(callKey string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -216,9 +183,8 @@ func (c *txCache) rebuild(callKey string) {
 	}
 }
 
-// sendTx sends the pending transaction of callKey (see txCache). Calls
-// with one key must not run concurrently (their callers hold one lock
-// token, which the provider's callers use one at a time).
+// sendTx sends callKey's pending transaction (txCache). Calls of one key
+// must not run concurrently (they hold one lock token, used one at a time).
 func (p *Provider) sendTx(ctx context.Context, op, callKey string, build func() *dynamodb.TransactWriteItemsInput) error {
 	done, err := p.sendPending(ctx, op, p.txs.get(callKey), build)
 	if done {
@@ -227,12 +193,9 @@ func (p *Provider) sendTx(ctx context.Context, op, callKey string, build func() 
 	return err
 }
 
-// resendSafe wraps the DynamoDB client so that the requests that are safe
-// to send again whatever became of an earlier attempt (reads, and batch
-// writes of fixed rows: puts of whole rows and deletes) are resent on
-// transient failures here, once for every caller. Conditional writes and
-// transactions pass through: their callers decide (see above). Every
-// attempt is bounded as its context says (Provider.attempt).
+// resendSafe wraps the client so that requests safe to repeat (reads,
+// batch writes of fixed rows) are resent on transient failures for every
+// caller; conditional writes and transactions get one attempt here.
 type resendSafe struct {
 	API
 	p *Provider

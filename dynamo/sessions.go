@@ -20,9 +20,8 @@ type sessionRecord struct {
 	id string
 }
 
-// listSessions returns the sessions the instances index lists in partition
-// listPK whose sort key starts with prefix. The index is eventually
-// consistent: callers condition every write on the base row.
+// listSessions returns the sessions the instances index lists under listPK
+// and prefix. The index lags: callers condition writes on the base row.
 func (p *Provider) listSessions(ctx context.Context, listPK, prefix string) ([]sessionRecord, error) {
 	in := &dynamodb.QueryInput{
 		IndexName:                 aws.String(tables.IndexInstances),
@@ -49,14 +48,11 @@ func (p *Provider) listSessions(ctx context.Context, listPK, prefix string) ([]s
 	return out, nil
 }
 
-// RenewSessionLock extends to now+extendFor every session owned by one of
-// ownerIDs whose lease is live and that saw activity within idleTimeout,
-// and returns how many it extended. Idle sessions are left to expire.
-//
-// Requests: per owner, one Query of the instances index, then one
-// conditional UpdateItem per session found. A session claimed within the
-// index's propagation delay (well under a second on AWS) may be missed by
-// one round of renewals.
+// RenewSessionLock extends to now+extendFor every live session of
+// ownerIDs active within idleTimeout, and returns how many it extended;
+// idle ones are left to expire. Requests: per owner one Query of the
+// instances index, then one conditional UpdateItem per session. A session
+// claimed within the index's lag (under a second on AWS) may miss a round.
 func (p *Provider) RenewSessionLock(ctx context.Context, ownerIDs []string, extendFor, idleTimeout time.Duration) (int, error) {
 	renewed := 0
 	var owners []string
@@ -95,17 +91,12 @@ func (p *Provider) RenewSessionLock(ctx context.Context, ownerIDs []string, exte
 	return renewed, nil
 }
 
-// CleanupOrphanedSessions deletes sessions whose lease has expired and that
-// no queued activity references, and returns how many it deleted.
-// idleTimeout is not used (expiry already implies idleness).
-//
-// Requests: one Query of the instances index per shard; per session found,
-// one eventually consistent GetItem of its lease; per expired session, one
-// Query of its ready-index shard (paged until an activity of the session
-// turns up, so its cost grows with that shard's backlog) and, for an
-// orphan, one TransactWriteItems of a conditional delete (and a consistent
-// GetItem when the delete's outcome is still unknown after its resends).
-// Run it periodically, not on a hot path.
+// CleanupOrphanedSessions deletes expired sessions no queued activity
+// references, and returns how many it deleted; idleTimeout is unused.
+// Requests: a Query of the instances index per shard; a GetItem per
+// session; per expired one, a Query of its ready shard (paged, so it grows
+// with that shard's backlog) and, for an orphan, a one-delete transaction
+// (and a GetItem if its outcome stays unknown). Not for a hot path.
 func (p *Provider) CleanupOrphanedSessions(ctx context.Context, idleTimeout time.Duration) (int, error) {
 	deleted := 0
 	for shard := range p.o.Shards {
@@ -128,11 +119,8 @@ func (p *Provider) CleanupOrphanedSessions(ctx context.Context, idleTimeout time
 			if referenced {
 				continue
 			}
-			// A transaction of one delete, for its ClientRequestToken: a
-			// repeat of a delete that landed (the SDK's retryer sends one
-			// after a lost response, unknown to the provider) is answered
-			// with success, where a DeleteItem's repeat found no row and
-			// left the session uncounted.
+			// A transaction, for its ClientRequestToken: an SDK resend of a
+			// landed delete then succeeds (docs/design.md §7).
 			err = p.sendFresh(ctx, provider.OpCleanupOrphanedSessions, []types.TransactWriteItem{{Delete: &types.Delete{
 				TableName:                 p.table,
 				Key:                       key(keys.SessionPK(sess.id), keys.Session),
@@ -144,9 +132,7 @@ func (p *Provider) CleanupOrphanedSessions(ctx context.Context, idleTimeout time
 				if conditionFailedAt(cancelReasons(err)) == 0 {
 					continue
 				}
-				// An unknown outcome: if the session is gone, the delete
-				// landed (or another cleaner's did): count it, so a caller
-				// retrying the error does not see the removal vanish.
+				// Unknown outcome: count it if gone, or a retry would lose it.
 				if gone, gerr := p.sessionGone(ctx, sess.id); gerr != nil || !gone {
 					return deleted, translate(provider.OpCleanupOrphanedSessions, err)
 				}
@@ -157,13 +143,9 @@ func (p *Provider) CleanupOrphanedSessions(ctx context.Context, idleTimeout time
 	return deleted, nil
 }
 
-// sessionExpired reports whether the session's record exists with a lease
-// that is over, with an eventually consistent GetItem of its lease (half a
-// read unit): live sessions, most of them, are passed over without the
-// Query of their ready shard that sessionReferenced pages through. A
-// renewal the read missed costs only that Query (the delete is
-// conditioned on the lease); a lease that ended after the read waits for
-// the next cleanup.
+// sessionExpired reports whether the session exists with an ended lease,
+// by an eventually consistent read: a stale answer costs only the Query of
+// sessionReferenced, as the delete is conditioned on the lease.
 func (p *Provider) sessionExpired(ctx context.Context, session string) (bool, error) {
 	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: p.table, Key: key(keys.SessionPK(session), keys.Session),
@@ -176,8 +158,7 @@ func (p *Provider) sessionExpired(ctx context.Context, session string) (bool, er
 	return err == nil && until < p.nowMs(), err
 }
 
-// sessionGone reports, with a consistent read that outlives ctx's
-// cancellation, whether the session record no longer exists.
+// sessionGone reports whether the session is gone (read outliving ctx).
 func (p *Provider) sessionGone(ctx context.Context, session string) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unknownOutcomeReadTimeout)
 	defer cancel()
@@ -191,8 +172,8 @@ func (p *Provider) sessionGone(ctx context.Context, session string) (bool, error
 	return len(out.Item) == 0, nil
 }
 
-// sessionReferenced reports whether a queued activity references session.
-// Its rows all live in one ready-index shard.
+// sessionReferenced reports whether a queued activity references session;
+// a session's rows share one ready-index shard.
 func (p *Provider) sessionReferenced(ctx context.Context, session string) (bool, error) {
 	readyPK := keys.ReadyWorkerPK(keys.ShardOf(keys.WorkerRoutingKey("", &session), p.o.Shards))
 	in := &dynamodb.QueryInput{

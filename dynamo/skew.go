@@ -13,26 +13,23 @@ import (
 // DefaultClockSkewWarning is the default of [Options.ClockSkewWarning].
 const DefaultClockSkewWarning = clockskew.DefaultWarning
 
-// newClockWatch returns the watch of the clock o.Now, which sees the
-// responses of every call of the provider's client (package clockskew).
+// newClockWatch returns the watch of o.Now, fed by every response of the
+// provider's client.
 func newClockWatch(o Options) *clockskew.Watch {
 	return clockskew.New("dynamo", o.Now, o.ClockSkewWarning, o.Logger,
 		"leases, visibility times and timers assume less skew between processes (docs/design.md §9)")
 }
 
 // ClockSkew returns how far this process's clock (Options.Now) runs ahead
-// of DynamoDB's (negative: behind), measured from the Date headers of the
-// responses seen so far, and the half-width of the interval the skew is
-// known to lie in. ok is false before the first response that carried a
-// Date header. A skew beyond [Options.ClockSkewWarning] is logged once
-// as a warning through Options.Logger each time it is first seen.
+// of DynamoDB's (negative: behind), from the responses' Date headers, and
+// the half-width of the interval it lies in; ok is false before the first
+// Date header. A skew beyond [Options.ClockSkewWarning] is logged once.
 func (p *Provider) ClockSkew() (skew, uncertainty time.Duration, ok bool) {
 	return p.skew.Estimate()
 }
 
-// observeClockSkew registers the gauges dynamo.clock.skew and
-// dynamo.clock.skew.uncertainty with mp, read from w at each collection;
-// neither reports before w has an estimate.
+// observeClockSkew registers the clock skew gauges with mp; neither
+// reports before w has an estimate.
 func observeClockSkew(mp metric.MeterProvider, w *clockskew.Watch) (metric.Registration, error) {
 	m := mp.Meter(InstrumentationName, metric.WithInstrumentationVersion(Version))
 	skew, err1 := m.Float64ObservableGauge("dynamo.clock.skew", metric.WithUnit("s"),

@@ -25,18 +25,14 @@ type instanceState struct {
 	execs map[uint64]*execRow
 	// msgs are the queued orchestrator messages in queue (sort-key) order.
 	msgs []queueRow
-	// kvStore is the KV store as the last execution to end left it, and
-	// kvDelta the current execution's writes, as the KV rows hold them
-	// (kvRow): a clear of every key is a clear of each stored key. Both
-	// hold what the rows hold only when kvLoaded is set: a fetch does not
-	// read the KV rows (kvSnapshot, turnKV).
+	// kvStore is the store as the last ended execution left it, kvDelta the
+	// current execution's writes (kvRow); both hold the rows only when
+	// kvLoaded (a fetch does not read them: kvSnapshot, turnKV).
 	kvStore  map[string]provider.KVEntry
 	kvDelta  provider.KVDelta
 	kvLoaded bool
-	// msgsReadTo is, when the read did not reach the last message
-	// (loadFetchState), a sort key at or after the last message read and
-	// before every message not read. Empty when msgs holds every queued
-	// message.
+	// msgsReadTo is a sort key at or after the last message read and before
+	// every one not read (loadFetchState); "" when msgs holds them all.
 	msgsReadTo string
 }
 
@@ -49,21 +45,18 @@ type metaRow struct {
 	cstatVersion  uint64
 	createdAt     int64
 	updatedAt     int64
-	// status is the current execution's status as the record holds it
-	// ("" when it holds none).
+	// status is the current execution's status ("" when the record has none).
 	status string
-	// execs and events are the record's figures (contribution): the
-	// instance's executions, and the events of those with a terminal
-	// status.
+	// execs and events are the figures (contribution): executions, and
+	// events of those with a terminal status.
 	execs, events uint64
 	// run holds the figures turns alone set (metrics.go).
 	run runFigures
-	// current is the copy of the current execution's record the instance
-	// record holds (all but its output); nil when the record was written
-	// without it.
+	// currentCopy is the record's copy of the current execution's (without
+	// its output); nil when written without it.
 	currentCopy *execRow
-	// result is how the current execution ended, copied for
-	// InstanceStatus; nil while it runs, and when the copy would not fit.
+	// result is how the current execution ended (InstanceStatus); nil while
+	// it runs or when it would not fit.
 	result *endedResult
 }
 
@@ -77,36 +70,25 @@ type lockRow struct {
 	attempts map[string]uint32
 	// batch holds the sort keys of the messages the lock holds.
 	batch []string
-	// turn is the id of a committed large turn not yet fully applied, and
-	// turnExec the execution its history belongs to.
+	// turn is a committed large turn not yet finished, turnExec its execution.
 	turn     string
 	turnExec uint64
-	// turnDone is the id of the last large turn finished, so that a
-	// retried ack of it succeeds.
+	// turnDone is the last large turn finished: a retried ack of it succeeds.
 	turnDone string
-	// smallDone is the smallTurnID of the last turn that fitted one
-	// transaction, so that its ack retried by a process that did not make
-	// it learns it is in. Apart from turnDone: a small turn must not erase
-	// the record a late roll-forward of a large turn reads.
+	// smallDone is the last small turn's smallTurnID. Apart from turnDone:
+	// a small turn must not erase what a late roll-forward reads.
 	smallDone string
-	// smallPast holds the smallDone records before smallDone, newest
-	// first, at most smallPastLen (stored joined by commas): a process
-	// whose cached history ends at one of those turns reads only the rows
-	// after it (historyCache).
+	// smallPast holds up to smallPastLen earlier smallDone records, newest
+	// first (stored joined by commas; historyCache).
 	smallPast []string
-	// histMark changes whenever history is written outside turns
-	// (AppendWithExecution), so that cached histories are not used
-	// (historyCache).
+	// histMark changes when history is written outside turns (historyCache).
 	histMark string
-	// updatedAt is when the last turn was acked (epoch ms): kept on the
-	// lock row, which every ack writes, so that #META is written only
-	// when what it holds changes.
+	// updatedAt is the last ack's time (epoch ms), here so that #META is
+	// written only when what it holds changes.
 	updatedAt int64
-	// kvDigest is the digest of the KV rows the last turn left (kvDigest;
-	// "" when unknown).
+	// kvDigest digests the KV rows the last turn left ("" when unknown).
 	kvDigest string
-	// histEnd is where the last turn left the history
-	// (Provider.settledHistory; nil when unknown).
+	// histEnd is where the last turn left the history (nil when unknown).
 	histEnd *historyEnd
 }
 
@@ -121,11 +103,9 @@ type execRow struct {
 	startedAt   int64
 	completedAt *int64
 	pinned      *provider.SemVer
-	// pruning is set while a prune removes the execution: readers treat
-	// it as gone, and the next prune finishes removing it.
+	// pruning is set while a prune removes it; readers treat it as gone.
 	pruning bool
-	// partial marks a record rebuilt from the instance record's copy of a
-	// finished execution: its output is not known.
+	// partial marks a copy from the instance record: output unknown.
 	partial bool
 }
 
@@ -135,8 +115,7 @@ type queueRow struct {
 	visible             int64
 }
 
-// loadState reads the control rows of instance (one consistent Query, paged
-// for very large instances).
+// loadState reads instance's control rows (one consistent Query, paged).
 func (p *Provider) loadState(ctx context.Context, instance string) (*instanceState, error) {
 	rows, err := p.queryPartition(ctx, keys.InstancePK(instance), "#", keys.ControlEnd)
 	if err != nil {
@@ -150,31 +129,15 @@ func (p *Provider) loadState(ctx context.Context, instance string) (*instanceSta
 	return st, nil
 }
 
-// fetchPageItems is the Limit of a fetch's first read of control rows.
-// Every control row but the messages sorts before the first message, so
-// an ordinary instance's rows fit one page; an instance with a long queue
-// fills it with its oldest messages, which are the ones a turn takes.
+// fetchPageItems is the Limit of a fetch's first page: other control rows
+// sort before the messages, so a long queue fills it with its oldest.
 const fetchPageItems = 256
 
-// loadFetchState reads what a fetch needs of instance's control rows: the
-// lock row, the instance record and the messages visible now, oldest
-// first. One consistent Query of the range from the lock row (after every
-// KV row) to the first message not visible now: messages sort by the time
-// they become visible (keys.MessageSK), so future timers lie past its end
-// however many there are, and KV rows before its start however many keys
-// the instance holds. The turn gets its KV snapshot elsewhere (kvSnapshot)
-// and its ack the rows it rewrites (turnKV).
-//
-// The read stops once the rows read hold more visible messages than one
-// turn takes (maxTurnMessages), so that a long queue (a fan-in of
-// thousands of completions, a flood of events) costs each turn one page
-// (fetchPageItems rows), not a read of the whole queue.
-//
-// The execution records, which sort before every other control row and
-// grow by one per continue-as-new, are not read: the instance record
-// holds a copy of the current execution's (metaItem), which is all a
-// fetch and its ack use. An eternal orchestration's turns cost the same
-// after ten thousand executions as after one.
+// loadFetchState reads the lock row, the instance record and the messages
+// visible now, oldest first: one consistent Query from after the KV rows to
+// the first message not visible (docs/design.md §3), stopped once it holds
+// more visible messages than a turn takes (maxTurnMessages). Execution
+// records are not read: the instance record's copy stands in (fetchExecs).
 func (p *Provider) loadFetchState(ctx context.Context, instance string) (*instanceState, error) {
 	visible, now := 0, p.nowMs()
 	from, end := fetchRange(now)
@@ -183,8 +146,7 @@ func (p *Provider) loadFetchState(ctx context.Context, instance string) (*instan
 		firstPage: fetchPageItems,
 		enough: func(page []item) bool {
 			for _, row := range page {
-				// A message an abandon delayed keeps its key: its time is
-				// the attribute's.
+				// An abandon's delay moves vis, not the key.
 				if sk, _, _ := strAttr(row, attrSK); strings.HasPrefix(sk, keys.QueuePrefix) {
 					if vis, err := intAttr(row, attrVisible); err == nil && vis <= now {
 						visible++
@@ -201,37 +163,30 @@ func (p *Provider) loadFetchState(ctx context.Context, instance string) (*instan
 	if err != nil {
 		return nil, err
 	}
-	// Messages at or past the end were not read: the lock keeps their
-	// attempt counts (lockTurn).
+	// The lock keeps the attempt counts of messages not read (lockTurn).
 	st.msgsReadTo = end
 	if !complete && len(rows) > 0 {
 		st.msgsReadTo, _, _ = strAttr(rows[len(rows)-1], attrSK)
 	}
 	if st.lock.kvDigest == "" {
-		// Only acks write KV rows, and every ack records their digest on
-		// the lock row: a partition whose lock row has none (or that has
-		// no lock row) holds no KV rows of the instance.
+		// Only acks write KV rows, each recording their digest: none, no rows.
 		st.kvLoaded = true
 	}
 	return st, p.fetchExecs(ctx, st)
 }
 
-// fetchRange is the range of sort keys a fetch at nowMs reads
-// (loadFetchState): from the first sort key after every KV row's, which
-// the lock row and the instance record follow, to the first message not
-// visible at nowMs.
+// fetchRange is the sort-key range a fetch at nowMs reads: from after the
+// KV rows to the first message not visible at nowMs.
 func fetchRange(nowMs int64) (from, to string) {
 	return prefixEnd(keys.KVRowsPrefix), keys.MessagesEnd(nowMs)
 }
 
-// fetchExecs gives a fetch's st the current execution's record: the
-// instance record's copy of it, or, for an instance record written without
-// the copy or none yet where turns have run, the records themselves.
+// fetchExecs gives st the current execution's record: the instance
+// record's copy, else (no copy, or no record yet) the records themselves.
 func (p *Provider) fetchExecs(ctx context.Context, st *instanceState) error {
 	switch {
 	case st.meta != nil && st.meta.currentCopy != nil:
-		// The instance record's copy is the current execution's record
-		// (partial when finished: see Provider.readExecIfNeeded).
+		// Partial when finished (readExecIfNeeded).
 		st.execs[st.meta.current] = cloneExec(st.meta.currentCopy)
 	case st.meta != nil || st.lock.exists:
 		execRows, err := p.queryPartition(ctx, keys.InstancePK(st.id), keys.ExecPrefix, prefixEnd(keys.ExecPrefix))
@@ -247,13 +202,10 @@ func (p *Provider) fetchExecs(ctx context.Context, st *instanceState) error {
 	return nil
 }
 
-// readExecIfNeeded makes sure st holds the whole record of execution id
-// when a turn of it is about to be planned and the fetch's read may not
-// have had it: the fetch rebuilt the current execution's record from the
-// instance record's copy (a finished one without its output, which a turn
-// that rewrites the record without a new status must keep), and read no
-// older record (which an ack for an older execution would update). No
-// runtime sends either turn, so this costs nothing in practice.
+// readExecIfNeeded reads execution id's full record before a turn is
+// planned on a fetch that lacks it: a finished execution's copy has no
+// output (which a rewrite without a new status keeps), and older records
+// are not read. No runtime sends either turn.
 func (p *Provider) readExecIfNeeded(ctx context.Context, st *instanceState, id uint64, meta provider.ExecutionMetadata) error {
 	if st.meta == nil || st.meta.currentCopy == nil {
 		return nil // the records were read
@@ -314,8 +266,7 @@ func parseState(instance string, rows []item) (*instanceState, error) {
 }
 
 // parseMetaRow decodes the instance record, with its copy of the current
-// execution's record when it holds one (metaItem); d keeps the first
-// error.
+// execution's record (metaItem); d keeps the first error.
 func parseMetaRow(d *decoder, row item) *metaRow {
 	m := &metaRow{
 		name:         d.str(row, attrName),
@@ -375,8 +326,7 @@ func parseLockRow(d *decoder, row item) lockRow {
 	return l
 }
 
-// parseExecRow decodes the execution record at sort key sk; d keeps the
-// first error.
+// parseExecRow decodes the execution record at sk; d keeps the first error.
 func parseExecRow(d *decoder, sk string, row item) *execRow {
 	id, err := keys.ParseNum20(sk[len(keys.ExecPrefix):])
 	d.keep(err)
@@ -401,8 +351,7 @@ func parseExecRow(d *decoder, sk string, row item) *execRow {
 	return e
 }
 
-// addKVRow decodes a KV row into st's store and the current execution's
-// delta; d keeps the first error.
+// addKVRow decodes a KV row into st's store and delta; d keeps the error.
 func (st *instanceState) addKVRow(d *decoder, row item) {
 	k := d.str(row, attrKVKey)
 	r := d.kvRow(row)
@@ -438,10 +387,9 @@ func decodeLockLists(d *decoder, row item) (map[string]uint32, []string) {
 	return attempts, batch
 }
 
-// mayHoldHistory reports whether the instance's partition may hold history
-// rows: it has an instance record or an execution record (every committed
-// turn leaves one), or its lock row carries a history mark (an append
-// outside turns leaves one, creating the row if need be).
+// mayHoldHistory reports whether the partition may hold history rows: it
+// has an instance or execution record (every committed turn leaves one) or
+// a history mark (every append outside turns leaves one).
 func (st *instanceState) mayHoldHistory() bool {
 	return st.meta != nil || len(st.execs) > 0 || st.lock.histMark != ""
 }
@@ -459,8 +407,7 @@ func (st *instanceState) currentExec() *execRow {
 	return st.execs[st.meta.current]
 }
 
-// pinned is the current execution's pinned version; nil when unpinned or
-// when the instance does not exist yet.
+// pinned is the current execution's pinned version, or nil.
 func (st *instanceState) pinned() *provider.SemVer {
 	if e := st.currentExec(); e != nil {
 		return e.pinned
@@ -468,7 +415,7 @@ func (st *instanceState) pinned() *provider.SemVer {
 	return nil
 }
 
-// clone returns a deep enough copy of st for a turn to modify.
+// cloneKV returns copies of st's KV store and delta for a turn to modify.
 func (st *instanceState) cloneKV() (map[string]provider.KVEntry, provider.KVDelta) {
 	delta := provider.KVDelta{ClearedAll: st.kvDelta.ClearedAll}
 	if st.kvDelta.Entries != nil {
@@ -484,8 +431,8 @@ func decodeHistory(op, instance string, executionID uint64, rows []item) ([]prov
 	return events, err
 }
 
-// decodeHistorySized is decodeHistory that also returns the memory the
-// events take, approximately: their stored JSON and eventMemory each.
+// decodeHistorySized is decodeHistory, also returning the events' memory
+// (their stored JSON and eventMemory each).
 func decodeHistorySized(op, instance string, executionID uint64, rows []item) ([]provider.Event, int, error) {
 	stored := make([]string, 0, historyEvents(rows))
 	bytes := 0
@@ -516,8 +463,7 @@ func decodeHistorySized(op, instance string, executionID uint64, rows []item) ([
 		}
 		return events, bytes, nil
 	}
-	// A long history (a fan-in's, a cold fetch of an old instance) is
-	// decoded on every core.
+	// A long history is decoded on every core.
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -532,6 +478,5 @@ func decodeHistorySized(op, instance string, executionID uint64, rows []item) ([
 	return events, bytes, nil
 }
 
-// parallelDecodeEvents is the number of events per core below which a
-// history is decoded on one.
+// parallelDecodeEvents is the events per core below which one core decodes.
 const parallelDecodeEvents = 1000

@@ -15,30 +15,22 @@ import (
 	"github.com/duradyn/duradyn/provider"
 )
 
-// endedResultMaxBytes bounds the copy of an ended execution's output and
-// failure on the instance record: with the custom status (up to 256 KB)
-// the record stays within an item's 400 KB, and fetches of an ended
-// instance, which read the record, stay cheap. A larger result is read
-// from the history.
+// endedResultMaxBytes bounds the copy of an ended execution's result on
+// the instance record, so that with a 256 KB custom status it fits an
+// item and fetches stay cheap; a larger result is read from the history.
 const endedResultMaxBytes = 16 << 10
 
-// endedResult is how an instance's current execution ended, copied onto
-// its record by the turn that ends it, so that InstanceStatus reads one
-// item whatever the history's length.
+// endedResult is how the current execution ended, copied onto the record
+// so that InstanceStatus reads one item.
 type endedResult struct {
-	// output is a Completed execution's output.
-	output *string
-	// failure is a Failed execution's details, as JSON.
-	failure string
-	// stored is output's stored form (a payload), set by the turn that
-	// makes the copy.
-	stored types.AttributeValue
+	output  *string              // a Completed execution's output
+	failure string               // a Failed execution's details, as JSON
+	stored  types.AttributeValue // output as a payload, set by the turn
 }
 
-// endedResult returns the copy of how the execution ended that m, the
-// record the turn writes, holds: made from the commit when the turn ends
-// m's current execution, kept from the record otherwise, nil while the
-// execution runs or when it does not fit.
+// endedResult returns the result copy for m, the record the turn writes:
+// made from the commit if the turn ends the execution, else kept from the
+// record; nil while it runs or when it does not fit.
 func (tp *turnPlanner) endedResult(m *metaRow) *endedResult {
 	if !ended(m.status) {
 		return nil
@@ -90,8 +82,7 @@ func (r *endedResult) put(row item) {
 	}
 }
 
-// parseEndedResult decodes the copy of how the current execution ended
-// from the instance record row; nil when it holds none.
+// parseEndedResult decodes the record's result copy; nil without one.
 func parseEndedResult(d *decoder, row item) *endedResult {
 	_, hasOutput := row[attrResultOutput]
 	_, hasFailure := row[attrResultFailure]
@@ -101,12 +92,9 @@ func parseEndedResult(d *decoder, row item) *endedResult {
 	return &endedResult{output: d.optPayload(row, attrResultOutput), failure: d.str(row, attrResultFailure)}
 }
 
-// InstanceStatus returns the instance's status from its record: one
-// consistent GetItem whatever the history's length. Two cases read more:
-// an instance without a record (a Query of its control rows finds a
-// queued start, or nothing), and an ended execution whose output and
-// failure did not fit the record's copy (endedResultMaxBytes: its history
-// is read).
+// InstanceStatus returns the instance's status: one consistent GetItem of
+// its record. Without a record its control rows are queried (a queued
+// start is Pending); a result over 16 KB is read from the history.
 func (p *Provider) InstanceStatus(ctx context.Context, instance string) (*provider.InstanceStatus, error) {
 	return p.instanceStatus(ctx, instance, 1)
 }
@@ -153,10 +141,9 @@ func (p *Provider) instanceStatus(ctx context.Context, instance string, attempt 
 	return st, nil
 }
 
-// statusWithoutRecord is the status of an instance whose record the
-// attempt-th read did not find: pending when its start is queued. A record
-// made since (the first turn committed between the two reads) is read
-// again, at most twice more: InstanceInfo does not hold the output.
+// statusWithoutRecord is the status of an instance without a record:
+// pending when its start is queued. A record made meanwhile is read again,
+// at most twice more, since InstanceInfo lacks the output.
 func (p *Provider) statusWithoutRecord(ctx context.Context, instance string, attempt int) (*provider.InstanceStatus, error) {
 	info, err := p.InstanceInfo(ctx, instance)
 	if errors.Is(err, provider.ErrNotFound) {
@@ -175,8 +162,7 @@ func (p *Provider) statusWithoutRecord(ctx context.Context, instance string, att
 	return p.instanceStatus(ctx, instance, attempt+1)
 }
 
-// statusFromHistory completes st, an ended execution's status whose
-// result the record does not hold, from the execution's history.
+// statusFromHistory completes st's result from the execution's history.
 func (p *Provider) statusFromHistory(ctx context.Context, st *provider.InstanceStatus) (*provider.InstanceStatus, error) {
 	events, err := p.readHistory(ctx, provider.OpInstanceStatus, st.InstanceID, st.ExecutionID)
 	if err != nil {

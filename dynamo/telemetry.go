@@ -28,8 +28,7 @@ import (
 // takes from [Options.TracerProvider] and [Options.MeterProvider].
 const InstrumentationName = "github.com/duradyn/duradyn/dynamo"
 
-// Attribute keys, from OpenTelemetry's semantic conventions for the AWS
-// SDK, RPC and database clients.
+// Attribute keys, from OpenTelemetry's semantic conventions.
 const (
 	attrRPCSystem      = attribute.Key("rpc.system")
 	attrRPCService     = attribute.Key("rpc.service")
@@ -42,11 +41,9 @@ const (
 	attrHTTPStatusCode = attribute.Key("http.response.status_code")
 )
 
-// awsTelemetry is the SDK middleware that records a span per DynamoDB and
-// SQS request and counts the requests and the capacity they consumed. It
-// is installed per call (an APIOptions entry added by the clients'
-// wrappers below), so it works on clients the provider builds and on
-// clients given in [Options.Client] and [Options.SQSClient] alike.
+// awsTelemetry is the SDK middleware that traces each DynamoDB and SQS
+// request and counts requests and consumed capacity. It is added per call,
+// so it also covers clients given in [Options.Client] and SQSClient.
 type awsTelemetry struct {
 	tracer   trace.Tracer // nil: no spans
 	metering bool
@@ -59,8 +56,7 @@ type awsTelemetry struct {
 	sqsOpt    func(*sqs.Options)
 }
 
-// newAWSTelemetry returns the middleware for the providers given, or nil
-// when both are nil.
+// newAWSTelemetry returns the middleware, or nil when both are nil.
 func newAWSTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*awsTelemetry, error) {
 	if tp == nil && mp == nil {
 		return nil, nil
@@ -91,8 +87,7 @@ func newAWSTelemetry(tp trace.TracerProvider, mp metric.MeterProvider) (*awsTele
 	return t, nil
 }
 
-// handle is the middleware: it runs once per operation call, around the
-// SDK's retries.
+// handle runs once per operation call, around the SDK's retries.
 func (t *awsTelemetry) handle(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 	service, op := awsmiddleware.GetServiceID(ctx), awsmiddleware.GetOperationName(ctx)
 	attrs := make([]attribute.KeyValue, 0, 8)
@@ -197,8 +192,7 @@ func tableNames(params any) []string {
 	return nil
 }
 
-// withOpt returns optFns and opt in a new slice (the caller's array is not
-// written to).
+// withOpt appends opt to optFns without writing to the caller's array.
 func withOpt[O any](optFns []func(*O), opt func(*O)) []func(*O) {
 	return append(slices.Clip(optFns), opt)
 }

@@ -8,11 +8,9 @@ import (
 	"strings"
 )
 
-// Lock tokens are opaque to callers. Each carries a random part, which is
-// what the stored lock is compared with, and the key of what it locks, so
-// that an ack, renewal or abandon goes straight to its rows without a
-// lookup. A token that does not parse, or whose random part does not match
-// the stored lock, is an invalid token.
+// Lock tokens are opaque to callers. Each carries a random part, compared
+// with the stored lock, and the key of what it locks, so that acks and
+// renewals need no lookup. One that does not parse or match is invalid.
 
 const (
 	orchTokenPrefix = "lock_o."
@@ -25,8 +23,7 @@ var errBadToken = errors.New("malformed lock token")
 // orchToken identifies one instance lock.
 type orchToken struct {
 	instance string
-	// ver is the lock row's version the fetch wrote.
-	ver uint64
+	ver      uint64 // the lock row's version the fetch wrote
 }
 
 // workToken identifies one worker-row lock.
@@ -34,12 +31,9 @@ type workToken struct {
 	instance    string
 	executionID uint64
 	activityID  uint64
-	// session is the activity's session, nil for none, and owner the
-	// session owner the fetch claimed it for.
-	session *string
-	owner   string
-	// seq is the row's queue sequence, part of its ready-index key.
-	seq string
+	session     *string // nil for none
+	owner       string  // the session owner the fetch claimed it for
+	seq         string  // part of the row's ready-index key
 }
 
 // newOrchToken returns a fresh token for t.

@@ -1,8 +1,6 @@
-// Package dynamotest runs the dynamo provider against a real DynamoDB API
-// and a real SQS API in tests: it creates a fresh table (and queues) per
-// test on the emulator of package localstack, builds the provider, and
-// gives the conformance suite the hooks it needs. It also meters requests
-// and consumed capacity with an SDK middleware.
+// Package dynamotest runs the dynamo provider in tests against a fresh
+// table (and queues) per test on package localstack's emulator, gives the
+// conformance suite its hooks, and meters requests and consumed capacity.
 package dynamotest
 
 import (
@@ -30,15 +28,12 @@ import (
 
 // Config describes the provider a test gets.
 type Config struct {
-	// Queues gives the provider SQS wake-up queues (fresh per test). Without
-	// them signals stay in the process.
+	// Queues gives the provider fresh SQS queues; else signals stay local.
 	Queues bool
 	// ShortPoll sets [dynamo.Options.ShortPoll].
 	ShortPoll bool
-	// Shards sets [dynamo.Options.Shards]. Default 4: sweeps query every
-	// shard at once, which an emulator shared by many parallel tests serves
-	// far slower than DynamoDB does; four still exercise the merge of
-	// shards.
+	// Shards sets [dynamo.Options.Shards]. Default 4: a shared emulator
+	// serves sweeps of many shards slowly; four still exercise the merge.
 	Shards int
 	// Meter, when set, counts the provider's DynamoDB requests.
 	Meter *Meter
@@ -48,21 +43,15 @@ type Config struct {
 
 // Env is one test's table, queues and clients.
 type Env struct {
-	// Endpoints are the emulator's.
-	Endpoints localstack.Endpoints
-	// AWS is the SDK configuration for the endpoints.
-	AWS aws.Config
-	// DB is a client of the endpoint, without the provider's meter.
-	DB *dynamodb.Client
-	// Table is the test's table.
-	Table string
-	// OrchestratorQueueURL and WorkerQueueURL are the test's queues ("" without
-	// Config.Queues).
+	Endpoints localstack.Endpoints // the emulator's
+	AWS       aws.Config           // the SDK configuration for Endpoints
+	DB        *dynamodb.Client     // a client without the provider's meter
+	Table     string               // the test's table
+	// OrchestratorQueueURL and WorkerQueueURL are "" without Config.Queues.
 	OrchestratorQueueURL, WorkerQueueURL string
 }
 
-// NewEnv creates a fresh table (and, with queues, two fresh queues) for t on
-// the test binary's emulator; they are deleted when t ends.
+// NewEnv creates a fresh table (and queues) for t, deleted when t ends.
 func NewEnv(t testing.TB, queues bool) *Env {
 	t.Helper()
 	ep := localstack.ForTest(t)
@@ -115,9 +104,8 @@ func (env *Env) NewProvider(t testing.TB, c Config) *dynamo.Provider {
 	return p
 }
 
-// NewQuietWriter returns a provider on env's table that sends no wake-up
-// signals, closed when t ends: the rows it writes reach other processes
-// only through their sweeps, as after a crash that lost its signals.
+// NewQuietWriter returns a provider on env that sends no signals (closed
+// when t ends): its work is found only by sweeps, as after a lost signal.
 func (env *Env) NewQuietWriter(t testing.TB, c Config) *dynamo.Provider {
 	t.Helper()
 	quiet := *env
@@ -125,16 +113,14 @@ func (env *Env) NewQuietWriter(t testing.TB, c Config) *dynamo.Provider {
 	return quiet.NewProvider(t, c)
 }
 
-// New returns a provider on a fresh table (and queues), both gone when t
-// ends.
+// New returns a provider on a fresh table (and queues), gone when t ends.
 func New(t testing.TB, c Config) (*dynamo.Provider, *Env) {
 	t.Helper()
 	env := NewEnv(t, c.Queues)
 	return env.NewProvider(t, c), env
 }
 
-// registry maps providers made here to their environments, for the suite's
-// hooks.
+// registry maps providers made here to their Env, for the suite's hooks.
 var registry sync.Map
 
 func envOf(t *testing.T, p provider.Provider) *Env {
@@ -154,22 +140,17 @@ func Factory(c Config) providertest.Factory {
 			return p
 		},
 		LockTimeout: 3 * time.Second,
-		// An empty short-poll fetch queries every shard once, in parallel:
-		// about 10ms against DynamoDB Local alone, 120ms (median) to 450ms
-		// (p90) with 16 busy providers on it. The suite takes the best of
-		// a few fetches and passes a 500ms poll timeout, so 250ms fails a
-		// provider that waits for work and passes one that does not.
+		// An empty short-poll fetch takes 10-450ms on a shared emulator; the
+		// suite takes the best of a few against a 500ms poll timeout.
 		ShortPollThreshold: 250 * time.Millisecond,
 		LongPolling:        !c.ShortPoll,
 		CorruptHistory:     CorruptHistory,
 		MaxAttemptCount:    MaxAttemptCount,
-		// Lacks is empty: the provider implements provider.Admin and both
-		// hooks are set, so every test runs.
+		// Lacks is empty: every test runs.
 	}
 }
 
-// CorruptHistory overwrites every stored history event of instance with
-// data that does not decode.
+// CorruptHistory overwrites instance's stored events with undecodable data.
 func CorruptHistory(t *testing.T, p provider.Provider, instance string) {
 	t.Helper()
 	env := envOf(t, p)
@@ -184,8 +165,7 @@ func CorruptHistory(t *testing.T, p provider.Provider, instance string) {
 		t.Fatalf("dynamotest: read history of %q: %v", instance, err)
 	}
 	for _, row := range out.Items {
-		// A row holds one event ("ev") or several ("evs"), each as a string
-		// or compressed in a binary attribute.
+		// A row holds one event ("ev") or several ("evs"), maybe compressed.
 		if events, ok := row["evs"].(*types.AttributeValueMemberL); ok {
 			for i := range events.Value {
 				events.Value[i] = str(`{"event_id":`)
@@ -199,10 +179,8 @@ func CorruptHistory(t *testing.T, p provider.Provider, instance string) {
 			t.Fatalf("dynamotest: corrupt history of %q: %v", instance, err)
 		}
 	}
-	// History written outside turns: as the provider's AppendWithExecution
-	// does, give the lock row (if any) a new history mark and move its
-	// version on, so that no process uses a history it cached before
-	// (dynamo/historycache.go).
+	// As AppendWithExecution does, mark the lock row so that no process
+	// uses a history it cached before.
 	_, err = env.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(env.Table),
 		Key:                       map[string]types.AttributeValue{"pk": str(keys.InstancePK(instance)), "sk": str(keys.Lock)},
@@ -216,8 +194,7 @@ func CorruptHistory(t *testing.T, p provider.Provider, instance string) {
 	}
 }
 
-// MaxAttemptCount returns the highest attempt count the lock row of
-// instance records for its queued messages.
+// MaxAttemptCount returns the highest attempt count on instance's lock row.
 func MaxAttemptCount(t *testing.T, p provider.Provider, instance string) uint32 {
 	t.Helper()
 	env := envOf(t, p)

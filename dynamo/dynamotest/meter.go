@@ -12,10 +12,9 @@ import (
 	"github.com/duradyn/duradyn/dynamo/internal/capacity"
 )
 
-// Meter counts DynamoDB requests per operation, and the capacity units
-// they consumed, through an SDK middleware on the provider's client. It
-// asks every request for its consumed capacity (ReturnConsumedCapacity
-// TOTAL). A nil *Meter counts nothing. It is safe for concurrent use.
+// Meter counts DynamoDB requests and consumed capacity per operation,
+// through an SDK middleware. A nil *Meter counts nothing. It is safe for
+// concurrent use.
 type Meter struct {
 	mu       sync.Mutex
 	requests map[string]int
@@ -24,10 +23,8 @@ type Meter struct {
 
 // Usage is a snapshot of a [Meter].
 type Usage struct {
-	// Requests counts calls per operation name (GetItem, Query, ...).
-	Requests map[string]int
-	// Capacity sums consumed read and write capacity units per operation.
-	Capacity map[string]float64
+	Requests map[string]int     // calls per operation (GetItem, Query, ...)
+	Capacity map[string]float64 // capacity units consumed per operation
 }
 
 // Total is the number of requests of all operations.

@@ -14,16 +14,10 @@ import (
 	"github.com/duradyn/duradyn/provider"
 )
 
-// ScanMetrics computes what SystemMetrics must report from the table
-// itself, without the provider's counter cells: a consistent Scan of every
-// item, counting each instance by its record's status (and as canceled
-// when a failed one's record says so, xcan), each execution record without
-// the pruning flag, the events of those executions' history rows, and the
-// queued start messages.
-// Tests compare the provider's answer with it after a workload, faults and
-// all; it reads the whole table, so it is for small test tables only. The
-// provider counts a running execution's events as of its first turn, so
-// the two agree on events when no running execution has had a later turn.
+// ScanMetrics computes what SystemMetrics must report from a consistent
+// Scan of the whole table (small test tables only), without the counter
+// cells. The provider counts a running execution's events as of its first
+// turn, so events agree only when no running execution has had a later one.
 func (env *Env) ScanMetrics(ctx context.Context) (provider.SystemMetrics, error) {
 	var m provider.SystemMetrics
 	type instance struct {
@@ -105,8 +99,7 @@ func (env *Env) ScanMetrics(ctx context.Context) (provider.SystemMetrics, error)
 	return m, nil
 }
 
-// rowEvents is the number of events a history row holds: a list of them,
-// or their count beside a compressed body, or one.
+// rowEvents is the number of events a history row holds.
 func rowEvents(row map[string]types.AttributeValue) uint64 {
 	if l, ok := row["evs"].(*types.AttributeValueMemberL); ok {
 		return uint64(len(l.Value))
@@ -126,9 +119,8 @@ func strAttr(row map[string]types.AttributeValue, name string) string {
 	return ""
 }
 
-// CheckMetrics compares p's SystemMetrics with ScanMetrics and describes
-// the difference ("" when they agree). Call it when no running execution
-// has had a turn after its first (see ScanMetrics).
+// CheckMetrics describes how p's SystemMetrics differs from ScanMetrics
+// ("" when they agree); see ScanMetrics for when to call it.
 func (env *Env) CheckMetrics(ctx context.Context, p provider.Admin) (string, error) {
 	got, err := p.SystemMetrics(ctx)
 	if err != nil {

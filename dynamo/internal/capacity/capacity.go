@@ -1,6 +1,5 @@
-// Package capacity reads the capacity units DynamoDB requests consume:
-// it asks a request to report them and sums what its output reports. The
-// provider's metrics and the tests' request meter share it.
+// Package capacity asks DynamoDB requests to report the capacity units
+// they consume and sums them, for the provider's metrics and test meters.
 package capacity
 
 import (
@@ -8,9 +7,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
 
-// Ask asks a request that does not say otherwise to report the
-// capacity it consumes (TOTAL: no extra cost, a few bytes more in the
-// response).
+// Ask makes a request report its consumed capacity (TOTAL, at no cost)
+// unless it says otherwise.
 func Ask(params any) {
 	set := func(rc *types.ReturnConsumedCapacity) {
 		if *rc == "" {
