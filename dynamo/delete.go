@@ -53,7 +53,10 @@ func (p *Provider) collect(ctx context.Context, instance string) (*doomed, error
 			d.events += rowEventCount(row)
 		case strings.HasPrefix(sk, keys.QueuePrefix):
 			d.queued++
-			if kind, _, _ := strAttr(row, attrKind); isStart(kind) {
+			// A committed large turn's commit took the starts of its
+			// batch out of the cells; its apply deletes their rows.
+			consumed := st.lock.turn != "" && slices.Contains(st.lock.batch, sk)
+			if kind, _, _ := strAttr(row, attrKind); isStart(kind) && !consumed {
 				d.starts[sk] = true
 			}
 		}

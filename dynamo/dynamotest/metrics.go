@@ -3,6 +3,7 @@ package dynamotest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -132,6 +133,44 @@ func (env *Env) CheckMetrics(ctx context.Context, p provider.Admin) (string, err
 	}
 	if got != want {
 		return fmt.Sprintf("SystemMetrics = %+v; the table holds %+v", got, want), nil
+	}
+	return env.negativeCells(ctx)
+}
+
+// negativeCells describes the counter-cell figures whose sum is below
+// zero: SystemMetrics reports such a figure as 0, so a change applied
+// twice would otherwise pass for a table that holds nothing.
+func (env *Env) negativeCells(ctx context.Context) (string, error) {
+	out, err := env.DB.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 aws.String(env.Table),
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: keys.MetricsPK}},
+		ConsistentRead:            aws.Bool(true),
+	})
+	if err != nil {
+		return "", fmt.Errorf("query the counter cells: %w", err)
+	}
+	sums := map[string]int64{}
+	for _, row := range out.Items {
+		for name, v := range row {
+			if n, ok := v.(*types.AttributeValueMemberN); ok {
+				x, err := strconv.ParseInt(n.Value, 10, 64)
+				if err != nil {
+					return "", fmt.Errorf("counter cell %s = %q: %w", name, n.Value, err)
+				}
+				sums[name] += x
+			}
+		}
+	}
+	var neg []string
+	for name, sum := range sums {
+		if sum < 0 {
+			neg = append(neg, fmt.Sprintf("%s = %d", name, sum))
+		}
+	}
+	if len(neg) > 0 {
+		slices.Sort(neg)
+		return "counter cells sum below zero: " + strings.Join(neg, ", "), nil
 	}
 	return "", nil
 }
