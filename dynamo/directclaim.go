@@ -9,29 +9,14 @@ import (
 	"github.com/duradyn/duradyn/queues"
 )
 
-// A claim addressed by its signal (docs/design.md §8, "Direct claims").
-//
-// A signalled worker fetch normally queries its shard's ready index first,
-// so that the oldest eligible row of the shard goes first: the worker
-// queue's FIFO. When the turn that scheduled an activity knew that no
-// older activity of its instance could be queued (every activity its
-// history had scheduled was answered or cancelled, by that history or by
-// the turn itself) and the activity has no session and no tag, the
-// signal carries the row's ready key as written (queues.Signal.Claim).
-// A fetch that receives it claims the row at once with the conditional
-// UpdateItem of every claim, conditioned on that ready key: one request
-// instead of a Query and the claim. A row that changed meanwhile (another
-// fetch claimed it) fails the condition, and the fetch goes on as
-// without the claim.
-//
-// Only the turn's first activity is addressed so: the turn's other
-// activities of the instance are younger and share its shard, and the
-// shard's index finds them in order. A sequential chain, one activity per
-// turn, is addressed at every step.
+// Direct claims (docs/design.md §8): a signal addresses its row
+// (queues.Signal.Claim), claimed with one UpdateItem conditioned on its ready
+// key instead of a Query and a claim, only for a turn's first activity
+// without session or tag and when no older activity of the instance can be
+// queued, so that FIFO order holds.
 
 // outstandingActivities returns the ids of the activities history shows
-// scheduled and not answered: no completion, failure or cancellation
-// refers to them.
+// scheduled and not yet completed, failed or cancelled.
 func outstandingActivities(history []provider.Event) map[uint64]bool {
 	out := map[uint64]bool{}
 	for _, e := range history {
@@ -47,12 +32,10 @@ func outstandingActivities(history []provider.Event) map[uint64]bool {
 	return out
 }
 
-// noEarlierActivities reports whether, once commit is in, no activity of
-// the turn's instance that an earlier turn scheduled can still be queued:
-// the fetch decoded the history of commit's execution, and every activity
-// outstanding in it is answered by commit's events or cancelled by
-// commit. False whenever that is not known (the turn was fetched by
-// another process, or a continue-as-new starts another execution).
+// noEarlierActivities reports whether, once commit is in, no activity an
+// earlier turn of the instance scheduled can still be queued: each one
+// outstanding in the fetched history is answered or cancelled by commit.
+// False when unknown (fetched by another process, a continue-as-new).
 func (t *turnState) noEarlierActivities(commit provider.TurnCommit) bool {
 	if t.outstanding == nil || t.outstandingExec != commit.ExecutionID {
 		return false
@@ -81,13 +64,10 @@ func (t *turnState) noEarlierActivities(commit provider.TurnCommit) bool {
 	return left == 0
 }
 
-// claimAddressed tries the rows that sigs address for a claim (Claim set),
-// oldest first, with tryRow: those this fetch may take (untagged rows
-// must match tags; stale reports rows this process holds) and that are
-// eligible now. done reports a claim won, and claimed is the signal that
-// addressed it; handled are the signals whose rows need no other look:
-// another fetch of this process was claiming the row, or a claim found it
-// changed (taken; a row handed back is signalled again).
+// claimAddressed tries the eligible rows sigs address, oldest first, with
+// tryRow; done reports a claim won by claimed. handled signals need no
+// other look: another fetch of this process was claiming the row, or a
+// claim found it changed (taken; a row handed back is signalled again).
 func (p *Provider) claimAddressed(sigs []queues.Signal, tags provider.TagFilter, stale func(queues.Signal) bool,
 	tryRow func(readyRow) (tried, done bool, err error)) (done bool, claimed queues.Signal, handled []queues.Signal, err error) {
 	if !tags.Matches(nil) {
@@ -99,8 +79,7 @@ func (p *Provider) claimAddressed(sigs []queues.Signal, tags provider.TagFilter,
 		if sig.Claim == "" || sig.Instance == "" || sig.Work == "" || sig.Shard >= p.o.Shards || stale(sig) {
 			continue
 		}
-		// A ready key as readySK writes it, eligible now; anything else
-		// (a malformed or foreign signal) is left to the shard's index.
+		// A malformed or not yet eligible key is left to the shard's index.
 		at, ok := readyAt(sig.Claim)
 		if !ok || len(sig.Claim) <= 21 || sig.Claim[20] != '#' || at > now || p.hints.isParked(workRowKeyOf(sig.Instance, sig.Work), now) {
 			continue
@@ -112,9 +91,8 @@ func (p *Provider) claimAddressed(sigs []queues.Signal, tags provider.TagFilter,
 		if stale(sig) {
 			continue // another fetch of this process took it meanwhile
 		}
-		// The row's keys only: what tryRows names it by (so that one fetch
-		// of this process at a time tries it, by whichever path); the
-		// claim returns the rest.
+		// Keys only, as tryRow names rows (one fetch at a time per row,
+		// by any path); the claim returns the rest.
 		pk := keys.WorkerPK(sig.Instance)
 		r := readyRow{pk: pk, sk: sig.Work, readySK: sig.Claim, shard: sig.Shard, row: key(pk, sig.Work)}
 		if _, done, err := tryRow(r); done || err != nil {

@@ -22,38 +22,23 @@ import (
 
 // Work discovery limits (docs/design.md §8).
 const (
-	// sweepPageSize is how many ready-index rows one sweep reads per shard
-	// and page.
+	// sweepPageSize is the ready-index rows a sweep reads per shard and page.
 	sweepPageSize = 50
-	// maxSweepPages bounds the pages one sweep reads in one shard looking
-	// for rows this process can use.
+	// maxSweepPages bounds the pages a sweep reads in one shard.
 	maxSweepPages = 20
-	// maxTurnMessages and maxTurnBytes cap one turn's batch: the oldest
-	// visible messages, at most this many and this much data, so that the
-	// lock row (which lists the batch) stays small and an ack that deletes
-	// them and records one event for each, plus its own records, fits one
-	// transaction (100 actions). The rest waits for the next turn.
+	// maxTurnMessages and maxTurnBytes cap a turn's batch so that the lock
+	// row (which lists it) stays small and the ack, a delete and an event
+	// per message, fits one transaction (100 actions).
 	maxTurnMessages = 45
 	maxTurnBytes    = 1 << 20
 )
 
-// poll runs the fetch loop both queues share: the signals already pending
-// first (no DynamoDB request unless one names work), then one sweep of the
-// ready index, then, unless the provider short-polls, signals as they
-// arrive until pollTimeout. trySignals and sweep return true when they
-// produced the result, and the signals for the work they did not get to,
-// which go to this process's waiters (the next fetch tries them: a waiter
-// got them all, and the other waiters may be busy). For a sweep, these are
-// the eligible rows it saw beyond the one its fetch took: work no signal
-// may announce (its signal was lost, or taken by a process that died), so
-// the process's other fetches take it now rather than at the next sweep.
-//
-// Without a wake-up queue (or with ShortPoll, or no poll timeout) every
-// fetch sweeps before it waits: other processes' work is found by sweeps
-// only, at most one pollTimeout after it was committed. With a queue,
-// signals announce the work, and the process's fetches share one sweep per
-// interval of sweepSchedule, a waiting fetch waking to make it when it
-// falls due: what no signal announced is found within that interval.
+// poll runs the fetch loop both queues share (docs/design.md §8): pending
+// signals, one sweep, then, unless short-polling, signals as they arrive
+// until pollTimeout. trySignals and sweep report a result and the signals
+// of work they did not get to, which go back to this process's fetches.
+// With a wake-up queue the process's fetches share one sweep per interval
+// (sweepSchedule); otherwise every fetch sweeps before it waits.
 func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, schedule *sweepSchedule, pollTimeout time.Duration, hand *handoff,
 	trySignals func([]queues.Signal) (done bool, untried []queues.Signal, err error), sweep func() (done bool, untried []queues.Signal, err error)) error {
 	if err := ctx.Err(); err != nil {
@@ -73,11 +58,9 @@ func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, schedu
 		}
 		return found(done, err)
 	}
-	// A fetch holds the schedule (sweepSchedule.hold) while it sweeps or
-	// tries signals it took, until it has handed back what it did not use:
-	// a backlog sweep waits for it. A signal whose try failed goes back,
-	// so that the retry of this fetch (or another dispatcher) still goes
-	// straight to its work.
+	// The schedule is held until what was not used is handed back (a
+	// backlog sweep waits for that). Signals of a failed try go back, so
+	// that the retry goes straight to its work.
 	trySigs := func(sigs []queues.Signal, release func()) (bool, error) {
 		defer release()
 		schedule.active(time.Now())
@@ -104,8 +87,7 @@ func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, schedu
 		}
 		sigs, handed, err := p.waitSignals(ctx, kind, wait, hand, schedule)
 		if handed {
-			// A turn of this process handed this fetch its activity
-			// (handoff): what else arrived is for the next wait.
+			// A turn handed this fetch its activity: the rest goes back.
 			p.signals.Requeue(sigs...)
 			schedule.active(time.Now())
 			return nil
@@ -115,10 +97,8 @@ func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, schedu
 			return translate(op, err)
 		}
 		if len(sigs) == 0 {
-			// The sweep came due (its interval, a watched lease, a
-			// backlog), which may have cut the wait short as another
-			// fetch handed signals on: take those first, then sweep if
-			// none is left, as the poll's first step does.
+			// The sweep came due; signals another fetch handed on
+			// meanwhile go first, as in the first step.
 			if amortised {
 				if done, err := p.pollFirst(ctx, op, kind, schedule, amortised, trySigs, sweepHeld); done || err != nil {
 					return err
@@ -132,9 +112,8 @@ func (p *Provider) poll(ctx context.Context, op string, kind queues.Kind, schedu
 	}
 }
 
-// pollFirst is poll's first step: the signals already pending, then a
-// sweep unless the process's fetches share one that is not due. done
-// reports that poll ends here: a result, or a short poll that swept.
+// pollFirst is poll's first step: pending signals, then a sweep unless a
+// shared one is not due. done: poll ends (a result, or a short poll swept).
 func (p *Provider) pollFirst(ctx context.Context, op string, kind queues.Kind, schedule *sweepSchedule, amortised bool,
 	trySigs func([]queues.Signal, func()) (bool, error), sweepHeld func() (bool, error)) (done bool, err error) {
 	release := schedule.hold() // before the list is taken, which empties it
@@ -158,8 +137,7 @@ func (p *Provider) pollFirst(ctx context.Context, op string, kind queues.Kind, s
 	return false, nil
 }
 
-// hasQueue reports whether kind has a wake-up queue, so that other
-// processes' signals reach this one.
+// hasQueue reports whether kind has a wake-up queue.
 func (p *Provider) hasQueue(kind queues.Kind) bool {
 	if kind == queues.Worker {
 		return p.o.WorkerQueueURL != ""
@@ -167,13 +145,9 @@ func (p *Provider) hasQueue(kind queues.Kind) bool {
 	return p.o.OrchestratorQueueURL != ""
 }
 
-// forwardUnsent sends on the signals of sigs that reached this process only
-// (queues.Signal.Unsent) and that a fetch ending before it tried them (ctx
-// done, the provider closing) leaves behind, so that another process
-// learns of their work; a failure is logged, and sweeps find the work. (A
-// Wait ended by ctx returns only those: it leaves the others with the
-// process, from which received ones go back to their queue if no fetch
-// takes them.)
+// forwardUnsent declines the signals only this process had
+// (queues.Signal.Unsent) that a fetch ending untried leaves behind, so that
+// another process learns of their work; on failure sweeps find it.
 func (p *Provider) forwardUnsent(ctx context.Context, sigs []queues.Signal) {
 	var unsent []queues.Signal
 	for _, sig := range sigs {
@@ -189,8 +163,8 @@ func (p *Provider) forwardUnsent(ctx context.Context, sigs []queues.Signal) {
 	p.decline(ctx, unsent)
 }
 
-// decline hands signals that named work this process passed over to another
-// process (queues.Signals.Decline). Signals are hints: a failure is logged.
+// decline sends signals for work this process passed over to another
+// (queues.Signals.Decline). Signals are hints: a failure is logged.
 func (p *Provider) decline(ctx context.Context, sigs []queues.Signal) {
 	if len(sigs) == 0 {
 		return
@@ -202,17 +176,13 @@ func (p *Provider) decline(ctx context.Context, sigs []queues.Signal) {
 
 // FetchOrchestrationItem locks an instance with visible messages that no
 // one else holds and that filter admits, and returns its batch with the
-// current execution's history. See the package documentation for how it
-// waits; nil, nil means no work.
+// current execution's history; nil, nil means no work. The package
+// documentation says how it waits.
 //
-// Requests (docs/design.md §5): for a signalled instance, a consistent
-// Query of its lock row, instance record and visible messages (not its
-// future timers nor its KV rows), a conditional PutItem of its lock row,
-// and a Query of its history (3), which a turn of an instance whose
-// history this process holds as the lock row shows, and a new instance's
-// first turn, do without (2). A process's first turn of an execution whose
-// KV store holds keys adds a Query of the KV rows, beside the history's.
-// A sweep adds one Query of the ready index per shard, run in parallel.
+// Requests (docs/design.md §5): 3 for a signalled instance (control rows,
+// lock, history); 2 when this process holds the history or on a new
+// instance's first turn; +1 for KV rows this process does not hold. A sweep
+// adds one Scan, or one Query per shard in parallel.
 func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, filter *provider.CapabilityFilter) (*provider.OrchestrationItem, error) {
 	if filter != nil && len(filter.SupportedVersions) == 0 {
 		return nil, nil // supports nothing
@@ -230,9 +200,7 @@ func (p *Provider) FetchOrchestrationItem(ctx context.Context, lockTimeout, poll
 	return f.result, nil
 }
 
-// orchFetch is one FetchOrchestrationItem call: the arguments and the
-// result its steps (signals, the sweep, each instance tried) share, so
-// that each step is a method rather than a closure over the call's locals.
+// orchFetch is one FetchOrchestrationItem call: the state its steps share.
 type orchFetch struct {
 	p           *Provider
 	ctx         context.Context
@@ -243,9 +211,8 @@ type orchFetch struct {
 	result *provider.OrchestrationItem
 }
 
-// try tries instance, led by signal or, in a sweep, by the message rows
-// shown (their sort keys) that the index showed. A try another fetch of
-// this process is making meanwhile is not made twice.
+// try tries instance, led by signal or by the message rows (sort keys) a
+// sweep's index read showed; one try per instance at a time in the process.
 func (f *orchFetch) try(instance string, signal *queues.Signal, shown []string) (bool, error) {
 	p := f.p
 	signalled := signal != nil
@@ -256,10 +223,8 @@ func (f *orchFetch) try(instance string, signal *queues.Signal, shown []string) 
 		return false, nil
 	}
 	if !p.hints.beginTry(instance) {
-		// Another fetch of this process tries the instance, and may have
-		// read it before this signal's message was written: the signal is
-		// handed back when that try ends (kept for its turn's end if it
-		// locked the instance).
+		// Another fetch's try may have read the instance before this
+		// signal's message: the signal goes back when it (or its turn) ends.
 		if signalled {
 			p.hints.passedOver(instance, *signal)
 		}
@@ -279,15 +244,13 @@ func (f *orchFetch) try(instance string, signal *queues.Signal, shown []string) 
 }
 
 // stale reports whether sig names a message an ack of this process
-// consumed: it announces nothing, as every waiting fetch received it, and
-// another took the instance (hints.heldWork).
+// consumed (hints.heldWork): it announces nothing.
 func (f *orchFetch) stale(sig queues.Signal) bool {
 	return sig.Work != "" && f.p.hints.holdsWork(messageRowKeyOf(sig.Instance, sig.Work), f.p.nowMs())
 }
 
-// trySignals is the fetch's step for the signals poll hands it: their
-// instances in order, each once. Signals this process passes over go to
-// the others (declines) when the step ends.
+// trySignals tries the signals' instances in order, each once; those this
+// process passes over are declined when it ends.
 func (f *orchFetch) trySignals(sigs []queues.Signal) (bool, []queues.Signal, error) {
 	p := f.p
 	seen := map[string]bool{}
@@ -318,12 +281,10 @@ func (f *orchFetch) trySignals(sigs []queues.Signal) (bool, []queues.Signal, err
 	return false, nil, nil
 }
 
-// declines reports whether a signal whose instance this fetch passed over
-// goes to other processes. Passed over by this process (its capability
-// filter, data it cannot read): another process may take it. A signal only
-// this process received, for an instance another process holds, goes to
-// the others as well: the holder takes the message when its turn ends,
-// where this process would try again when the lease ends.
+// declines reports whether a passed-over signal goes to other processes:
+// its instance is parked here (filter, unreadable data), or only this
+// process had it and another holds the instance, which takes the message
+// at its turn's end, before this process's retry at the lease's end.
 func (f *orchFetch) declines(sig queues.Signal) bool {
 	p, now := f.p, f.p.nowMs()
 	switch {
@@ -335,21 +296,11 @@ func (f *orchFetch) declines(sig queues.Signal) bool {
 	return false
 }
 
-// sweep is the fetch's step for a sweep of the ready index: the instances
-// of the eligible rows of every shard, oldest first.
-//
-// Candidates go oldest first. One whose stored data this process cannot
-// read is parked and passed over (try); a transient failure ends the
-// fetch, so that its retry tries the same oldest candidate again. The
-// oldest instances after the one taken go to the process's other fetches
-// (handOn); when the sweep saw more than those, or a shard holds more than
-// it read, the next sweep is due at once, for the fetch that finds no
-// signal left (sweepSchedule.backlog).
-//
-// A page of the index can show only rows whose messages are gone (a lag
-// longer than ackedWorkMs): the tries mark them, and when the shard holds
-// more rows than the sweep read, the next sweep is due at once too, and
-// reads past them.
+// sweep tries the instances of the ready index's eligible rows, oldest
+// first. A transient failure ends the fetch, so that its retry tries the
+// same oldest candidate again. The next instances go to the process's
+// other fetches (handOn); when there is more than that, or than the sweep
+// read, the next sweep is due at once (docs/design.md §8, "Backlogs").
 func (f *orchFetch) sweep() (bool, []queues.Signal, error) {
 	p := f.p
 	now := p.nowMs()
@@ -389,10 +340,9 @@ func (f *orchFetch) sweep() (bool, []queues.Signal, error) {
 	return false, nil, nil
 }
 
-// sweepable is the sweep's filter of the ready index's rows, read at now.
-// Instances seen locked, and messages this process consumed a moment ago
-// (a lagging index still shows them), are passed over inside the index
-// query, so that they do not hide a shard's other work.
+// sweepable filters index rows inside the query, so that instances locked
+// or parked, and messages consumed a moment ago (a lagging index), do not
+// hide a shard's other work.
 func (f *orchFetch) sweepable(row item, now int64) bool {
 	p := f.p
 	pk, _, _ := strAttr(row, attrPK)
@@ -401,10 +351,8 @@ func (f *orchFetch) sweepable(row item, now int64) bool {
 		!p.hints.isParked(filteredKey(id, f.filter), now) && !p.hints.holdsWork(queueRowKey(row), now)
 }
 
-// handOn returns a signal for each instance of rest not in seen (which it
-// adds them to), oldest first, for the process's other fetches: no more
-// than sweepHandLimit, which its list of signals keeps with room to spare.
-// full reports that rest held more.
+// handOn returns a signal for each instance of rest not yet in seen, oldest
+// first, at most sweepHandLimit; full reports that rest held more.
 func handOn(rest []readyRow, seen map[string]bool) (untried []queues.Signal, full bool) {
 	for _, r := range rest {
 		if id, err := keys.InstanceFromPK(r.pk); err == nil && !seen[id] {
@@ -418,19 +366,15 @@ func handOn(rest []readyRow, seen map[string]bool) (untried []queues.Signal, ful
 	return untried, false
 }
 
-// sweepHandLimit is how many instances an orchestrator sweep hands to the
-// process's other fetches at most: half the signals a process keeps
-// (queues.DefaultMaxPending), which drops the oldest past that, so that
-// the signals arriving meanwhile fit too.
+// sweepHandLimit is half the signals a process keeps
+// (queues.DefaultMaxPending), so that those arriving meanwhile fit too.
 const sweepHandLimit = queues.DefaultMaxPending / 2
 
-// handOutAge is how long a row a sweep saw must have been eligible for the
-// sweep to hand it to the process's other fetches: a younger row's signal
-// is most likely on its way, and the fetch it wakes takes it.
+// handOutAge is how long a row must have been eligible for a sweep to hand
+// it on: a younger row's signal is likely on its way.
 const handOutAge = 2 * time.Second
 
-// unannounced returns the rows that have been eligible for handOutAge at
-// nowMs.
+// unannounced returns the rows eligible for handOutAge at nowMs.
 func unannounced(rows []readyRow, nowMs int64) []readyRow {
 	var out []readyRow
 	for _, r := range rows {
@@ -448,18 +392,11 @@ type readyRow struct {
 	row             item
 }
 
-// sweepReady returns the rows of one queue's ready index (prefix
-// keys.ReadyOrchestratorPrefix or keys.ReadyWorkerPrefix) eligible now,
-// oldest first, and whether a shard holds eligible rows past those read.
-// keep, when set, filters rows by their projected attributes. leases, when
-// set, collects the leases of other processes a Scan shows (leasewatch.go).
-//
-// While the whole index (both queues) holds at most sweepScanLimit rows,
-// which is the case in an idle deployment and in a modest busy one, one
-// Scan of it does: every eligible row of the queue. Otherwise every shard
-// is queried in parallel, each paged until it yields a kept row or ends;
-// a Scan that met a larger index makes the sweeps go by shard for
-// sweepScanRetry before one tries a Scan again.
+// sweepReady returns one queue's eligible ready-index rows, oldest first,
+// and whether a shard holds more past those read. keep filters rows by
+// their projected attributes; leases collects other processes' leases
+// (leasewatch.go). One Scan while the index is small, else one Query per
+// shard (docs/design.md §8, "Sweeps by Scan").
 func (p *Provider) sweepReady(ctx context.Context, prefix string, keep func(item) bool, leases *leaseWatch) (rows []readyRow, more bool, err error) {
 	bound := readyBound(p.nowMs())
 	found, whole, err := p.scanReady(ctx, prefix, bound, keep, leases)
@@ -489,21 +426,16 @@ func (p *Provider) sweepReady(ctx context.Context, prefix string, keep func(item
 
 // Sweeps by Scan (docs/design.md §8).
 const (
-	// sweepScanLimit is how many ready-index rows a sweep's Scan evaluates
-	// (both queues' rows, eligible or not): about 200 bytes each, so a
-	// Scan that reads them all costs at most about 6 RRU, less than the
-	// 8 of one Query per shard.
+	// sweepScanLimit is the rows a sweep's Scan evaluates (both queues'):
+	// at about 200 bytes each, at most about 6 RRU, under 16 Queries' 8.
 	sweepScanLimit = 200
-	// sweepScanRetry is how long the sweeps go by shard after a Scan found
-	// the index larger than sweepScanLimit rows.
+	// sweepScanRetry is how long sweeps go by shard after a Scan met
+	// an index larger than one page.
 	sweepScanRetry = time.Minute
 )
 
-// scanReady reads the eligible rows of the queue with prefix that keep
-// accepts with one Scan page of the ready index, when it is due (see
-// sweepReady). whole is false when the sweep must query the shards: the
-// index holds more rows than one page evaluates, or a Scan found that
-// recently.
+// scanReady reads sweepReady's rows with one Scan page; whole is false when
+// the shards must be queried (the index exceeds a page, or did recently).
 func (p *Provider) scanReady(ctx context.Context, prefix, bound string, keep func(item) bool, leases *leaseWatch) (rows []readyRow, whole bool, err error) {
 	if !p.scanSweeps.due(time.Now()) {
 		return nil, false, nil
@@ -541,8 +473,7 @@ func (p *Provider) scanReady(ctx context.Context, prefix, bound string, keep fun
 	return rows, true, nil
 }
 
-// scanLimit is the Limit of a sweep's Scan: sweepScanLimit unless a test
-// set another.
+// scanLimit is the Scan's Limit: sweepScanLimit unless a test set another.
 func (p *Provider) scanLimit() int {
 	if n := p.scanSweeps.limit.Load(); n > 0 {
 		return int(n)
@@ -550,9 +481,8 @@ func (p *Provider) scanLimit() int {
 	return sweepScanLimit
 }
 
-// scanGate decides whether a sweep tries a Scan: not for sweepScanRetry
-// after a Scan found the ready index too large for one page. It uses the
-// real clock: it decides what requests cost, not what is correct.
+// scanGate stops Scans for sweepScanRetry after one met a large index. It
+// uses the real clock: it decides cost, not correctness.
 type scanGate struct {
 	limit atomic.Int32 // a test's Limit for the Scan; 0: sweepScanLimit
 
@@ -574,8 +504,7 @@ func (g *scanGate) tooLarge(now time.Time) {
 	g.notUntil = now.Add(sweepScanRetry)
 }
 
-// eachShard runs query for every shard at once and returns all they found,
-// in no particular order, or the first error one of them reported.
+// eachShard runs query for every shard at once: all found, or an error.
 func eachShard[T any](shards int, query func(shard int) ([]T, error)) ([]T, error) {
 	var (
 		mu       sync.Mutex
@@ -604,11 +533,9 @@ func eachShard[T any](shards int, query func(shard int) ([]T, error)) ([]T, erro
 	return out, nil
 }
 
-// queryReadyShard returns the eligible rows of one shard of the queue with
-// prefix (one ready-index partition),
-// oldest first: the first page that holds rows keep accepts (all rows of
-// that page that it accepts), looking at most maxSweepPages pages deep;
-// more reports that the shard holds eligible rows past those read.
+// queryReadyShard returns the rows keep accepts from the first page of one
+// shard that holds any, oldest first, at most maxSweepPages deep; more
+// reports eligible rows past those read.
 func (p *Provider) queryReadyShard(ctx context.Context, prefix string, shard int, bound string, keep func(item) bool) (rows []readyRow, more bool, err error) {
 	readyPK := keys.ReadyPK(prefix, shard)
 	in := &dynamodb.QueryInput{
@@ -641,14 +568,10 @@ func (p *Provider) queryReadyShard(ctx context.Context, prefix string, shard int
 	}
 }
 
-// tryInstance tries to lock instance's visible messages as a turn. It
-// returns nil when the instance has nothing to do, is locked, is not
-// admitted by filter, or another dispatcher won the lock. An instance
-// found locked is tried again when the lease ends
-// (lockWaits.heldElsewhere). shown names the message rows (sort keys) a
-// sweep's read of the ready index showed for instance: when the consistent
-// read finds none of the instance's messages visible, those rows are gone,
-// or moved later, and the sweeps of the next ackedWorkMs pass over them.
+// tryInstance tries to lock instance's visible messages as a turn: nil when
+// it has nothing to do, is locked (tried again at the lease's end), filter
+// rejects it or another dispatcher won. Rows a sweep showed are gone if the
+// consistent read finds no message visible: sweeps skip them for ackedWorkMs.
 func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout time.Duration, filter *provider.CapabilityFilter, shown []string) (*provider.OrchestrationItem, error) {
 	st, now, err := p.unlockedState(ctx, instance)
 	if err != nil || st == nil {
@@ -665,8 +588,7 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 		return nil, nil
 	}
 	if filter != nil && !filter.Admits(st.pinned()) {
-		// Another process's filter may admit it: this one passes over it
-		// for a while, without a write.
+		// Another process's filter may admit it: parked here, no write.
 		p.hints.park(filteredKey(instance, filter), now)
 		return nil, nil
 	}
@@ -687,7 +609,7 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 	events, historyBytes, decodeErr, err := p.turnHistory(ctx, instance, out.ExecutionID, st.lock, historyRows, historyLoaded)
 	kv, kvErr := snapshot()
 	if err = cmp.Or(err, kvErr); err != nil {
-		// Ok(Some) means the lock is held; an error means it is not.
+		// An error return leaves the lock unheld: release it.
 		p.releaseUndelivered(instance, turn)
 		return nil, err
 	}
@@ -709,10 +631,9 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 	return out, nil
 }
 
-// unlockedState reads instance's control rows for a try, with a large
-// turn whose committer stopped finished first, and returns them with the
-// time now they are judged at. st is nil when a live lease holds the instance
-// (lockedWhenTried recorded it).
+// unlockedState reads instance's control rows, finishing first a large turn
+// whose committer stopped, and the time they are judged at; st is nil when a
+// live lease holds the instance.
 func (p *Provider) unlockedState(ctx context.Context, instance string) (st *instanceState, now int64, err error) {
 	st, err = p.loadFetchState(ctx, instance)
 	if err != nil {
@@ -740,9 +661,8 @@ func (p *Provider) unlockedState(ctx context.Context, instance string) (st *inst
 	return st, now, nil
 }
 
-// turnBatch picks a turn's batch from an instance's queued messages: those
-// visible at now, oldest first, decoded, up to maxTurnMessages and
-// maxTurnBytes. capped reports visible messages left for the next turn.
+// turnBatch picks a turn's batch: messages visible at now, oldest first,
+// decoded, within the caps; capped reports visible messages left over.
 func turnBatch(instance string, queued []queueRow, now int64) (batch []queueRow, msgs []provider.WorkItem, capped bool, err error) {
 	batchBytes := 0
 	for _, m := range queued {
@@ -755,8 +675,7 @@ func turnBatch(instance string, queued []queueRow, now int64) (batch []queueRow,
 		}
 		w, err := provider.UnmarshalWorkItem([]byte(m.data))
 		if err != nil {
-			// Perhaps a newer version's message: another process may read
-			// it. This one passes over the instance for a while.
+			// Perhaps a newer version's: parked here, another may read it.
 			return nil, nil, false, provider.Corrupt(provider.OpFetchOrchestrationItem, err, "failed to decode queued %s message for instance %q: %v", m.kind, instance, err)
 		}
 		batch = append(batch, m)
@@ -766,22 +685,17 @@ func turnBatch(instance string, queued []queueRow, now int64) (batch []queueRow,
 	return batch, msgs, capped, nil
 }
 
-// nameTurn starts the item of a turn on batch (msgs decoded): the
-// orchestration, version and execution it runs, before the lock is
-// written. Without an instance record, finding them may read the history
-// (historyLoaded, historyRows); a batch that names none is dropped or
-// parked, and out is nil.
+// nameTurn names a turn's orchestration, version and execution before the
+// lock is written, reading the history if there is no instance record
+// (historyLoaded, historyRows); out is nil when the batch names none.
 func (p *Provider) nameTurn(ctx context.Context, instance string, st *instanceState, batch []queueRow, msgs []provider.WorkItem, now int64) (out *provider.OrchestrationItem, historyRows []item, historyLoaded bool, err error) {
 	out = &provider.OrchestrationItem{Instance: instance, Messages: msgs}
 	if st.meta != nil {
 		out.OrchestrationName, out.Version, out.ExecutionID = st.meta.name, st.meta.version, st.meta.current
 	} else {
-		// No instance record yet: history written without one (by
-		// AppendWithExecution) names the orchestration; else a queued start.
-		// Only such an append, or a turn (which leaves an execution record),
-		// writes history: without either there is none to read, and the
-		// lock write (lockTurn), conditioned on the row as read, fails if
-		// one lands meanwhile.
+		// Only an append or a turn writes history: without either
+		// there is none, and the lock write, conditioned on the row as
+		// read, fails if one lands meanwhile.
 		execID := st.latestExecution()
 		if st.mayHoldHistory() {
 			if historyRows, err = p.historyRows(ctx, instance, execID); err != nil {
@@ -802,8 +716,7 @@ func (p *Provider) nameTurn(ctx context.Context, instance string, st *instanceSt
 				return nil, nil, false, p.dropOrphans(ctx, st, batch)
 			}
 			// Messages for an instance that does not exist (yet): kept for
-			// its start, but parked so that sweeps do not meet them first
-			// every time.
+			// its start, but parked so that sweeps do not meet them first.
 			return nil, nil, false, p.parkOrphans(ctx, st, batch, now)
 		}
 	}
@@ -813,21 +726,17 @@ func (p *Provider) nameTurn(ctx context.Context, instance string, st *instanceSt
 	return out, historyRows, historyLoaded, nil
 }
 
-// turnHistory returns the history of execution executionID of a turn just
-// locked (the lock row read being lock), decoded: from this process's
-// cache when it holds it, else read, unless nameTurn read it already
-// (loaded, rows). decodeErr is history that cannot be decoded, which the
-// turn reports (OrchestrationItem.HistoryError); err is a failed read.
+// turnHistory returns a just-locked turn's history, decoded: from the cache,
+// else read, unless nameTurn read it (loaded, rows). decodeErr is history the
+// turn reports as undecodable (OrchestrationItem.HistoryError).
 func (p *Provider) turnHistory(ctx context.Context, instance string, executionID uint64, lock lockRow, rows []item, loaded bool) (events []provider.Event, historyBytes int, decodeErr, err error) {
-	// The lock row read may be the one this process's last ack left: the
-	// history is then what that ack knew, decoded (historyCache).
+	// The lock row may be as this process's last ack left it (historyCache).
 	cached := false
 	if !loaded {
 		events, historyBytes, cached = p.history.lookup(instance, executionID, lock)
 	}
 	if !loaded && !cached {
-		// Or the cache holds its start, and other processes' turns added
-		// the rest: only those rows are read.
+		// Or the cache holds its start: read only other processes' rows.
 		if events, historyBytes, cached, err = p.historyAfterCached(ctx, instance, executionID, lock); err != nil {
 			return nil, 0, nil, err
 		}
@@ -846,10 +755,9 @@ func (p *Provider) turnHistory(ctx context.Context, instance string, executionID
 	return events, historyBytes, decodeErr, nil
 }
 
-// lockedWhenTried records that a try found instance locked until untilMs:
-// sweeps pass over it for a while, and the instance is tried again when
-// the lease ends, whether a signal or a sweep brought the try: if the
-// holder died, nothing else would bring it back before the next sweep.
+// lockedWhenTried records that instance is locked until untilMs: sweeps pass
+// over it, and it is tried again at the lease's end, since if the holder
+// died nothing else would bring it back before the next sweep.
 func (p *Provider) lockedWhenTried(instance string, untilMs, nowMs int64) {
 	p.hints.lockedUntil(instance, nowMs, untilMs)
 	p.waits.heldElsewhere(instance, time.Duration(untilMs-nowMs)*time.Millisecond+leaseEndMargin, func() {
@@ -866,9 +774,8 @@ func (p *Provider) instanceSignal(instance string) queues.Signal {
 	return queues.Signal{Kind: queues.Orchestrator, Shard: keys.ShardOf(instance, p.o.Shards), Instance: instance}
 }
 
-// dropOrphans deletes the QueueMessage-only batch of an instance that does
-// not exist and has no start queued, conditioned on the lock row being as
-// read (so that no turn runs meanwhile).
+// dropOrphans deletes a missing instance's QueueMessage-only batch,
+// conditioned on the lock row as read (no turn meanwhile).
 func (p *Provider) dropOrphans(ctx context.Context, st *instanceState, batch []queueRow) error {
 	check := &types.ConditionCheck{
 		TableName: p.table,
@@ -891,9 +798,8 @@ func (p *Provider) dropOrphans(ctx context.Context, st *instanceState, batch []q
 	return nil
 }
 
-// historyRows reads one execution's history rows, consistently and in
-// event order, finishing first a large turn it finds being applied (its
-// mark ends the range; docs/design.md §5).
+// historyRows reads one execution's history rows consistently, finishing
+// first a large turn being applied (docs/design.md §5).
 func (p *Provider) historyRows(ctx context.Context, instance string, executionID uint64) ([]item, error) {
 	rows, err := p.queryHistory(ctx, instance, executionID)
 	if err != nil {
@@ -903,8 +809,7 @@ func (p *Provider) historyRows(ctx context.Context, instance string, executionID
 	if turnID == "" {
 		return rows, nil
 	}
-	// The mark is written with the turn's first rows, after its commit:
-	// make sure the turn is fully applied, then read again.
+	// The mark follows the turn's commit: finish applying it, then reread.
 	if err := p.rollForward(ctx, instance, turnID); err != nil {
 		return nil, err
 	}
@@ -930,8 +835,7 @@ func splitTurnMark(rows []item) ([]item, string) {
 	return rows[:len(rows)-1], tid
 }
 
-// startedFromHistory finds the OrchestrationStarted in history rows of an
-// instance without an instance record.
+// startedFromHistory finds the OrchestrationStarted in history rows.
 func startedFromHistory(instance string, executionID uint64, rows []item) (name, version string, ok bool) {
 	events, err := decodeHistory(provider.OpFetchOrchestrationItem, instance, executionID, rows)
 	if err != nil {
@@ -940,8 +844,7 @@ func startedFromHistory(instance string, executionID uint64, rows []item) (name,
 	return provider.StartedIn(events)
 }
 
-// isHistorySK reports whether sk is a history event's sort key (not a
-// turn mark's).
+// isHistorySK reports whether sk is a history event's (not a turn mark's).
 func isHistorySK(sk string) bool {
 	return strings.HasPrefix(sk, keys.HistPrefix) && !keys.IsTurnMarkSK(sk)
 }

@@ -11,49 +11,27 @@ import (
 	"github.com/duradyn/duradyn/queues"
 )
 
-// Activities handed to a waiting worker fetch (docs/design.md §8,
-// "Handed activities").
-//
-// The turn that schedules the activity a direct claim could take
-// (directclaim.go: the turn's first activity, untagged, without a session,
-// with no older activity of its instance queued) does not write it
-// unclaimed when a worker fetch of the same process waits for work: it
-// writes it already claimed for that fetch, with the fetch's lock timeout,
-// in the turn's own transaction, and hands the locked activity to the
-// fetch once the transaction has committed. The claim's UpdateItem is gone:
-// a chained step makes four requests instead of five, and three write
-// units fewer (the row is written once, its index entry once, instead of a
-// put and then an update that moves the index key).
-//
-// A fetch can be reserved only while it is blocked waiting for signals.
-// If it wakes meanwhile (another signal, its timeout), it waits for the
-// turn's outcome before it goes on: the transaction takes milliseconds.
-// If it leaves before the outcome (its context ended), a committed row is
-// handed back at once (an abandon that does not count the attempt), as
-// lockWork does with a claim whose caller is gone. A turn whose
-// transaction fails releases the fetch, which goes on waiting. A turn
-// whose outcome stays unknown, and is committed later by a retried ack,
-// hands its row back the same way. The row is locked like any claimed row
-// (token, lease, ready key at the lease's end), so a process that dies
-// holding it leaves it to the next fetch once the lease ends, as after any
-// claim, and the other processes' sweeps watch that lease (leasewatch.go).
+// Activities handed to a waiting worker fetch (docs/design.md §8, "Handed
+// activities"): a turn writes the activity a direct claim could take
+// already claimed for a fetch of this process that waits, in the turn's
+// own transaction, and hands it over once that commits, saving the claim's
+// UpdateItem. The row is locked like any claimed row, so if the process
+// dies, the lease ends it and the other processes' sweeps watch it.
 
-// handoffs keeps the worker fetches of this process that wait and could
-// take a handed activity.
+// handoffs keeps the waiting worker fetches of this process.
 type handoffs struct {
 	mu sync.Mutex
 	// open are the fetches blocked in a wait, oldest first.
 	open []*handoff
 }
 
-// A handoff is one worker fetch's offer to take a handed activity while it
-// waits.
+// A handoff is one waiting worker fetch's offer to take a handed activity.
 type handoff struct {
 	lockTimeout time.Duration
 	// wake ends the fetch's wait; set while the fetch waits.
 	wake context.CancelFunc
-	// reserved is set by the turn that writes a row for this fetch, until
-	// it delivers or releases it; outcome is closed then.
+	// reserved is set while a turn writes a row for this fetch; outcome is
+	// closed when the turn delivers or releases it.
 	reserved bool
 	outcome  chan struct{}
 	// item is what the turn delivered (nil when it released the fetch);
@@ -77,10 +55,9 @@ func (hs *handoffs) opened(h *handoff, wake context.CancelFunc) {
 	hs.open = append(hs.open, h)
 }
 
-// closed ends h's wait: h can no longer be reserved. If a turn reserved it,
-// closed waits for that turn's outcome, or until ctx ends (h is then gone,
-// and the turn hands its row back). It returns the activity handed to h,
-// if any.
+// closed ends h's wait and returns the activity handed to it, if any. A
+// reserved h waits for the turn's outcome or for ctx to end; then h is
+// gone, and the turn hands its row back.
 func (hs *handoffs) closed(ctx context.Context, h *handoff) *provider.LockedWorkItem {
 	hs.mu.Lock()
 	hs.remove(h)
@@ -116,8 +93,7 @@ func (hs *handoffs) remove(h *handoff) {
 	}
 }
 
-// reserve takes the longest-waiting open fetch for one activity, or nil
-// when none waits.
+// reserve takes the longest-waiting open fetch, or nil when none waits.
 func (hs *handoffs) reserve() *handoff {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
@@ -131,8 +107,7 @@ func (hs *handoffs) reserve() *handoff {
 	return h
 }
 
-// release ends h's reservation without an activity: the fetch goes on
-// waiting (it is open again when it still waits).
+// release ends h's reservation empty; a fetch still waiting is open again.
 func (hs *handoffs) release(h *handoff) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
@@ -170,11 +145,9 @@ type handedRow struct {
 	item  provider.ActivityExecuteItem
 }
 
-// handActivity writes the turn's claimable activity (plan.claimable) as
-// claimed for a waiting fetch of this process, when one waits: the row gets
-// the claim's token, lease, attempt and ready key, and its signal is
-// dropped (nobody else needs to look for it). It returns nil when there is
-// nothing to hand or nobody to hand it to.
+// handActivity writes the turn's claimable activity claimed for a waiting
+// fetch, if one waits, and drops its signal: nobody else need look for
+// it. It returns nil when there is nothing to hand or nobody to take it.
 func (p *Provider) handActivity(plan *turnPlan, now int64) *handedRow {
 	c := plan.claimable
 	if c == nil {
@@ -215,11 +188,9 @@ func (p *Provider) handActivity(plan *turnPlan, now int64) *handedRow {
 	return &handedRow{to: to, token: token, until: until, rowSK: sk, seq: seq, item: w}
 }
 
-// settleHanded ends what a turn's ack handed: committed reports whether
-// the transaction that went out committed, and sent is the row it carried
-// (nil, or the row of an earlier ack of the same turn whose outcome was
-// unknown; hand is this ack's). A committed row goes to its fetch, or back
-// to the queue when its fetch is gone or was released by an earlier ack; a
+// settleHanded ends what a turn's ack handed (hand); sent is the row the
+// committed transaction carried, this ack's or an earlier one's of unknown
+// outcome. A committed row goes to its fetch, else back to the queue; a
 // reservation this ack did not use is released.
 func (p *Provider) settleHanded(ctx context.Context, hand, sent *handedRow, committed bool) {
 	if hand != nil && (!committed || sent != hand) {
@@ -231,9 +202,8 @@ func (p *Provider) settleHanded(ctx context.Context, hand, sent *handedRow, comm
 	if sent == hand && p.nowMs() < sent.until {
 		p.leases.set(sent.token, sent.until)
 		p.hints.heldWork(workRowKeyOf(sent.item.Instance, sent.rowSK), sent.seq, sent.until)
-		// The lease counts from the ack's clock read, before the
-		// transaction: the fetch reports that end, not one counted from
-		// its own return, which would promise the runtime more than it has.
+		// The lease counts from the ack's clock read: report that end, never
+		// more (TestHandedActivityReportsItsLease).
 		handed := &provider.LockedWorkItem{Item: sent.item, LockToken: sent.token, AttemptCount: 1, LeaseExpiry: time.UnixMilli(sent.until)}
 		if p.handoffs.deliver(sent.to, handed) {
 			return
@@ -243,19 +213,16 @@ func (p *Provider) settleHanded(ctx context.Context, hand, sent *handedRow, comm
 	} else if sent == hand {
 		p.handoffs.release(hand.to)
 	}
-	// Nobody here takes it: visible again now, the attempt not counted
-	// (it was never delivered); the abandon signals it.
+	// Handed back now, the attempt not counted; the abandon signals it.
 	if err := p.AbandonWorkItem(context.WithoutCancel(ctx), sent.token, 0, true); err != nil {
 		p.o.Logger.Warn("dynamo: handing back an activity written for a fetch that is gone failed; its lease ends it", "instance", sent.item.Instance, "activity", sent.item.ID, "error", err)
 	}
 }
 
-// waitSignals waits for signals as signals.Wait does; a fetch with an
-// offer (h non-nil) can be reserved meanwhile, and handed reports that a
-// turn handed it an activity (h.got), with the signals that arrived too.
-// A watched lease that brings the next sweep of schedule forward ends the
-// wait too (sweepSchedule.watch), with what arrived meanwhile, so that the
-// fetch waits again for the new due time.
+// waitSignals waits as signals.Wait does. Meanwhile a turn may reserve h
+// (non-nil) and hand it an activity (handed; h.got), and a watched lease
+// that brings schedule's next sweep forward ends the wait, so the fetch
+// waits again for the new due time.
 func (p *Provider) waitSignals(ctx context.Context, kind queues.Kind, wait time.Duration, h *handoff, schedule *sweepSchedule) (sigs []queues.Signal, handed bool, err error) {
 	wctx, wake := context.WithCancel(ctx)
 	defer wake()
@@ -273,10 +240,8 @@ func (p *Provider) waitSignals(ctx context.Context, kind queues.Kind, wait time.
 	return sigs, false, waitErr(ctx, wctx, err)
 }
 
-// waitErr is the error of a wait under wctx, derived from the fetch's ctx:
-// only a delivery or the sweep schedule ends the wait early (the one
-// leaves an item, the other a sweep due), so the wait's own cancellation
-// is never reported as the fetch's.
+// waitErr is the fetch's error for a wait under wctx: a delivery or the
+// sweep schedule ending the wait early is no error of the fetch.
 func waitErr(ctx, wctx context.Context, err error) error {
 	if err != nil && ctx.Err() == nil && wctx.Err() != nil {
 		return nil

@@ -6,26 +6,13 @@ import (
 	"github.com/duradyn/duradyn/queues"
 )
 
-// Signals that name no row. A turn that schedules several activities sends
-// one signal for their shard, naming none of them; every waiting fetch of
-// the process receives it, and the one that reaches the shard first hands
-// the backlog on row by row (nextRows). The others' copies go stale: the
-// shard's index shows them nothing. On AWS the index may also not show yet
-// the rows a signal announces (it is eventually consistent, a second or so
-// under load), and then only a later look finds them.
-//
-// A fetch queries every signalled shard once, and never looks at one
-// again itself: waiting there would hold up the others' work, and leave
-// the fetch deaf to new signals (two worker slots behind stale signals
-// left a runtime idle beside its work). A shard whose index showed nothing
-// to a signal naming no row lags from then for indexLagBudget: the
-// process's fetches get a relook signal for it indexLagRetry later, then
-// after twice the time since the lag began, until the budget is spent (at
-// most 4 more Queries, at 0.1, 0.3, 0.9 and 1.5 s). A relook reaches every waiting fetch, and only the
-// first whose look is due makes it; one received by a fetch with another
-// filter, or after the budget, is dropped. So a stale signal costs the
-// Queries of one budget, and an index that lags costs a budget of latency
-// at most.
+// Shard signals name no row, and the index may not show a signal's rows
+// yet (docs/design.md §8). A fetch queries a signalled shard once and never
+// waits on it, which would hold up other work; a shard that showed nothing
+// lags for indexLagBudget, and the process's fetches get relook signals for
+// it. The first fetch whose look is due makes it; a relook reaching a fetch
+// with another filter, or after the budget, is dropped. So a stale signal
+// costs one budget's Queries, and a lagging index one budget of latency.
 const (
 	indexLagRetry  = 100 * time.Millisecond
 	indexLagBudget = 1500 * time.Millisecond
@@ -42,8 +29,7 @@ func relookSignal(shard int) queues.Signal {
 // isRelook reports whether sig asks for another look at its shard.
 func isRelook(sig queues.Signal) bool { return sig.Work == relookWork && sig.Instance == "" }
 
-// relookOnly reports whether the only signals of sigs for shard are
-// relooks.
+// relookOnly reports whether sigs hold only relooks for shard.
 func relookOnly(sigs []queues.Signal, shard int) bool {
 	relook := false
 	for _, sig := range sigs {
@@ -58,17 +44,16 @@ func relookOnly(sigs []queues.Signal, shard int) bool {
 	return relook
 }
 
-// lagHint is a lagging shard's: when its index first showed nothing, and
-// when the next look is due.
+// lagHint is when a shard's lag began and when its next look is due.
 type lagHint struct {
 	since, next time.Time
 }
 
-// lagged records that shard k (a fetch filter's shard: worker.go) showed
-// nothing at now to its signals, relook telling whether they were only a
-// relook, and returns when the next look is due, again false when none is:
-// the budget is spent, a relook of a lag that ended or is unknown, or a look
-// already due later.
+// lagged records that shard k (a fetch filter's shard) showed nothing at
+// now to its signals (relook: only a relook), and returns when the next
+// look is due: indexLagRetry, then twice the lag so far, within the budget.
+// again is false when the budget is spent, the lag is unknown to a relook,
+// or a look is already due.
 func (h *hints) lagged(k string, now time.Time, relook bool) (wait time.Duration, again bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -94,9 +79,8 @@ func (h *hints) lagged(k string, now time.Time, relook bool) (wait time.Duration
 	return wait, true
 }
 
-// lagLookDue reports whether a relook of shard k is due at now: its lag is
-// known, and no fetch has looked since the look fell due (lagged ends the
-// lag after the look that spends its budget).
+// lagLookDue reports whether a relook of shard k is due at now and no fetch
+// has made it yet.
 func (h *hints) lagLookDue(k string, now time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()

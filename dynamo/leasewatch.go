@@ -2,23 +2,14 @@ package dynamo
 
 import "time"
 
-// Leases of other processes that a worker sweep watches (docs/design.md §8,
-// "Sweeps"). A claimed activity row stays in the ready index with its ready
-// key at the lease's end (claims, hand-offs and renewals move it there), so
-// a Scan of the index, which bills the rows it evaluates whatever its
-// filter returns, shows the leases of every process for nothing more than
-// a larger response: the sweep's filter returns the rows that are leased
-// (lock_until set, projected into the index) beside the eligible ones. The
-// leases this process holds, and rows its fetch could not take, are left
-// out by the fetch's filter (workFetch.keep); the earliest end of the rest
-// brings the process's next sweep forward to it (sweepSchedule.watch), so
-// that an activity whose process died is taken as soon as its lease ends
-// instead of at a sweep up to an interval later. Sweeps that query the
-// shards (an index past the Scan's limit) read only eligible rows, and
-// watch nothing.
+// Lease watching (docs/design.md §8, "Sweeps"): a claimed activity row keeps
+// its ready key at its lease's end, so a worker sweep's Scan, which bills
+// every row it evaluates anyway, also returns other processes' leased rows.
+// The earliest lease end brings the next sweep forward (sweepSchedule.watch)
+// so that a dead process's activity is taken when its lease ends. Sweeps by
+// shard watch nothing.
 
-// leaseWatch collects the earliest end of the leases one sweep saw held by
-// other processes.
+// leaseWatch collects the earliest end of other processes' leases a sweep saw.
 type leaseWatch struct {
 	endMs int64 // 0: none seen
 }
@@ -31,8 +22,8 @@ func (w *leaseWatch) saw(readySK string) {
 	}
 }
 
-// apply brings the next sweep of s forward to the earliest lease end seen,
-// nowMs being the provider's clock; nothing when no lease was seen.
+// apply brings s's next sweep forward to the earliest lease end seen (nowMs:
+// the provider's clock).
 func (w *leaseWatch) apply(s *sweepSchedule, nowMs int64) {
 	if w == nil || w.endMs == 0 {
 		return
@@ -40,8 +31,8 @@ func (w *leaseWatch) apply(s *sweepSchedule, nowMs int64) {
 	s.watch(time.Now(), time.Duration(w.endMs-nowMs)*time.Millisecond)
 }
 
-// scanFilter is the filter of a sweep's Scan: the eligible rows of the
-// queue with :prefix, and, when watching, its leased rows too.
+// scanFilter is a sweep Scan's filter: the queue's eligible rows, and its
+// leased rows too when watching.
 func scanFilter(watching bool) (expr string, names map[string]string) {
 	names = map[string]string{"#rp": attrReadyPK, "#rs": attrReadySK}
 	if !watching {
@@ -51,9 +42,8 @@ func scanFilter(watching bool) (expr string, names map[string]string) {
 	return "begins_with(#rp, :prefix) AND (#rs < :bound OR attribute_exists(#lu))", names
 }
 
-// leased reports whether a row a watching Scan returned is a lease rather
-// than an eligible row (its ready key at or past bound), recording it in
-// w.
+// leased reports, and records in w, whether a row a watching Scan returned
+// is a lease (ready key at or past bound) rather than an eligible row.
 func (w *leaseWatch) leased(readySK, bound string) bool {
 	if w == nil || readySK < bound {
 		return false
@@ -63,12 +53,9 @@ func (w *leaseWatch) leased(readySK, bound string) bool {
 }
 
 // handOnRows returns the rows of a worker sweep, beyond the one its fetch
-// took, that go to the process's other fetches at once: those eligible
-// for handOutAge (a younger row's signal is likely on its way), and those
-// whose lease ended (lock_until is still set: a claim left it, and no
-// abandon or ack came), which no signal will ever announce, since their
-// holder stopped: the work a dead process held goes to every waiting
-// fetch of the sweep's process when its lease ends, not one row a sweep.
+// took, for the process's other fetches: those eligible for handOutAge, and
+// those whose lease ended (lock_until still set), which no signal will
+// announce since their holder stopped.
 func handOnRows(rows []readyRow, nowMs int64) []readyRow {
 	var out []readyRow
 	for _, r := range rows {

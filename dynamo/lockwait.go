@@ -7,27 +7,11 @@ import (
 	"github.com/duradyn/duradyn/queues"
 )
 
-// Signals for locked instances (docs/design.md §8). A signal that reaches a
-// fetch while its instance's turn is locked announces a message no fetch
-// can take before that turn ends, and no later signal may come for it. It
-// is kept, in this process, until the turn ends, rather than dropped and
-// left to the next sweep:
-//
-//   - a turn this process holds: the signal is set aside without a request
-//     (the process knows the lock) and handed to the process's fetches
-//     when the turn's ack commits, if it announced a message the turn did
-//     not take, or if that fetch left visible messages behind (the batch
-//     cap). A signal for what the fetch took (the copy every waiter of the
-//     process receives) is dropped. A signal names its message's row
-//     (Signal.Work), which the turn's batch lists or not; one that names
-//     none (an in-process signal for the instance, or a sender's that did
-//     not) counts as newer when its time is not before the read: a
-//     message's time is stamped before its write commits, so a message
-//     stamped before the read may have committed after it, and only its
-//     row tells;
-//   - a turn another process holds: the signal is handed to the process's
-//     fetches again when the lease read ends (one timer per instance), as
-//     that process cannot know of it.
+// lockWaits keeps the signals of instances whose turn is locked until it
+// ends (docs/design.md §8, "Guarantees"): no fetch can take their message
+// before, and no later signal may come. Own turns' signals are set aside
+// without a request and handed on at the ack if the turn did not take the
+// message; another process's are handed on when the lease read ends.
 type lockWaits struct {
 	mu     sync.Mutex
 	own    map[string]*ownTurn
@@ -40,20 +24,17 @@ type lockWaits struct {
 // ownTurn is a turn this process holds.
 type ownTurn struct {
 	token string
-	// readMs is when the fetch read the instance's messages (its clock);
-	// untilMs is the lease's end, as locked or renewed (past it, signals
-	// are tried as for any instance).
+	// readMs is when the fetch read the messages (its clock); untilMs is the
+	// lease's end (past it, signals are tried as for any instance).
 	readMs, untilMs int64
 	// taken holds the sort keys of the messages the turn took.
 	taken map[string]bool
-	// again is set when the instance has, or may have, visible messages
-	// the turn did not take.
+	// again is set when the instance may have messages the turn did not take.
 	again bool
 }
 
-// maxCompletionWindow caps the completion window a commit asks for
-// (provider.TurnCommit.CompletionWindow), so that no hint holds an
-// instance's turns back for long.
+// maxCompletionWindow caps a commit's CompletionWindow, so that no hint
+// holds an instance's turns back for long.
 const maxCompletionWindow = time.Second
 
 // maxLockWaits bounds the instances kept in each map; past it, what a
@@ -61,8 +42,7 @@ const maxCompletionWindow = time.Second
 const maxLockWaits = 10_000
 
 // locked records a turn this process locked, which took the messages of
-// sort keys batch. capped reports that the fetch left visible messages
-// behind.
+// sort keys batch; capped: the fetch left visible messages behind.
 func (w *lockWaits) locked(instance, token string, readMs, untilMs int64, capped bool, batch []string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -86,10 +66,10 @@ func (w *lockWaits) locked(instance, token string, readMs, untilMs int64, capped
 	w.own[instance] = &ownTurn{token: token, readMs: readMs, untilMs: untilMs, again: capped, taken: taken}
 }
 
-// heldSignal reports whether sig names an instance whose turn this process
-// holds at nowMs, in which case the signal must not be tried now: it is
-// kept for the turn's end when it may announce a message the turn did not
-// see (written after the read, or of unknown time).
+// heldSignal reports whether sig is for a live turn this process holds,
+// and so waits for its end. It announces more when it names a row the turn
+// did not take or, naming none, is not older than the read: a message
+// stamped before the read may commit after it.
 func (w *lockWaits) heldSignal(sig queues.Signal, nowMs int64) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -136,13 +116,10 @@ func (w *lockWaits) released(instance, token string) bool {
 	return t.again
 }
 
-// gather holds the process's fetches back from instance, whose turn this
-// process just committed, until d has passed (the commit's
-// provider.TurnCommit.CompletionWindow): signals for it are set aside as
-// for a turn the process holds, and sweeps pass over it. Then deliver runs
-// if a signal was set aside meanwhile, or again is set (the turn's ack
-// found the instance may have messages left), so that the instance's next
-// turn takes what arrived in the window together.
+// gather holds this process's fetches back from instance for the
+// completion window d after its turn: signals are set aside as for a held
+// turn and sweeps pass over it; then deliver runs if a signal came or again
+// is set, so that the next turn takes the window's completions together.
 func (w *lockWaits) gather(instance string, nowMs int64, d time.Duration, again bool, deliver func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -161,8 +138,7 @@ func (w *lockWaits) gather(instance string, nowMs int64, d time.Duration, again 
 	if old := w.windows[instance]; old != nil {
 		old.Stop()
 	}
-	// No fetch read the instance for the window: every signal set aside
-	// may announce a message (readMs 0, nothing taken).
+	// No fetch read the instance: any signal may announce a message.
 	t := &ownTurn{untilMs: nowMs + durMs(d), again: again}
 	w.own[instance] = t
 	var timer *time.Timer
@@ -184,9 +160,8 @@ func (w *lockWaits) gather(instance string, nowMs int64, d time.Duration, again 
 	w.windows[instance] = timer
 }
 
-// heldElsewhere arranges for deliver to run after d (the rest of another
-// process's lease on instance), unless a delivery for instance is already
-// arranged.
+// heldElsewhere runs deliver after d (the rest of another process's lease
+// on instance), unless a delivery for instance is already arranged.
 func (w *lockWaits) heldElsewhere(instance string, d time.Duration, deliver func()) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -14,19 +14,11 @@ import (
 	"github.com/duradyn/duradyn/provider"
 )
 
-// Rows a sweep finds but cannot use must not hide the rows behind them
-// (docs/design.md §8). Two kinds of parking keep them out of the way:
-//
-//   - In this process only, without a write: instances its capability
-//     filter rejects and rows it cannot decode (another process, of a newer
-//     version, may use them). Sweeps pass over them, paging further, for a
-//     backoff that doubles from localParkFirst to localParkMax.
-//   - For every process, by moving the rows' ready key forward: messages
-//     for an instance that does not exist and has no start queued. Nothing
-//     can use them until the start arrives, and the start's own row leads
-//     fetches to the instance, whose turn then takes them whatever their
-//     ready key says. They are parked for as long as they have already
-//     waited, between orphanParkMin and orphanParkMax.
+// Parking keeps rows nothing can use from hiding those behind them
+// (docs/design.md §8). Rows another process may use (filtered, undecodable)
+// are parked in this process only, without a write. Orphan messages are
+// parked for everyone by moving their ready key forward: the start's own
+// row leads fetches to the instance, whose turn takes them anyway.
 const (
 	localParkFirst = time.Second
 	localParkMax   = 30 * time.Second
@@ -42,8 +34,8 @@ type parkHint struct {
 	backoff time.Duration
 }
 
-// park makes sweeps of this process pass over k (an instance id or a row
-// key) from nowMs for a backoff that doubles each time k is parked again.
+// park makes this process's sweeps pass over k (instance or row key) for
+// a backoff that doubles each time k is parked again.
 func (h *hints) park(k string, nowMs int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -64,8 +56,7 @@ func (h *hints) isParked(k string, nowMs int64) bool {
 	return h.parked[k].until > nowMs
 }
 
-// filteredKey names instance, as rejected by filter, in the park hints: a
-// fetch with another filter may admit it.
+// filteredKey is instance's park key under filter: another may admit it.
 func filteredKey(instance string, filter *provider.CapabilityFilter) string {
 	if filter == nil {
 		return instance + "\x00*"
@@ -73,10 +64,9 @@ func filteredKey(instance string, filter *provider.CapabilityFilter) string {
 	return fmt.Sprintf("%s\x00%v", instance, filter.SupportedVersions)
 }
 
-// candidateFailed decides what a sweep does with a candidate (an instance,
-// or a worker row's key) whose attempt failed: stored data this process
-// cannot read parks the candidate here and is logged, not returned; any
-// other error is returned, for the sweep to report when it finds no work.
+// candidateFailed parks a candidate (instance or row key) whose stored data
+// this process cannot read, and logs it: such data never fails a fetch.
+// Other errors are returned.
 func (p *Provider) candidateFailed(k string, err error) error {
 	if !errors.Is(err, provider.ErrCorruptData) {
 		return err
@@ -86,9 +76,8 @@ func (p *Provider) candidateFailed(k string, err error) error {
 	return nil
 }
 
-// parkOrphans moves the ready key of the visible messages of an instance
-// that does not exist forward (see above), each conditioned on the row
-// being unchanged.
+// parkOrphans moves forward the ready keys of a missing instance's visible
+// messages by as long as they waited, each conditioned on an unchanged row.
 func (p *Provider) parkOrphans(ctx context.Context, st *instanceState, batch []queueRow, nowMs int64) error {
 	pk := keys.InstancePK(st.id)
 	for _, m := range batch[:min(len(batch), orphanParkRows)] {

@@ -15,42 +15,27 @@ const (
 	DefaultIdleSweepInterval = 5 * time.Minute
 )
 
-// sweepSchedule decides when the fetches of one queue kind in this process
-// sweep the ready index, for a kind with a wake-up queue. A sweep queries
-// every shard (16 requests by default); with wake-up queues it is only the
-// safety net for work no signal announces: a lost signal, the lease of a
-// process that stopped, a signal sent on too often.
-//
-// The process's fetches of one kind and one filter (fetches with another
-// capability filter or tag filter see other rows, and so may a session
-// owner's: sweepSchedules.workerFilter) share one sweep per interval: the first
-// fetch to find a sweep due makes it, the others wait for signals, and a
-// fetch that waits wakes when the next sweep falls due. The interval
-// doubles after each sweep, up to IdleSweepInterval. Any sign of work sets
-// it back to SweepInterval and brings the next sweep forward to at most
-// that far away: a fetch that got work or received signals, a sweep that
-// saw eligible rows (even rows it could not take: their signals may have
-// gone astray). So a process sweeps every SweepInterval while there is work
-// about, and every IdleSweepInterval once the queue has stayed empty.
-// Scheduling uses the real clock (time.Now), not Options.Now: it decides
-// what requests cost, not what is correct.
+// sweepSchedule decides when the fetches of one queue kind and filter in
+// this process sweep the ready index, for a kind with a wake-up queue,
+// where a sweep is only the safety net for work no signal announces
+// (docs/design.md §8, "Sweeps"). They share one sweep per interval; the
+// interval doubles after each sweep up to IdleSweepInterval, and any sign
+// of work sets it back to SweepInterval. It runs on the real clock, not
+// Options.Now: it decides what requests cost, not what is correct.
 type sweepSchedule struct {
 	base, max time.Duration
 
 	mu       sync.Mutex
 	next     time.Time     // the next sweep is due
 	interval time.Duration // the gap after the next sweep
-	// backlogged is set when a sweep saw more eligible work than it handed
-	// on (backlog): the next sweep is due as soon as no fetch holds
-	// signals.
+	// backlogged is set when a sweep saw more than it handed on (backlog):
+	// the next sweep is due as soon as no fetch holds signals.
 	backlogged bool
-	// holding counts the fetches that are sweeping or trying signals they
-	// took from the process's list (hold).
+	// holding counts the fetches sweeping or trying signals they took (hold).
 	holding int
 	// last is when the latest sweep was booked (claim).
 	last time.Time
-	// waiters wake the fetches waiting for the next sweep, when a watched
-	// lease brings it forward (waiting).
+	// waiters wake the fetches waiting for the next sweep (waiting).
 	waiters map[int]func()
 	nextID  int
 }
@@ -59,8 +44,7 @@ func newSweepSchedule(base, max time.Duration) *sweepSchedule {
 	return &sweepSchedule{base: base, max: max, interval: base}
 }
 
-// claim reports whether a fetch should sweep now, and if so books the
-// sweep so that the other fetches of the process do not repeat it.
+// claim reports whether a fetch should sweep now and, if so, books it.
 func (s *sweepSchedule) claim(now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -74,10 +58,9 @@ func (s *sweepSchedule) claim(now time.Time) bool {
 	return true
 }
 
-// untilDue is how long until the next sweep is due (0: due now). A backlog
-// sweep waiting for a fetch to give signals back is not due: that fetch
-// hands back what it did not try, or sweeps itself when it ends, and the
-// process's next fetch to look sweeps when none is left.
+// untilDue is how long until the next sweep is due (0: now). A backlog
+// sweep is not due while a fetch holds signals: that fetch hands back what
+// it did not try, and the next fetch to find none left sweeps.
 func (s *sweepSchedule) untilDue(now time.Time) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -102,29 +85,22 @@ func (s *sweepSchedule) active(now time.Time) {
 	}
 }
 
-// Watched leases (docs/design.md §8, "Sweeps"): work another process holds
-// comes back to the ready index when its lease ends, and if that process
-// died, nothing but a sweep finds it then.
+// Watched leases (docs/design.md §8, "Sweeps"): a dead process's work
+// comes back to the ready index at its lease's end, where only a sweep
+// finds it.
 const (
-	// watchSlack is how long after a watched lease's end the sweep it
-	// brings forward is due, so that the lease is over by the clock of the
-	// claim that follows.
+	// watchSlack is how long after a watched lease's end its sweep is due,
+	// so that the lease is over by the clock of the claim that follows.
 	watchSlack = 50 * time.Millisecond
-	// watchGap is the least time between the sweep before and a sweep a
-	// watched lease brings forward: where other processes hold many leases,
-	// one ends nearly all the time, and a process sweeps at most this often
-	// for them.
+	// watchGap is the least time between sweeps a watched lease brings
+	// forward: where others hold many leases, one ends nearly all the time.
 	watchGap = time.Second
 )
 
-// watch records that a sweep at now saw work of this queue held by another
-// process under a lease that ends in d: the next sweep is due then (plus
-// watchSlack, and no sooner than watchGap after the sweep before), so that
-// work a dead process held is taken as soon as its lease allows. A process
-// that sees others' leases also sweeps at the busy cadence, as if it had
-// work (the next sweep at most the base interval away, the interval back
-// to its base), so that it sees the leases they take next. The fetches
-// waiting for a later sweep wake to wait for this one.
+// watch records that a sweep at now saw another process's lease on this
+// queue ending in d: the next sweep is due then (plus watchSlack, at least
+// watchGap after the last), to take a dead process's work at once, and
+// the cadence goes back to busy, to see the leases taken next.
 func (s *sweepSchedule) watch(now time.Time, d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -140,17 +116,15 @@ func (s *sweepSchedule) watch(now time.Time, d time.Duration) {
 	s.wake()
 }
 
-// wake ends the waits of the fetches waiting for the next sweep, which has
-// come forward. s.mu is held.
+// wake ends the waits for the next sweep, which came forward. s.mu is held.
 func (s *sweepSchedule) wake() {
 	for _, wake := range s.waiters {
 		wake()
 	}
 }
 
-// waiting registers wake, which ends the wait of a fetch that waits for the
-// next sweep (or for signals) with the due time it read before: watch calls
-// it when it brings the sweep forward. The func returned unregisters it.
+// waiting registers wake, which watch calls to end a fetch's wait when it
+// brings the next sweep forward; done unregisters it.
 func (s *sweepSchedule) waiting(wake func()) (done func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -167,19 +141,11 @@ func (s *sweepSchedule) waiting(wake func()) (done func()) {
 	}
 }
 
-// backlog records that a sweep saw more eligible work than it handed to
-// the process's fetches: the next sweep is due as soon as the process has
-// no signal left, made by the first fetch that finds none, instead of an
-// interval later while the process's slots stand idle beside a backlog.
-// "No signal left" means none kept and none held: a fetch takes the whole
-// list of signals at once (queues.Signals.Wait), and another that finds
-// it empty meanwhile must not sweep again, for the first hands back what
-// it does not use. Each backlog sweep takes work itself and hands on up
-// to sweepHandLimit instances, so a backlog costs about one sweep per
-// sweepHandLimit instances. The fetches waiting for signals wake when
-// the backlog sweep falls due (here, or when the last holder lets go): the
-// fetch that held the signals may make no other, and the waiting ones
-// would otherwise sleep to their poll timeout beside the backlog.
+// backlog records that a sweep saw more eligible work than it handed on:
+// the next sweep is due as soon as no fetch keeps or holds signals (the
+// holder hands back what it does not use), made by the first fetch to find
+// none (docs/design.md §8, "Backlogs"). Waiting fetches wake then, rather
+// than sleep to their poll timeout beside the backlog.
 func (s *sweepSchedule) backlog() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -190,9 +156,8 @@ func (s *sweepSchedule) backlog() {
 	}
 }
 
-// hold records that a fetch sweeps or tries signals it took from the
-// process's list, until the release it returns is called (once, after the
-// fetch has handed back the signals it did not use).
+// hold records that a fetch sweeps or tries signals it took, until the
+// release it returns is called (after handing back what it did not use).
 func (s *sweepSchedule) hold() (release func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -210,9 +175,8 @@ func (s *sweepSchedule) hold() (release func()) {
 	}
 }
 
-// sweepSchedules holds a provider's schedules, one per queue kind and fetch
-// filter, and knows which of the process's session owners hold sessions
-// (workerFilter).
+// sweepSchedules holds a provider's schedules, one per kind and fetch
+// filter, and knows which session owners of the process hold sessions.
 type sweepSchedules struct {
 	base, max time.Duration
 
@@ -224,20 +188,11 @@ type sweepSchedules struct {
 }
 
 // workerFilter is the schedule filter of a worker fetch with tags filter
-// tags and session config session (nil: none). Worker fetches see the
-// same rows, and so share one sweep, unless they differ in tags filter,
-// in whether they take sessions' activities, or in holding sessions: a
-// session's activities pass only for the owner that holds it (and for
-// every owner once it has expired). So an owner holding sessions sweeps
-// on its own schedule, and the owners that hold none share one. Before,
-// every owner had its own, and a runtime's worker slots (one owner each)
-// each swept every interval: with 8 slots, 8 sweeps where one does, 8
-// Queries per shard while work is about.
-//
-// An owner counts as holding sessions from a lease it took or renewed in
-// this process until that lease's end: an owner that comes to hold one
-// sweeps for its activities at once (its schedule is new), and one whose
-// leases lapsed joins the others.
+// tags and session config session (nil: none). Fetches that see the same
+// rows share one sweep; a session's activities pass only for the owner
+// holding it, so an owner holding sessions (from a lease it took or
+// renewed until that lease's end) sweeps on its own schedule, at once, and
+// the others share one (TestWorkerSlotsShareOneSweep).
 func (ss *sweepSchedules) workerFilter(tags string, session *provider.SessionFetchConfig, nowMs int64) string {
 	if session == nil {
 		return tags
@@ -267,11 +222,9 @@ type sweepKey struct {
 	filter string
 }
 
-// maxSweepSchedules bounds the schedules kept, and the session holders
-// known: a process has a few fetch filters, but session owners could be
-// many. Past it, they are dropped and made again (their next sweep is then
-// due at once; an owner forgotten sweeps with the owners that hold no
-// session until it takes or renews a lease again).
+// maxSweepSchedules bounds the schedules and session holders kept (owners
+// could be many). Past it they are dropped: a new schedule sweeps at once,
+// and a forgotten owner shares the others' until its next lease.
 const maxSweepSchedules = 1024
 
 // of returns the schedule of the fetches of kind with filter.

@@ -18,18 +18,13 @@ import (
 	"github.com/duradyn/duradyn/queues"
 )
 
-// A signal that names its activity row is followed by a consistent read of
-// that row, which no index lag can hide. A signal that names only a shard
-// (one of many activities of one turn) is followed by a query of the
-// shard's ready index, which is eventually consistent: hints.lagged says
-// how a fetch looks again when it shows nothing.
+// Worker fetches: docs/design.md §8 (a shard's lagging index: hints.lagged).
 
 // EnqueueForWorker puts an activity on the worker queue, visible now, with
-// its identity, session and tag recorded. Enqueueing an identity that is
-// already queued replaces it.
+// its identity, session and tag; an identity already queued is replaced.
 //
-// Requests: one TransactWriteItems putting the activity (one action, with
-// a ClientRequestToken), then the wake-up signal.
+// Requests: one TransactWriteItems of one Put with a ClientRequestToken,
+// then the wake-up signal.
 func (p *Provider) EnqueueForWorker(ctx context.Context, item provider.ActivityExecuteItem) error {
 	if err := provider.ValidateWorkerItem(provider.OpEnqueueForWorker, item); err != nil {
 		return err
@@ -53,25 +48,19 @@ func (p *Provider) EnqueueForWorker(ctx context.Context, item provider.ActivityE
 	return nil
 }
 
-// FetchWorkItem locks the oldest eligible activity that passes tags and
-// the session rules and returns it. Without session only activities
-// without a session qualify; with one, also those of sessions
-// session.OwnerID holds or nobody holds (which it then claims for
-// session.LockTimeout). A [provider.TagNone] filter returns nil at once.
-// Where other processes compete for the same activities, it may take one
-// of the 16 oldest without a session instead (spreadClaims).
-// See the package documentation for how it waits; nil, nil means no work.
+// FetchWorkItem locks and returns the oldest eligible activity that passes
+// tags and the session rules: without session, only activities without a
+// session; with one, also those of sessions session.OwnerID holds or
+// nobody holds (which it then claims for session.LockTimeout). A
+// [provider.TagNone] filter returns nil at once. Where processes compete,
+// it may take one of the 16 oldest without a session instead. See the
+// package documentation for how it waits; nil, nil means no work.
 //
-// Requests: none for an activity a turn of this process hands to the fetch
-// while it waits (handoff, handActivity: the turn's transaction writes it
-// claimed for the fetch). For a signal that addresses its row (an
-// orchestration's only new activity with no older one queued, untagged and
-// without a session: claimAddressed), one conditional UpdateItem. For
-// another signalled shard, one Query of the ready index and one
-// conditional UpdateItem of the row (a two-action TransactWriteItems when
-// it claims a session): 2; a second Query when the claims found every row
-// the first showed gone (an index lagging the acks). A sweep is one Scan
-// of a small ready index, else a Query per shard, in parallel.
+// Requests: none for an activity a turn of this process hands it while it
+// waits; one conditional UpdateItem for a signal addressing its row; else a
+// Query of the shard's ready index and a conditional UpdateItem (a
+// TransactWriteItems to claim a session), and a second Query when the index
+// lagged the acks. A sweep: one Scan of a small index, else a Query a shard.
 func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout time.Duration, session *provider.SessionFetchConfig, tags provider.TagFilter) (*provider.LockedWorkItem, error) {
 	if tags.Mode() == provider.TagNone {
 		return nil, nil
@@ -79,19 +68,15 @@ func (p *Provider) FetchWorkItem(ctx context.Context, lockTimeout, pollTimeout t
 	return p.newWorkFetch(ctx, lockTimeout, session, tags).wait(pollTimeout)
 }
 
-// workFetch is one FetchWorkItem call: the arguments and the result its
-// steps (signals, shards, candidate rows, the sweep) share, so that each
-// step is a method rather than a closure over the call's locals.
+// workFetch is one FetchWorkItem call; its steps are its methods.
 type workFetch struct {
 	p           *Provider
 	ctx         context.Context
 	lockTimeout time.Duration
 	session     *provider.SessionFetchConfig
 	tags        provider.TagFilter
-	// shardFilter tells the fetch's shard hints apart: the rows a fetch can
-	// take depend on its tags filter and session owner, so fetches that
-	// differ in either do not pass over each other's shards (lookAtShard).
-	// Sweeps are shared more widely (workerFilter).
+	// shardFilter keys the fetch's shard hints, so that fetches taking other
+	// rows (another tags filter or owner) pass over none of its shards.
 	shardFilter string
 	schedule    *sweepSchedule
 	// result is the activity a claim of this fetch won.
@@ -109,12 +94,10 @@ func (p *Provider) newWorkFetch(ctx context.Context, lockTimeout time.Duration, 
 	return f
 }
 
-// wait runs the fetch loop (poll) with this fetch's steps and returns the
-// activity it won or was handed.
+// wait runs poll with this fetch's steps and returns the activity it got.
 func (f *workFetch) wait(pollTimeout time.Duration) (*provider.LockedWorkItem, error) {
 	p, ctx := f.p, f.ctx
-	// A fetch that takes untagged activities may be handed one by a turn
-	// of this process while it waits (handoff).
+	// A fetch taking untagged activities may be handed one (handoff).
 	var hand *handoff
 	if f.tags.Matches(nil) {
 		hand = newHandoff(f.lockTimeout)
@@ -125,8 +108,7 @@ func (f *workFetch) wait(pollTimeout time.Duration) (*provider.LockedWorkItem, e
 	}
 	if hand != nil && hand.got != nil {
 		if err := ctx.Err(); err != nil {
-			// Handed as the caller left: back to the queue, as lockWork
-			// does with a claim whose caller is gone.
+			// Handed as the caller left: back to the queue, as in lockWork.
 			_ = p.AbandonWorkItem(context.WithoutCancel(ctx), hand.got.LockToken, 0, true)
 			return nil, provider.Permanent(provider.OpFetchWorkItem, err, "context done: %v", err)
 		}
@@ -135,17 +117,15 @@ func (f *workFetch) wait(pollTimeout time.Duration) (*provider.LockedWorkItem, e
 	return f.result, nil
 }
 
-// keep reports whether this fetch may take row, as the ready index or a
-// read shows it: the filter every Query, Scan and read of the fetch
-// applies, so that rows it cannot take do not hide those it can.
+// keep reports whether this fetch may take row: the filter of its every
+// Query, Scan and read, so that rows it cannot take hide none it can.
 func (f *workFetch) keep(row item) bool {
 	p := f.p
 	k, now := queueRowKey(row), p.nowMs()
 	if p.hints.isParked(k, now) {
 		return false
 	}
-	// A lagging index shows, for a while, the rows this process holds
-	// or has acked, and those its claims found gone (lockWork).
+	// A lagging index shows rows this process holds, acked or found gone.
 	if rsk, _, _ := strAttr(row, attrReadySK); p.hints.holdsRow(k, readySeq(rsk), now) {
 		return false
 	}
@@ -164,10 +144,8 @@ func (f *workFetch) keep(row item) bool {
 }
 
 // tryRow tries one candidate; tried is false when another fetch of this
-// process is trying it. Candidates are tried oldest first. One this
-// process cannot read is parked and passed over; any other failure ends
-// the fetch, so that a retry tries the same oldest candidate again (a
-// session's activities are handed out in order).
+// process is trying it. A failure other than an unreadable row (parked)
+// ends the fetch, so that a retry tries the same oldest candidate again.
 func (f *workFetch) tryRow(r readyRow) (tried, done bool, err error) {
 	p := f.p
 	k := queueRowKey(r.row)
@@ -186,9 +164,8 @@ func (f *workFetch) tryRow(r readyRow) (tried, done bool, err error) {
 	return true, false, nil
 }
 
-// tryRows tries rows in order; after a claim, next holds a signal for
-// each shard of the rows after the one taken (nextRows), so that the
-// backlog the fetch saw goes on to the process's other fetches.
+// tryRows tries rows in order; after a claim, next hands the rows after
+// the one taken to the process's other fetches (nextRows).
 func (f *workFetch) tryRows(rows []readyRow) (done bool, next []queues.Signal, err error) {
 	for i, r := range rows {
 		if _, done, err := f.tryRow(r); done || err != nil {
@@ -201,11 +178,9 @@ func (f *workFetch) tryRows(rows []readyRow) (done bool, next []queues.Signal, e
 	return false, nil, nil
 }
 
-// stale reports whether sig names a row this process holds or has just
-// acked (hints.heldWork): such a signal announces nothing. A signal whose
-// claim names the enqueue is stale only for that enqueue: an instance
-// deleted and started again enqueues activities under the identities of
-// its old ones.
+// stale reports whether sig names a row this process holds or just acked:
+// it announces nothing. With the enqueue in its claim, it is stale only for
+// that enqueue (a re-created instance reuses activity identities).
 func (f *workFetch) stale(sig queues.Signal) bool {
 	if sig.Work == "" || sig.Instance == "" {
 		return false
@@ -218,14 +193,10 @@ func (f *workFetch) stale(sig queues.Signal) bool {
 	return p.hints.holdsWork(k, now)
 }
 
-// trySignals is the fetch's step for the signals poll hands it: the rows
-// they address first, then the shards they name.
+// trySignals tries the rows the signals address, then their shards.
 func (f *workFetch) trySignals(sigs []queues.Signal) (bool, []queues.Signal, error) {
-	// Rows their signals address first, oldest first (claimAddressed).
-	// What they do not win is not looked for again, below or by the
-	// process's next fetches: a claim lost is a row another fetch took,
-	// and its signal, the oldest, handed back, would be tried first and
-	// lost again by every fetch after.
+	// A lost addressed claim's signal is not handed back: the row is
+	// another's, and every later fetch would try it first and lose again.
 	done, claimed, handled, err := f.p.claimAddressed(sigs, f.tags, f.stale, f.tryRow)
 	if done || err != nil {
 		var rest []queues.Signal
@@ -242,15 +213,9 @@ func (f *workFetch) trySignals(sigs []queues.Signal) (bool, []queues.Signal, err
 	return f.tryShards(sigs)
 }
 
-// tryShards looks for work in the shards sigs name, in the order they
-// name them. The shard's index first, so that the oldest eligible
-// activity goes first; when it yields nothing, the rows the signals name,
-// read from the table; for signals that name no row, the index again, a
-// few times.
-//
-// Every signalled shard is queried once; one whose index shows nothing to
-// its signals is looked at again by a later fetch (hints.lagged), never by
-// this one ahead of the others.
+// tryShards queries once each shard sigs name, in order, then reads the
+// rows named; a later fetch looks again at one showing nothing
+// (hints.lagged).
 func (f *workFetch) tryShards(sigs []queues.Signal) (bool, []queues.Signal, error) {
 	var shards []int
 	named := map[int][]queues.Signal{}
@@ -278,26 +243,11 @@ func (f *workFetch) tryShards(sigs []queues.Signal) (bool, []queues.Signal, erro
 }
 
 // untried returns the signals a fetch that got work in shards[i] hands
-// back: those of shards[i:], then next.
-//
-// A shard another fetch of this process (with the same filter) is looking
-// at is passed over: every waiter received the same signals, and two would
-// query the same index partition for one activity. That fetch hands the
-// shard's backlog on when it gets work (the shard may hold more); if it
-// gets none, what a signal only this fetch received announced is found by
-// the next sweep.
-//
-// When this fetch gets work, the signals of the shards not yet done go
-// back, but for those naming rows this process took since: they announce
-// nothing, and would crowd the others out of the process's list of
-// signals. So does a signal naming the next row the fetch saw in its shard
-// (next): the shard's backlog is handed on from fetch to fetch, and does
-// not depend on the signal that announced it, which a full list may have
-// dropped.
-//
-// The done shard's signals that name no row do not go back: next hands
-// its backlog on, and a copy that finds the shard emptied would look for
-// rows until the index-lag budget is spent (hints.lagged).
+// back: those of shards[i:] that still announce something, then next,
+// which names the next row it saw, so a shard's backlog does not depend on
+// a signal a full list may have dropped. The done shard's signals naming
+// no row are dropped: next hands its backlog on, and a copy finding the
+// shard emptied would spend the index-lag budget (hints.lagged).
 func (f *workFetch) untried(sigs []queues.Signal, shards []int, i int, next []queues.Signal) []queues.Signal {
 	var rest []queues.Signal
 	for _, shard := range shards[i:] {
@@ -311,12 +261,9 @@ func (f *workFetch) untried(sigs []queues.Signal, shards []int, i int, next []qu
 }
 
 // lookAtShard looks for the work of one signalled shard, unless another
-// fetch of this process is looking at it or already made the relook that
-// sigs ask for; named are the signals of sigs that name the shard's rows.
-//
-// A shard another fetch is trying is passed over, and that try may have
-// read the index before this signal's rows were written: the fetch that
-// ends the try then has the shard looked at again, as one that lags.
+// fetch of this process is trying it or made the relook sigs ask for; named
+// are the signals naming its rows. A try passed over may have read the
+// index before these rows were written, so its end makes a relook.
 func (f *workFetch) lookAtShard(shard int, sigs, named []queues.Signal) (done bool, next []queues.Signal, err error) {
 	p := f.p
 	k := f.shardKey(shard)
@@ -356,15 +303,12 @@ func (f *workFetch) queryShard(shard int) ([]readyRow, bool, error) {
 	return rows, more, err
 }
 
-// tryShard looks for the work of one signalled shard: its index, then the
-// rows named (the signals of the shard that name rows) read from the
-// table. lagging reports that its signals name no row and its index showed
-// nothing (hints.lagged).
+// tryShard tries a shard's index, then the rows named, read from the
+// table. lagging: no row named and the index showed nothing (hints.lagged).
 func (f *workFetch) tryShard(shard int, named []queues.Signal) (done bool, next []queues.Signal, lagging bool, err error) {
 	var rows []readyRow
-	// A lagging index shows rows already gone. The Query passes over those
-	// this process knows of (keep); when the claims find all it showed
-	// gone (claimFoundGone), a second Query reads past them.
+	// A lagging index shows rows already gone: keep passes over known ones,
+	// and a second Query reads past those the claims found gone.
 	for range 2 {
 		var more bool
 		rows, more, err = f.queryShard(shard)
@@ -373,8 +317,7 @@ func (f *workFetch) tryShard(shard int, named []queues.Signal) (done bool, next 
 		}
 		done, next, err = f.tryRows(f.p.spreadClaims(rows, shard))
 		if done && more && len(next) == 0 {
-			// The fetch took the last row it read, and the shard holds
-			// more: the backlog is handed on past the rows read.
+			// Took the last row read, and the shard holds more: hand it on.
 			next = []queues.Signal{{Kind: queues.Worker, Shard: shard}}
 		}
 		if done || err != nil {
@@ -391,10 +334,9 @@ func (f *workFetch) tryShard(shard int, named []queues.Signal) (done bool, next 
 	return false, nil, len(rows) == 0, nil
 }
 
-// tryNamed reads the rows that sigs name in shard and tries those
-// eligible, oldest first: the index may lag the signals (missing the new
-// rows, or showing old ones that are no longer eligible). Signals whose
-// rows are eligible but not for this fetch go to other processes.
+// tryNamed reads the rows sigs name in shard (the index may lag the
+// signals) and tries the eligible ones, oldest first; signals whose rows
+// are eligible but not for this fetch are declined to other processes.
 func (f *workFetch) tryNamed(shard int, sigs []queues.Signal) (done bool, next []queues.Signal, err error) {
 	p := f.p
 	var direct []readyRow
@@ -420,8 +362,7 @@ func (f *workFetch) tryNamed(shard int, sigs []queues.Signal) (done bool, next [
 	return f.tryRows(direct)
 }
 
-// sweep is the fetch's step for a sweep of the ready index: the eligible
-// rows of every shard, oldest first.
+// sweep tries the eligible rows of every shard, oldest first.
 func (f *workFetch) sweep() (bool, []queues.Signal, error) {
 	var leases leaseWatch
 	rows, more, err := f.p.sweepReady(f.ctx, keys.ReadyWorkerPrefix, f.keep, &leases)
@@ -433,14 +374,11 @@ func (f *workFetch) sweep() (bool, []queues.Signal, error) {
 		f.schedule.active(time.Now())
 	}
 	if more {
-		// A shard holds rows past those read (a lagging index showed rows
-		// gone among them): the next sweep reads past them as soon as the
-		// signals handed on run out.
+		// A shard holds rows past those read (the index showed gone ones):
+		// the next sweep reads past them once the signals handed on run out.
 		f.schedule.backlog()
 	}
-	// The rows after the one taken go to the process's other fetches, by
-	// shard (nextRows): a signal per row would fill the process's list of
-	// signals with one sweep.
+	// Hand the rest on by shard, not a signal per row (nextRows).
 	for i := range rows {
 		if done, _, err := f.tryRows(rows[i : i+1]); done || err != nil {
 			return done, nextRows(handOnRows(rows[i+1:], f.p.nowMs())), err
@@ -449,14 +387,10 @@ func (f *workFetch) sweep() (bool, []queues.Signal, error) {
 	return false, nil, nil
 }
 
-// nextRows hands on rows a fetch saw and did not take: for each shard, a
-// signal naming its oldest row. The fetch it reaches queries the shard's
-// index, which shows the row and those after it oldest first (reading the
-// named row itself only when the index shows none), and hands on the rest
-// in turn. A signal per row would hand on no more work, and fill the
-// process's list of signals; a signal naming no row would cost, in a
-// shard others have emptied meanwhile, the Queries that wait out index
-// lag, where this one costs a read of its row.
+// nextRows hands on rows a fetch saw and did not take: per shard, a signal
+// naming its oldest row, whose fetch queries the shard and hands on the
+// rest in turn. Naming a row costs, in a shard emptied meanwhile, one read
+// instead of the Queries that wait out index lag.
 func nextRows(rows []readyRow) []queues.Signal {
 	var next []queues.Signal
 	seen := map[int]bool{}
@@ -474,8 +408,7 @@ func nextRows(rows []readyRow) []queues.Signal {
 	return next
 }
 
-// queueRowKey names a queue row (an activity or an orchestrator message)
-// in hints.
+// queueRowKey names a queue row (an activity or a message) in hints.
 func queueRowKey(row item) string {
 	pk, _, _ := strAttr(row, attrPK)
 	sk, _, _ := strAttr(row, attrSK)
@@ -485,8 +418,7 @@ func queueRowKey(row item) string {
 // workRowKeyOf is queueRowKey of the activity row work of instance.
 func workRowKeyOf(instance, work string) string { return keys.WorkerPK(instance) + "\x00" + work }
 
-// messageRowKeyOf is queueRowKey of the orchestrator message row sk of
-// instance.
+// messageRowKeyOf is queueRowKey of instance's orchestrator message sk.
 func messageRowKeyOf(instance, sk string) string { return keys.InstancePK(instance) + "\x00" + sk }
 
 // readyWorkRow reads the activity row work of instance consistently and
@@ -502,8 +434,8 @@ func (p *Provider) readyWorkRow(ctx context.Context, instance, work string, keep
 		return nil, false, nil
 	}
 	if !keep(out.Item) {
-		// Eligible, but not for this fetch: its tag, a session another
-		// process holds, or data this process cannot read.
+		// Eligible, not for this fetch: its tag, another's session, or data
+		// this process cannot read.
 		return nil, true, nil
 	}
 	return []readyRow{{pk: pk, sk: work, readySK: rsk, row: out.Item}}, false, nil
@@ -521,10 +453,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// lockWork tries to lock one candidate row found in the ready index. The
-// write is conditioned on the row's ready key being what the index showed,
-// so a stale index entry or a concurrent fetch makes it fail, and the row
-// is skipped. It returns nil when the row was not won.
+// lockWork tries to lock a candidate row, conditioned on the ready key
+// the index showed (a stale entry or a rival fetch fails it); nil: not won.
 func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Duration, session *provider.SessionFetchConfig) (*provider.LockedWorkItem, error) {
 	c, err := newWorkClaim(r, lockTimeout, session)
 	if err != nil {
@@ -546,34 +476,28 @@ func (p *Provider) lockWork(ctx context.Context, r readyRow, lockTimeout time.Du
 	return p.claimedWork(ctx, c)
 }
 
-// workClaim is one claim of a worker row: what lockWork's steps (the
-// claim's write, then what follows it) share.
+// workClaim is one claim of a worker row, shared by lockWork's steps.
 type workClaim struct {
 	r           readyRow
 	lockTimeout time.Duration
 	session     *provider.SessionFetchConfig
 	tok         workToken
 	token       string
-	// data is the activity's JSON, nil until the index (rarely) or the
-	// claim's answer brings it.
+	// data is the activity's JSON, nil until the index or claim brings it.
 	data     *string
 	attempts uint64
-	// start is when the claim was sent, and until the end of the lease it
-	// takes (epoch ms).
+	// start is when the claim was sent; until ends its lease (epoch ms).
 	start, until int64
 }
 
-// newWorkClaim reads what a claim of r needs from the row as the index
-// showed it, and makes the claim's token, before anything is sent.
+// newWorkClaim reads what a claim of r needs and makes its token.
 func newWorkClaim(r readyRow, lockTimeout time.Duration, session *provider.SessionFetchConfig) (*workClaim, error) {
 	instance, execID, actID, err := keys.ParseWorkerKey(r.pk, r.sk)
 	if err != nil {
 		return nil, err
 	}
 	var d decoder
-	// The activity's JSON: the ready index does not project it (tables
-	// made before it stopped doing so do), so it usually comes with the
-	// claim (claimRow).
+	// Only older tables' index projects it; it usually comes with the claim.
 	data := d.optPayload(r.row, attrItem)
 	attempts := d.uint(r.row, attrAttempts)
 	sid := d.optStr(r.row, attrSession)
@@ -589,9 +513,8 @@ func newWorkClaim(r readyRow, lockTimeout time.Duration, session *provider.Sessi
 	return &workClaim{r: r, lockTimeout: lockTimeout, session: session, tok: tok, token: token, data: data, attempts: attempts}, nil
 }
 
-// rowUpdate is the claim's write of the row, shared by both claims: token,
-// lease, attempt, and the ready key moved to the lease's end, so that the
-// row is eligible again exactly when the lease ends.
+// rowUpdate is the claim's write of the row: token, lease, attempt, and
+// the ready key at the lease's end, when the row is eligible again.
 func (c *workClaim) rowUpdate(table *string) *types.Update {
 	return &types.Update{
 		TableName:                table,
@@ -608,18 +531,15 @@ func (c *workClaim) rowUpdate(table *string) *types.Update {
 	}
 }
 
-// claimRow sends the claim of a row without a session: one UpdateItem,
-// whose answer carries the activity (c.data). won is false, with no error,
-// when the row was taken or changed since the index showed it; a claim
-// whose answer was lost counts as won if a read finds the row held by its
-// token.
+// claimRow claims a row without a session with one UpdateItem, whose
+// answer carries the activity. won is false when the row was taken or
+// changed; a claim whose answer was lost is won if a read finds its token.
 func (p *Provider) claimRow(ctx, claimCtx context.Context, c *workClaim, update *types.Update) (won bool, err error) {
 	out, err := p.db.UpdateItem(claimCtx, &dynamodb.UpdateItemInput{
 		TableName: update.TableName, Key: update.Key, UpdateExpression: update.UpdateExpression,
 		ConditionExpression: update.ConditionExpression, ExpressionAttributeNames: update.ExpressionAttributeNames,
 		ExpressionAttributeValues: update.ExpressionAttributeValues,
-		// The row as the claim left it: the activity comes with it, at no
-		// cost in read units.
+		// The claimed row carries the activity, at no read unit.
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -648,9 +568,8 @@ func (p *Provider) claimRow(ctx, claimCtx context.Context, c *workClaim, update 
 	return true, nil
 }
 
-// sessionClaim is the claim's write of the row's session: taken (or kept)
-// for the fetch's owner, listed under it, unless another owner holds it
-// with a live lease.
+// sessionClaim takes (or keeps) the row's session for the fetch's owner,
+// listed under it, unless another owner holds it with a live lease.
 func (p *Provider) sessionClaim(c *workClaim) *types.Update {
 	sid, session := *c.tok.session, c.session
 	sessUntil := c.start + durMs(session.LockTimeout)
@@ -674,11 +593,9 @@ func (p *Provider) sessionClaim(c *workClaim) *types.Update {
 	}
 }
 
-// claimRowAndSession sends the claim of a session's row: the row's update
-// and the session's claim in one TransactWriteItems, whose answer carries
-// nothing (claimedActivity reads the activity). won is false, with no
-// error, when the row was taken or another owner holds the session (which
-// hints then record, so that fetches pass over its rows for a while).
+// claimRowAndSession claims a session's row and the session in one
+// TransactWriteItems, whose answer carries nothing. won is false when the
+// row was taken or another owner holds the session (hints records it).
 func (p *Provider) claimRowAndSession(ctx, claimCtx context.Context, c *workClaim, update *types.Update) (won bool, err error) {
 	_, err = p.db.TransactWriteItems(claimCtx, &dynamodb.TransactWriteItemsInput{
 		TransactItems: []types.TransactWriteItem{{Update: update}, {Update: p.sessionClaim(c)}},
@@ -708,13 +625,10 @@ func (p *Provider) claimRowAndSession(ctx, claimCtx context.Context, c *workClai
 	return true, nil
 }
 
-// claimedWork delivers a claim that landed, unless it must go back: the
-// caller is gone, the activity cannot be decoded, or the answer came too
-// late to leave a useful lease (usefulLease). A delivered claim's lease
-// and row are recorded in this process's hints.
+// claimedWork delivers a claim that landed, or hands it back: the caller
+// is gone, the activity cannot be decoded, or too little lease is left.
 func (p *Provider) claimedWork(ctx context.Context, c *workClaim) (*provider.LockedWorkItem, error) {
 	if ctx.Err() != nil {
-		// The claim landed but the caller is gone: hand the activity back.
 		_ = p.AbandonWorkItem(context.WithoutCancel(ctx), c.token, 0, true)
 		return nil, ctx.Err()
 	}
@@ -723,15 +637,13 @@ func (p *Provider) claimedWork(ctx context.Context, c *workClaim) (*provider.Loc
 		return nil, nil // deleted since the claim (its instance was)
 	}
 	if err != nil {
-		// Not delivered, so not an attempt. A row this process cannot
-		// decode (a newer version's) is left to others (the caller parks
-		// it here).
+		// Not delivered, so not an attempt; others may decode it (parked).
 		_ = p.AbandonWorkItem(context.WithoutCancel(ctx), c.token, 0, true)
 		return nil, err
 	}
 	if !usefulLease(c.until, p.nowMs(), c.lockTimeout) {
 		p.o.Logger.Warn("dynamo: activity lock came back with less than a quarter of its lease left; released", "instance", c.tok.instance, "activity", c.tok.activityID, "lock_timeout", c.lockTimeout)
-		// Never delivered, so not an attempt (as for an orchestration turn).
+		// Never delivered, so not an attempt.
 		_ = p.AbandonWorkItem(context.WithoutCancel(ctx), c.token, 0, true)
 		return nil, nil
 	}
@@ -743,12 +655,8 @@ func (p *Provider) claimedWork(ctx context.Context, c *workClaim) (*provider.Loc
 	return &provider.LockedWorkItem{Item: act, LockToken: c.token, AttemptCount: uint32(c.attempts + 1), LeaseExpiry: time.UnixMilli(c.until)}, nil
 }
 
-// claimedActivity decodes the activity of the worker row at k, which the
-// caller has just claimed: from data, its JSON when the claim returned it
-// (or the index projected it), else from a consistent read of the row
-// (after a session claim, whose transaction returns nothing, or a claim
-// whose response was lost).
-// found is false when the row is gone.
+// claimedActivity decodes the claimed activity at k from data, else from a
+// consistent read; found is false when the row is gone.
 func (p *Provider) claimedActivity(ctx context.Context, k item, data *string) (act provider.ActivityExecuteItem, found bool, err error) {
 	if data == nil {
 		out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{
@@ -781,13 +689,9 @@ func workKey(tok workToken) item {
 	return key(keys.WorkerPK(tok.instance), keys.WorkerSK(tok.executionID, tok.activityID))
 }
 
-// sessionTouch is the update that records activity on tok's session. It
-// is conditioned on the session being held by the owner tok was fetched
-// for, with a live lease: a worker whose session lease lapsed, or whose
-// session another owner took, records nothing, and a record that was
-// removed is not recreated. In a transaction a refused touch cancels the
-// other actions too; touchRefused tells that case apart, and the caller
-// sends them again without the touch (recording activity is best-effort).
+// sessionTouch records activity on tok's session if the owner tok was
+// fetched for holds it with a live lease; a refused touch cancels its
+// transaction, which the caller resends without it (touchRefused).
 func (p *Provider) sessionTouch(tok workToken, nowMs int64) *types.Update {
 	return &types.Update{
 		TableName:                p.table,
@@ -801,9 +705,8 @@ func (p *Provider) sessionTouch(tok workToken, nowMs int64) *types.Update {
 	}
 }
 
-// touchRefused reports whether err cancelled a transaction whose last
-// action is a session touch for that touch's condition alone: every other
-// action's condition held.
+// touchRefused reports whether err cancelled a transaction for its last
+// action's (a session touch's) condition alone.
 func touchRefused(err error) bool {
 	reasons := cancelReasons(err)
 	last := len(reasons) - 1
@@ -818,26 +721,22 @@ func touchRefused(err error) bool {
 	return true
 }
 
-// workLockLost is the error of an ack or renewal whose activity lock is
-// gone.
+// workLockLost is the error of an ack or renewal whose lock is gone.
 func workLockLost(op string) error {
 	return provider.Permanent(op, provider.ErrInvalidLockToken, "Invalid lock token: activity was cancelled or its lock expired")
 }
 
 // AckWorkItem deletes a locked activity and, when completion is non-nil,
 // enqueues it on the orchestrator queue (visible now), atomically; it also
-// records activity on the activity's session while that session is still
-// the worker's, with a live lease (see sessionTouch). A completion other than
-// [provider.ActivityCompletedItem] or [provider.ActivityFailedItem] fails
-// with [provider.ErrInvalidInput]; an activity that is gone (cancelled,
-// deleted, acked) or whose lock expired fails with
-// [provider.ErrInvalidLockToken]. A failed ack changes nothing.
+// records activity on the session while it is still the worker's, with a
+// live lease. A completion other than [provider.ActivityCompletedItem] or
+// [provider.ActivityFailedItem] fails with [provider.ErrInvalidInput]; an
+// activity gone (cancelled, deleted, acked) or whose lock expired fails
+// with [provider.ErrInvalidLockToken]. A failed ack changes nothing.
 //
-// Requests: one TransactWriteItems, with a ClientRequestToken kept per call
-// (also without a completion or a session: a DeleteItem sent again by the
-// SDK's retryer after it landed would fail its condition and report the
-// lock lost); a second when the session is no longer the worker's (its
-// activity is then not recorded).
+// Requests: one TransactWriteItems with a ClientRequestToken kept per call
+// (so an SDK resend after it landed succeeds); a second, without the
+// session, when the session is no longer the worker's.
 func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion provider.WorkItem) error {
 	if err := provider.ValidateCompletion(provider.OpAckWorkItem, completion); err != nil {
 		return err
@@ -892,8 +791,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 	ackCtx := ackBudget(ctx)
 	err = p.sendTx(ackCtx, provider.OpAckWorkItem, callKey, build)
 	if touch && touchRefused(err) {
-		// The session is no longer this worker's: the ack goes
-		// ahead without recording activity on it.
+		// The session is no longer this worker's: ack without the touch.
 		touch = false
 		p.txs.rebuild(callKey)
 		err = p.sendTx(ackCtx, provider.OpAckWorkItem, callKey, build)
@@ -910,10 +808,8 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 	return nil
 }
 
-// abandonedAt reports whether the row a failed condition came back with
-// (ReturnValuesOnConditionCheckFailure ALL_OLD) is unlocked at ready key
-// readyKey, as the abandon that sets that key leaves it. The key holds the
-// abandon's own clock read, so no other write leaves it.
+// abandonedAt reports whether a failed condition's row is unlocked at
+// readyKey, which holds this abandon's clock read: no other write sets it.
 func abandonedAt(err error, readyKey string) bool {
 	row := failedConditionItem(err)
 	if row == nil {
@@ -925,18 +821,16 @@ func abandonedAt(err error, readyKey string) bool {
 }
 
 // RenewWorkItemLock extends a live activity lock to now+extendFor and
-// records activity on its session. An activity that is gone or whose lock
-// expired fails with [provider.ErrInvalidLockToken]; that is how a worker
-// learns its activity was cancelled. Throttling, conflicts (two activities
-// of one session renewing at once touch one session row) and lost
-// responses are retried inside the call as for
+// records activity on its session. An activity gone or whose lock expired
+// fails with [provider.ErrInvalidLockToken]: so a worker learns of a
+// cancellation. Throttling, conflicts (two of a session's activities
+// renewing at once) and lost responses are retried inside the call as for
 // [Provider.RenewOrchestrationItemLock]: an error means the lock is lost,
-// proved or by the clock, or that the context ended.
+// proved or by the clock, or that ctx ended.
 //
 // Requests: one UpdateItem (a two-action TransactWriteItems for a session
-// activity, then the UpdateItem alone when the session is no longer the
-// worker's); on a failure, a consistent GetItem of the row and more
-// attempts.
+// activity, the UpdateItem alone once the session is not the worker's);
+// on a failure, a consistent GetItem of the row and more attempts.
 func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, extendFor time.Duration) error {
 	tok, err := parseWorkToken(lockToken)
 	if err != nil {
@@ -960,12 +854,10 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 	return nil
 }
 
-// renewWork sends one attempt of an activity's renewal, with a touch of
-// its session when touch is set; it reports whether the next attempt
-// should touch the session.
+// renewWork sends one renewal attempt, touching the session when touch is
+// set; it reports whether the next attempt should touch it.
 func (p *Provider) renewWork(ctx context.Context, tok workToken, lockToken string, touch bool, now, until int64) (bool, error) {
-	// The ready key moves with the lease, so the row becomes eligible
-	// again exactly when the lease ends.
+	// The ready key moves with the lease: eligible again when it ends.
 	update := &types.Update{
 		TableName:                p.table,
 		Key:                      workKey(tok),
@@ -986,8 +878,7 @@ func (p *Provider) renewWork(ctx context.Context, tok workToken, lockToken strin
 			}
 			return touch, err
 		}
-		// The session is no longer this worker's: renew the activity's
-		// lock alone.
+		// The session is no longer this worker's: renew the lock alone.
 	}
 	_, err := p.db.UpdateItem(ctx, updateItem(update))
 	if conditionFailed(err) {
@@ -1016,10 +907,8 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, delay 
 		names["#att"] = attrAttempts
 		values[":one"] = n(1)
 	}
-	// Conditioned on the token it removes: on a resend, a failed condition
-	// means an earlier attempt landed. So does a row that comes back from
-	// a failed condition unlocked at the ready key this call sets: the
-	// SDK's retryer sent the call's request again after it landed.
+	// A failed condition means an earlier attempt landed on a resend, or when
+	// the row is unlocked at this call's ready key (the SDK resent it).
 	resent, err := p.resend(ctx, provider.OpAbandonWorkItem, func() error {
 		_, err := p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: p.table, Key: workKey(tok),
