@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -372,7 +373,8 @@ func (p *Provider) readCells(ctx context.Context) (figures, error) {
 // counter cells alone. Instance, execution and PendingInstances (queued
 // starts no turn has taken) counts are exact and current. TotalEvents is
 // a lower bound: a running execution counts only its first turn's events
-// until it ends.
+// until it ends. A figure whose cells sum below zero, which no write of
+// the provider leaves, is reported as 0 and logged as a warning.
 //
 // Requests: one consistent Query of 32 small cells (1 RRU), whatever the
 // table holds.
@@ -380,6 +382,9 @@ func (p *Provider) SystemMetrics(ctx context.Context) (provider.SystemMetrics, e
 	cells, err := p.readCells(ctx)
 	if err != nil {
 		return provider.SystemMetrics{}, translate(provider.OpSystemMetrics, err)
+	}
+	if neg := cells.negative(); len(neg) > 0 {
+		p.o.Logger.Warn("dynamo: counter cells sum below zero; SystemMetrics reports 0 for those figures", "figures", neg)
 	}
 	return provider.SystemMetrics{
 		TotalInstances:     unsigned(cells.instances),
@@ -393,6 +398,21 @@ func (p *Provider) SystemMetrics(ctx context.Context) (provider.SystemMetrics, e
 	}, nil
 }
 
-// unsigned is v, or 0 when negative (only if something else wrote the
-// cells).
+// unsigned is v, or 0 when negative.
 func unsigned(v int64) uint64 { return uint64(max(v, 0)) }
+
+// negative names f's figures below zero: a change applied twice, or cells
+// written by something else. Nothing the provider writes should leave one.
+func (f figures) negative() []string {
+	var neg []string
+	for _, c := range []struct {
+		name string
+		v    int64
+	}{{"instances", f.instances}, {"running", f.running}, {"completed", f.completed}, {"failed", f.failed},
+		{"canceled", f.canceled}, {"executions", f.executions}, {"events", f.events}, {"pending", f.pending}} {
+		if c.v < 0 {
+			neg = append(neg, fmt.Sprintf("%s=%d", c.name, c.v))
+		}
+	}
+	return neg
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/duradyn/duradyn/dynamo/dynamotest"
 	"github.com/duradyn/duradyn/dynamo/internal/keys"
 	"github.com/duradyn/duradyn/internal/faults"
+	"github.com/duradyn/duradyn/internal/linelog"
 	"github.com/duradyn/duradyn/provider"
 )
 
@@ -593,4 +596,37 @@ func racePendingDeletes(ctx context.Context, t *testing.T, a, b *dynamo.Provider
 		})
 	}
 	turning.Wait()
+}
+
+// TestSystemMetricsWarnsOfNegativeCells: a figure whose cells sum below
+// zero (a change applied twice) is reported as 0, and the provider says
+// so in a warning rather than hiding it.
+func TestSystemMetricsWarnsOfNegativeCells(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	var mu sync.Mutex
+	var warnings []string
+	env := dynamotest.NewEnv(t, false)
+	p := env.NewProvider(t, dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
+		o.Logger = linelog.New(func(line string) {
+			mu.Lock()
+			defer mu.Unlock()
+			warnings = append(warnings, line)
+		}, slog.LevelWarn)
+	}})
+	_, err := env.DB.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(env.Table), Item: map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: keys.MetricsPK}, "sk": &types.AttributeValueMemberS{Value: keys.MetricsCellSK(3)},
+		"np": &types.AttributeValueMemberN{Value: "-1"},
+	}})
+	must(t, err, "write a cell")
+	m, err := p.SystemMetrics(ctx)
+	must(t, err, "SystemMetrics")
+	if m.PendingInstances != 0 {
+		t.Fatalf("PendingInstances = %d with cells summing to -1; want 0", m.PendingInstances)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "pending=-1") {
+		t.Fatalf("warnings = %q; want one naming pending=-1", warnings)
+	}
 }
