@@ -27,11 +27,22 @@ type doomed struct {
 	queued   uint64
 }
 
-// collect reads instance's control rows and the keys a delete removes.
+// collect reads instance's control rows and the keys a delete removes. A
+// committed large turn still being applied is finished first, so that the
+// delete sees all it wrote: the children it started are linked, the
+// messages it consumed are gone.
 func (p *Provider) collect(ctx context.Context, instance string) (*doomed, error) {
 	st, err := p.loadState(ctx, instance)
 	if err != nil {
 		return nil, err
+	}
+	if st.lock.turn != "" {
+		if err := p.rollForward(ctx, instance, st.lock.turn); err != nil {
+			return nil, err
+		}
+		if st, err = p.loadState(ctx, instance); err != nil {
+			return nil, err
+		}
 	}
 	pk := keys.InstancePK(instance)
 	rows, err := p.queryPartition(ctx, pk, "#", "\U0010FFFF", attrPK, attrSK, attrChild, attrEventCount, attrKind)
@@ -53,10 +64,7 @@ func (p *Provider) collect(ctx context.Context, instance string) (*doomed, error
 			d.events += rowEventCount(row)
 		case strings.HasPrefix(sk, keys.QueuePrefix):
 			d.queued++
-			// A committed large turn's commit took the starts of its
-			// batch out of the cells; its apply deletes their rows.
-			consumed := st.lock.turn != "" && slices.Contains(st.lock.batch, sk)
-			if kind, _, _ := strAttr(row, attrKind); isStart(kind) && !consumed {
+			if kind, _, _ := strAttr(row, attrKind); isStart(kind) {
 				d.starts[sk] = true
 			}
 		}

@@ -1,0 +1,96 @@
+package dynamo_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/duradyn/duradyn/dynamo/dynamotest"
+	"github.com/duradyn/duradyn/dynamo/internal/keys"
+	"github.com/duradyn/duradyn/internal/faults"
+	"github.com/duradyn/duradyn/provider"
+)
+
+// appliesStageRow picks the apply of a large turn's staging row n.
+func appliesStageRow(n int) func(faults.Request) bool {
+	suffix := "#" + keys.Num20(uint64(n))
+	return func(r faults.Request) bool {
+		in, ok := r.Input.(*dynamodb.TransactWriteItemsInput)
+		if !ok {
+			return false
+		}
+		for _, a := range in.TransactItems {
+			if a.Delete == nil {
+				continue
+			}
+			if sk, ok := a.Delete.Key["sk"].(*types.AttributeValueMemberS); ok && strings.HasPrefix(sk.Value, keys.StagePrefix) && strings.HasSuffix(sk.Value, suffix) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// TestForceDeleteDuringALargeTurnThatStartsChildren: a turn starts more
+// children than its commit can link, so their starts and links are staged.
+// A force delete of the parent that comes after the staged starts of some
+// children are applied, and before their links are, must not leave those
+// children behind: no instance may remain once the delete and the turn are
+// over.
+func TestForceDeleteDuringALargeTurnThatStartsChildren(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	const children = 120 // more links than a commit holds
+	env := dynamotest.NewEnv(t, false)
+	in := faults.New(11)
+	a := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	b := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	const parent = "large-parent"
+	item := startAndFetch(ctx, t, a, parent)
+	commit := provider.TurnCommit{ExecutionID: 1, HistoryDelta: []provider.Event{started(parent)}, Metadata: meta()}
+	for i := range children {
+		id := uint64(i + 2)
+		child := fmt.Sprintf("%s::sub::%d", parent, id)
+		commit.HistoryDelta = append(commit.HistoryDelta, ev(id, parent, provider.SubOrchestrationScheduled{Name: testName, Instance: child, Input: "{}"}))
+		start := startItem(child)
+		start.ParentInstance, start.ParentID = ptr(parent), ptr(id)
+		commit.OrchestratorItems = append(commit.OrchestratorItems, start)
+	}
+
+	gate := faults.NewGate()
+	in.Add(faults.Rule{Ops: []string{faults.OpTransactWriteItems}, Rate: 1, Match: appliesStageRow(1), Count: 1, Fault: faults.Hold(gate)})
+	acked := make(chan error, 1)
+	go func() { acked <- a.AckOrchestrationItem(ctx, item.LockToken, commit) }()
+	must(t, gate.Wait(ctx, 1), "second staging row's apply at its gate")
+	// Committed, the first staging row applied: some children's starts are
+	// queued, the links of none written yet.
+	_, derr := b.DeleteInstancesAtomic(ctx, []string{parent}, true)
+	gate.Release()
+	aerr := <-acked
+	t.Logf("delete: %v; ack: %v", derr, aerr)
+
+	if aerr != nil && !errors.Is(aerr, provider.ErrInvalidLockToken) {
+		t.Fatalf("ack of the large turn: %v", aerr)
+	}
+	left, err := env.ScanMetrics(ctx)
+	must(t, err, "scan the table")
+	if derr == nil {
+		// Deleted: the whole tree, or the children no one will delete
+		// stay behind, started under a parent that is gone.
+		if left.TotalInstances != 0 || left.PendingInstances != 0 {
+			t.Fatalf("after a force delete of the parent: %d instances and %d queued starts left; want none", left.TotalInstances, left.PendingInstances)
+		}
+	} else {
+		// Refused: the tree stays whole, every child linked to its parent.
+		kids, err := b.ListChildren(ctx, parent)
+		must(t, err, "ListChildren")
+		if len(kids) != children {
+			t.Fatalf("after a refused delete (%v): the parent lists %d children; want %d", derr, len(kids), children)
+		}
+	}
+	checkMetrics(ctx, t, env, b, "after the delete")
+}
