@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -93,4 +94,64 @@ func TestForceDeleteDuringALargeTurnThatStartsChildren(t *testing.T) {
 		}
 	}
 	checkMetrics(ctx, t, env, b, "after the delete")
+}
+
+// TestLargeTurnWhoseCommitterDiesMidApplyIsFinished: a committed large turn
+// whose committer dies after applying some of its staging rows is finished
+// by another process, whatever the rows applied: here the first row holds
+// the consumed start and most of the turn's events for other instances,
+// the second the rest and the instance's own timer. Until the turn is
+// finished the instance must stay where a sweep finds it; once it is, the
+// timer fires.
+func TestLargeTurnWhoseCommitterDiesMidApplyIsFinished(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	const others = 110 // events for other instances: more than a transaction takes
+	const lease = 2 * time.Second
+	env := dynamotest.NewEnv(t, false)
+	in := faults.New(13)
+	a := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	b := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	const inst = "dies-mid-apply"
+	must(t, a.EnqueueForOrchestrator(ctx, startItem(inst), 0), "enqueue start")
+	item, err := a.FetchOrchestrationItem(ctx, lease, 0, nil)
+	if err != nil || item == nil {
+		t.Fatalf("FetchOrchestrationItem: %v, %v", item, err)
+	}
+	fireAt := uint64(time.Now().Add(lease).UnixMilli())
+	commit := provider.TurnCommit{ExecutionID: 1, Metadata: meta(),
+		HistoryDelta: []provider.Event{started(inst), ev(2, inst, provider.TimerCreated{FireAtMs: fireAt})}}
+	for i := range others {
+		commit.OrchestratorItems = append(commit.OrchestratorItems, provider.ExternalRaisedItem{Instance: fmt.Sprintf("other-%03d", i), Name: "e", Data: "{}"})
+	}
+	commit.OrchestratorItems = append(commit.OrchestratorItems, provider.TimerFiredItem{Instance: inst, ExecutionID: 1, ID: 2, FireAtMs: fireAt})
+
+	// The committer dies before the second row's apply: every attempt of
+	// it fails, and the ack is not retried.
+	stop := in.Add(faults.Rule{Ops: []string{faults.OpTransactWriteItems}, Rate: 1, Match: appliesStageRow(1), Fault: faults.ServerError("InternalServerError")})
+	if err := a.AckOrchestrationItem(ctx, item.LockToken, commit); err == nil {
+		t.Fatal("ack whose second apply fails: got nil, want an error")
+	}
+	stop()
+	must(t, a.Close(), "close the committer")
+
+	deadline := time.Now().Add(lease + 20*time.Second)
+	for time.Now().Before(deadline) {
+		got, err := b.FetchOrchestrationItem(ctx, longLock, 0, nil)
+		must(t, err, "fetch by the other process")
+		if got == nil {
+			continue
+		}
+		if got.Instance == inst && len(got.Messages) == 1 {
+			if _, ok := got.Messages[0].(provider.TimerFiredItem); ok {
+				if len(got.History) != 2 {
+					t.Fatalf("the timer's turn reads %d events; want the finished turn's 2", len(got.History))
+				}
+				return
+			}
+		}
+		// Events for instances that do not exist: out of the way.
+		must(t, b.AbandonOrchestrationItem(ctx, got.LockToken, time.Hour, true), "abandon "+got.Instance)
+	}
+	t.Fatalf("the instance's timer did not fire within %v of the committer's death: its committed turn was never finished", lease+20*time.Second)
 }

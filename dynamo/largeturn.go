@@ -158,10 +158,13 @@ func (p *Provider) stageTurn(ctx context.Context, id, tid string, actions []plan
 
 // commitRecords splits a large turn's actions into those its commit writes
 // (instance record first, execution records, KV rows and child links if all
-// fit), which readers then see from the commit on, and those staged.
+// fit), which readers then see from the commit on, and those staged. The
+// deletes of the consumed messages are staged last: until the last row is
+// applied they keep the instance in the ready index, where a sweep finds
+// it and a fetch finishes the turn of a committer that died.
 func commitRecords(pk string, actions []planAction) (records, staged []planAction) {
 	staged = make([]planAction, 0, len(actions))
-	var kv []planAction
+	var kv, consumed []planAction
 	kvBytes := 0
 	for _, a := range actions {
 		target := a.put
@@ -180,14 +183,16 @@ func commitRecords(pk string, actions []planAction) (records, staged []planActio
 		case strings.HasPrefix(sk, keys.KVRowsPrefix), strings.HasPrefix(sk, keys.ChildPrefix), strings.HasPrefix(sk, keys.ChildHashedPrefix):
 			kv = append(kv, a)
 			kvBytes += itemsize.ItemSize(target)
+		case a.del != nil && strings.HasPrefix(sk, keys.QueuePrefix):
+			consumed = append(consumed, a)
 		default:
 			staged = append(staged, a)
 		}
 	}
 	if len(kv) <= commitKVActions && kvBytes <= commitKVBytes {
-		return append(records, kv...), staged
+		return append(records, kv...), append(staged, consumed...)
 	}
-	return records, append(staged, kv...)
+	return records, append(append(staged, kv...), consumed...)
 }
 
 // A large turn's commit holds the KV and child-link writes beside at most
