@@ -27,22 +27,29 @@ type doomed struct {
 	queued   uint64
 }
 
-// collect reads instance's control rows and the keys a delete removes. A
-// committed large turn still being applied is finished first, so that the
-// delete sees all it wrote: the children it started are linked, the
-// messages it consumed are gone.
+// settled returns st, or, when a committed large turn is pending on it,
+// the state read again after finishing that turn (rollForward): a delete
+// or a prune must see the turn whole (the children it started linked, the
+// messages it consumed gone), and a turn whose committer died may have no
+// fetch to finish it.
+func (p *Provider) settled(ctx context.Context, st *instanceState) (*instanceState, error) {
+	if st.lock.turn == "" {
+		return st, nil
+	}
+	if err := p.rollForward(ctx, st.id, st.lock.turn); err != nil {
+		return nil, err
+	}
+	return p.loadState(ctx, st.id)
+}
+
+// collect reads instance's control rows and the keys a delete removes.
 func (p *Provider) collect(ctx context.Context, instance string) (*doomed, error) {
 	st, err := p.loadState(ctx, instance)
 	if err != nil {
 		return nil, err
 	}
-	if st.lock.turn != "" {
-		if err := p.rollForward(ctx, instance, st.lock.turn); err != nil {
-			return nil, err
-		}
-		if st, err = p.loadState(ctx, instance); err != nil {
-			return nil, err
-		}
+	if st, err = p.settled(ctx, st); err != nil {
+		return nil, err
 	}
 	pk := keys.InstancePK(instance)
 	rows, err := p.queryPartition(ctx, pk, "#", "\U0010FFFF", attrPK, attrSK, attrChild, attrEventCount, attrKind)
@@ -388,6 +395,13 @@ type pruneUnit struct {
 func (p *Provider) prune(ctx context.Context, op string, st *instanceState, options provider.PruneOptions) (provider.PruneResult, error) {
 	total := provider.PruneResult{InstancesProcessed: 1}
 	for try := 1; ; try++ {
+		var err error
+		if st, err = p.settled(ctx, st); err != nil {
+			return total, err
+		}
+		if st.meta == nil {
+			return total, nil // deleted meanwhile
+		}
 		res, err := p.pruneOnce(ctx, op, st, options)
 		total.ExecutionsDeleted += res.ExecutionsDeleted
 		total.EventsDeleted += res.EventsDeleted
@@ -399,9 +413,6 @@ func (p *Provider) prune(ctx context.Context, op string, st *instanceState, opti
 		}
 		if st, err = p.loadState(ctx, st.id); err != nil {
 			return total, err
-		}
-		if st.meta == nil {
-			return total, nil // deleted meanwhile
 		}
 	}
 }

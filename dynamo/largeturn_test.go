@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -154,4 +155,61 @@ func TestLargeTurnWhoseCommitterDiesMidApplyIsFinished(t *testing.T) {
 		must(t, b.AbandonOrchestrationItem(ctx, got.LockToken, time.Hour, true), "abandon "+got.Instance)
 	}
 	t.Fatalf("the instance's timer did not fire within %v of the committer's death: its committed turn was never finished", lease+20*time.Second)
+}
+
+// finishesTurn picks the release that finishes a large turn.
+func finishesTurn(r faults.Request) bool {
+	in, ok := r.Input.(*dynamodb.TransactWriteItemsInput)
+	if !ok || len(in.TransactItems) == 0 || in.TransactItems[0].Update == nil {
+		return false
+	}
+	u := in.TransactItems[0].Update
+	sk, _ := u.Key["sk"].(*types.AttributeValueMemberS)
+	return sk != nil && sk.Value == keys.Lock && aws.ToString(u.ConditionExpression) == "#turn = :tid"
+}
+
+// TestPruneFinishesAPendingLargeTurn: the last turn of an instance's second
+// execution is large and ends it; its committer applies every staging row
+// and dies before the release that finishes the turn. Nothing will fetch
+// the instance again, and a prune of its first execution must not be
+// refused for the pending turn.
+func TestPruneFinishesAPendingLargeTurn(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, false)
+	in := faults.New(17)
+	a := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	b := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	const inst = "prune-pending"
+	first := startAndFetch(ctx, t, a, inst)
+	must(t, a.AckOrchestrationItem(ctx, first.LockToken, lifeTurn(inst, 1, life{execs: 2})), "first execution continues as new")
+	second, err := a.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	if err != nil || second == nil {
+		t.Fatalf("fetch of the second execution: %v, %v", second, err)
+	}
+	commit := activities(inst, 150)
+	commit.ExecutionID = 2
+	for i := range commit.HistoryDelta {
+		commit.HistoryDelta[i].ExecutionID = 2
+	}
+	for i := range commit.WorkerItems {
+		commit.WorkerItems[i].ExecutionID = 2
+	}
+	end := uint64(len(commit.HistoryDelta) + 1)
+	commit.HistoryDelta = append(commit.HistoryDelta, evx(end, inst, 2, provider.OrchestrationCompleted{Output: "done"}))
+	commit.Metadata.Status, commit.Metadata.Output = provider.StatusCompleted, ptr("done")
+
+	stop := in.Add(faults.Rule{Ops: []string{faults.OpTransactWriteItems}, Rate: 1, Match: finishesTurn, Fault: faults.ServerError("InternalServerError")})
+	if err := a.AckOrchestrationItem(ctx, second.LockToken, commit); err == nil {
+		t.Fatal("ack whose release fails: got nil, want an error")
+	}
+	stop()
+	must(t, a.Close(), "close the committer")
+
+	res, err := b.PruneExecutions(ctx, inst, provider.PruneOptions{KeepLast: 1})
+	must(t, err, "PruneExecutions")
+	if res.ExecutionsDeleted != 1 {
+		t.Fatalf("PruneExecutions deleted %d executions; want the first", res.ExecutionsDeleted)
+	}
+	checkMetrics(ctx, t, env, b, "after the prune")
 }
