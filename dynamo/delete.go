@@ -28,10 +28,10 @@ type doomed struct {
 }
 
 // settled returns st, or, when a committed large turn is pending on it,
-// the state read again after finishing that turn (rollForward): a delete
-// or a prune must see the turn whole (the children it started linked, the
-// messages it consumed gone), and a turn whose committer died may have no
-// fetch to finish it.
+// the state read again after finishing that turn (rollForward): a delete,
+// a prune or an append must see the turn whole (the children it started
+// linked, the messages it consumed gone), and a turn whose committer died
+// may have no fetch to finish it.
 func (p *Provider) settled(ctx context.Context, st *instanceState) (*instanceState, error) {
 	if st.lock.turn == "" {
 		return st, nil

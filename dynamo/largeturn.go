@@ -476,10 +476,10 @@ func (p *Provider) applyStaged(ctx context.Context, instance, tid string, chunks
 }
 
 // rollForward applies the remaining staging rows of turn tid, if still
-// pending, and finishes it. Only lock holders and takers, deletes and
-// prunes call it; readers overlay instead (historyView). The first row's
-// apply rewrites the mark, for a turn committed by an earlier release
-// without one.
+// pending, and finishes it. Only lock holders and takers, deletes, prunes
+// and appends call it; readers overlay instead (historyView). The first
+// row's apply rewrites the mark, for a turn committed by an earlier
+// release without one.
 func (p *Provider) rollForward(ctx context.Context, instance, tid string) error {
 	st, err := p.loadState(ctx, instance)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/duradyn/duradyn/dynamo"
 	"github.com/duradyn/duradyn/dynamo/dynamotest"
 	"github.com/duradyn/duradyn/dynamo/internal/keys"
 	"github.com/duradyn/duradyn/internal/faults"
@@ -168,19 +169,17 @@ func finishesTurn(r faults.Request) bool {
 	return sk != nil && sk.Value == keys.Lock && aws.ToString(u.ConditionExpression) == "#turn = :tid"
 }
 
-// TestPruneFinishesAPendingLargeTurn: the last turn of an instance's second
-// execution is large and ends it; its committer applies every staging row
-// and dies before the release that finishes the turn. Nothing will fetch
-// the instance again, and a prune of its first execution must not be
-// refused for the pending turn.
-func TestPruneFinishesAPendingLargeTurn(t *testing.T) {
-	t.Parallel()
+// pendingEndedTurn leaves instance inst with two executions, the second
+// ended by a large turn whose committer applied every staging row and died
+// before the release that finishes the turn: nothing will fetch the
+// instance again. It returns a live provider on the table.
+func pendingEndedTurn(t *testing.T, inst string) (*dynamotest.Env, *dynamo.Provider) {
+	t.Helper()
 	ctx := t.Context()
 	env := dynamotest.NewEnv(t, false)
 	in := faults.New(17)
 	a := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
 	b := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
-	const inst = "prune-pending"
 	first := startAndFetch(ctx, t, a, inst)
 	must(t, a.AckOrchestrationItem(ctx, first.LockToken, lifeTurn(inst, 1, life{execs: 2})), "first execution continues as new")
 	second, err := a.FetchOrchestrationItem(ctx, longLock, 0, nil)
@@ -205,11 +204,40 @@ func TestPruneFinishesAPendingLargeTurn(t *testing.T) {
 	}
 	stop()
 	must(t, a.Close(), "close the committer")
+	return env, b
+}
 
+// TestPruneFinishesAPendingLargeTurn: a prune of the first execution of
+// pendingEndedTurn's instance is not refused for the pending turn.
+func TestPruneFinishesAPendingLargeTurn(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	const inst = "prune-pending"
+	env, b := pendingEndedTurn(t, inst)
 	res, err := b.PruneExecutions(ctx, inst, provider.PruneOptions{KeepLast: 1})
 	must(t, err, "PruneExecutions")
 	if res.ExecutionsDeleted != 1 {
 		t.Fatalf("PruneExecutions deleted %d executions; want the first", res.ExecutionsDeleted)
 	}
 	checkMetrics(ctx, t, env, b, "after the prune")
+}
+
+// TestAppendFinishesAPendingLargeTurn: events appended to the ended
+// execution of pendingEndedTurn's instance are stored, not refused for the
+// pending turn.
+func TestAppendFinishesAPendingLargeTurn(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	const inst = "append-pending"
+	env, b := pendingEndedTurn(t, inst)
+	before, err := b.ReadWithExecution(ctx, inst, 2)
+	must(t, err, "ReadWithExecution")
+	next := uint64(len(before) + 1)
+	must(t, b.AppendWithExecution(ctx, inst, 2, []provider.Event{evx(next, inst, 2, provider.ExternalEvent{Name: "late", Data: "{}"})}), "AppendWithExecution")
+	after, err := b.ReadWithExecution(ctx, inst, 2)
+	must(t, err, "ReadWithExecution")
+	if len(after) != len(before)+1 {
+		t.Fatalf("execution 2 has %d events after the append; want %d", len(after), len(before)+1)
+	}
+	checkMetrics(ctx, t, env, b, "after the append")
 }

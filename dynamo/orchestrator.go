@@ -330,6 +330,9 @@ func (p *Provider) AppendWithExecution(ctx context.Context, instance string, exe
 	}
 	// Events appended to an ended execution count in the record's figures.
 	st, err := p.loadState(ctx, instance)
+	if err == nil {
+		st, err = p.settled(ctx, st)
+	}
 	if err != nil {
 		return translate(provider.OpAppendWithExecution, err)
 	}
