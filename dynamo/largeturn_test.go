@@ -255,3 +255,99 @@ func TestAppendFinishesAPendingLargeTurn(t *testing.T) {
 	}
 	checkMetrics(ctx, t, env, b, "after the append")
 }
+
+// TestLargeTurnCommitterDeathAtEachStep: the committer of a turn of 150
+// activities dies at each step of the large-turn protocol in turn (its
+// requests of that step fail, and it never acks again). Another process
+// then finds the instance without a signal: before the commit it takes
+// the message again, the turn never made; from the commit on it finishes
+// the turn, whole. Dying between the last apply and the release leaves
+// every effect of the turn in place, and a later writer of the instance
+// finishes it (TestPruneFinishesAPendingLargeTurn).
+func TestLargeTurnCommitterDeathAtEachStep(t *testing.T) {
+	t.Parallel()
+	const n = 150
+	const lease = 2 * time.Second
+	stages := func(r faults.Request) bool {
+		in, ok := r.Input.(*dynamodb.BatchWriteItemInput)
+		if !ok {
+			return false
+		}
+		for _, reqs := range in.RequestItems {
+			for _, w := range reqs {
+				if w.PutRequest == nil {
+					continue
+				}
+				if sk, ok := w.PutRequest.Item["sk"].(*types.AttributeValueMemberS); ok && strings.HasPrefix(sk.Value, keys.StagePrefix) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	steps := []struct {
+		name      string
+		op        string
+		match     func(faults.Request) bool
+		committed bool
+	}{
+		{"Stage", faults.OpBatchWriteItem, stages, false},
+		{"Commit", faults.OpTransactWriteItems, isLockCommit, false},
+		{"FirstApply", faults.OpTransactWriteItems, appliesStageRow(0), true},
+		{"SecondApply", faults.OpTransactWriteItems, appliesStageRow(1), true},
+	}
+	for _, step := range steps {
+		t.Run(step.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			env := dynamotest.NewEnv(t, false)
+			in := faults.New(19)
+			a := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+			b := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+			inst := "dies-at-" + step.name
+			must(t, a.EnqueueForOrchestrator(ctx, startItem(inst), 0), "enqueue start")
+			item, err := a.FetchOrchestrationItem(ctx, lease, 0, nil)
+			if err != nil || item == nil {
+				t.Fatalf("FetchOrchestrationItem: %v, %v", item, err)
+			}
+			stop := in.Add(faults.Rule{Ops: []string{step.op}, Rate: 1, Match: step.match, Fault: faults.ServerError("InternalServerError")})
+			if err := a.AckOrchestrationItem(ctx, item.LockToken, activities(inst, n)); err == nil {
+				t.Fatal("ack whose step fails: got nil, want an error")
+			}
+			stop()
+			must(t, a.Close(), "close the committer")
+
+			deadline := time.Now().Add(lease + 30*time.Second)
+			for {
+				if time.Now().After(deadline) {
+					t.Fatalf("no other process took the instance within %v of its committer's death", lease+30*time.Second)
+				}
+				got, err := b.FetchOrchestrationItem(ctx, longLock, 0, nil)
+				must(t, err, "fetch by the other process")
+				if step.committed && got == nil && workerRows(ctx, t, b) == n {
+					break // finished: the consumed start gone, every activity queued
+				}
+				if got == nil {
+					continue
+				}
+				if step.committed {
+					t.Fatalf("fetched %q with %d messages after its committed turn", got.Instance, len(got.Messages))
+				}
+				if len(got.History) != 0 || len(got.Messages) != 1 {
+					t.Fatalf("fetch after a turn that never committed: %d events, %d messages; want none and the start", len(got.History), len(got.Messages))
+				}
+				must(t, b.AckOrchestrationItem(ctx, got.LockToken, activities(inst, n)), "the turn again, by the other process")
+				break
+			}
+			history, err := b.Read(ctx, inst)
+			must(t, err, "Read")
+			if len(history) != n+1 {
+				t.Fatalf("history has %d events; want the turn's %d", len(history), n+1)
+			}
+			if q := workerRows(ctx, t, b); q != n {
+				t.Fatalf("%d activities queued; want %d", q, n)
+			}
+			checkMetrics(ctx, t, env, b, "after the turn")
+		})
+	}
+}
