@@ -74,14 +74,17 @@ func (p *Provider) commitLargeTurn(ctx context.Context, turn *turnState, plan tu
 		return p.largeCommitRefused(ctx, turn, tid, err)
 	}
 
-	// 3. Apply. A failure leaves a committed turn the next fetch finishes.
-	if err := p.applyStaged(ctx, id, tid, chunks); err != nil {
+	// 3. Apply, the last row with the release. A failure leaves a committed
+	// turn the next fetch finishes.
+	release := p.releaseActions(id, tid, execID, turn.attempts, turn.batch)
+	if err := p.applyStaged(ctx, id, tid, chunks, release); err != nil {
 		if errors.Is(err, errTurnGone) {
 			return p.turnOutcome(ctx, id, tid)
 		}
 		return translate(provider.OpAckOrchestrationItem, err)
 	}
-	return translateNil(provider.OpAckOrchestrationItem, p.finishTurn(ctx, id, tid, execID, turn.attempts, turn.batch))
+	p.hints.unlocked(id)
+	return nil
 }
 
 // largeTurnRetried reads the lock row before staging, so that a retry
@@ -413,6 +416,12 @@ func chunkActions(actions []planAction) [][]planAction {
 	if len(cur) > 0 {
 		chunks = append(chunks, cur)
 	}
+	// The last row also carries the release and the mark's delete: one
+	// action more than a row in the middle.
+	if n := len(chunks); n > 1 && len(chunks[n-1]) == stageActions {
+		last := chunks[n-1]
+		chunks = append(chunks[:n-1], last[:len(last)-1], last[len(last)-1:])
+	}
 	return chunks
 }
 
@@ -464,11 +473,16 @@ func decodeStaged(row item) ([]planAction, error) {
 	return out, nil
 }
 
-// applyStaged applies turn tid's staging rows (its commit wrote the mark).
-func (p *Provider) applyStaged(ctx context.Context, instance, tid string, chunks [][]planAction) error {
+// applyStaged applies turn tid's staging rows (its commit wrote the mark),
+// the last one with release (releaseActions).
+func (p *Provider) applyStaged(ctx context.Context, instance, tid string, chunks [][]planAction, release []types.TransactWriteItem) error {
 	pk := keys.InstancePK(instance)
 	for i, chunk := range chunks {
-		if err := p.applyOne(ctx, pk, tid, 0, i, chunk); err != nil {
+		var last []types.TransactWriteItem
+		if i == len(chunks)-1 {
+			last = release
+		}
+		if err := p.applyOne(ctx, pk, tid, 0, i, chunk, last); err != nil {
 			return err
 		}
 	}
@@ -494,7 +508,13 @@ func (p *Provider) rollForward(ctx context.Context, instance, tid string) error 
 		return err
 	}
 	pk := keys.InstancePK(instance)
-	for _, row := range rows {
+	release := p.releaseActions(instance, tid, st.lock.turnExec, st.lock.attempts, st.lock.batch)
+	if len(rows) == 0 {
+		// Every row applied, the release not made (a table written before
+		// the last row carried it).
+		return p.finishTurn(ctx, instance, tid, release)
+	}
+	for i, row := range rows {
 		sk, _, _ := strAttr(row, attrSK)
 		idx, err := keys.ParseNum20(sk[len(prefix):])
 		if err != nil {
@@ -504,14 +524,21 @@ func (p *Provider) rollForward(ctx context.Context, instance, tid string) error 
 		if err != nil {
 			return err
 		}
-		if err := p.applyOne(ctx, pk, tid, st.lock.turnExec, int(idx), actions); err != nil {
+		// While the turn is pending its last row is not applied: the
+		// last row left is the turn's last, which releases the lock.
+		var last []types.TransactWriteItem
+		if i == len(rows)-1 {
+			last = release
+		}
+		if err := p.applyOne(ctx, pk, tid, st.lock.turnExec, int(idx), actions, last); err != nil {
 			if errors.Is(err, errTurnGone) {
 				return nil // finished by someone else, or the instance was deleted
 			}
 			return err
 		}
 	}
-	return p.finishTurn(ctx, instance, tid, st.lock.turnExec, st.lock.attempts, st.lock.batch)
+	p.hints.unlocked(instance)
+	return nil
 }
 
 // errTurnGone means the lock row no longer holds the turn (finished, deleted).
@@ -527,15 +554,19 @@ const (
 // the row existing (each action lands once) and the lock row holding the
 // turn (none on a deleted instance), retrying transient cancellations. With
 // execID set, row 0 also writes the turn mark, before any row is visible.
-func (p *Provider) applyOne(ctx context.Context, pk, tid string, execID uint64, idx int, actions []planAction) error {
-	tx := make([]types.TransactWriteItem, 0, len(actions)+2)
-	tx = append(tx, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
-		TableName:                 p.table,
-		Key:                       key(pk, keys.Lock),
-		ConditionExpression:       aws.String("#turn = :tid"),
-		ExpressionAttributeNames:  map[string]string{"#turn": attrTurn},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":tid": s(tid)},
-	}})
+func (p *Provider) applyOne(ctx context.Context, pk, tid string, execID uint64, idx int, actions []planAction, release []types.TransactWriteItem) error {
+	tx := make([]types.TransactWriteItem, 0, len(actions)+3)
+	if len(release) > 0 {
+		tx = append(tx, release[0]) // conditioned on the turn, as the check
+	} else {
+		tx = append(tx, types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{
+			TableName:                 p.table,
+			Key:                       key(pk, keys.Lock),
+			ConditionExpression:       aws.String("#turn = :tid"),
+			ExpressionAttributeNames:  map[string]string{"#turn": attrTurn},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":tid": s(tid)},
+		}})
+	}
 	for _, a := range actions {
 		if sk, _, _ := strAttr(a.put, attrSK); a.put != nil && isHistorySK(sk) {
 			tx = append(tx, types.TransactWriteItem{Put: &types.Put{
@@ -549,10 +580,13 @@ func (p *Provider) applyOne(ctx context.Context, pk, tid string, execID uint64, 
 		a.eventID = 0 // duplicates were checked before staging
 		tx = append(tx, p.transactAction(a))
 	}
-	if idx == 0 && execID != 0 {
+	if idx == 0 && execID != 0 && len(release) == 0 {
 		mark := key(pk, keys.TurnMarkSK(execID))
 		mark[attrTurnID] = s(tid)
 		tx = append(tx, types.TransactWriteItem{Put: &types.Put{TableName: p.table, Item: mark}})
+	}
+	if len(release) > 0 {
+		tx = append(tx, release[1:]...)
 	}
 	tx = append(tx, types.TransactWriteItem{Delete: &types.Delete{
 		TableName:                p.table,
@@ -568,6 +602,8 @@ func (p *Provider) applyOne(ctx context.Context, pk, tid string, execID uint64, 
 		}
 		reasons := cancelReasons(err)
 		switch i := conditionFailedAt(reasons); {
+		case len(release) > 0 && (i == 0 || i == len(tx)-1):
+			return errTurnGone // the turn was finished, or the instance deleted
 		case len(reasons) == len(tx) && reasons[len(reasons)-1] == "ConditionalCheckFailed":
 			return nil // applied already
 		case i == 0:
@@ -586,20 +622,10 @@ func (p *Provider) applyOne(ctx context.Context, pk, tid string, execID uint64, 
 	}
 }
 
-// finishTurn releases the lock with the turn recorded done and removes the
-// turn mark, conditioned on the lock row holding the turn. It writes no
-// history row, so rows a delete or prune removed stay removed.
-func (p *Provider) finishTurn(ctx context.Context, instance, tid string, executionID uint64, attempts map[string]uint32, batch []string) error {
-	remaining := maps.Clone(attempts)
-	for _, sk := range batch {
-		delete(remaining, sk)
-	}
-	u := newLockRelease(remaining, tid, "").update(p.table, instance, "#turn = :tid",
-		map[string]string{"#turn": attrTurn}, map[string]types.AttributeValue{":tid": s(tid)})
-	actions := []types.TransactWriteItem{{Update: u}}
-	if executionID != 0 {
-		actions = append(actions, deleteAction(p.table, key(keys.InstancePK(instance), keys.TurnMarkSK(executionID))))
-	}
+// finishTurn sends a turn's release (releaseActions) on its own, for a
+// pending turn with no staging row left. It writes no history row, so rows
+// a delete or prune removed stay removed.
+func (p *Provider) finishTurn(ctx context.Context, instance, tid string, actions []types.TransactWriteItem) error {
 	// A conflict with another finisher is resent and meets the finished turn.
 	if err := p.sendFresh(ctx, provider.OpAckOrchestrationItem, actions); err != nil {
 		if conditionFailedAt(cancelReasons(err)) != 0 {
@@ -611,6 +637,23 @@ func (p *Provider) finishTurn(ctx context.Context, instance, tid string, executi
 	}
 	p.hints.unlocked(instance)
 	return nil
+}
+
+// releaseActions release the lock of instance with turn tid recorded done,
+// conditioned on the lock row holding the turn (the first action), and
+// remove the turn mark of execution executionID (0: none).
+func (p *Provider) releaseActions(instance, tid string, executionID uint64, attempts map[string]uint32, batch []string) []types.TransactWriteItem {
+	remaining := maps.Clone(attempts)
+	for _, sk := range batch {
+		delete(remaining, sk)
+	}
+	u := newLockRelease(remaining, tid, "").update(p.table, instance, "#turn = :tid",
+		map[string]string{"#turn": attrTurn}, map[string]types.AttributeValue{":tid": s(tid)})
+	actions := []types.TransactWriteItem{{Update: u}}
+	if executionID != 0 {
+		actions = append(actions, deleteAction(p.table, key(keys.InstancePK(instance), keys.TurnMarkSK(executionID))))
+	}
+	return actions
 }
 
 // turnOutcome tells, once the lock row no longer holds turn tid, whether it

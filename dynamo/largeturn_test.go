@@ -172,7 +172,8 @@ func TestLargeTurnWhoseCommitterDiesMidApplyIsFinished(t *testing.T) {
 	}
 }
 
-// finishesTurn picks the release that finishes a large turn.
+// finishesTurn picks the transaction that finishes a large turn: the last
+// staging row's apply, which releases the lock.
 func finishesTurn(r faults.Request) bool {
 	in, ok := r.Input.(*dynamodb.TransactWriteItemsInput)
 	if !ok || len(in.TransactItems) == 0 || in.TransactItems[0].Update == nil {
@@ -184,9 +185,8 @@ func finishesTurn(r faults.Request) bool {
 }
 
 // pendingEndedTurn leaves instance inst with two executions, the second
-// ended by a large turn whose committer applied every staging row and died
-// before the release that finishes the turn: nothing will fetch the
-// instance again. It returns a live provider on the table.
+// ended by a large turn whose committer died at its last staging row, the
+// one that finishes the turn. It returns a live provider on the table.
 func pendingEndedTurn(t *testing.T, inst string) (*dynamotest.Env, *dynamo.Provider) {
 	t.Helper()
 	ctx := t.Context()
@@ -261,9 +261,8 @@ func TestAppendFinishesAPendingLargeTurn(t *testing.T) {
 // requests of that step fail, and it never acks again). Another process
 // then finds the instance without a signal: before the commit it takes
 // the message again, the turn never made; from the commit on it finishes
-// the turn, whole. Dying between the last apply and the release leaves
-// every effect of the turn in place, and a later writer of the instance
-// finishes it (TestPruneFinishesAPendingLargeTurn).
+// the turn, whole (the second row's apply is the last, which releases the
+// lock: no step lies between the applies and the release).
 func TestLargeTurnCommitterDeathAtEachStep(t *testing.T) {
 	t.Parallel()
 	const n = 150
