@@ -350,3 +350,35 @@ func TestLargeTurnCommitterDeathAtEachStep(t *testing.T) {
 		})
 	}
 }
+
+// TestLargeTurnLastApplyResponseLost: the response to the last staging
+// row's apply, which also releases the lock, is lost below the SDK's
+// retryer; the resend meets the turn finished. The ack succeeds and the
+// turn is in, whole.
+func TestLargeTurnLastApplyResponseLost(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	const n = 150
+	env := dynamotest.NewEnv(t, false)
+	in := faults.New(23)
+	p := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	const inst = "last-apply-lost"
+	item := startAndFetch(ctx, t, p, inst)
+	in.Add(faults.Rule{Ops: []string{faults.OpTransactWriteItems}, Rate: 1, Count: 1, Match: finishesTurn, Fault: faults.LostResponse()})
+	must(t, p.AckOrchestrationItem(ctx, item.LockToken, activities(inst, n)), "ack whose last apply lost its response")
+	if lost := in.Stats().Faults[faults.KindLostResponse]; lost != 1 {
+		t.Fatalf("%d responses lost; want 1", lost)
+	}
+	history, err := p.Read(ctx, inst)
+	must(t, err, "Read")
+	if len(history) != n+1 {
+		t.Fatalf("history has %d events; want %d", len(history), n+1)
+	}
+	if q := workerRows(ctx, t, p); q != n {
+		t.Fatalf("%d activities queued; want %d", q, n)
+	}
+	if _, pending := lockRow(ctx, t, env, inst)["turn"]; pending {
+		t.Fatal("the lock row still holds the turn")
+	}
+	checkMetrics(ctx, t, env, p, "after the turn")
+}
