@@ -476,6 +476,9 @@ func decodeStaged(row item) ([]planAction, error) {
 // applyStaged applies turn tid's staging rows (its commit wrote the mark),
 // the last one with release (releaseActions).
 func (p *Provider) applyStaged(ctx context.Context, instance, tid string, chunks [][]planAction, release []types.TransactWriteItem) error {
+	if len(chunks) == 0 {
+		return p.finishTurn(ctx, instance, tid, release)
+	}
 	pk := keys.InstancePK(instance)
 	for i, chunk := range chunks {
 		var last []types.TransactWriteItem
@@ -510,9 +513,7 @@ func (p *Provider) rollForward(ctx context.Context, instance, tid string) error 
 	pk := keys.InstancePK(instance)
 	release := p.releaseActions(instance, tid, st.lock.turnExec, st.lock.attempts, st.lock.batch)
 	if len(rows) == 0 {
-		// Every row applied, the release not made (a table written before
-		// the last row carried it).
-		return p.finishTurn(ctx, instance, tid, release)
+		return p.finishTurn(ctx, instance, tid, release) // a turn staged nothing
 	}
 	for i, row := range rows {
 		sk, _, _ := strAttr(row, attrSK)
@@ -554,6 +555,8 @@ const (
 // the row existing (each action lands once) and the lock row holding the
 // turn (none on a deleted instance), retrying transient cancellations. With
 // execID set, row 0 also writes the turn mark, before any row is visible.
+// The last row carries release (releaseActions) in place of the check; a
+// turn found finished or gone is then errTurnGone.
 func (p *Provider) applyOne(ctx context.Context, pk, tid string, execID uint64, idx int, actions []planAction, release []types.TransactWriteItem) error {
 	tx := make([]types.TransactWriteItem, 0, len(actions)+3)
 	if len(release) > 0 {
@@ -623,8 +626,8 @@ func (p *Provider) applyOne(ctx context.Context, pk, tid string, execID uint64, 
 }
 
 // finishTurn sends a turn's release (releaseActions) on its own, for a
-// pending turn with no staging row left. It writes no history row, so rows
-// a delete or prune removed stay removed.
+// turn that staged no row. It writes no history row, so rows a delete or
+// prune removed stay removed.
 func (p *Provider) finishTurn(ctx context.Context, instance, tid string, actions []types.TransactWriteItem) error {
 	// A conflict with another finisher is resent and meets the finished turn.
 	if err := p.sendFresh(ctx, provider.OpAckOrchestrationItem, actions); err != nil {
