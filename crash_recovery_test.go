@@ -67,8 +67,8 @@ type crashProcessConfig struct {
 	Kill string
 	// At is the ordinal (from 1) of the fetch or activity start to stop at.
 	At int
-	// Step is the write of a large turn to stop before: "commit",
-	// "apply-<n>" (staging row n) or "finish".
+	// Step is the write of a large turn to stop before: "commit" or
+	// "apply-<n>" (staging row n; the last one also finishes the turn).
 	Step string
 }
 
@@ -228,7 +228,7 @@ func TestCrashRecovery(t *testing.T) {
 	// is killed at one step of the first large turn it writes, most likely
 	// the fan-out's (or the roll-forward of an earlier one). Before the
 	// flows are started, so that the fan-out is not queued behind them.
-	for k, step := range []string{"commit", "apply-0", "apply-1", "finish"} {
+	for k, step := range []string{"commit", "apply-0", "apply-1"} {
 		id := fmt.Sprintf("crash-fan-%d", k)
 		in := crashFanIn{Base: 1000 * (k + 1), N: crashFanOutN}
 		if err := crashFanOut.Start(ctx, client, id, in); err != nil {
@@ -791,12 +791,11 @@ func (f *crashFetchKillPoint) FetchOrchestrationItem(ctx context.Context, lockTi
 }
 
 // crashLargeTurnKillPoint wraps db so that the first write of a large turn
-// that is step (the commit, "apply-<n>", or the finish; see the DynamoDB
-// provider's commitLargeTurn) is held before it is sent, and reports it
-// through mark. Writes are told apart by the rows they touch
-// (docs/design.md §3 and §5): staging rows (sort key T#…), the commit
-// transaction that starts with the lock row's "SET #turn", and the deletion
-// of the turn mark (H#<execution>#~) that ends a turn.
+// that is step (the commit or "apply-<n>"; see the DynamoDB provider's
+// commitLargeTurn) is held before it is sent, and reports it through mark.
+// Writes are told apart by the rows they touch (docs/design.md §3 and §5):
+// staging rows (sort key T#…), whose last apply also ends the turn, and the
+// commit transaction that starts with the lock row's "SET #turn".
 func crashLargeTurnKillPoint(db dynamo.API, step string, mark func(detail string)) dynamo.API {
 	in := faults.New(1)
 	gate := faults.NewGate()
@@ -830,13 +829,9 @@ func crashLargeTurnKillPoint(db dynamo.API, step string, mark func(detail string
 				if a.Delete == nil {
 					continue
 				}
-				sk := crashAttrS(a.Delete.Key, "sk")
-				switch {
-				case strings.HasPrefix(sk, "T#"):
+				if sk := crashAttrS(a.Delete.Key, "sk"); strings.HasPrefix(sk, "T#") {
 					n, _ := strconv.Atoi(sk[strings.LastIndexByte(sk, '#')+1:])
 					pk, got = crashAttrS(a.Delete.Key, "pk"), "apply-"+strconv.Itoa(n)
-				case strings.HasPrefix(sk, "H#") && strings.HasSuffix(sk, "#~"):
-					pk, got = crashAttrS(a.Delete.Key, "pk"), "finish"
 				}
 			}
 		}
