@@ -1,6 +1,7 @@
 package dynamo_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -338,15 +339,7 @@ func TestLargeTurnCommitterDeathAtEachStep(t *testing.T) {
 				must(t, b.AckOrchestrationItem(ctx, got.LockToken, activities(inst, n)), "the turn again, by the other process")
 				break
 			}
-			history, err := b.Read(ctx, inst)
-			must(t, err, "Read")
-			if len(history) != n+1 {
-				t.Fatalf("history has %d events; want the turn's %d", len(history), n+1)
-			}
-			if q := workerRows(ctx, t, b); q != n {
-				t.Fatalf("%d activities queued; want %d", q, n)
-			}
-			checkMetrics(ctx, t, env, b, "after the turn")
+			turnIsWhole(ctx, t, env, b, inst, n)
 		})
 	}
 }
@@ -369,10 +362,18 @@ func TestLargeTurnLastApplyResponseLost(t *testing.T) {
 	if lost := in.Stats().Faults[faults.KindLostResponse]; lost != 1 {
 		t.Fatalf("%d responses lost; want 1", lost)
 	}
+	turnIsWhole(ctx, t, env, p, inst, n)
+}
+
+// turnIsWhole checks that inst's turn of n activities (activities) is in
+// and finished: its history, its activities queued, the lock row free of
+// it, and the counter cells as the table.
+func turnIsWhole(ctx context.Context, t *testing.T, env *dynamotest.Env, p *dynamo.Provider, inst string, n int) {
+	t.Helper()
 	history, err := p.Read(ctx, inst)
 	must(t, err, "Read")
 	if len(history) != n+1 {
-		t.Fatalf("history has %d events; want %d", len(history), n+1)
+		t.Fatalf("history has %d events; want the turn's %d", len(history), n+1)
 	}
 	if q := workerRows(ctx, t, p); q != n {
 		t.Fatalf("%d activities queued; want %d", q, n)
