@@ -229,7 +229,7 @@ func (p *Provider) sendTurn(ctx context.Context, turn *turnState, plan *turnPlan
 		}
 		return true, p.commitLargeTurn(ctx, turn, *plan)
 	}
-	hand := p.handActivity(plan, now)
+	hand := p.handActivity(plan, turn, now)
 	return false, p.commitTurn(ctx, turn, *plan, hand, digest, now)
 }
 
@@ -241,7 +241,11 @@ func (p *Provider) turnAcked(turn *turnState, lockToken string, commit provider.
 	p.hints.unlocked(turn.st.id)
 	// Sweeps pass over consumed messages a lagging index still shows.
 	for _, sk := range turn.batch {
-		p.hints.heldWork(messageRowKeyOf(turn.st.id, sk), "", now+ackedWorkMs)
+		seq := ""
+		if sk == keys.SlotSK && turn.st.slot != nil {
+			seq = turn.st.slot.seq // the slot's next completion is no stale signal
+		}
+		p.hints.heldWork(messageRowKeyOf(turn.st.id, sk), seq, now+ackedWorkMs)
 	}
 	if large {
 		p.history.drop(turn.st.id) // its lock row records the large turn
@@ -449,7 +453,11 @@ func (tp *turnPlanner) consumed() {
 		starts[m.sk] = isStart(m.kind)
 	}
 	for _, sk := range tp.turn.batch {
-		tp.add(planAction{del: key(tp.pk, sk), asRead: rowExists})
+		asRead := rowExists
+		if sk == keys.SlotSK {
+			asRead = slotAsRead(tp.st.slot)
+		}
+		tp.add(planAction{del: key(tp.pk, sk), asRead: asRead})
 		if starts[sk] {
 			tp.startsTaken++
 		}
@@ -622,6 +630,10 @@ func (tp *turnPlanner) workerItems() error {
 			continue
 		}
 		scheduled[c] = true // one delete per activity, however often it is named
+		if sl := tp.st.slot; sl != nil && !sl.done && c.Instance == tp.id && sl.exec == c.ExecutionID && sl.act == c.ActivityID {
+			tp.add(planAction{del: key(tp.pk, keys.SlotSK), asRead: &rowCondition{expr: "#seq = :seq", names: map[string]string{"#seq": attrSeq}, values: map[string]types.AttributeValue{":seq": s(sl.seq)}}})
+			continue
+		}
 		tp.add(planAction{del: key(keys.WorkerPK(c.Instance), keys.WorkerSK(c.ExecutionID, c.ActivityID))})
 	}
 	return nil

@@ -70,6 +70,12 @@ const (
 	attrTurnID  = "tid" // the large turn a turn mark names
 	attrValue   = "val"
 	attrKVKey   = "k"
+	// The activity slot (slot.go): its state, the token whose ack filled
+	// it, and the execution and id of the activity it runs.
+	attrSlot     = "slot"
+	attrAckToken = "atok"
+	attrSlotExec = "sx"
+	attrSlotAct  = "sa"
 	// A KV row's current-execution write: a value and its time, or a clear.
 	attrDeltaValue   = "dval"
 	attrDeltaTS      = "dts"

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/duradyn/duradyn/dynamo/internal/keys"
 	"github.com/duradyn/duradyn/provider"
 	"github.com/duradyn/duradyn/queues"
 )
@@ -93,7 +92,7 @@ func (p *Provider) claimAddressed(sigs []queues.Signal, tags provider.TagFilter,
 		}
 		// Keys only, as tryRow names rows (one fetch at a time per row,
 		// by any path); the claim returns the rest.
-		pk := keys.WorkerPK(sig.Instance)
+		pk := workRowPK(sig.Instance, sig.Work)
 		r := readyRow{pk: pk, sk: sig.Work, readySK: sig.Claim, shard: sig.Shard, row: key(pk, sig.Work)}
 		if _, done, err := tryRow(r); done || err != nil {
 			return done, sig, handled, err

@@ -246,7 +246,14 @@ func (f *orchFetch) try(instance string, signal *queues.Signal, shown []string) 
 // stale reports whether sig names a message an ack of this process
 // consumed (hints.heldWork): it announces nothing.
 func (f *orchFetch) stale(sig queues.Signal) bool {
-	return sig.Work != "" && f.p.hints.holdsWork(messageRowKeyOf(sig.Instance, sig.Work), f.p.nowMs())
+	if sig.Work == "" {
+		return false
+	}
+	k, now := messageRowKeyOf(sig.Instance, sig.Work), f.p.nowMs()
+	if sig.Claim != "" {
+		return f.p.hints.holdsRow(k, readySeq(sig.Claim), now) // the slot's completion
+	}
+	return f.p.hints.holdsWork(k, now)
 }
 
 // trySignals tries the signals' instances in order, each once; those this
@@ -346,9 +353,10 @@ func (f *orchFetch) sweep() (bool, []queues.Signal, error) {
 func (f *orchFetch) sweepable(row item, now int64) bool {
 	p := f.p
 	pk, _, _ := strAttr(row, attrPK)
+	rsk, _, _ := strAttr(row, attrReadySK)
 	id, err := keys.InstanceFromPK(pk)
 	return err == nil && !p.hints.isLocked(id, now) && !p.waits.ownLocked(id, now) && !p.hints.isParked(id, now) &&
-		!p.hints.isParked(filteredKey(id, f.filter), now) && !p.hints.holdsWork(queueRowKey(row), now)
+		!p.hints.isParked(filteredKey(id, f.filter), now) && !p.hints.holdsRow(queueRowKey(row), readySeq(rsk), now)
 }
 
 // handOn returns a signal for each instance of rest not yet in seen, oldest
@@ -583,7 +591,9 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 	}
 	if len(batch) == 0 {
 		for _, sk := range shown {
-			p.hints.heldWork(messageRowKeyOf(instance, sk), "", now+ackedWorkMs)
+			if sk != keys.SlotSK { // its next completion would be hidden too
+				p.hints.heldWork(messageRowKeyOf(instance, sk), "", now+ackedWorkMs)
+			}
 		}
 		return nil, nil
 	}
@@ -627,7 +637,11 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 		p.history.fetched(instance, out.ExecutionID, turn.token, st.lock, events, historyBytes)
 	}
 	p.turns.put(turn)
-	p.waits.locked(instance, turn.token, now, turn.leaseEnd(), capped, turn.batch)
+	taken := make([]string, len(batch))
+	for i, m := range batch {
+		taken[i] = takenKey(m.sk, m.seq)
+	}
+	p.waits.locked(instance, turn.token, now, turn.leaseEnd(), capped, taken)
 	return out, nil
 }
 

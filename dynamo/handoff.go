@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/duradyn/duradyn/dynamo/internal/keys"
 	"github.com/duradyn/duradyn/internal/itemsize"
 	"github.com/duradyn/duradyn/provider"
 	"github.com/duradyn/duradyn/queues"
@@ -147,8 +146,10 @@ type handedRow struct {
 
 // handActivity writes the turn's claimable activity claimed for a waiting
 // fetch, if one waits, and drops its signal: nobody else need look for
-// it. It returns nil when there is nothing to hand or nobody to take it.
-func (p *Provider) handActivity(plan *turnPlan, now int64) *handedRow {
+// it. It goes into the instance's slot when that is free (slot.go), else
+// into its worker row. It returns nil when there is nothing to hand or
+// nobody to take it.
+func (p *Provider) handActivity(plan *turnPlan, turn *turnState, now int64) *handedRow {
 	c := plan.claimable
 	if c == nil {
 		return nil
@@ -165,27 +166,43 @@ func (p *Provider) handActivity(plan *turnPlan, now int64) *handedRow {
 		p.handoffs.release(to)
 		return nil
 	}
-	sk := keys.WorkerSK(w.ExecutionID, w.ID)
-	token := newWorkToken(workToken{instance: w.Instance, executionID: w.ExecutionID, activityID: w.ID, seq: seq})
 	until := now + durMs(to.lockTimeout)
-	claimed := make(item, len(row)+2)
-	for k, v := range row {
-		claimed[k] = v
+	tok := workToken{instance: w.Instance, executionID: w.ExecutionID, activityID: w.ID, seq: seq}
+	if slotFor(turn) {
+		tok = workToken{instance: w.Instance, seq: seq, slot: true}
 	}
-	claimed[attrToken] = s(token)
-	claimed[attrLockUntil] = n(until)
-	claimed[attrAttempts] = n(1)
-	claimed[attrReadySK] = s(readySK(until, seq))
+	token := newWorkToken(tok)
+	claimed := claimedRow(row, token, until, seq)
+	if tok.slot {
+		claimed = slotItem(w, row, token, until)
+	}
 	grown := itemsize.ItemSize(claimed) - itemsize.ItemSize(row)
 	if itemsize.ItemSize(claimed) > MaxItemBytes || plan.size+grown > maxTransactBytes {
 		p.handoffs.release(to)
 		return nil
 	}
 	plan.size += grown
-	plan.actions[c.action].put = claimed
+	if tok.slot {
+		useSlot(plan, turn, c, claimed)
+	} else {
+		plan.actions[c.action].put = claimed
+	}
 	plan.signals = append(plan.signals[:c.signal:c.signal], plan.signals[c.signal+1:]...)
 	plan.claimable = nil
-	return &handedRow{to: to, token: token, until: until, rowSK: sk, seq: seq, item: w}
+	return &handedRow{to: to, token: token, until: until, rowSK: tokWork(tok), seq: seq, item: w}
+}
+
+// claimedRow is worker row row claimed with token until untilMs.
+func claimedRow(row item, token string, untilMs int64, seq string) item {
+	claimed := make(item, len(row)+2)
+	for k, v := range row {
+		claimed[k] = v
+	}
+	claimed[attrToken] = s(token)
+	claimed[attrLockUntil] = n(untilMs)
+	claimed[attrAttempts] = n(1)
+	claimed[attrReadySK] = s(readySK(untilMs, seq))
+	return claimed
 }
 
 // settleHanded ends what a turn's ack handed (hand); sent is the row the

@@ -58,6 +58,21 @@ func workerRow(ctx context.Context, t *testing.T, env *dynamotest.Env, instance 
 	return out.Item
 }
 
+// slotRow reads the activity slot of instance (dynamo's slot.go).
+func slotRow(ctx context.Context, t *testing.T, env *dynamotest.Env, instance string) map[string]types.AttributeValue {
+	t.Helper()
+	out, err := env.DB.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(env.Table),
+		Key: map[string]types.AttributeValue{
+			"pk": &types.AttributeValueMemberS{Value: keys.InstancePK(instance)},
+			"sk": &types.AttributeValueMemberS{Value: keys.SlotSK},
+		},
+		ConsistentRead: aws.Bool(true),
+	})
+	must(t, err, "read the activity slot")
+	return out.Item
+}
+
 // attrString returns the string or number attribute name of row ("" when
 // absent).
 func attrString(row map[string]types.AttributeValue, name string) string {
@@ -72,9 +87,11 @@ func attrString(row map[string]types.AttributeValue, name string) string {
 
 // TestTurnHandsItsActivityToAWaitingFetch: a turn schedules a chain's next
 // activity while a worker fetch of the same process waits. The turn's
-// transaction writes the row claimed for that fetch, and the fetch returns
-// it with no request of its own: the turn's one TransactWriteItems is all
-// the step's dispatch costs.
+// transaction writes it claimed for that fetch into the instance's empty
+// activity slot (no worker row), and the fetch returns it with no request
+// of its own: the turn's one TransactWriteItems is all the step's dispatch
+// costs. The worker's ack turns the slot into the completion with one
+// UpdateItem, and the next turn takes it as its message.
 func TestTurnHandsItsActivityToAWaitingFetch(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -94,12 +111,15 @@ func TestTurnHandsItsActivityToAWaitingFetch(t *testing.T) {
 	if u := meter.Usage(); u.Total() != 1 || u.Requests["TransactWriteItems"] != 1 {
 		t.Fatalf("the turn and the fetch made %v, want the turn's TransactWriteItems alone", u.Requests)
 	}
-	row := workerRow(ctx, t, env, inst, 2)
+	if row := workerRow(ctx, t, env, inst, 2); row != nil {
+		t.Fatalf("a handed activity has a worker row too: %v", row)
+	}
+	row := slotRow(ctx, t, env, inst)
 	if got := attrString(row, "tok"); got != r.w.LockToken {
-		t.Fatalf("the stored row holds token %q, want the fetch's %q", got, r.w.LockToken)
+		t.Fatalf("the slot holds token %q, want the fetch's %q", got, r.w.LockToken)
 	}
 	if got := attrString(row, "att"); got != "1" {
-		t.Fatalf("the stored row counts %q attempts, want 1", got)
+		t.Fatalf("the slot counts %q attempts, want 1", got)
 	}
 
 	// It is locked as any claimed row: renewable, not fetchable by
@@ -108,11 +128,18 @@ func TestTurnHandsItsActivityToAWaitingFetch(t *testing.T) {
 	if w, err := p.FetchWorkItem(ctx, longLock, 0, nil, provider.AnyTag()); err != nil || w != nil {
 		t.Fatalf("a second fetch got %+v, %v; want nothing (the row is locked)", w, err)
 	}
+	meter.Reset()
 	must(t, p.AckWorkItem(ctx, r.w.LockToken, provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: 2, Result: "ok"}), "AckWorkItem")
+	if u := meter.Usage(); u.Total() != 1 || u.Requests["UpdateItem"] != 1 {
+		t.Fatalf("the ack of a handed activity made %v, want one UpdateItem", u.Requests)
+	}
 	next, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
 	must(t, err, "FetchOrchestrationItem")
 	if next == nil || len(next.Messages) != 1 {
 		t.Fatalf("the completion's turn: %+v, want one message", next)
+	}
+	if c, ok := next.Messages[0].(provider.ActivityCompletedItem); !ok || c.ID != 2 || c.Result != "ok" {
+		t.Fatalf("the completion's turn took %#v, want activity 2's completion", next.Messages[0])
 	}
 }
 
@@ -190,9 +217,9 @@ func TestHandedActivityOfAFetchThatLeftGoesBack(t *testing.T) {
 	must(t, <-acked, "AckOrchestrationItem")
 
 	p, env, inst := r.p, r.env, r.inst
-	row := workerRow(ctx, t, env, inst, 2)
-	if tok, att := attrString(row, "tok"), attrString(row, "att"); tok != "" || att != "0" {
-		t.Fatalf("after the handback the row holds token %q and %q attempts, want none", tok, att)
+	row := slotRow(ctx, t, env, inst)
+	if tok, att := attrString(row, "tok"), attrString(row, "att"); row == nil || tok != "" || att != "0" {
+		t.Fatalf("after the handback the slot holds token %q and %q attempts (%v), want none", tok, att, row)
 	}
 	w, err := p.FetchWorkItem(ctx, longLock, 0, nil, provider.AnyTag())
 	must(t, err, "FetchWorkItem")

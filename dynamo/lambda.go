@@ -76,7 +76,7 @@ func (p *Provider) Unannounced(ctx context.Context, age time.Duration, limit int
 					seen[id] = true
 					sigs = append(sigs, queues.Signal{Kind: queues.Orchestrator, Shard: r.shard, Instance: id})
 				}
-			} else if id, _, _, err := keys.ParseWorkerKey(r.pk, r.sk); err == nil {
+			} else if id, _, _, _, err := parseWorkRow(r.pk, r.sk); err == nil {
 				sigs = append(sigs, queues.Signal{Kind: queues.Worker, Shard: r.shard, Instance: id, Work: r.sk})
 			}
 		}

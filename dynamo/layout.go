@@ -28,11 +28,12 @@ const (
 // with the release that wrote it until its instances end, and start new
 // work on a new table (docs/limits.md).
 //
-// Version 5 counts queued starts in the counter cells (np); 4 keys
-// messages by visible time, records the KV store's digest on the lock row
-// and counts every instance in the cells; 3 counted ended instances only;
-// 2 keeps a KV key's value and the execution's write of it in one row.
-const LayoutVersion = 5
+// Version 6 adds the activity slot (slot.go); 5 counts queued starts in
+// the counter cells (np); 4 keys messages by visible time, records the KV
+// store's digest on the lock row and counts every instance in the cells;
+// 3 counted ended instances only; 2 keeps a KV key's value and the
+// execution's write of it in one row.
+const LayoutVersion = 6
 
 // OpCheckLayout names [Provider.CheckLayout] in its errors.
 const OpCheckLayout = "CheckLayout"

@@ -27,7 +27,7 @@ type ownTurn struct {
 	// readMs is when the fetch read the messages (its clock); untilMs is the
 	// lease's end (past it, signals are tried as for any instance).
 	readMs, untilMs int64
-	// taken holds the sort keys of the messages the turn took.
+	// taken holds the messages the turn took (takenKey).
 	taken map[string]bool
 	// again is set when the instance may have messages the turn did not take.
 	again bool
@@ -79,7 +79,7 @@ func (w *lockWaits) heldSignal(sig queues.Signal, nowMs int64) bool {
 	}
 	switch {
 	case sig.Work != "":
-		t.again = t.again || !t.taken[sig.Work]
+		t.again = t.again || !t.taken[takenKey(sig.Work, readySeq(sig.Claim))]
 	case sig.VisibleAt.IsZero() || sig.VisibleAt.UnixMilli() >= t.readMs:
 		t.again = true
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/duradyn/duradyn/dynamo/internal/keys"
 	"github.com/duradyn/duradyn/queues"
 )
 
@@ -88,5 +89,26 @@ func TestLockWaitsElsewhere(t *testing.T) {
 	case got := <-delivered:
 		t.Fatalf("delivered %q after close (or twice)", got)
 	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// TestLockWaitsOwnTurnBySlotCompletion: the slot holds one completion
+// after another under one key. A signal of the slot's next completion,
+// which a fast worker can send before the turn that took the previous one
+// is released here, hands the instance back; a copy of the taken one's
+// signal does not.
+func TestLockWaitsOwnTurnBySlotCompletion(t *testing.T) {
+	var w lockWaits
+	const read, until = 1_000, 31_000
+	slotSignal := func(seq string) queues.Signal {
+		return queues.Signal{Instance: "x", Work: keys.SlotSK, Claim: readySK(read, seq)}
+	}
+	w.locked("x", "tok", read, until, false, []string{takenKey(keys.SlotSK, "seq-1")})
+	if !w.heldSignal(slotSignal("seq-1"), read+10) || w.released("x", "tok") {
+		t.Fatal("a copy of the taken completion's signal handed the instance back")
+	}
+	w.locked("x", "tok", read, until, false, []string{takenKey(keys.SlotSK, "seq-1")})
+	if !w.heldSignal(slotSignal("seq-2"), read+10) || !w.released("x", "tok") {
+		t.Fatal("the signal of the slot's next completion did not hand the instance back")
 	}
 }

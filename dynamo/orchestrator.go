@@ -79,6 +79,9 @@ func (p *Provider) delayedMessages(st *instanceState, now, visibleAt int64, limi
 		if m.kind == provider.KindStartOrchestration {
 			listPending(row, st.id, m.seq, p.o.Shards)
 		}
+		if m.sk == keys.SlotSK {
+			row[attrSlot], row[attrSeq] = s(slotDone), s(m.seq) // still the slot's completion
+		}
 		out = append(out, types.TransactWriteItem{Put: &types.Put{
 			TableName:                p.table,
 			Item:                     row,

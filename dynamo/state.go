@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
@@ -34,6 +35,8 @@ type instanceState struct {
 	// msgsReadTo is a sort key at or after the last message read and before
 	// every one not read (loadFetchState); "" when msgs holds them all.
 	msgsReadTo string
+	// slot is the activity slot (slot.go); nil when there is none.
+	slot *slotRow
 }
 
 // metaRow is the #META row.
@@ -147,7 +150,7 @@ func (p *Provider) loadFetchState(ctx context.Context, instance string) (*instan
 		enough: func(page []item) bool {
 			for _, row := range page {
 				// An abandon's delay moves vis, not the key.
-				if sk, _, _ := strAttr(row, attrSK); strings.HasPrefix(sk, keys.QueuePrefix) {
+				if sk, _, _ := strAttr(row, attrSK); strings.HasPrefix(sk, keys.QueuePrefix) && !isRunningSlot(row) {
 					if vis, err := intAttr(row, attrVisible); err == nil && vis <= now {
 						visible++
 					}
@@ -240,6 +243,11 @@ func parseState(instance string, rows []item) (*instanceState, error) {
 			st.meta = parseMetaRow(&d, row)
 		case sk == keys.Lock:
 			st.lock = parseLockRow(&d, row)
+		case sk == keys.SlotSK:
+			var msg *queueRow
+			if st.slot, msg = parseSlot(&d, row); msg != nil {
+				st.msgs = append(st.msgs, *msg)
+			}
 		case strings.HasPrefix(sk, keys.ExecPrefix):
 			e := parseExecRow(&d, sk, row)
 			st.execs[e.id] = e
@@ -261,6 +269,9 @@ func parseState(instance string, rows []item) (*instanceState, error) {
 	}
 	if d.err != nil {
 		return nil, d.err
+	}
+	if st.slot != nil && st.slot.done {
+		slices.SortStableFunc(st.msgs, func(a, b queueRow) int { return strings.Compare(a.messageOrder(), b.messageOrder()) })
 	}
 	return st, nil
 }

@@ -34,6 +34,9 @@ type workToken struct {
 	session     *string // nil for none
 	owner       string  // the session owner the fetch claimed it for
 	seq         string  // part of the row's ready-index key
+	// slot is set when the row is the instance's activity slot (slot.go);
+	// executionID and activityID are then 0.
+	slot bool
 }
 
 // newOrchToken returns a fresh token for t.
@@ -70,11 +73,14 @@ func newWorkToken(t workToken) string {
 	b = binary.AppendUvarint(b, t.activityID)
 	b = appendString(b, t.instance)
 	b = appendString(b, t.seq)
-	if t.session != nil {
+	switch {
+	case t.session != nil:
 		b = append(b, 1)
 		b = appendString(b, *t.session)
 		b = appendString(b, t.owner)
-	} else {
+	case t.slot:
+		b = append(b, 2)
+	default:
 		b = append(b, 0)
 	}
 	return workTokenPrefix + base64.RawURLEncoding.EncodeToString(b)
@@ -102,10 +108,12 @@ func parseWorkToken(token string) (workToken, error) {
 	if len(b) == 0 {
 		return t, errBadToken
 	}
-	hasSession := b[0]
+	form := b[0]
 	b = b[1:]
-	switch hasSession {
+	switch form {
 	case 0:
+	case 2:
+		t.slot = true
 	case 1:
 		var session string
 		if session, b, err = readString(b); err != nil {

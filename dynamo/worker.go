@@ -398,7 +398,7 @@ func nextRows(rows []readyRow) []queues.Signal {
 		if seen[r.shard] {
 			continue
 		}
-		instance, _, _, err := keys.ParseWorkerKey(r.pk, r.sk)
+		instance, _, _, _, err := parseWorkRow(r.pk, r.sk)
 		if err != nil {
 			continue
 		}
@@ -416,7 +416,7 @@ func queueRowKey(row item) string {
 }
 
 // workRowKeyOf is queueRowKey of the activity row work of instance.
-func workRowKeyOf(instance, work string) string { return keys.WorkerPK(instance) + "\x00" + work }
+func workRowKeyOf(instance, work string) string { return workRowPK(instance, work) + "\x00" + work }
 
 // messageRowKeyOf is queueRowKey of instance's orchestrator message sk.
 func messageRowKeyOf(instance, sk string) string { return keys.InstancePK(instance) + "\x00" + sk }
@@ -424,7 +424,7 @@ func messageRowKeyOf(instance, sk string) string { return keys.InstancePK(instan
 // readyWorkRow reads the activity row work of instance consistently and
 // returns it as a candidate when it is eligible now and keep accepts it.
 func (p *Provider) readyWorkRow(ctx context.Context, instance, work string, keep func(item) bool) (rows []readyRow, notForUs bool, err error) {
-	pk := keys.WorkerPK(instance)
+	pk := workRowPK(instance, work)
 	out, err := p.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: p.table, Key: key(pk, work), ConsistentRead: aws.Bool(true)})
 	if err != nil || out.Item == nil {
 		return nil, false, err
@@ -492,7 +492,7 @@ type workClaim struct {
 
 // newWorkClaim reads what a claim of r needs and makes its token.
 func newWorkClaim(r readyRow, lockTimeout time.Duration, session *provider.SessionFetchConfig) (*workClaim, error) {
-	instance, execID, actID, err := keys.ParseWorkerKey(r.pk, r.sk)
+	instance, execID, actID, slot, err := parseWorkRow(r.pk, r.sk)
 	if err != nil {
 		return nil, err
 	}
@@ -505,7 +505,7 @@ func newWorkClaim(r readyRow, lockTimeout time.Duration, session *provider.Sessi
 		return nil, d.err
 	}
 	seq := readySeq(r.readySK)
-	tok := workToken{instance: instance, executionID: execID, activityID: actID, session: sid, seq: seq}
+	tok := workToken{instance: instance, executionID: execID, activityID: actID, session: sid, seq: seq, slot: slot}
 	if sid != nil {
 		tok.owner = session.OwnerID
 	}
@@ -516,7 +516,7 @@ func newWorkClaim(r readyRow, lockTimeout time.Duration, session *provider.Sessi
 // rowUpdate is the claim's write of the row: token, lease, attempt, and
 // the ready key at the lease's end, when the row is eligible again.
 func (c *workClaim) rowUpdate(table *string) *types.Update {
-	return &types.Update{
+	u := &types.Update{
 		TableName:                table,
 		Key:                      key(c.r.pk, c.r.sk),
 		UpdateExpression:         aws.String("SET #tok = :tok, #until = :until, #att = :att, #rs = :rs"),
@@ -529,6 +529,13 @@ func (c *workClaim) rowUpdate(table *string) *types.Update {
 		// The row as it was when the claim failed; none when it is gone.
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
+	if c.tok.slot {
+		// A done slot keeps its entry: its completion is not claimable.
+		u.ConditionExpression = aws.String("#rs = :seen AND #slot = :run")
+		u.ExpressionAttributeNames["#slot"] = attrSlot
+		u.ExpressionAttributeValues[":run"] = s(slotRunning)
+	}
+	return u
 }
 
 // claimRow claims a row without a session with one UpdateItem, whose
@@ -554,6 +561,10 @@ func (p *Provider) claimRow(ctx, claimCtx context.Context, c *workClaim, update 
 		c.data = od.optPayload(claimed, attrItem)
 	}
 	if err != nil {
+		if conditionFailed(err) && isDoneSlot(failedConditionItem(err)) {
+			p.slotDoneFound(c.r, failedConditionItem(err))
+			return false, nil
+		}
 		if conditionFailed(err) {
 			p.claimLost(c.r)
 			if failedConditionItem(err) == nil {
@@ -686,7 +697,7 @@ func (p *Provider) claimedActivity(ctx context.Context, k item, data *string) (a
 
 // workKey returns the key of the worker row token locks.
 func workKey(tok workToken) item {
-	return key(keys.WorkerPK(tok.instance), keys.WorkerSK(tok.executionID, tok.activityID))
+	return key(workRowPK(tok.instance, tokWork(tok)), tokWork(tok))
 }
 
 // sessionTouch records activity on tok's session if the owner tok was
@@ -750,6 +761,13 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 	if err != nil {
 		return workLockLost(provider.OpAckWorkItem)
 	}
+	if tok.slot && completion != nil {
+		data, err := provider.MarshalWorkItem(completion)
+		if err != nil {
+			return provider.Permanent(provider.OpAckWorkItem, provider.ErrInvalidInput, "encode %s completion: %v", completion.Kind(), err)
+		}
+		return p.fillSlot(ctx, tok, lockToken, completion, data)
+	}
 	var data []byte
 	var signals []queues.Signal
 	var completionRow item
@@ -803,7 +821,7 @@ func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion
 		return translate(provider.OpAckWorkItem, err)
 	}
 	p.leases.drop(lockToken)
-	p.hints.heldWork(workRowKeyOf(tok.instance, keys.WorkerSK(tok.executionID, tok.activityID)), tok.seq, p.nowMs()+ackedWorkMs)
+	p.hints.heldWork(tokRowKey(tok), tok.seq, p.nowMs()+ackedWorkMs)
 	p.post(signals)
 	return nil
 }
@@ -850,7 +868,7 @@ func (p *Provider) RenewWorkItemLock(ctx context.Context, lockToken string, exte
 		return translate(provider.OpRenewWorkItemLock, err)
 	}
 	p.leases.set(lockToken, until)
-	p.hints.heldWork(workRowKeyOf(tok.instance, keys.WorkerSK(tok.executionID, tok.activityID)), tok.seq, until)
+	p.hints.heldWork(tokRowKey(tok), tok.seq, until)
 	return nil
 }
 
@@ -930,11 +948,11 @@ func (p *Provider) AbandonWorkItem(ctx context.Context, lockToken string, delay 
 		return translate(provider.OpAbandonWorkItem, err)
 	}
 	p.leases.drop(lockToken)
-	p.hints.releasedWork(workRowKeyOf(tok.instance, keys.WorkerSK(tok.executionID, tok.activityID)))
+	p.hints.releasedWork(tokRowKey(tok))
 	shard := keys.ShardOf(keys.WorkerRoutingKey(tok.instance, tok.session), p.o.Shards)
 	p.post([]queues.Signal{{
 		Kind: queues.Worker, Shard: shard, Instance: tok.instance, VisibleAt: timeMs(visible),
-		Work: keys.WorkerSK(tok.executionID, tok.activityID),
+		Work: tokWork(tok),
 	}})
 	return nil
 }

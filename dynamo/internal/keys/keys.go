@@ -52,6 +52,10 @@ const (
 
 	// KVRowsPrefix starts every KV row's sort key, and no other's.
 	KVRowsPrefix = "#K"
+
+	// SlotSK is the sort key of an instance's activity slot: a message key
+	// visible since time 0, so that every fetch's range holds it.
+	SlotSK = QueuePrefix + "00000000000000000000#slot"
 )
 
 // Prefixes of the ready index's and the instances index's partition keys.

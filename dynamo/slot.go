@@ -1,0 +1,256 @@
+package dynamo
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/duradyn/duradyn/dynamo/internal/keys"
+	"github.com/duradyn/duradyn/provider"
+	"github.com/duradyn/duradyn/queues"
+)
+
+// The activity slot (docs/design.md §8, "Handed activities"): one row per
+// instance, in its partition at keys.SlotSK, that holds a handed activity
+// while it runs and then its completion. The worker's ack turns the one
+// into the other with a single conditional UpdateItem, fenced by the
+// activity's token and lease, instead of a transaction that deletes an
+// activity row and puts a message; the turn that consumes the completion
+// writes the next handed activity over it. Its ready entry stays in the
+// worker queue, at the lease's end, from the turn that writes it to the
+// next: the ack changes no attribute the index holds, so it writes none.
+// A fetch's range holds the slot, so a signal finds the completion; if
+// the signal is lost with its process, a worker's claim at the lease's end
+// finds the slot done and hands the instance to the orchestrator fetches
+// (slotDoneFound).
+const (
+	slotRunning = "run"
+	slotDone    = "done"
+)
+
+// slotRow is the slot as a fetch read it.
+type slotRow struct {
+	done bool
+	// seq is the running activity's enqueue, or the completion's.
+	seq string
+	// exec and act name the running activity.
+	exec, act uint64
+}
+
+// parseSlot decodes the slot row; a done slot is also a message (msg).
+func parseSlot(d *decoder, row item) (*slotRow, *queueRow) {
+	sl := &slotRow{done: d.str(row, attrSlot) == slotDone, seq: d.str(row, attrSeq)}
+	if !sl.done {
+		sl.exec, sl.act = d.uint(row, attrSlotExec), d.uint(row, attrSlotAct)
+		return sl, nil
+	}
+	// vis is still the activity's (the ack leaves it) unless an abandon's
+	// delay moved it; the completion's enqueue is in its seq.
+	visible := max(d.int(row, attrVisible), seqMs(sl.seq))
+	return sl, &queueRow{sk: keys.SlotSK, seq: sl.seq, kind: d.str(row, attrKind), data: d.payload(row, attrItem), visible: visible}
+}
+
+// isRunningSlot reports whether row is a slot that holds an activity, not
+// a message.
+func isRunningSlot(row item) bool {
+	state, _, _ := strAttr(row, attrSlot)
+	return state == slotRunning
+}
+
+// messageOrder is the key a fetch orders m by: its sort key, or for the
+// slot's completion the key it would have as a message of its own.
+func (m queueRow) messageOrder() string {
+	if m.sk == keys.SlotSK {
+		return keys.MessageSK(m.visible, m.seq)
+	}
+	return m.sk
+}
+
+// slotAsRead conditions a write of the slot on it being as the fetch read
+// it: absent, or the same completion.
+func slotAsRead(sl *slotRow) *rowCondition {
+	if sl == nil {
+		return &rowCondition{expr: "attribute_not_exists(#pk)", names: map[string]string{"#pk": attrPK}}
+	}
+	return &rowCondition{expr: "#seq = :seq", names: map[string]string{"#seq": attrSeq}, values: map[string]types.AttributeValue{":seq": s(sl.seq)}}
+}
+
+// slotFor reports whether a turn may write its handed activity into the
+// instance's slot: the slot is empty, or this turn consumes its completion.
+func slotFor(turn *turnState) bool {
+	sl := turn.st.slot
+	if sl == nil {
+		return true
+	}
+	if !sl.done {
+		return false
+	}
+	for _, sk := range turn.batch {
+		if sk == keys.SlotSK {
+			return true
+		}
+	}
+	return false
+}
+
+// slotItem is the slot holding activity w, claimed with token until
+// untilMs, made from its worker row (workerItem).
+func slotItem(w provider.ActivityExecuteItem, row item, token string, untilMs int64) item {
+	slot := key(keys.InstancePK(w.Instance), keys.SlotSK)
+	for _, a := range []string{attrItem, attrSeq, attrVisible, attrReadyPK} {
+		slot[a] = row[a]
+	}
+	var d decoder
+	slot[attrSlot] = s(slotRunning)
+	slot[attrSlotExec] = nu(w.ExecutionID)
+	slot[attrSlotAct] = nu(w.ID)
+	slot[attrToken] = s(token)
+	slot[attrLockUntil] = n(untilMs)
+	slot[attrAttempts] = n(1)
+	slot[attrReadySK] = s(readySK(untilMs, d.str(row, attrSeq)))
+	return slot
+}
+
+// useSlot puts the plan's claimable activity into the slot in place of its
+// worker row; the slot's consumed completion is written over, not deleted.
+func useSlot(plan *turnPlan, turn *turnState, c *claimableActivity, slot item) {
+	a := &plan.actions[c.action]
+	a.put, a.asRead = slot, slotAsRead(turn.st.slot)
+	for i, other := range plan.actions {
+		if other.del != nil && i != c.action {
+			if sk, _, _ := strAttr(other.del, attrSK); sk == keys.SlotSK {
+				plan.actions = append(plan.actions[:i], plan.actions[i+1:]...)
+				plan.size -= 200
+				return
+			}
+		}
+	}
+}
+
+// fillSlot puts completion (data: its JSON) into the slot tok holds: one
+// UpdateItem conditioned on the token and the live lease, which turns the
+// running activity into an orchestrator message. A resend after a lost
+// response finds the slot filled by this token (attrAckToken): done. An
+// empty ack goes the way of a worker row's (AckWorkItem).
+func (p *Provider) fillSlot(ctx context.Context, tok workToken, lockToken string, completion provider.WorkItem, data []byte) error {
+	if completion.TargetInstance() != tok.instance {
+		return provider.Permanent(provider.OpAckWorkItem, provider.ErrInvalidInput, "the completion of an activity of instance %q names instance %q", tok.instance, completion.TargetInstance())
+	}
+	msg, sig, size := p.orchestratorItem(completion, data, p.nowMs())
+	if size > MaxItemBytes {
+		return provider.Permanent(provider.OpAckWorkItem, provider.ErrInvalidInput,
+			"%s completion is %d bytes stored; it must fit one DynamoDB item (%d bytes)", completion.Kind(), size, MaxItemBytes)
+	}
+	names := map[string]string{"#tok": attrToken, "#until": attrLockUntil, "#sx": attrSlotExec, "#sa": attrSlotAct,
+		"#slot": attrSlot, "#atok": attrAckToken}
+	values := map[string]types.AttributeValue{":tok": s(lockToken), ":done": s(slotDone)}
+	set := "SET #slot = :done, #atok = :tok"
+	rsk, _, _ := strAttr(msg, attrReadySK)
+	msg[attrSeq] = s(readySeq(rsk))
+	// Not the index's attributes (vis, lock_until, att, rq_*): no index write.
+	for i, a := range []string{attrItem, attrKind, attrSeq} {
+		name, value := fmt.Sprintf("#m%d", i), fmt.Sprintf(":m%d", i)
+		names[name], values[value] = a, msg[a]
+		set += ", " + name + " = " + value
+	}
+	_, err := p.resend(ctx, provider.OpAckWorkItem, func() error {
+		vals := maps.Clone(values)
+		vals[":now"] = n(p.nowMs())
+		_, err := p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: p.table, Key: workKey(tok),
+			UpdateExpression:                    aws.String(set + " REMOVE #tok, #sx, #sa"),
+			ConditionExpression:                 aws.String("#tok = :tok AND #until > :now"),
+			ExpressionAttributeNames:            names,
+			ExpressionAttributeValues:           vals,
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		return err
+	})
+	if conditionFailed(err) {
+		if done, _, _ := strAttr(failedConditionItem(err), attrAckToken); done != lockToken {
+			return workLockLost(provider.OpAckWorkItem)
+		}
+		err = nil // an earlier attempt landed
+	}
+	if err != nil {
+		return translate(provider.OpAckWorkItem, err)
+	}
+	p.leases.drop(lockToken)
+	p.hints.heldWork(tokRowKey(tok), tok.seq, p.nowMs()+ackedWorkMs)
+	// The signal names the slot, and its Claim the completion's enqueue, so
+	// that hints tell it from the activity before it (orchFetch.stale).
+	sig.Work, sig.Claim = keys.SlotSK, rsk
+	p.post([]queues.Signal{sig})
+	return nil
+}
+
+// isDoneSlot reports whether row, as a failed claim returned it, is a
+// slot holding a completion.
+func isDoneSlot(row item) bool {
+	state, _, _ := strAttr(row, attrSlot)
+	return state == slotDone
+}
+
+// slotDoneFound hands the instance of a slot a claim found done to the
+// orchestrator fetches, here or (sent on) elsewhere: its completion's
+// signal may have died with the process that acked it. This process's
+// fetches pass over the index entry for ackedWorkMs.
+func (p *Provider) slotDoneFound(r readyRow, row item) {
+	instance, err := keys.InstanceFromPK(r.pk)
+	if err != nil {
+		return
+	}
+	p.hints.heldWork(queueRowKey(r.row), readySeq(r.readySK), p.nowMs()+ackedWorkMs)
+	seq, _, _ := strAttr(row, attrSeq)
+	sig := p.instanceSignal(instance)
+	sig.Work, sig.Claim = keys.SlotSK, readySK(seqMs(seq), seq)
+	p.post([]queues.Signal{sig})
+}
+
+// takenKey names a message a turn took (lockWaits): its sort key, and for
+// the slot, which holds one completion after another, also its enqueue.
+func takenKey(sk, seq string) string {
+	if sk == keys.SlotSK {
+		return sk + "\x00" + seq
+	}
+	return sk
+}
+
+// tokRowKey names in hints the row tok locks (queueRowKey).
+func tokRowKey(tok workToken) string {
+	if tok.slot {
+		return messageRowKeyOf(tok.instance, keys.SlotSK)
+	}
+	return workRowKeyOf(tok.instance, keys.WorkerSK(tok.executionID, tok.activityID))
+}
+
+// tokWork is the Work a signal for the row tok locks names.
+func tokWork(tok workToken) string {
+	if tok.slot {
+		return keys.SlotSK
+	}
+	return keys.WorkerSK(tok.executionID, tok.activityID)
+}
+
+// workRowPK is the partition of the worker row work of instance names.
+func workRowPK(instance, work string) string {
+	if work == keys.SlotSK {
+		return keys.InstancePK(instance)
+	}
+	return keys.WorkerPK(instance)
+}
+
+// parseWorkRow names the activity of a worker-queue row; for the slot,
+// executionID and activityID are 0 and slot is set.
+func parseWorkRow(pk, sk string) (instance string, executionID, activityID uint64, slot bool, err error) {
+	if sk == keys.SlotSK {
+		instance, err = keys.InstanceFromPK(pk)
+		return instance, 0, 0, true, err
+	}
+	instance, executionID, activityID, err = keys.ParseWorkerKey(pk, sk)
+	return instance, executionID, activityID, false, err
+}

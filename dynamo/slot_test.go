@@ -1,0 +1,308 @@
+package dynamo_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/duradyn/duradyn/dynamo"
+	"github.com/duradyn/duradyn/dynamo/dynamotest"
+	"github.com/duradyn/duradyn/internal/faults"
+	"github.com/duradyn/duradyn/provider"
+)
+
+// These tests check the activity slot (slot.go): a handed activity lives
+// in its instance's partition while it runs, and the worker's ack turns it
+// into the completion with one conditional UpdateItem.
+
+// handedToSlot starts instance on p, commits its first turn scheduling
+// activity 2 while a worker fetch waits, and returns the handed activity.
+func handedToSlot(ctx context.Context, t *testing.T, p *dynamo.Provider, env *dynamotest.Env, instance string) *provider.LockedWorkItem {
+	t.Helper()
+	turn := startAndFetch(ctx, t, p, instance)
+	done := waitingWorkerFetch(ctx, t, p)
+	must(t, p.AckOrchestrationItem(ctx, turn.LockToken, activities(instance, 1)), "turn scheduling an activity")
+	r := <-done
+	must(t, r.err, "FetchWorkItem")
+	if r.w == nil || r.w.Item.ID != 2 {
+		t.Fatalf("the waiting fetch got %+v, want activity 2", r.w)
+	}
+	if tok := attrString(slotRow(ctx, t, env, instance), "tok"); tok != r.w.LockToken {
+		t.Fatalf("the slot holds token %q, want the handed activity's", tok)
+	}
+	return r.w
+}
+
+// completed is activity id's completion of instance.
+func completed(instance string, id uint64, result string) provider.ActivityCompletedItem {
+	return provider.ActivityCompletedItem{Instance: instance, ExecutionID: 1, ID: id, Result: result}
+}
+
+// nextTurn fetches the next turn, which must be instance's with messages
+// want, in order.
+func nextTurn(ctx context.Context, t *testing.T, p provider.Provider, instance string, want ...provider.WorkItem) *provider.OrchestrationItem {
+	t.Helper()
+	item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil)
+	must(t, err, "FetchOrchestrationItem")
+	if item == nil || item.Instance != instance || len(item.Messages) != len(want) {
+		t.Fatalf("turn: %+v; want instance %s with %d messages", item, instance, len(want))
+	}
+	for i, m := range item.Messages {
+		if m != want[i] {
+			t.Fatalf("message %d of the turn is %#v, want %#v", i, m, want[i])
+		}
+	}
+	return item
+}
+
+// TestHandedActivityAckBelowTheRetryer: the worker's ack of a handed
+// activity, one UpdateItem, lands and its response is lost, reset or
+// answered with a 500 below the SDK's retryer, which sends it again. The
+// repeat finds the slot already filled by this token: the ack succeeds and
+// the next turn takes the completion once.
+func TestHandedActivityAckBelowTheRetryer(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, false)
+	tr := faults.NewTransport(nil)
+	p := env.NewProvider(t, dynamotest.Config{Queues: true, Options: func(o *dynamo.Options) {
+		o.Client = env.Endpoints.DynamoDB(env.AWS, func(do *dynamodb.Options) { do.HTTPClient = tr.HTTPClient() })
+	}})
+	fill := func(op string, body []byte) bool { return op == "UpdateItem" && bytes.Contains(body, []byte(`"atok"`)) }
+	for i, fault := range []faults.NetFault{faults.LoseResponse(), faults.ResetResponse(), faults.ServerStatus(500, true)} {
+		inst := fmt.Sprintf("slot-resent-%d", i)
+		w := handedToSlot(ctx, t, p, env, inst)
+		remove := tr.Add(faults.NetRule{Match: fill, Count: 1, Fault: fault})
+		must(t, p.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "ok")), "the ack whose response was lost")
+		remove()
+		turn := nextTurn(ctx, t, p, inst, completed(inst, 2, "ok"))
+		must(t, p.AckOrchestrationItem(ctx, turn.LockToken, provider.TurnCommit{ExecutionID: 1, Metadata: meta()}), "turn taking the completion")
+		if item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil); err != nil || item != nil {
+			t.Fatalf("after the completion's turn: %+v, %v; want nothing (delivered once)", item, err)
+		}
+	}
+	if n := tr.Faulted("UpdateItem"); n != 3 {
+		t.Fatalf("%d slot acks faulted; want 3", n)
+	}
+}
+
+// TestCancelledSlotActivityLosesItsLock: a turn cancels the activity the
+// slot runs. The slot is deleted in the turn's transaction, so the
+// worker's renewal and ack fail with ErrInvalidLockToken and no completion
+// reaches the instance.
+func TestCancelledSlotActivityLosesItsLock(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	p, env := dynamotest.New(t, dynamotest.Config{Queues: true})
+	const inst = "slot-cancelled"
+	w := handedToSlot(ctx, t, p, env, inst)
+	raised := provider.ExternalRaisedItem{Instance: inst, Name: "stop", Data: "{}"}
+	must(t, p.EnqueueForOrchestrator(ctx, raised, 0), "raise the event")
+	turn := nextTurn(ctx, t, p, inst, raised)
+	must(t, p.AckOrchestrationItem(ctx, turn.LockToken, provider.TurnCommit{
+		ExecutionID: 1, Metadata: meta(),
+		HistoryDelta:        []provider.Event{ev(3, inst, provider.ExternalEvent{Name: "stop", Data: "{}"})},
+		CancelledActivities: []provider.ScheduledActivityIdentifier{{Instance: inst, ExecutionID: 1, ActivityID: 2}},
+	}), "turn cancelling the activity")
+	if row := slotRow(ctx, t, env, inst); row != nil {
+		t.Fatalf("the slot outlived the cancellation of its activity: %v", row)
+	}
+	if err := p.RenewWorkItemLock(ctx, w.LockToken, longLock); !errors.Is(err, provider.ErrInvalidLockToken) {
+		t.Fatalf("renewal of the cancelled activity: %v, want ErrInvalidLockToken", err)
+	}
+	if err := p.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "late")); !errors.Is(err, provider.ErrInvalidLockToken) {
+		t.Fatalf("ack of the cancelled activity: %v, want ErrInvalidLockToken", err)
+	}
+	if item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil); err != nil || item != nil {
+		t.Fatalf("after the cancellation: %+v, %v; want no turn", item, err)
+	}
+}
+
+// TestBusySlotHandsTheNextActivityInAWorkerRow: while the slot runs one
+// activity, a turn hands another to a waiting fetch in a worker row of its
+// own; both completions reach the instance, in the order of the acks.
+func TestBusySlotHandsTheNextActivityInAWorkerRow(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	p, env := dynamotest.New(t, dynamotest.Config{Queues: true})
+	const inst = "slot-busy"
+	first := handedToSlot(ctx, t, p, env, inst)
+	raised := provider.ExternalRaisedItem{Instance: inst, Name: "more", Data: "{}"}
+	must(t, p.EnqueueForOrchestrator(ctx, raised, 0), "raise the event")
+	turn := nextTurn(ctx, t, p, inst, raised)
+	done := waitingWorkerFetch(ctx, t, p)
+	must(t, p.AckOrchestrationItem(ctx, turn.LockToken, provider.TurnCommit{
+		ExecutionID: 1, Metadata: meta(),
+		HistoryDelta: []provider.Event{
+			ev(3, inst, provider.ExternalEvent{Name: "more", Data: "{}"}),
+			ev(4, inst, provider.ActivityScheduled{Name: "A", Input: "second"}),
+		},
+		WorkerItems: []provider.ActivityExecuteItem{{Instance: inst, ExecutionID: 1, ID: 4, Name: "A", Input: "second"}},
+	}), "turn scheduling a second activity")
+	r := <-done
+	must(t, r.err, "FetchWorkItem")
+	if r.w == nil || r.w.Item.ID != 4 {
+		t.Fatalf("the waiting fetch got %+v, want activity 4", r.w)
+	}
+	if tok := attrString(workerRow(ctx, t, env, inst, 4), "tok"); tok != r.w.LockToken {
+		t.Fatalf("activity 4's worker row holds token %q, want the handed one's", tok)
+	}
+	if tok := attrString(slotRow(ctx, t, env, inst), "tok"); tok != first.LockToken {
+		t.Fatalf("the slot holds token %q, want activity 2's still", tok)
+	}
+	must(t, p.AckWorkItem(ctx, r.w.LockToken, completed(inst, 4, "second")), "ack of activity 4")
+	must(t, p.AckWorkItem(ctx, first.LockToken, completed(inst, 2, "first")), "ack of activity 2")
+	nextTurn(ctx, t, p, inst, completed(inst, 4, "second"), completed(inst, 2, "first"))
+}
+
+// TestSlotCompletionKeepsItsPlaceInTheQueue: the slot's key sorts before
+// every message, but its completion is delivered in the order of its ack
+// among the instance's other messages.
+func TestSlotCompletionKeepsItsPlaceInTheQueue(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	clock := faults.NewFakeClock(time.Now())
+	p, env := dynamotest.New(t, dynamotest.Config{Queues: true, Options: func(o *dynamo.Options) { o.Now = clock.Now }})
+	const inst = "slot-order"
+	w := handedToSlot(ctx, t, p, env, inst)
+	before := provider.ExternalRaisedItem{Instance: inst, Name: "before", Data: "{}"}
+	after := provider.ExternalRaisedItem{Instance: inst, Name: "after", Data: "{}"}
+	must(t, p.EnqueueForOrchestrator(ctx, before, 0), "raise the first event")
+	clock.Advance(time.Millisecond)
+	must(t, p.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "ok")), "AckWorkItem")
+	clock.Advance(time.Millisecond)
+	must(t, p.EnqueueForOrchestrator(ctx, after, 0), "raise the second event")
+	clock.Advance(time.Millisecond)
+	nextTurn(ctx, t, p, inst, before, completed(inst, 2, "ok"), after)
+}
+
+// TestAbandonedSlotActivityIsClaimedAgain: a worker abandons the slot's
+// activity; a later fetch claims the slot as any activity row, and its
+// ack fills it.
+func TestAbandonedSlotActivityIsClaimedAgain(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	p, env := dynamotest.New(t, dynamotest.Config{Queues: true})
+	const inst = "slot-abandoned"
+	w := handedToSlot(ctx, t, p, env, inst)
+	must(t, p.AbandonWorkItem(ctx, w.LockToken, 0, false), "AbandonWorkItem")
+	again, err := p.FetchWorkItem(ctx, longLock, 2*time.Second, nil, provider.AnyTag())
+	must(t, err, "FetchWorkItem")
+	if again == nil || again.Item.ID != 2 || again.AttemptCount != 2 {
+		t.Fatalf("the fetch after the abandon got %+v, want activity 2, attempt 2", again)
+	}
+	if err := p.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "stale")); !errors.Is(err, provider.ErrInvalidLockToken) {
+		t.Fatalf("the abandoned token's ack: %v, want ErrInvalidLockToken", err)
+	}
+	must(t, p.AckWorkItem(ctx, again.LockToken, completed(inst, 2, "ok")), "AckWorkItem")
+	nextTurn(ctx, t, p, inst, completed(inst, 2, "ok"))
+}
+
+// TestChainOfHandedActivitiesCostsFourRequestsAStep: in a chain run by one
+// process, each turn writes the next activity over the completion it took
+// (the slot is reused), and each completion's signal reaches the next
+// fetch: a step is the fetch's Query and lock, the turn's transaction and
+// the worker's UpdateItem, with no sweep (sweeps are an hour apart here).
+func TestChainOfHandedActivitiesCostsFourRequestsAStep(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	meter := &dynamotest.Meter{}
+	p, env := dynamotest.New(t, dynamotest.Config{Queues: true, Meter: meter, Options: func(o *dynamo.Options) {
+		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
+	}})
+	const inst = "slot-chain"
+	w := handedToSlot(ctx, t, p, env, inst)
+	for step := uint64(2); step < 10; step += 2 { // step: the activity id
+		meter.Reset()
+		must(t, p.AckWorkItem(ctx, w.LockToken, completed(inst, step, "ok")), "AckWorkItem")
+		turn, err := p.FetchOrchestrationItem(ctx, longLock, 20*time.Second, nil)
+		must(t, err, "FetchOrchestrationItem")
+		if turn == nil || len(turn.Messages) != 1 || turn.Messages[0] != provider.WorkItem(completed(inst, step, "ok")) {
+			t.Fatalf("step %d: the fetch got %+v; want the completion of activity %d", step, turn, step)
+		}
+		done := waitingWorkerFetch(ctx, t, p)
+		next := step + 2
+		must(t, p.AckOrchestrationItem(ctx, turn.LockToken, provider.TurnCommit{
+			ExecutionID: 1, Metadata: meta(),
+			HistoryDelta: []provider.Event{
+				sourced(ev(step+1, inst, provider.ActivityCompleted{Result: "ok"}), step),
+				ev(next, inst, provider.ActivityScheduled{Name: "A", Input: "next"}),
+			},
+			WorkerItems: []provider.ActivityExecuteItem{{Instance: inst, ExecutionID: 1, ID: next, Name: "A", Input: "next"}},
+		}), "the turn scheduling the next activity")
+		r := <-done
+		must(t, r.err, "FetchWorkItem")
+		if r.w == nil || r.w.Item.ID != next {
+			t.Fatalf("step %d: the waiting fetch got %+v, want activity %d", step, r.w, next)
+		}
+		w = r.w
+		u := meter.Usage()
+		if u.Total() != 4 || u.Requests["UpdateItem"] != 1 || u.Requests["TransactWriteItems"] != 1 || u.Requests["Scan"] != 0 {
+			t.Fatalf("step %d made %v; want 4 requests: Query, PutItem, TransactWriteItems, UpdateItem", step, u.Requests)
+		}
+		if tok := attrString(slotRow(ctx, t, env, inst), "tok"); tok != w.LockToken {
+			t.Fatalf("step %d: the slot holds token %q, want the next activity's", step, tok)
+		}
+	}
+}
+
+// sourced is e answering the event of id source.
+func sourced(e provider.Event, source uint64) provider.Event {
+	e.SourceEventID = &source
+	return e
+}
+
+// TestAbandonedTurnKeepsTheSlotsCompletion: a turn that took the slot's
+// completion is abandoned with a delay, which rewrites its messages; the
+// slot stays a completion and the next turn, after the delay, takes it.
+func TestAbandonedTurnKeepsTheSlotsCompletion(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	clock := faults.NewFakeClock(time.Now())
+	p, env := dynamotest.New(t, dynamotest.Config{Queues: true, Options: func(o *dynamo.Options) { o.Now = clock.Now }})
+	const inst = "slot-turn-abandoned"
+	w := handedToSlot(ctx, t, p, env, inst)
+	must(t, p.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "ok")), "AckWorkItem")
+	turn := nextTurn(ctx, t, p, inst, completed(inst, 2, "ok"))
+	must(t, p.AbandonOrchestrationItem(ctx, turn.LockToken, time.Minute, false), "AbandonOrchestrationItem")
+	if item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil); err != nil || item != nil {
+		t.Fatalf("during the abandon's delay: %+v, %v; want no turn", item, err)
+	}
+	clock.Advance(time.Minute + time.Second)
+	again := nextTurn(ctx, t, p, inst, completed(inst, 2, "ok"))
+	if again.AttemptCount != 2 {
+		t.Fatalf("the turn after the abandon counts attempt %d, want 2", again.AttemptCount)
+	}
+}
+
+// TestDoneSlotOfADeadProcessIsTakenOver: a process acks its handed
+// activity, filling the slot, and stops before any fetch takes the
+// completion's signal, which only it had. The slot's ready entry stays in
+// the worker queue at the activity's lease's end, so no orchestrator
+// sweep sees it; when the lease ends, another process's worker sweep
+// tries to claim it, finds it done, and hands the instance to its own
+// orchestrator fetches, whose turn takes the completion.
+func TestDoneSlotOfADeadProcessIsTakenOver(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	clock := faults.NewFakeClock(time.Now())
+	now := func(o *dynamo.Options) { o.Now = clock.Now }
+	p, env := dynamotest.New(t, dynamotest.Config{Options: now}) // no queues: its signals stay in it
+	other := env.NewProvider(t, dynamotest.Config{Options: now})
+	const inst = "slot-done-orphaned"
+	w := handedToSlot(ctx, t, p, env, inst)
+	must(t, p.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "ok")), "AckWorkItem")
+	if item, err := other.FetchOrchestrationItem(ctx, longLock, 0, nil); err != nil || item != nil {
+		t.Fatalf("another process's fetch before the lease's end: %+v, %v; want nothing", item, err)
+	}
+	clock.Advance(longLock + time.Second)
+	if got, err := other.FetchWorkItem(ctx, longLock, 0, nil, provider.AnyTag()); err != nil || got != nil {
+		t.Fatalf("a worker fetch after the lease: %+v, %v; want nothing (the slot holds a completion)", got, err)
+	}
+	nextTurn(ctx, t, other, inst, completed(inst, 2, "ok"))
+}
