@@ -318,14 +318,7 @@ func TestHandedActivityOutlivesItsProcess(t *testing.T) {
 	p, env := dynamotest.New(t, dynamotest.Config{Queues: true, Options: func(o *dynamo.Options) { o.Now = clock.Now }})
 	other := env.NewProvider(t, dynamotest.Config{Queues: true, Options: func(o *dynamo.Options) { o.Now = clock.Now }})
 	const inst = "handed-lost"
-	turn := startAndFetch(ctx, t, p, inst)
-	done := waitingWorkerFetch(ctx, t, p)
-	must(t, p.AckOrchestrationItem(ctx, turn.LockToken, activities(inst, 1)), "turn scheduling an activity")
-	r := <-done
-	must(t, r.err, "FetchWorkItem")
-	if r.w == nil || r.w.Item.ID != 2 {
-		t.Fatalf("the waiting fetch got %+v, want activity 2", r.w)
-	}
+	handed := handedToSlot(ctx, t, p, env, inst)
 
 	if w, err := other.FetchWorkItem(ctx, longLock, 0, nil, provider.AnyTag()); err != nil || w != nil {
 		t.Fatalf("another process got %+v, %v while the lease lasts; want nothing", w, err)
@@ -336,7 +329,12 @@ func TestHandedActivityOutlivesItsProcess(t *testing.T) {
 	if w == nil || w.Item.ID != 2 || w.AttemptCount != 2 {
 		t.Fatalf("after the lease another process got %+v, want activity 2, attempt 2", w)
 	}
-	if err := p.AckWorkItem(ctx, r.w.LockToken, nil); !errors.Is(err, provider.ErrInvalidLockToken) {
+	if err := p.AckWorkItem(ctx, handed.LockToken, nil); !errors.Is(err, provider.ErrInvalidLockToken) {
+		t.Fatalf("the first holder's empty ack after its lease: %v, want ErrInvalidLockToken", err)
+	}
+	if err := p.AckWorkItem(ctx, handed.LockToken, completed(inst, 2, "late")); !errors.Is(err, provider.ErrInvalidLockToken) {
 		t.Fatalf("the first holder's ack after its lease: %v, want ErrInvalidLockToken", err)
 	}
+	must(t, other.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "ok")), "the second holder's ack")
+	nextTurn(ctx, t, other, inst, completed(inst, 2, "ok"))
 }

@@ -101,9 +101,7 @@ func TestCancelledSlotActivityLosesItsLock(t *testing.T) {
 	p, env := dynamotest.New(t, dynamotest.Config{Queues: true})
 	const inst = "slot-cancelled"
 	w := handedToSlot(ctx, t, p, env, inst)
-	raised := provider.ExternalRaisedItem{Instance: inst, Name: "stop", Data: "{}"}
-	must(t, p.EnqueueForOrchestrator(ctx, raised, 0), "raise the event")
-	turn := nextTurn(ctx, t, p, inst, raised)
+	turn := raiseAndFetch(ctx, t, p, inst, "stop")
 	must(t, p.AckOrchestrationItem(ctx, turn.LockToken, provider.TurnCommit{
 		ExecutionID: 1, Metadata: meta(),
 		HistoryDelta:        []provider.Event{ev(3, inst, provider.ExternalEvent{Name: "stop", Data: "{}"})},
@@ -132,9 +130,7 @@ func TestBusySlotHandsTheNextActivityInAWorkerRow(t *testing.T) {
 	p, env := dynamotest.New(t, dynamotest.Config{Queues: true})
 	const inst = "slot-busy"
 	first := handedToSlot(ctx, t, p, env, inst)
-	raised := provider.ExternalRaisedItem{Instance: inst, Name: "more", Data: "{}"}
-	must(t, p.EnqueueForOrchestrator(ctx, raised, 0), "raise the event")
-	turn := nextTurn(ctx, t, p, inst, raised)
+	turn := raiseAndFetch(ctx, t, p, inst, "more")
 	done := waitingWorkerFetch(ctx, t, p)
 	must(t, p.AckOrchestrationItem(ctx, turn.LockToken, provider.TurnCommit{
 		ExecutionID: 1, Metadata: meta(),
