@@ -631,7 +631,7 @@ func (tp *turnPlanner) workerItems() error {
 		}
 		scheduled[c] = true // one delete per activity, however often it is named
 		if sl := tp.st.slot; sl != nil && !sl.done && c.Instance == tp.id && sl.exec == c.ExecutionID && sl.act == c.ActivityID {
-			tp.add(planAction{del: key(tp.pk, keys.SlotSK), asRead: &rowCondition{expr: "#seq = :seq", names: map[string]string{"#seq": attrSeq}, values: map[string]types.AttributeValue{":seq": s(sl.seq)}}})
+			tp.add(planAction{del: key(tp.pk, keys.SlotSK), asRead: slotAsRead(sl)})
 			continue
 		}
 		tp.add(planAction{del: key(keys.WorkerPK(c.Instance), keys.WorkerSK(c.ExecutionID, c.ActivityID))})

@@ -71,7 +71,7 @@ func (m queueRow) messageOrder() string {
 }
 
 // slotAsRead conditions a write of the slot on it being as the fetch read
-// it: absent, or the same completion.
+// it: absent, or holding the same activity or completion.
 func slotAsRead(sl *slotRow) *rowCondition {
 	if sl == nil {
 		return &rowCondition{expr: "attribute_not_exists(#pk)", names: map[string]string{"#pk": attrPK}}
