@@ -158,6 +158,24 @@ func killLeftovers(t *testing.T, kv string) {
 	}
 }
 
+// awaitExec waits until the kernel has set up pid's new program: Start
+// returns once the exec is past its point of no return, but /proc shows an
+// empty environment and command line until the program's stack is built.
+func awaitExec(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if err == nil && len(cmdline) > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d: no command line in /proc after 10s (err %v)", pid, err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestProcessesWithFindsMarkedProcesses: the leftover check finds a
 // process by the variable in its environment, and not once it is gone.
 func TestProcessesWithFindsMarkedProcesses(t *testing.T) {
@@ -167,6 +185,7 @@ func TestProcessesWithFindsMarkedProcesses(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	awaitExec(t, cmd.Process.Pid)
 	want := fmt.Sprintf("%d: sleep 60", cmd.Process.Pid)
 	if got := processesWith(t, marker); !slices.Equal(got, []string{want}) {
 		t.Errorf("processesWith = %q, want [%q]", got, want)
