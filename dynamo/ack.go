@@ -229,8 +229,13 @@ func (p *Provider) sendTurn(ctx context.Context, turn *turnState, plan *turnPlan
 		}
 		return true, p.commitLargeTurn(ctx, turn, *plan)
 	}
+	slotActivity(plan, turn)
 	hand := p.handActivity(plan, turn, now)
-	return false, p.commitTurn(ctx, turn, *plan, hand, digest, now)
+	if err := p.commitTurn(ctx, turn, *plan, hand, digest, now); err != nil {
+		return false, err
+	}
+	plan.signals = turn.txSignals // the transaction sent may be an earlier try's
+	return false, nil
 }
 
 // turnAcked updates what this process keeps of a committed turn (turns,
@@ -294,7 +299,7 @@ func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPla
 	cell, done := p.takeCell(plan.cell)
 	defer done()
 	_, err := p.sendPending(ackBudget(ctx), provider.OpAckOrchestrationItem, turn.tx, func() *dynamodb.TransactWriteItemsInput {
-		turn.txHanded = hand
+		turn.txHanded, turn.txSignals = hand, plan.signals
 		actions := make([]types.TransactWriteItem, 0, len(plan.actions)+1)
 		actions = append(actions, types.TransactWriteItem{Update: newLockRelease(plan.release, "", smallTurnID(turn.token, digest)).withSmallPast(turn.st.lock).acked(now).withKV(plan.kvDigest).withHistoryEnd(plan.histEnd).update(p.table, turn.st.id,
 			"#tok = :tok AND #until > :now AND attribute_not_exists(#turn)",

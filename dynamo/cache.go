@@ -38,6 +38,9 @@ type turnState struct {
 	tx *pendingTx
 	// txHanded is the activity tx claims for a waiting fetch (handoff.go).
 	txHanded *handedRow
+	// txSignals are the signals for the rows tx writes: a retry plans
+	// anew, with new enqueue keys, but resends tx.
+	txSignals []queues.Signal
 
 	// outstanding holds the activities of outstandingExec the fetched
 	// history shows unanswered (directclaim.go); nil if none was decoded.

@@ -57,8 +57,8 @@ func claimSignals(ctx context.Context, t *testing.T, env *dynamotest.Env, instan
 	t.Helper()
 	var sigs []queues.Signal
 	for _, id := range ids {
-		claim := attrString(workerRow(ctx, t, env, instance, id), "rq_sk")
-		sigs = append(sigs, queues.Signal{Kind: queues.Worker, Shard: workerShard(instance), Instance: instance, Work: keys.WorkerSK(1, id), Claim: claim})
+		row, work := activityRow(ctx, t, env, instance, id)
+		sigs = append(sigs, queues.Signal{Kind: queues.Worker, Shard: workerShard(instance), Instance: instance, Work: work, Claim: attrString(row, "rq_sk")})
 	}
 	return sigs
 }

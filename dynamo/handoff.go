@@ -146,9 +146,9 @@ type handedRow struct {
 
 // handActivity writes the turn's claimable activity claimed for a waiting
 // fetch, if one waits, and drops its signal: nobody else need look for
-// it. It goes into the instance's slot when that is free (slot.go), else
-// into its worker row. It returns nil when there is nothing to hand or
-// nobody to take it.
+// it. Its row is the instance's slot if the turn put it there
+// (slotActivity), else its worker row. It returns nil when there is
+// nothing to hand or nobody to take it.
 func (p *Provider) handActivity(plan *turnPlan, turn *turnState, now int64) *handedRow {
 	c := plan.claimable
 	if c == nil {
@@ -168,25 +168,18 @@ func (p *Provider) handActivity(plan *turnPlan, turn *turnState, now int64) *han
 	}
 	until := now + durMs(to.lockTimeout)
 	tok := workToken{instance: w.Instance, executionID: w.ExecutionID, activityID: w.ID, seq: seq}
-	if slotFor(turn) {
+	if isSlotRow(row) {
 		tok = workToken{instance: w.Instance, seq: seq, slot: true}
 	}
 	token := newWorkToken(tok)
 	claimed := claimedRow(row, token, until, seq)
-	if tok.slot {
-		claimed = slotItem(w, row, token, until)
-	}
 	grown := itemsize.ItemSize(claimed) - itemsize.ItemSize(row)
 	if itemsize.ItemSize(claimed) > MaxItemBytes || plan.size+grown > maxTransactBytes {
 		p.handoffs.release(to)
 		return nil
 	}
 	plan.size += grown
-	if tok.slot {
-		useSlot(plan, turn, c, claimed)
-	} else {
-		plan.actions[c.action].put = claimed
-	}
+	plan.actions[c.action].put = claimed
 	plan.signals = append(plan.signals[:c.signal:c.signal], plan.signals[c.signal+1:]...)
 	plan.claimable = nil
 	return &handedRow{to: to, token: token, until: until, rowSK: tokWork(tok), seq: seq, item: w}

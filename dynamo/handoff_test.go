@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -71,6 +72,17 @@ func slotRow(ctx context.Context, t *testing.T, env *dynamotest.Env, instance st
 	})
 	must(t, err, "read the activity slot")
 	return out.Item
+}
+
+// activityRow reads the row activity id of instance runs in: the
+// instance's slot if the slot holds it, else its worker row. work is the
+// row's sort key, as a signal names it.
+func activityRow(ctx context.Context, t *testing.T, env *dynamotest.Env, instance string, id uint64) (row map[string]types.AttributeValue, work string) {
+	t.Helper()
+	if slot := slotRow(ctx, t, env, instance); attrString(slot, "slot") == "run" && attrString(slot, "sa") == strconv.FormatUint(id, 10) {
+		return slot, keys.SlotSK
+	}
+	return workerRow(ctx, t, env, instance, id), keys.WorkerSK(1, id)
 }
 
 // attrString returns the string or number attribute name of row ("" when
@@ -144,7 +156,8 @@ func TestTurnHandsItsActivityToAWaitingFetch(t *testing.T) {
 }
 
 // TestTurnHandsNothingWithoutAWaitingFetch: with no worker fetch waiting,
-// the activity is written unclaimed and a later fetch claims it.
+// the activity is written unclaimed, in the instance's slot, and a later
+// fetch claims it.
 func TestTurnHandsNothingWithoutAWaitingFetch(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -152,9 +165,9 @@ func TestTurnHandsNothingWithoutAWaitingFetch(t *testing.T) {
 	const inst = "not-handed"
 	turn := startAndFetch(ctx, t, p, inst)
 	must(t, p.AckOrchestrationItem(ctx, turn.LockToken, activities(inst, 1)), "turn scheduling an activity")
-	row := workerRow(ctx, t, env, inst, 2)
-	if tok, att := attrString(row, "tok"), attrString(row, "att"); tok != "" || att != "0" {
-		t.Fatalf("with nobody waiting the row holds token %q and %q attempts, want none", tok, att)
+	row := slotRow(ctx, t, env, inst)
+	if tok, att, sa := attrString(row, "tok"), attrString(row, "att"), attrString(row, "sa"); tok != "" || att != "0" || sa != "2" {
+		t.Fatalf("with nobody waiting the slot holds activity %q, token %q and %q attempts, want activity 2, no token, 0 attempts", sa, tok, att)
 	}
 	w, err := p.FetchWorkItem(ctx, longLock, 0, nil, provider.AnyTag())
 	must(t, err, "FetchWorkItem")

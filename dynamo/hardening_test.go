@@ -100,15 +100,12 @@ func TestCancelledTransactionIsRetryable(t *testing.T) {
 			p := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
 			inst := "cancel-" + reason
 			item := startAndFetch(ctx, t, p, inst)
-			must(t, p.AckOrchestrationItem(ctx, item.LockToken, activities(inst, 1)), "ack scheduling")
-			work, err := p.FetchWorkItem(ctx, longLock, 0, nil, provider.AnyTag())
-			if err != nil || work == nil {
-				t.Fatalf("FetchWorkItem: %v, %v", work, err)
-			}
+			must(t, p.AckOrchestrationItem(ctx, item.LockToken, activities(inst, 2)), "ack scheduling")
+			work := inWorkerRow(ctx, t, p) // its ack is a transaction
 			done := provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: work.Item.ID, Result: "r"}
 
 			in.Add(faults.Rule{Ops: []string{faults.OpTransactWriteItems}, Rate: 1, Count: 1, Fault: faults.TransactionCanceled(reason, -1)})
-			err = p.AckWorkItem(ctx, work.LockToken, done)
+			err := p.AckWorkItem(ctx, work.LockToken, done)
 			if err == nil || !provider.IsRetryable(err) || errors.Is(err, provider.ErrInvalidLockToken) {
 				t.Fatalf("AckWorkItem cancelled by %s: got %v, want a retryable error", reason, err)
 			}
@@ -1071,21 +1068,18 @@ func TestCommittedAckThenCancelledResend(t *testing.T) {
 		in.Add(faults.Rule{Ops: []string{faults.OpTransactWriteItems}, Rate: 1, Count: 1, Fault: faults.TransactionCanceled("TransactionConflict", -1)})
 	}
 	item := startAndFetch(ctx, t, p, inst)
-	commit := activities(inst, 1)
+	commit := activities(inst, 2)
 	lostThenCancelled()
 	err := p.AckOrchestrationItem(ctx, item.LockToken, commit)
 	if err == nil || !provider.IsRetryable(err) {
 		t.Fatalf("ack whose commit was lost and resend cancelled: got %v, want a retryable error", err)
 	}
 	must(t, p.AckOrchestrationItem(ctx, item.LockToken, commit), "retried ack")
-	if h, err := p.Read(ctx, inst); err != nil || len(h) != 2 {
-		t.Fatalf("history: %d events, %v; want 2", len(h), err)
+	if h, err := p.Read(ctx, inst); err != nil || len(h) != 3 {
+		t.Fatalf("history: %d events, %v; want 3", len(h), err)
 	}
 
-	w, err := p.FetchWorkItem(ctx, longLock, 0, nil, provider.AnyTag())
-	if err != nil || w == nil {
-		t.Fatalf("FetchWorkItem: %v, %v", w, err)
-	}
+	w := inWorkerRow(ctx, t, p) // its ack is a transaction
 	done := provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: w.Item.ID, Result: "r"}
 	lostThenCancelled()
 	if err := p.AckWorkItem(ctx, w.LockToken, done); err == nil || !provider.IsRetryable(err) {
@@ -1483,6 +1477,61 @@ func TestCleanupPassesOverLiveSessions(t *testing.T) {
 	}
 }
 
+// inWorkerRow fetches the two activities a turn scheduled
+// (activities(instance, 2)) and returns the second: the first runs in the
+// instance's slot, the second in a worker row, whose ack with a completion
+// is a transaction. The first stays locked for longLock.
+func inWorkerRow(ctx context.Context, t *testing.T, p provider.Provider) *provider.LockedWorkItem {
+	t.Helper()
+	var w *provider.LockedWorkItem
+	for id := uint64(2); id <= 3; id++ {
+		var err error
+		if w, err = p.FetchWorkItem(ctx, longLock, 0, nil, provider.AnyTag()); err != nil || w == nil || w.Item.ID != id {
+			t.Fatalf("FetchWorkItem: %+v, %v; want activity %d", w, err, id)
+		}
+	}
+	return w
+}
+
+// TestSlotAckRetriedByAnotherProcess: the worker's ack of an activity in
+// its instance's slot (one UpdateItem) lands, its response is lost, and
+// the provider's resend is throttled: the ack fails retryable. Its retry
+// from a process that did not claim the activity finds the slot filled by
+// the same token and succeeds; a throttled ack that did not land is
+// retryable too. Either way the turn gets the completion exactly once.
+func TestSlotAckRetriedByAnotherProcess(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env, in, first := faulty(t, 12)
+	other := env.NewProvider(t, dynamotest.Config{ShortPoll: true})
+	const inst = "slot-ack-retried"
+	isAck := func(r faults.Request) bool {
+		u, ok := r.Input.(*dynamodb.UpdateItemInput)
+		return ok && strings.Contains(aws.ToString(u.UpdateExpression), "#atok")
+	}
+	item := startAndFetch(ctx, t, first, inst)
+	must(t, first.AckOrchestrationItem(ctx, item.LockToken, activities(inst, 1)), "turn")
+	w, err := first.FetchWorkItem(ctx, longLock, 0, nil, provider.AnyTag())
+	if err != nil || w == nil || w.Item.ID != 2 {
+		t.Fatalf("FetchWorkItem: %+v, %v; want activity 2", w, err)
+	}
+	done := completed(inst, 2, "r")
+	// Throttled on every attempt the SDK's retryer makes.
+	throttled := in.Add(faults.Rule{Match: isAck, Rate: 1, Fault: faults.Throttle("")})
+	if err := first.AckWorkItem(ctx, w.LockToken, done); err == nil || !provider.IsRetryable(err) {
+		t.Fatalf("worker ack throttled: got %v, want a retryable error", err)
+	}
+	throttled()
+	in.Add(faults.Rule{Match: isAck, Rate: 1, Count: 1, Fault: faults.LostResponse()})
+	throttled = in.Add(faults.Rule{Match: isAck, Rate: 1, Fault: faults.Throttle("")})
+	if err := first.AckWorkItem(ctx, w.LockToken, done); err == nil || !provider.IsRetryable(err) {
+		t.Fatalf("worker ack that landed, then a throttled resend: got %v, want a retryable error", err)
+	}
+	throttled()
+	must(t, other.AckWorkItem(ctx, w.LockToken, done), "worker ack retried by another process")
+	nextTurn(ctx, t, other, inst, done)
+}
+
 // TestCommittedAckRetriedByAnotherProcess: an ack commits but its response
 // is lost, and the retry comes from a provider that did not fetch the item
 // (another process, or this one after a restart: nothing of the first try
@@ -1504,20 +1553,17 @@ func TestCommittedAckRetriedByAnotherProcess(t *testing.T) {
 		in.Add(faults.Rule{Ops: []string{faults.OpTransactWriteItems}, Rate: 1, Count: 1, Fault: faults.TransactionCanceled("TransactionConflict", -1)})
 	}
 	item := startAndFetch(ctx, t, first, inst)
-	commit := activities(inst, 1)
+	commit := activities(inst, 2)
 	lost()
 	if err := first.AckOrchestrationItem(ctx, item.LockToken, commit); err == nil || !provider.IsRetryable(err) {
 		t.Fatalf("ack whose commit lost its response: got %v, want a retryable error", err)
 	}
 	must(t, other.AckOrchestrationItem(ctx, item.LockToken, commit), "ack retried by another process")
-	if h, err := other.Read(ctx, inst); err != nil || len(h) != 2 {
-		t.Fatalf("history: %d events, %v; want 2", len(h), err)
+	if h, err := other.Read(ctx, inst); err != nil || len(h) != 3 {
+		t.Fatalf("history: %d events, %v; want 3", len(h), err)
 	}
 
-	w, err := first.FetchWorkItem(ctx, longLock, 0, nil, provider.AnyTag())
-	if err != nil || w == nil {
-		t.Fatalf("FetchWorkItem: %v, %v", w, err)
-	}
+	w := inWorkerRow(ctx, t, first) // its ack is a transaction
 	done := provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: w.Item.ID, Result: "r"}
 	lost()
 	if err := first.AckWorkItem(ctx, w.LockToken, done); err == nil || !provider.IsRetryable(err) {

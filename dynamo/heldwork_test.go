@@ -53,7 +53,8 @@ func TestSignalForHeldWorkMakesNoRequest(t *testing.T) {
 	if err != nil || w == nil {
 		t.Fatalf("FetchWorkItem: %+v, %v", w, err)
 	}
-	sig := queues.Signal{Kind: queues.Worker, Shard: 0, Instance: inst, Work: keys.WorkerSK(w.Item.ExecutionID, w.Item.ID)}
+	// The turn's first activity runs in the instance's slot.
+	sig := queues.Signal{Kind: queues.Worker, Shard: 0, Instance: inst, Work: keys.SlotSK}
 
 	noRequestFor := func(when string) {
 		t.Helper()

@@ -75,26 +75,53 @@ var leasedLocks = []leasedLock{
 		},
 	},
 	{
+		// A turn's first activity runs in its instance's slot.
 		name:    "activity",
 		claimOp: "UpdateItem",
 		isClaim: func(body []byte) bool { return bytes.Contains(body, []byte(`":seen"`)) },
-		take: func(ctx context.Context, t *testing.T, p *dynamo.Provider, instance string, lockTimeout time.Duration) (string, time.Time) {
-			t.Helper()
-			item := startAndFetch(ctx, t, p, instance)
-			must(t, p.AckOrchestrationItem(ctx, item.LockToken, activities(instance, 1)), "turn scheduling the activity")
-			work, err := p.FetchWorkItem(ctx, lockTimeout, 0, nil, provider.AnyTag())
-			if err != nil || work == nil {
-				t.Fatalf("FetchWorkItem = %+v, %v; want the activity", work, err)
-			}
-			return work.LockToken, work.LeaseExpiry
-		},
-		renew: func(ctx context.Context, p *dynamo.Provider, token string, extendFor time.Duration) error {
-			return p.RenewWorkItemLock(ctx, token, extendFor)
-		},
+		take:    takeActivity(1),
+		renew:   renewActivity,
 		row: func(instance string) map[string]types.AttributeValue {
-			return map[string]types.AttributeValue{"pk": str(keys.WorkerPK(instance)), "sk": str(keys.WorkerSK(1, 2))}
+			return map[string]types.AttributeValue{"pk": str(keys.InstancePK(instance)), "sk": str(keys.SlotSK)}
 		},
 	},
+	{
+		// The turn's second activity runs in a worker row.
+		name:    "activity in a worker row",
+		claimOp: "UpdateItem",
+		isClaim: func(body []byte) bool {
+			return bytes.Contains(body, []byte(`":seen"`)) && bytes.Contains(body, []byte(`"`+keys.WorkerSK(1, 3)+`"`))
+		},
+		take:  takeActivity(2),
+		renew: renewActivity,
+		row: func(instance string) map[string]types.AttributeValue {
+			return map[string]types.AttributeValue{"pk": str(keys.WorkerPK(instance)), "sk": str(keys.WorkerSK(1, 3))}
+		},
+	},
+}
+
+// takeActivity starts instance with a turn that schedules n activities and
+// fetches them in order; it returns the last one's token and expiry.
+func takeActivity(n int) func(ctx context.Context, t *testing.T, p *dynamo.Provider, instance string, lockTimeout time.Duration) (string, time.Time) {
+	return func(ctx context.Context, t *testing.T, p *dynamo.Provider, instance string, lockTimeout time.Duration) (string, time.Time) {
+		t.Helper()
+		item := startAndFetch(ctx, t, p, instance)
+		must(t, p.AckOrchestrationItem(ctx, item.LockToken, activities(instance, n)), "turn scheduling the activities")
+		var work *provider.LockedWorkItem
+		for i := range n {
+			var err error
+			work, err = p.FetchWorkItem(ctx, lockTimeout, 0, nil, provider.AnyTag())
+			if err != nil || work == nil || work.Item.ID != uint64(2+i) {
+				t.Fatalf("FetchWorkItem = %+v, %v; want activity %d", work, err, 2+i)
+			}
+		}
+		return work.LockToken, work.LeaseExpiry
+	}
+}
+
+// renewActivity renews the lease of an activity's lock token.
+func renewActivity(ctx context.Context, p *dynamo.Provider, token string, extendFor time.Duration) error {
+	return p.RenewWorkItemLock(ctx, token, extendFor)
 }
 
 func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }

@@ -34,8 +34,8 @@ func TestLostDirectClaimIsNotTriedAgain(t *testing.T) {
 	// the ready key the turn wrote, for a direct claim.
 	var sigs []queues.Signal
 	for _, id := range []uint64{2, 3} {
-		claim := attrString(workerRow(ctx, t, env, inst, id), "rq_sk")
-		sigs = append(sigs, queues.Signal{Kind: queues.Worker, Shard: keys.ShardOf(inst, 4), Instance: inst, Work: keys.WorkerSK(1, id), Claim: claim})
+		row, work := activityRow(ctx, t, env, inst, id)
+		sigs = append(sigs, queues.Signal{Kind: queues.Worker, Shard: keys.ShardOf(inst, 4), Instance: inst, Work: work, Claim: attrString(row, "rq_sk")})
 	}
 	// The other process takes the older activity.
 	if taken, err := other.FetchWorkItem(ctx, longLock, 0, nil, provider.AnyTag()); err != nil || taken == nil || taken.Item.ID != 2 {

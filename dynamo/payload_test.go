@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/duradyn/duradyn/dynamo"
@@ -60,7 +58,7 @@ func historyForm(t *testing.T, env *dynamotest.Env, instance string) []string {
 // checks that every payload comes back as it went in. It returns the next
 // turn, locked, and the raw rows of the activity and of the completion
 // message as stored before each was consumed.
-func chainStep(ctx context.Context, t *testing.T, p provider.Provider, env *dynamotest.Env, turn *provider.OrchestrationItem, history []provider.Event, id uint64, input, output string) (next *provider.OrchestrationItem, activityRow, messageRow map[string]types.AttributeValue) {
+func chainStep(ctx context.Context, t *testing.T, p provider.Provider, env *dynamotest.Env, turn *provider.OrchestrationItem, history []provider.Event, id uint64, input, output string) (next *provider.OrchestrationItem, activity, messageRow map[string]types.AttributeValue) {
 	t.Helper()
 	inst := turn.Instance
 	scheduled := ev(id, inst, provider.ActivityScheduled{Name: "A", Input: input})
@@ -68,10 +66,7 @@ func chainStep(ctx context.Context, t *testing.T, p provider.Provider, env *dyna
 		WorkerItems: []provider.ActivityExecuteItem{{Instance: inst, ExecutionID: 1, ID: id, Name: "A", Input: input}}}
 	must(t, p.AckOrchestrationItem(ctx, turn.LockToken, commit), "ack the turn")
 
-	got, err := env.DB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(env.Table), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: keys.WorkerPK(inst)}, "sk": &types.AttributeValueMemberS{Value: keys.WorkerSK(1, id)}}})
-	must(t, err, "read the activity row")
-	activityRow = got.Item
+	activity, _ = activityRow(ctx, t, env, inst, id)
 
 	work, err := p.FetchWorkItem(ctx, longLock, 0, nil, provider.AnyTag())
 	must(t, err, "FetchWorkItem")
@@ -97,7 +92,7 @@ func chainStep(ctx context.Context, t *testing.T, p provider.Provider, env *dyna
 	if s, ok := last.Kind.(provider.ActivityScheduled); !ok || s.Input != input {
 		t.Fatalf("the history ends with %T, not the activity scheduled with its input", last.Kind)
 	}
-	return next, activityRow, messageRow
+	return next, activity, messageRow
 }
 
 // TestLargePayloadsAreStoredCompressed: a payload of 512 bytes or more that

@@ -157,15 +157,19 @@ func TestFetchLockResentBySDKRetryer(t *testing.T) {
 	}
 }
 
+// isWorkRowKey reports whether k names a row an activity runs in: a
+// worker row, or an instance's activity slot.
+func isWorkRowKey(k map[string]types.AttributeValue) bool {
+	pk, _ := k["pk"].(*types.AttributeValueMemberS)
+	sk, _ := k["sk"].(*types.AttributeValueMemberS)
+	return pk != nil && strings.HasPrefix(pk.Value, "W#") || sk != nil && sk.Value == keys.SlotSK
+}
+
 // isWorkClaim picks an activity's claim: the UpdateItem that sets a token
-// on a worker row.
+// on the row the activity runs in.
 func isWorkClaim(r faults.Request) bool {
 	in, ok := r.Input.(*dynamodb.UpdateItemInput)
-	if !ok {
-		return false
-	}
-	pk, _ := in.Key["pk"].(*types.AttributeValueMemberS)
-	return pk != nil && strings.HasPrefix(pk.Value, "W#") && in.UpdateExpression != nil &&
+	return ok && isWorkRowKey(in.Key) && in.UpdateExpression != nil &&
 		strings.HasPrefix(*in.UpdateExpression, "SET #tok = :tok")
 }
 
@@ -219,11 +223,8 @@ func deletes(isRow func(key map[string]types.AttributeValue) bool) func(faults.R
 	}
 }
 
-// deletesWorkRow picks a request that deletes a worker row.
-var deletesWorkRow = deletes(func(k map[string]types.AttributeValue) bool {
-	pk, _ := k["pk"].(*types.AttributeValueMemberS)
-	return pk != nil && strings.HasPrefix(pk.Value, "W#")
-})
+// deletesWorkRow picks a request that deletes a row an activity runs in.
+var deletesWorkRow = deletes(isWorkRowKey)
 
 // deletesSession picks a request that deletes a session record.
 var deletesSession = deletes(func(k map[string]types.AttributeValue) bool {

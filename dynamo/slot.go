@@ -10,19 +10,21 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/duradyn/duradyn/dynamo/internal/keys"
+	"github.com/duradyn/duradyn/internal/itemsize"
 	"github.com/duradyn/duradyn/provider"
 	"github.com/duradyn/duradyn/queues"
 )
 
 // The activity slot (docs/design.md §8, "Handed activities"): one row per
-// instance, in its partition at keys.SlotSK, that holds a handed activity
-// while it runs and then its completion. The worker's ack turns the one
-// into the other with a single conditional UpdateItem, fenced by the
+// instance, in its partition at keys.SlotSK, that holds the turn's
+// claimable activity (handed or not) while it runs and then its
+// completion. The worker's ack turns the one into the other with a
+// single conditional UpdateItem, fenced by the
 // activity's token and lease, instead of a transaction that deletes an
 // activity row and puts a message; the turn that consumes the completion
-// writes the next handed activity over it. Its ready entry stays in the
-// worker queue, at the lease's end, from the turn that writes it to the
-// next: the ack changes no attribute the index holds, so it writes none.
+// writes the next activity over it. With SQS its ready entry stays in the
+// worker queue, at the lease's end, from the claim to the next turn: the
+// ack changes no attribute the index holds, so it writes none.
 // A fetch's range holds the slot, so a signal finds the completion; if
 // the signal is lost with its process, a worker's claim at the lease's end
 // finds the slot done and hands the instance to the orchestrator fetches
@@ -61,6 +63,12 @@ func isRunningSlot(row item) bool {
 	return state == slotRunning
 }
 
+// isSlotRow reports whether row is keyed as the instance's slot.
+func isSlotRow(row item) bool {
+	sk, _, _ := strAttr(row, attrSK)
+	return sk == keys.SlotSK
+}
+
 // messageOrder is the key a fetch orders m by: its sort key, or for the
 // slot's completion the key it would have as a message of its own.
 func (m queueRow) messageOrder() string {
@@ -97,34 +105,45 @@ func slotFor(turn *turnState) bool {
 	return false
 }
 
-// slotItem is the slot holding activity w, claimed with token until
-// untilMs, made from its worker row (workerItem).
-func slotItem(w provider.ActivityExecuteItem, row item, token string, untilMs int64) item {
+// slotItem is the slot holding activity w, unclaimed, made from its
+// worker row (workerItem): same payload, enqueue and ready entry.
+func slotItem(w provider.ActivityExecuteItem, row item) item {
 	slot := key(keys.InstancePK(w.Instance), keys.SlotSK)
-	for _, a := range []string{attrItem, attrSeq, attrVisible, attrReadyPK} {
+	for _, a := range []string{attrItem, attrSeq, attrVisible, attrReadyPK, attrReadySK, attrAttempts} {
 		slot[a] = row[a]
 	}
-	var d decoder
 	slot[attrSlot] = s(slotRunning)
 	slot[attrSlotExec] = nu(w.ExecutionID)
 	slot[attrSlotAct] = nu(w.ID)
-	slot[attrToken] = s(token)
-	slot[attrLockUntil] = n(untilMs)
-	slot[attrAttempts] = n(1)
-	slot[attrReadySK] = s(readySK(untilMs, d.str(row, attrSeq)))
 	return slot
 }
 
-// useSlot puts the plan's claimable activity into the slot in place of its
-// worker row; the slot's consumed completion is written over, not deleted.
-func useSlot(plan *turnPlan, turn *turnState, c *claimableActivity, slot item) {
+// slotActivity puts the plan's claimable activity into the instance's slot
+// in place of its worker row, when the slot is free (slotFor) and the row
+// fits; the slot's consumed completion is written over, not deleted. The
+// activity's signal then names the slot.
+func slotActivity(plan *turnPlan, turn *turnState) {
+	c := plan.claimable
+	if c == nil || !slotFor(turn) {
+		return
+	}
 	a := &plan.actions[c.action]
+	slot := slotItem(c.item, a.put)
+	grown := itemsize.ItemSize(slot) - itemsize.ItemSize(a.put)
+	if itemsize.ItemSize(slot) > MaxItemBytes || plan.size+grown > maxTransactBytes {
+		return
+	}
+	plan.size += grown
 	a.put, a.asRead = slot, slotAsRead(turn.st.slot)
+	plan.signals[c.signal].Work = keys.SlotSK
 	for i, other := range plan.actions {
-		if other.del != nil && i != c.action {
+		if other.del != nil {
 			if sk, _, _ := strAttr(other.del, attrSK); sk == keys.SlotSK {
 				plan.actions = append(plan.actions[:i], plan.actions[i+1:]...)
 				plan.size -= 200
+				if i < c.action {
+					c.action--
+				}
 				return
 			}
 		}
@@ -151,8 +170,15 @@ func (p *Provider) fillSlot(ctx context.Context, tok workToken, lockToken string
 	set := "SET #slot = :done, #atok = :tok"
 	rsk, _, _ := strAttr(msg, attrReadySK)
 	msg[attrSeq] = s(readySeq(rsk))
-	// Not the index's attributes (vis, lock_until, att, rq_*): no index write.
-	for i, a := range []string{attrItem, attrKind, attrSeq} {
+	// With SQS, not the index's attributes (vis, lock_until, att, rq_*): no
+	// index write; the signal finds the completion. Without, other
+	// processes find work only by sweeping: the entry moves to the
+	// orchestrator queue.
+	attrs := []string{attrItem, attrKind, attrSeq}
+	if p.o.OrchestratorQueueURL == "" {
+		attrs = append(attrs, attrReadyPK, attrReadySK)
+	}
+	for i, a := range attrs {
 		name, value := fmt.Sprintf("#m%d", i), fmt.Sprintf(":m%d", i)
 		names[name], values[value] = a, msg[a]
 		set += ", " + name + " = " + value

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -247,6 +248,53 @@ func TestChainOfHandedActivitiesCostsFourRequestsAStep(t *testing.T) {
 	}
 }
 
+// TestChainWithWorkersElsewhereUsesTheSlot: where the workers run in
+// another process (as on Lambda or ECS), no fetch of the turn's process
+// waits, so the turn writes the activity into the slot unclaimed. The
+// worker's process claims it there with one UpdateItem, from the signal,
+// and fills it with another: 2 requests a step, no transaction.
+func TestChainWithWorkersElsewhereUsesTheSlot(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	hour := func(o *dynamo.Options) { o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour }
+	p, env := dynamotest.New(t, dynamotest.Config{Queues: true, Options: hour})
+	meter := &dynamotest.Meter{}
+	workers := env.NewProvider(t, dynamotest.Config{Meter: meter, Options: hour})
+	const inst = "slot-elsewhere"
+	// The workers' first fetch sweeps the empty queue once.
+	if w, err := workers.FetchWorkItem(ctx, longLock, 10*time.Millisecond, nil, provider.AnyTag()); err != nil || w != nil {
+		t.Fatalf("fetch of an empty queue: %+v, %v", w, err)
+	}
+	turn := startAndFetch(ctx, t, p, inst)
+	for step := uint64(2); step < 10; step += 2 { // step: the activity id
+		var history []provider.Event
+		if step > 2 {
+			history = append(history, sourced(ev(step-1, inst, provider.ActivityCompleted{Result: "ok"}), step-2))
+		}
+		must(t, p.AckOrchestrationItem(ctx, turn.LockToken, provider.TurnCommit{ExecutionID: 1, Metadata: meta(),
+			HistoryDelta: append(history, ev(step, inst, provider.ActivityScheduled{Name: "A", Input: "next"})),
+			WorkerItems:  []provider.ActivityExecuteItem{{Instance: inst, ExecutionID: 1, ID: step, Name: "A", Input: "next"}},
+		}), "the turn scheduling the activity")
+		if row := slotRow(ctx, t, env, inst); attrString(row, "sa") != strconv.FormatUint(step, 10) || attrString(row, "tok") != "" {
+			t.Fatalf("step %d: the slot holds activity %q, token %q; want activity %d, unclaimed", step, attrString(row, "sa"), attrString(row, "tok"), step)
+		}
+		meter.Reset()
+		w, err := workers.FetchWorkItem(ctx, longLock, 20*time.Second, nil, provider.AnyTag())
+		if err != nil || w == nil || w.Item.ID != step {
+			t.Fatalf("step %d: the workers' fetch got %+v, %v; want activity %d", step, w, err, step)
+		}
+		must(t, workers.AckWorkItem(ctx, w.LockToken, completed(inst, step, "ok")), "AckWorkItem")
+		if u := meter.Usage(); u.Total() != 2 || u.Requests["UpdateItem"] != 2 {
+			t.Fatalf("step %d: the workers made %v; want 2 UpdateItems, the claim and the ack", step, u.Requests)
+		}
+		// The completion's signal crosses by SQS.
+		turn, err = p.FetchOrchestrationItem(ctx, longLock, 20*time.Second, nil)
+		if err != nil || turn == nil || len(turn.Messages) != 1 || turn.Messages[0] != provider.WorkItem(completed(inst, step, "ok")) {
+			t.Fatalf("step %d: the fetch got %+v, %v; want the completion of activity %d", step, turn, err, step)
+		}
+	}
+}
+
 // sourced is e answering the event of id source.
 func sourced(e provider.Event, source uint64) provider.Event {
 	e.SourceEventID = &source
@@ -277,19 +325,23 @@ func TestAbandonedTurnKeepsTheSlotsCompletion(t *testing.T) {
 }
 
 // TestDoneSlotOfADeadProcessIsTakenOver: a process acks its handed
-// activity, filling the slot, and stops before any fetch takes the
-// completion's signal, which only it had. The slot's ready entry stays in
-// the worker queue at the activity's lease's end, so no orchestrator
-// sweep sees it; when the lease ends, another process's worker sweep
-// tries to claim it, finds it done, and hands the instance to its own
-// orchestrator fetches, whose turn takes the completion.
+// activity, filling the slot, and its completion's signal never leaves it
+// (its sends to SQS fail, as when it dies first). With queues the slot's
+// ready entry stays in the worker queue at the activity's lease's end, so
+// no orchestrator sweep sees it; when the lease ends, another process's
+// worker sweep tries to claim it, finds it done, and hands the instance to
+// its own orchestrator fetches, whose turn takes the completion.
 func TestDoneSlotOfADeadProcessIsTakenOver(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	clock := faults.NewFakeClock(time.Now())
-	now := func(o *dynamo.Options) { o.Now = clock.Now }
-	p, env := dynamotest.New(t, dynamotest.Config{Options: now}) // no queues: its signals stay in it
-	other := env.NewProvider(t, dynamotest.Config{Options: now})
+	mute := faults.New(1)
+	mute.Add(faults.Rule{Ops: []string{faults.OpSendMessageBatch}, Rate: 1, Fault: faults.Throttle("")})
+	p, env := dynamotest.New(t, dynamotest.Config{Queues: true, Options: func(o *dynamo.Options) {
+		o.Now = clock.Now
+		o.SQSClient = mute.SQS(o.SQSClient)
+	}})
+	other := env.NewProvider(t, dynamotest.Config{Options: func(o *dynamo.Options) { o.Now = clock.Now }})
 	const inst = "slot-done-orphaned"
 	w := handedToSlot(ctx, t, p, env, inst)
 	must(t, p.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "ok")), "AckWorkItem")
@@ -300,5 +352,20 @@ func TestDoneSlotOfADeadProcessIsTakenOver(t *testing.T) {
 	if got, err := other.FetchWorkItem(ctx, longLock, 0, nil, provider.AnyTag()); err != nil || got != nil {
 		t.Fatalf("a worker fetch after the lease: %+v, %v; want nothing (the slot holds a completion)", got, err)
 	}
+	nextTurn(ctx, t, other, inst, completed(inst, 2, "ok"))
+}
+
+// TestDoneSlotWithoutQueuesIsSwept: without SQS, signals stay in their
+// process and other processes find work by sweeping, so the ack moves the
+// slot's ready entry to the orchestrator queue: another process's
+// orchestrator fetch takes the completion at once, not at the lease's end.
+func TestDoneSlotWithoutQueuesIsSwept(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	p, env := dynamotest.New(t, dynamotest.Config{})
+	other := env.NewProvider(t, dynamotest.Config{})
+	const inst = "slot-done-swept"
+	w := handedToSlot(ctx, t, p, env, inst)
+	must(t, p.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "ok")), "AckWorkItem")
 	nextTurn(ctx, t, other, inst, completed(inst, 2, "ok"))
 }
