@@ -3,7 +3,6 @@ package dynamo_test
 import (
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -389,13 +388,14 @@ func TestSweepPassesOverRowsItFoundGone(t *testing.T) {
 	// The index as the first sweep saw it, for the whole test.
 	in := faults.New(7)
 	in.SetIndexLag(time.Hour, time.Hour, "ready")
-	var ahead atomic.Int64 // how far the provider's clock is moved on
+	// A minute ahead, so that every row is old enough for a sweep to hand
+	// on (handOutAge), and still: what the process remembers ends when the
+	// test moves the clock, not when a loaded machine has taken 10 s.
+	clock := faults.NewFakeClock(time.Now().Add(time.Minute))
 	p := env.NewProvider(t, dynamotest.Config{Shards: 1, Options: func(o *dynamo.Options) {
 		o.Client = in.DynamoDB(o.Client)
 		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
-		// A minute ahead, so that every row is old enough for a sweep to
-		// hand on (handOutAge).
-		o.Now = func() time.Time { return time.Now().Add(time.Minute + time.Duration(ahead.Load())) }
+		o.Now = clock.Now
 	}})
 	seen := map[string]bool{}
 	take := func(what string) {
@@ -418,7 +418,7 @@ func TestSweepPassesOverRowsItFoundGone(t *testing.T) {
 	}
 	// Long enough that this process no longer knows those messages are
 	// consumed; the index still shows them.
-	ahead.Store(int64(11 * time.Second))
+	clock.Advance(11 * time.Second)
 	for i := len(seen); i < n; i++ {
 		take(fmt.Sprintf("fetch %d, past the rows consumed", i+1))
 	}
@@ -449,13 +449,12 @@ func TestWorkerSweepPassesOverRowsGone(t *testing.T) {
 	// remembers of its acks does not depend on how fast the machine runs.
 	// It is a minute ahead, so that every row is old enough for a sweep to
 	// hand on (handOutAge).
-	var ahead atomic.Int64
-	stopped := time.Now().Add(time.Minute)
+	clock := faults.NewFakeClock(time.Now().Add(time.Minute))
 	meter := &dynamotest.Meter{}
 	p := env.NewProvider(t, dynamotest.Config{Shards: 1, Meter: meter, Options: func(o *dynamo.Options) {
 		o.Client = in.DynamoDB(o.Client)
 		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
-		o.Now = func() time.Time { return stopped.Add(time.Duration(ahead.Load())) }
+		o.Now = clock.Now
 	}})
 	seen := map[uint64]bool{}
 	take := func(what string) {
@@ -480,7 +479,7 @@ func TestWorkerSweepPassesOverRowsGone(t *testing.T) {
 	}
 	// Long enough that this process no longer knows those rows are gone;
 	// the index still shows them.
-	ahead.Store(int64(11 * time.Second))
+	clock.Advance(11 * time.Second)
 	for i := len(seen); i < n; i++ {
 		take(fmt.Sprintf("fetch %d, past the rows acked", i+1))
 	}

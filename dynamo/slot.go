@@ -183,7 +183,7 @@ func (p *Provider) fillSlot(ctx context.Context, tok workToken, lockToken string
 		names[name], values[value] = a, msg[a]
 		set += ", " + name + " = " + value
 	}
-	_, err := p.resend(ctx, provider.OpAckWorkItem, func() error {
+	_, err := p.resend(ackBudget(ctx), provider.OpAckWorkItem, func() error {
 		vals := maps.Clone(values)
 		vals[":now"] = n(p.nowMs())
 		_, err := p.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{

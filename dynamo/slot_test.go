@@ -62,10 +62,11 @@ func nextTurn(ctx context.Context, t *testing.T, p provider.Provider, instance s
 }
 
 // TestHandedActivityAckBelowTheRetryer: the worker's ack of a handed
-// activity, one UpdateItem, lands and its response is lost, reset or
-// answered with a 500 below the SDK's retryer, which sends it again. The
-// repeat finds the slot already filled by this token: the ack succeeds and
-// the next turn takes the completion once.
+// activity, one UpdateItem, lands and its response is lost, reset,
+// answered with a 500 or stalled past the attempt's deadline
+// (LeaseRequestTimeout, as for every ack) below the SDK's retryer; the
+// request is sent again. The repeat finds the slot already filled by this
+// token: the ack succeeds and the next turn takes the completion once.
 func TestHandedActivityAckBelowTheRetryer(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -75,7 +76,8 @@ func TestHandedActivityAckBelowTheRetryer(t *testing.T) {
 		o.Client = env.Endpoints.DynamoDB(env.AWS, func(do *dynamodb.Options) { do.HTTPClient = tr.HTTPClient() })
 	}})
 	fill := func(op string, body []byte) bool { return op == "UpdateItem" && bytes.Contains(body, []byte(`"atok"`)) }
-	for i, fault := range []faults.NetFault{faults.LoseResponse(), faults.ResetResponse(), faults.ServerStatus(500, true)} {
+	stalled := faults.SlowResponse(dynamo.DefaultLeaseRequestTimeout + time.Second)
+	for i, fault := range []faults.NetFault{faults.LoseResponse(), faults.ResetResponse(), faults.ServerStatus(500, true), stalled} {
 		inst := fmt.Sprintf("slot-resent-%d", i)
 		w := handedToSlot(ctx, t, p, env, inst)
 		remove := tr.Add(faults.NetRule{Match: fill, Count: 1, Fault: fault})
@@ -87,8 +89,8 @@ func TestHandedActivityAckBelowTheRetryer(t *testing.T) {
 			t.Fatalf("after the completion's turn: %+v, %v; want nothing (delivered once)", item, err)
 		}
 	}
-	if n := tr.Faulted("UpdateItem"); n != 3 {
-		t.Fatalf("%d slot acks faulted; want 3", n)
+	if n := tr.Faulted("UpdateItem"); n != 4 {
+		t.Fatalf("%d slot acks faulted; want 4", n)
 	}
 }
 

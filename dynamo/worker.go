@@ -745,9 +745,12 @@ func workLockLost(op string) error {
 // activity gone (cancelled, deleted, acked) or whose lock expired fails
 // with [provider.ErrInvalidLockToken]. A failed ack changes nothing.
 //
-// Requests: one TransactWriteItems with a ClientRequestToken kept per call
-// (so an SDK resend after it landed succeeds); a second, without the
-// session, when the session is no longer the worker's.
+// Requests: for an activity in its instance's slot with a completion, one
+// UpdateItem of the slot (a resend after it landed finds its own token
+// there and succeeds); else one TransactWriteItems with a
+// ClientRequestToken kept per call (so an SDK resend after it landed
+// succeeds), and a second, without the session, when the session is no
+// longer the worker's.
 func (p *Provider) AckWorkItem(ctx context.Context, lockToken string, completion provider.WorkItem) error {
 	if err := provider.ValidateCompletion(provider.OpAckWorkItem, completion); err != nil {
 		return err
