@@ -416,13 +416,17 @@ type turnPlanner struct {
 	startsTaken, startsSent int
 }
 
-// add appends a to the plan, counting its size (a delete as 200 bytes).
+// deleteActionBytes is what a planned delete counts toward a transaction's
+// size: its key and condition.
+const deleteActionBytes = 200
+
+// add appends a to the plan, counting its size.
 func (tp *turnPlanner) add(a planAction) {
 	tp.plan.actions = append(tp.plan.actions, a)
 	if a.put != nil {
 		tp.plan.size += itemsize.ItemSize(a.put)
 	} else {
-		tp.plan.size += 200
+		tp.plan.size += deleteActionBytes
 	}
 }
 

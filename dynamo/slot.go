@@ -140,7 +140,7 @@ func slotActivity(plan *turnPlan, turn *turnState) {
 		if other.del != nil {
 			if sk, _, _ := strAttr(other.del, attrSK); sk == keys.SlotSK {
 				plan.actions = append(plan.actions[:i], plan.actions[i+1:]...)
-				plan.size -= 200
+				plan.size -= deleteActionBytes
 				if i < c.action {
 					c.action--
 				}
