@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"net/url"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto"
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -116,6 +118,25 @@ func (b tab) step(what string, actions ...chromedp.Action[chromedp.Void]) {
 	}
 }
 
+// click clicks the first element sel matches. The auto-refresh may
+// replace the element between the query and the click, as it can under a
+// user's pointer; the user's click then lands on the replacement, so click
+// queries again when the node it found is gone.
+func click(sel string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		for {
+			v, err := chromedp.Click(chromedp.CSS(sel))(ctx, t)
+			var cerr *cdproto.Error
+			if !errors.As(err, &cerr) || !strings.Contains(strings.ToLower(cerr.Message), "node") {
+				return v, err
+			}
+			if ctx.Err() != nil {
+				return v, fmt.Errorf("click %s: %w (%w)", sel, err, ctx.Err())
+			}
+		}
+	}
+}
+
 // open navigates to the console's path and waits for sel.
 func (b tab) open(path, sel string) {
 	b.t.Helper()
@@ -193,7 +214,7 @@ func TestConsoleBrowser(t *testing.T) {
 func browseTimelineAndTree(b tab, s scene) {
 	t := b.t
 	t.Helper()
-	b.step("open the fan-out", chromedp.Click(chromedp.CSS(`#instances a[href="`+instancePath(s.fan)+`"]`)), chromedp.WaitVisible(chromedp.CSS("#timeline")))
+	b.step("open the fan-out", click(`#instances a[href="`+instancePath(s.fan)+`"]`), chromedp.WaitVisible(chromedp.CSS("#timeline")))
 	if n := b.count("#timeline g.row-activity"); n != 14 {
 		t.Errorf("the timeline shows %d activity rows, want 14 (12 Work, and Flaky's two attempts)", n)
 	}
@@ -221,15 +242,15 @@ func browseTimelineAndTree(b tab, s scene) {
 func raiseAndCancel(b tab, s scene) {
 	b.t.Helper()
 	b.open(instancePath(s.approval), ".headline .st-running")
-	b.step("open the confirmation", chromedp.Click(chromedp.CSS("#action-raise")), chromedp.WaitVisible(chromedp.CSS("#event-name")))
+	b.step("open the confirmation", click("#action-raise"), chromedp.WaitVisible(chromedp.CSS("#event-name")))
 	b.step("confirm", chromedp.SendKeys(chromedp.CSS("#event-name"), "approve"), chromedp.SendKeys(chromedp.CSS("#event-data"), `"ops"`),
-		chromedp.Click(chromedp.CSS("#confirm")), chromedp.WaitVisible(chromedp.CSS(".notice")))
+		click("#confirm"), chromedp.WaitVisible(chromedp.CSS(".notice")))
 	b.step("see the instance complete", chromedp.WaitVisible(chromedp.CSS(".headline .st-completed")))
 	if out := b.text("#p-output"); !strings.Contains(out, "order-17 approved by ops") {
 		b.t.Errorf("the approval's output reads %q", out)
 	}
 
 	b.open(instancePath(s.sleeper), "#action-cancel")
-	b.step("cancel", chromedp.Click(chromedp.CSS("#action-cancel")), chromedp.WaitVisible(chromedp.CSS("#cancel-reason")),
-		chromedp.Click(chromedp.CSS("#confirm")), chromedp.WaitVisible(chromedp.CSS(".headline .st-canceled")))
+	b.step("cancel", click("#action-cancel"), chromedp.WaitVisible(chromedp.CSS("#cancel-reason")),
+		click("#confirm"), chromedp.WaitVisible(chromedp.CSS(".headline .st-canceled")))
 }
