@@ -204,6 +204,11 @@ func (p *Provider) uncachedTurn(ctx context.Context, instance, lockToken string,
 		}
 		return nil, true, invalidToken(provider.OpAckOrchestrationItem)
 	}
+	if len(st.lock.batch) == 0 && st.lock.turn == "" {
+		// A turn taken under a lock its process kept: only that process
+		// knows its batch (docs/design.md §6, kept locks).
+		return nil, true, invalidToken(provider.OpAckOrchestrationItem)
+	}
 	if st.lock.turn != "" {
 		// This token's large turn is committed: a retried ack finishes it.
 		if err := p.rollForward(ctx, instance, st.lock.turn); err != nil {
@@ -300,8 +305,9 @@ func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPla
 	defer done()
 	_, err := p.sendPending(ackBudget(ctx), provider.OpAckOrchestrationItem, turn.tx, func() *dynamodb.TransactWriteItemsInput {
 		turn.txHanded, turn.txSignals = hand, plan.signals
+		turn.txKept = keepLock(turn, hand, plan.release, now)
 		actions := make([]types.TransactWriteItem, 0, len(plan.actions)+1)
-		actions = append(actions, types.TransactWriteItem{Update: newLockRelease(plan.release, "", smallTurnID(turn.token, digest)).withSmallPast(turn.st.lock).acked(now).withKV(plan.kvDigest).withHistoryEnd(plan.histEnd).update(p.table, turn.st.id,
+		actions = append(actions, types.TransactWriteItem{Update: newLockRelease(plan.release, "", smallTurnID(turn.token, digest)).withSmallPast(turn.st.lock).acked(now).withKV(plan.kvDigest).withHistoryEnd(plan.histEnd).keeping(turn.txKept).update(p.table, turn.st.id,
 			"#tok = :tok AND #until > :now AND attribute_not_exists(#turn)",
 			map[string]string{"#tok": attrToken, "#until": attrLockUntil, "#turn": attrTurn},
 			map[string]types.AttributeValue{":tok": s(turn.token), ":now": n(now)})})
@@ -311,6 +317,10 @@ func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPla
 		actions = append(actions, cell...)
 		return &dynamodb.TransactWriteItemsInput{TransactItems: actions}
 	})
+	if err == nil && turn.txKept != nil {
+		// Before the handed fetch returns: its completion may come at once.
+		p.kept.put(turn.st.id, *turn.txKept, now)
+	}
 	p.settleHanded(ctx, hand, turn.txHanded, err == nil)
 	if err == nil {
 		return nil

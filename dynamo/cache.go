@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"sync"
+	"time"
 
 	"github.com/duradyn/duradyn/queues"
 )
@@ -28,6 +29,11 @@ type turnState struct {
 	ver uint64
 	// until is the lease's end (epoch ms) as this process last set it.
 	until int64
+	// lease is the lease the fetch asked for; 0 when another process
+	// fetched the turn. kept reports a turn taken under a lock this
+	// process kept (kept.go), whose lock row lists no batch.
+	lease time.Duration
+	kept  bool
 	// batch holds the sort keys of the locked messages.
 	batch []string
 	// attempts is the lock row's attempt map after the fetch; undelivered,
@@ -41,6 +47,8 @@ type turnState struct {
 	// txSignals are the signals for the rows tx writes: a retry plans
 	// anew, with new enqueue keys, but resends tx.
 	txSignals []queues.Signal
+	// txKept is the lock tx keeps for this process, if any.
+	txKept *keptLock
 
 	// outstanding holds the activities of outstandingExec the fetched
 	// history shows unanswered (directclaim.go); nil if none was decoded.

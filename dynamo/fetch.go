@@ -647,7 +647,7 @@ func (p *Provider) tryInstance(ctx context.Context, instance string, lockTimeout
 
 // unlockedState reads instance's control rows, finishing first a large turn
 // whose committer stopped, and the time they are judged at; st is nil when a
-// live lease holds the instance.
+// live lease holds the instance, other than one this process kept.
 func (p *Provider) unlockedState(ctx context.Context, instance string) (st *instanceState, now int64, err error) {
 	st, err = p.loadFetchState(ctx, instance)
 	if err != nil {
@@ -668,7 +668,7 @@ func (p *Provider) unlockedState(ctx context.Context, instance string) (st *inst
 		}
 		now = p.nowMs()
 	}
-	if st.lock.live(now) {
+	if st.lock.live(now) && !p.kept.mine(instance, st.lock) {
 		p.lockedWhenTried(instance, st.lock.until, now)
 		return nil, 0, nil
 	}

@@ -21,14 +21,20 @@ import (
 // release also on no pending large turn.
 
 // stealCondition is the condition of a fetch's lock write: same version,
-// no pending large turn, lease over at nowMs; or no row yet.
-func (st *instanceState) stealCondition(nowMs int64) (cond *string, names map[string]string, values map[string]types.AttributeValue) {
+// no pending large turn, lease over at nowMs or held by own (a lock this
+// process kept, when not ""); or no row yet.
+func (st *instanceState) stealCondition(nowMs int64, own string) (cond *string, names map[string]string, values map[string]types.AttributeValue) {
 	if !st.lock.exists {
 		return aws.String("attribute_not_exists(#pk)"), map[string]string{"#pk": attrPK}, nil
 	}
-	return aws.String("#ver = :ver AND attribute_not_exists(#turn) AND (attribute_not_exists(#tok) OR #until <= :now)"),
-		map[string]string{"#ver": attrLockVer, "#turn": attrTurn, "#tok": attrToken, "#until": attrLockUntil},
-		map[string]types.AttributeValue{":ver": nu(st.lock.ver), ":now": n(nowMs)}
+	names = map[string]string{"#ver": attrLockVer, "#turn": attrTurn, "#tok": attrToken, "#until": attrLockUntil}
+	values = map[string]types.AttributeValue{":ver": nu(st.lock.ver), ":now": n(nowMs)}
+	free := "attribute_not_exists(#tok) OR #until <= :now"
+	if own != "" {
+		free += " OR #tok = :own"
+		values[":own"] = s(own)
+	}
+	return aws.String("#ver = :ver AND attribute_not_exists(#turn) AND (" + free + ")"), names, values
 }
 
 // lockAsRead is the condition that the lock row is still as st read it.
@@ -39,13 +45,11 @@ func (st *instanceState) lockAsRead() (cond *string, names map[string]string, va
 	return aws.String("attribute_not_exists(#pk)"), map[string]string{"#pk": attrPK}, nil
 }
 
-// lockTurn wins the instance lock for batch: one conditional PutItem
-// (stealCondition). A lock that comes back with less than a quarter of
-// its lease left is released and reported as nil (docs/design.md §6).
-func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queueRow, lockTimeout time.Duration) (*turnState, error) {
-	ver := st.lock.ver + 1
-	token := newOrchToken(orchToken{instance: st.id, ver: ver})
-	before := map[string]uint32{}
+// turnAttempts returns the attempt map before a turn of batch (without
+// the counts of messages known gone) and with batch's counted, and batch's
+// sort keys.
+func turnAttempts(st *instanceState, batch []queueRow) (before, attempts map[string]uint32, sks []string) {
+	before = map[string]uint32{}
 	for _, m := range st.msgs {
 		if a, ok := st.lock.attempts[m.sk]; ok {
 			before[m.sk] = a
@@ -59,12 +63,33 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 			}
 		}
 	}
-	attempts := maps.Clone(before)
-	sks := make([]string, len(batch))
+	attempts = maps.Clone(before)
+	sks = make([]string, len(batch))
 	for i, m := range batch {
 		attempts[m.sk]++
 		sks[i] = m.sk
 	}
+	return before, attempts, sks
+}
+
+// lockTurn wins the instance lock for batch: one conditional PutItem
+// (stealCondition), or none when the row holds a lock this process kept
+// with at least a quarter of lockTimeout left (kept.go). A lock that comes
+// back with less than a quarter of its lease left is released and
+// reported as nil (docs/design.md §6).
+func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queueRow, lockTimeout time.Duration) (*turnState, error) {
+	before, attempts, sks := turnAttempts(st, batch)
+	kept, own := p.kept.take(st.id, st.lock)
+	if own && usefulLease(kept.until, p.nowMs(), lockTimeout) {
+		if ctx.Err() != nil {
+			p.kept.put(st.id, kept, p.nowMs())
+			return nil, ctx.Err()
+		}
+		return &turnState{token: kept.token, st: st, ver: kept.ver, until: kept.until, lease: lockTimeout, kept: true,
+			batch: sks, attempts: attempts, undelivered: before}, nil
+	}
+	ver := st.lock.ver + 1
+	token := newOrchToken(orchToken{instance: st.id, ver: ver})
 	start := p.nowMs()
 	until := start + durMs(lockTimeout)
 	row := lockItem(st.id, ver, attempts)
@@ -97,7 +122,7 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 	}
 	in := &dynamodb.PutItemInput{TableName: p.table, Item: row,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
-	in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = st.stealCondition(start)
+	in.ConditionExpression, in.ExpressionAttributeNames, in.ExpressionAttributeValues = st.stealCondition(start, kept.token)
 	if _, err := p.db.PutItem(underClaim(ctx, start+durMs(claimBudget(lockTimeout))), in); err != nil && heldItem(err, token) == nil {
 		if conditionFailed(err) {
 			return nil, nil // another dispatcher won, or the lock is live after all
@@ -107,7 +132,7 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 			return nil, err
 		}
 	}
-	turn := &turnState{token: token, st: st, ver: ver, until: until, batch: sks, attempts: attempts, undelivered: before}
+	turn := &turnState{token: token, st: st, ver: ver, until: until, lease: lockTimeout, batch: sks, attempts: attempts, undelivered: before}
 	if ctx.Err() != nil {
 		// The claim landed but the caller is gone: hand the instance back.
 		p.releaseUndelivered(st.id, turn)
@@ -227,6 +252,18 @@ func (r lockRelease) withKV(digest string) lockRelease {
 	return r
 }
 
+// keeping makes the release keep the lock for this process: the lock
+// passes to the kept lock's token and lease instead of going.
+func (r lockRelease) keeping(k *keptLock) lockRelease {
+	if k == nil {
+		return r
+	}
+	r.expr = strings.Replace(r.expr, "REMOVE #tok, #until, ", "REMOVE ", 1)
+	r.expr = strings.Replace(r.expr, "SET ", "SET #tok = :ktok, #until = :kuntil, ", 1)
+	r.values[":ktok"], r.values[":kuntil"] = s(k.token), n(k.until)
+	return r
+}
+
 // update returns the release as a transaction action conditioned on cond.
 func (r lockRelease) update(table *string, instance, cond string, names map[string]string, values map[string]types.AttributeValue) *types.Update {
 	u := &types.Update{
@@ -260,13 +297,18 @@ func holderCondition(token string) (string, map[string]string, map[string]types.
 }
 
 // releaseUndelivered gives up a lock this fetch cannot hand out, restoring
-// the attempt counts (no delivery, no attempt). Failures are only logged:
-// the lease ends anyway.
+// the attempt counts (no delivery, no attempt).
 func (p *Provider) releaseUndelivered(instance string, turn *turnState) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cond, names, values := holderCondition(turn.token)
-	u := newLockRelease(turn.undelivered, "", "").update(p.table, instance, cond, names, values)
+	p.releaseLock(ctx, instance, turn.token, turn.undelivered)
+}
+
+// releaseLock releases token's lock on instance, writing attempts as the
+// attempt map. Failures are only logged: the lease ends anyway.
+func (p *Provider) releaseLock(ctx context.Context, instance, token string, attempts map[string]uint32) {
+	cond, names, values := holderCondition(token)
+	u := newLockRelease(attempts, "", "").update(p.table, instance, cond, names, values)
 	_, err := p.resend(ctx, "release", func() error {
 		_, err := p.db.UpdateItem(ctx, updateItem(u))
 		return err

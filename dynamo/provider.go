@@ -58,6 +58,7 @@ type Provider struct {
 	scanSweeps scanGate
 	leases     workLeases // ends of the activity leases held
 	handoffs   handoffs   // handoff.go
+	kept       keptLocks  // kept.go
 	txs        txCache    // transactions of unknown outcome (resend.go)
 	layout     layoutCheck
 	// spread draws the first of n candidates in a contended shard
@@ -95,10 +96,14 @@ func (p *Provider) Name() string { return "dynamo" }
 // Version returns [Version].
 func (p *Provider) Version() string { return Version }
 
-// Close stops the signal pollers. Calls in flight fail; the provider must
-// not be used afterwards. Nothing is lost: all state is in DynamoDB.
+// Close stops the signal pollers and releases the instance locks this
+// process kept after its acks (docs/design.md §6, kept locks), so that
+// other processes need not wait for their leases. Calls in flight fail;
+// the provider must not be used afterwards. Nothing is lost: all state is
+// in DynamoDB.
 func (p *Provider) Close() error {
 	p.waits.close()
+	p.releaseKept()
 	var err error
 	if p.skewGauges != nil {
 		err = p.skewGauges.Unregister()

@@ -1,0 +1,112 @@
+package dynamo
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Kept locks (docs/design.md §6). A turn that hands its next activity to a
+// waiting fetch of this process will see that activity's completion come
+// back here, so its ack keeps the instance locked for this process, with a
+// new token and a fresh lease, instead of releasing it. The next turn's
+// fetch reads the lock row as it always does; when the row is still as the
+// ack left it and enough of the lease is left, it takes the turn under that
+// lease without writing the row.
+
+// keptLock is a lock an ack of this process kept.
+type keptLock struct {
+	token string
+	ver   uint64 // the lock row's version the ack wrote
+	until int64  // the lease's end, epoch ms
+	// attempts is the attempt map the ack wrote.
+	attempts map[string]uint32
+}
+
+// keptLocks holds this process's kept locks by instance.
+type keptLocks struct {
+	mu sync.Mutex
+	m  map[string]keptLock
+}
+
+// keptLocksPruneAt is the size past which put drops expired entries.
+const keptLocksPruneAt = 256
+
+// put records instance's kept lock.
+func (k *keptLocks) put(instance string, l keptLock, nowMs int64) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.m == nil {
+		k.m = map[string]keptLock{}
+	}
+	if len(k.m) >= keptLocksPruneAt {
+		for id, e := range k.m {
+			if e.until <= nowMs {
+				delete(k.m, id)
+			}
+		}
+	}
+	k.m[instance] = l
+}
+
+// mine reports whether lock, as read, is a lock this process kept.
+func (k *keptLocks) mine(instance string, lock lockRow) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	e, ok := k.m[instance]
+	return ok && lock.exists && lock.token == e.token && lock.ver == e.ver && lock.turn == ""
+}
+
+// take removes and returns instance's kept lock if lock, as read, is it.
+// An entry the row no longer matches is dropped.
+func (k *keptLocks) take(instance string, lock lockRow) (keptLock, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	e, ok := k.m[instance]
+	if !ok {
+		return keptLock{}, false
+	}
+	delete(k.m, instance)
+	if !lock.exists || lock.token != e.token || lock.ver != e.ver || lock.turn != "" {
+		return keptLock{}, false
+	}
+	return e, true
+}
+
+// drain removes and returns every kept lock.
+func (k *keptLocks) drain() map[string]keptLock {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	m := k.m
+	k.m = nil
+	return m
+}
+
+// keepLock is the lock a turn's ack keeps, or nil: only a turn that hands
+// an activity to a fetch of this process, and whose fetch named its lease,
+// keeps its lock; the lease is as long as that fetch's, from nowMs.
+func keepLock(turn *turnState, hand *handedRow, attempts map[string]uint32, nowMs int64) *keptLock {
+	if hand == nil || turn.lease <= 0 {
+		return nil
+	}
+	ver := turn.ver + 1
+	return &keptLock{token: newOrchToken(orchToken{instance: turn.st.id, ver: ver}), ver: ver, until: nowMs + durMs(turn.lease), attempts: attempts}
+}
+
+// releaseKept gives up the kept locks that are still live, so that other
+// processes need not wait for their leases: one UpdateItem each, within
+// keptReleaseBudget in all. Failures are only logged: the leases end anyway.
+func (p *Provider) releaseKept() {
+	now := p.nowMs()
+	ctx, cancel := context.WithTimeout(context.Background(), keptReleaseBudget)
+	defer cancel()
+	for id, l := range p.kept.drain() {
+		if l.until <= now {
+			continue
+		}
+		p.releaseLock(ctx, id, l.token, l.attempts)
+	}
+}
+
+// keptReleaseBudget bounds releaseKept.
+const keptReleaseBudget = 2 * time.Second

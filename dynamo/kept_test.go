@@ -1,0 +1,183 @@
+package dynamo_test
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/duradyn/duradyn/dynamo"
+	"github.com/duradyn/duradyn/dynamo/dynamotest"
+	"github.com/duradyn/duradyn/internal/faults"
+	"github.com/duradyn/duradyn/provider"
+)
+
+// These tests check kept locks (kept.go): a turn that hands its activity to
+// a waiting fetch of its process keeps the instance locked for that
+// process, and the next turn's fetch takes that lock without writing it.
+
+// completionTurn is the turn that takes activity id's completion and
+// schedules nothing.
+func completionTurn(instance string, id uint64) provider.TurnCommit {
+	return provider.TurnCommit{ExecutionID: 1, Metadata: meta(), HistoryDelta: []provider.Event{
+		sourced(ev(id+1, instance, provider.ActivityCompleted{Result: "ok"}), id),
+	}}
+}
+
+// TestAnotherProcessWaitsForAKeptLock: another process does not take the
+// completion while the kept lease lasts, and takes it, as a first attempt,
+// once it is over. The process that kept the lock then cannot use it.
+func TestAnotherProcessWaitsForAKeptLock(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	clock := faults.NewFakeClock(time.Now())
+	cfg := dynamotest.Config{Options: func(o *dynamo.Options) { o.Now = clock.Now }}
+	p, env := dynamotest.New(t, cfg)
+	other := env.NewProvider(t, cfg)
+	const inst = "kept-wait"
+	w := handedToSlot(ctx, t, p, env, inst)
+	must(t, p.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "ok")), "AckWorkItem")
+	if got, err := other.FetchOrchestrationItem(ctx, longLock, 0, nil); err != nil || got != nil {
+		t.Fatalf("another process got %+v, %v while the kept lease lasts; want nothing", got, err)
+	}
+	clock.Advance(longLock + time.Second)
+	turn := nextTurn(ctx, t, other, inst, completed(inst, 2, "ok"))
+	if turn.AttemptCount != 1 {
+		t.Fatalf("the completion's attempt count is %d, want 1", turn.AttemptCount)
+	}
+	if got, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil); err != nil || got != nil {
+		t.Fatalf("the process that kept the lock got %+v, %v while another holds it; want nothing", got, err)
+	}
+	must(t, other.AckOrchestrationItem(ctx, turn.LockToken, completionTurn(inst, 2)), "the other process's ack")
+}
+
+// TestKeptLockNearItsEndIsWrittenAgain: with less than a quarter of the
+// kept lease left, the fetch writes the lock row anew, over its own live
+// lock, and returns a whole lease.
+func TestKeptLockNearItsEndIsWrittenAgain(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	clock := faults.NewFakeClock(time.Now())
+	meter := &dynamotest.Meter{}
+	p, env := dynamotest.New(t, dynamotest.Config{Meter: meter, Options: func(o *dynamo.Options) { o.Now = clock.Now }})
+	const inst = "kept-late"
+	w := handedToSlot(ctx, t, p, env, inst)
+	kept, err := strconv.ParseInt(attrString(lockRow(ctx, t, env, inst), "lock_until"), 10, 64)
+	must(t, err, "the kept lease's end")
+	must(t, p.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "ok")), "AckWorkItem")
+	clock.Advance(time.UnixMilli(kept).Sub(clock.Now()) - longLock/8)
+	meter.Reset()
+	turn := nextTurn(ctx, t, p, inst, completed(inst, 2, "ok"))
+	if n := meter.Usage().Requests["PutItem"]; n != 1 {
+		t.Fatalf("the fetch made %d PutItems, want 1", n)
+	}
+	if want := clock.Now().Add(longLock); turn.LeaseExpiry.Before(want) {
+		t.Fatalf("the lease ends at %v, want at least %v", turn.LeaseExpiry, want)
+	}
+	must(t, p.AckOrchestrationItem(ctx, turn.LockToken, completionTurn(inst, 2)), "ack")
+}
+
+// TestKeptTurnAckedByAnotherProcessIsRefused: only the process that took a
+// turn under a kept lock knows its batch, so another process's ack of it is
+// refused and changes nothing; the taker's ack then consumes the
+// completion once.
+func TestKeptTurnAckedByAnotherProcessIsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	clock := faults.NewFakeClock(time.Now())
+	cfg := dynamotest.Config{Options: func(o *dynamo.Options) { o.Now = clock.Now }}
+	p, env := dynamotest.New(t, cfg)
+	other := env.NewProvider(t, cfg)
+	const inst = "kept-foreign-ack"
+	w := handedToSlot(ctx, t, p, env, inst)
+	must(t, p.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "ok")), "AckWorkItem")
+	turn := nextTurn(ctx, t, p, inst, completed(inst, 2, "ok"))
+	if _, listed := lockRow(ctx, t, env, inst)["batch"]; listed {
+		t.Fatal("the lock row lists a batch: the fetch wrote the lock, so the turn was not taken under the kept lock")
+	}
+	if err := other.AckOrchestrationItem(ctx, turn.LockToken, completionTurn(inst, 2)); !errors.Is(err, provider.ErrInvalidLockToken) {
+		t.Fatalf("another process's ack: %v, want ErrInvalidLockToken", err)
+	}
+	must(t, p.AckOrchestrationItem(ctx, turn.LockToken, completionTurn(inst, 2)), "the taker's ack")
+	clock.Advance(2 * longLock)
+	if got, err := other.FetchOrchestrationItem(ctx, longLock, 0, nil); err != nil || got != nil {
+		t.Fatalf("after the ack another process got %+v, %v; want nothing left", got, err)
+	}
+	events, err := p.Read(ctx, inst)
+	must(t, err, "Read")
+	if len(events) != 3 {
+		t.Fatalf("the history holds %d events, want 3: started, scheduled, completed once", len(events))
+	}
+}
+
+// TestCloseReleasesKeptLocks: a process that stops gives up the locks it
+// kept, so another process takes the completion at once instead of after
+// the kept lease.
+func TestCloseReleasesKeptLocks(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	p, env := dynamotest.New(t, dynamotest.Config{})
+	other := env.NewProvider(t, dynamotest.Config{})
+	const inst = "kept-close"
+	w := handedToSlot(ctx, t, p, env, inst)
+	must(t, p.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "ok")), "AckWorkItem")
+	must(t, p.Close(), "Close")
+	// The kept lease is 30 s: without the release the fetch finds the
+	// instance locked.
+	turn := nextTurn(ctx, t, other, inst, completed(inst, 2, "ok"))
+	must(t, other.AckOrchestrationItem(ctx, turn.LockToken, completionTurn(inst, 2)), "ack")
+}
+
+// TestKeptTurnCommittedLargeIsFinishedWhole: a turn taken under a kept lock
+// commits a large turn and its committer dies before the apply ends.
+// Another process finishes it once the lease is over, consuming the
+// completion the turn took, though the lock row never listed it.
+func TestKeptTurnCommittedLargeIsFinishedWhole(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	clock := faults.NewFakeClock(time.Now())
+	env := dynamotest.NewEnv(t, false)
+	in := faults.New(17)
+	a := faultyOn(t, env, in, clock, dynamotest.Config{})
+	b := faultyOn(t, env, in, clock, dynamotest.Config{})
+	const inst = "kept-large"
+	w := handedToSlot(ctx, t, a, env, inst)
+	must(t, a.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "ok")), "AckWorkItem")
+	turn := nextTurn(ctx, t, a, inst, completed(inst, 2, "ok"))
+	if _, listed := lockRow(ctx, t, env, inst)["batch"]; listed {
+		t.Fatal("the lock row lists a batch: the turn was not taken under the kept lock")
+	}
+	commit := completionTurn(inst, 2)
+	for i := range 110 { // more than a transaction takes
+		commit.OrchestratorItems = append(commit.OrchestratorItems, provider.ExternalRaisedItem{Instance: fmt.Sprintf("kept-other-%03d", i), Name: "e", Data: "{}"})
+	}
+	stop := in.Add(faults.Rule{Ops: []string{faults.OpTransactWriteItems}, Rate: 1, Match: appliesStageRow(1), Fault: faults.ServerError("InternalServerError")})
+	if err := a.AckOrchestrationItem(ctx, turn.LockToken, commit); err == nil {
+		t.Fatal("ack whose second apply fails: got nil, want an error")
+	}
+	stop()
+	must(t, a.Close(), "close the committer")
+	clock.Advance(2 * longLock)
+	// b's fetches finish the turn (and park the events for instances that
+	// do not exist).
+	deadline := time.Now().Add(30 * time.Second)
+	for _, pending := lockRow(ctx, t, env, inst)["turn"]; pending; _, pending = lockRow(ctx, t, env, inst)["turn"] {
+		if time.Now().After(deadline) {
+			t.Fatal("the committed turn was not finished within 30 s")
+		}
+		got, err := b.FetchOrchestrationItem(ctx, longLock, 0, nil)
+		must(t, err, "fetch by the other process")
+		if got != nil {
+			must(t, b.AbandonOrchestrationItem(ctx, got.LockToken, time.Hour, true), "abandon "+got.Instance)
+		}
+	}
+	if slot := slotRow(ctx, t, env, inst); slot != nil {
+		t.Fatalf("the slot is still there after the turn that consumed its completion: %v", slot)
+	}
+	events, err := b.Read(ctx, inst)
+	must(t, err, "Read")
+	if len(events) != 3 {
+		t.Fatalf("the history holds %d events, want 3", len(events))
+	}
+}
