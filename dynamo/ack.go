@@ -107,6 +107,10 @@ type turnPlan struct {
 type claimableActivity struct {
 	action, signal int
 	item           provider.ActivityExecuteItem
+	// sole reports that the turn leaves no other work outstanding that it
+	// knows of: no other activity, none scheduled before, no message sent
+	// (kept.go keeps only such a turn's lock).
+	sole bool
 }
 
 // AckOrchestrationItem commits a turn atomically and releases the lock.
@@ -637,7 +641,8 @@ func (tp *turnPlanner) workerItems() error {
 		if claimable && w.Instance == tp.id && w.SessionID == nil && w.Tag == nil {
 			// No older activity can precede it (claimAddressed).
 			sig.Claim, _, _ = strAttr(row, attrReadySK)
-			tp.plan.claimable = &claimableActivity{action: len(tp.plan.actions), signal: len(tp.plan.signals), item: w}
+			tp.plan.claimable = &claimableActivity{action: len(tp.plan.actions), signal: len(tp.plan.signals), item: w,
+				sole: len(commit.WorkerItems) == 1 && len(commit.OrchestratorItems) == 0}
 		}
 		claimable = false // only the turn's first activity
 		tp.add(planAction{put: row, limitSize: size})

@@ -142,6 +142,7 @@ type handedRow struct {
 	rowSK string
 	seq   string // the row's enqueue (attrSeq)
 	item  provider.ActivityExecuteItem
+	sole  bool // claimableActivity.sole
 }
 
 // handActivity writes the turn's claimable activity claimed for a waiting
@@ -182,7 +183,7 @@ func (p *Provider) handActivity(plan *turnPlan, turn *turnState, now int64) *han
 	plan.actions[c.action].put = claimed
 	plan.signals = append(plan.signals[:c.signal:c.signal], plan.signals[c.signal+1:]...)
 	plan.claimable = nil
-	return &handedRow{to: to, token: token, until: until, rowSK: tokWork(tok), seq: seq, item: w}
+	return &handedRow{to: to, token: token, until: until, rowSK: tokWork(tok), seq: seq, item: w, sole: c.sole}
 }
 
 // claimedRow is worker row row claimed with token until untilMs.

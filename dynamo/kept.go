@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Kept locks (docs/design.md §6). A turn that hands its next activity to a
+// Kept locks (docs/design.md §6). A turn that hands its one activity to a
 // waiting fetch of this process will see that activity's completion come
 // back here, so its ack keeps the instance locked for this process, with a
 // new token and a fresh lease, instead of releasing it. The next turn's
@@ -82,11 +82,15 @@ func (k *keptLocks) drain() map[string]keptLock {
 	return m
 }
 
-// keepLock is the lock a turn's ack keeps, or nil: only a turn that hands
-// an activity to a fetch of this process, and whose fetch named its lease,
-// keeps its lock; the lease is as long as that fetch's, from nowMs.
+// keepLock is the lock a turn's ack keeps, or nil. Only a turn that hands
+// its activity to a fetch of this process (hand) and leaves no other work
+// outstanding that it knows of keeps its lock: the next message for the
+// instance is then that activity's completion, which comes back here. A
+// fan-out's completions come from anywhere, and would wait for the lease
+// wherever they land. The lease is as long as the turn's fetch asked for,
+// from nowMs; a turn another process fetched keeps nothing.
 func keepLock(turn *turnState, hand *handedRow, attempts map[string]uint32, nowMs int64) *keptLock {
-	if hand == nil || turn.lease <= 0 {
+	if hand == nil || !hand.sole || turn.lease <= 0 {
 		return nil
 	}
 	ver := turn.ver + 1

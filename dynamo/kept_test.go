@@ -181,3 +181,27 @@ func TestKeptTurnCommittedLargeIsFinishedWhole(t *testing.T) {
 		t.Fatalf("the history holds %d events, want 3", len(events))
 	}
 }
+
+// TestTurnWithOtherWorkOutstandingReleasesItsLock: a turn that hands one
+// of two activities to its process releases the lock as usual, since the
+// other's completion may come from anywhere; one that hands its only
+// activity keeps it.
+func TestTurnWithOtherWorkOutstandingReleasesItsLock(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	p, env := dynamotest.New(t, dynamotest.Config{})
+	const fan, chain = "kept-fan", "kept-chain"
+	handedToSlot(ctx, t, p, env, chain)
+	if tok := attrString(lockRow(ctx, t, env, chain), "tok"); tok == "" {
+		t.Fatal("the chain's lock row holds no token after its ack; want it kept")
+	}
+	turn := startAndFetch(ctx, t, p, fan)
+	done := waitingWorkerFetch(ctx, t, p)
+	must(t, p.AckOrchestrationItem(ctx, turn.LockToken, activities(fan, 2)), "the fan-out's turn")
+	if r := <-done; r.err != nil || r.w == nil || r.w.Item.ID != 2 {
+		t.Fatalf("the waiting fetch got %+v, %v; want activity 2", r.w, r.err)
+	}
+	if tok := attrString(lockRow(ctx, t, env, fan), "tok"); tok != "" {
+		t.Fatalf("the fan-out's lock row holds token %q after its ack; want it released", tok)
+	}
+}
