@@ -325,7 +325,11 @@ func (p *Provider) commitTurn(ctx context.Context, turn *turnState, plan turnPla
 		// Before the handed fetch returns: its completion may come at once.
 		p.kept.put(turn.st.id, *turn.txKept, now)
 	}
-	p.settleHanded(ctx, hand, turn.txHanded, err == nil)
+	if delivered := p.settleHanded(ctx, hand, turn.txHanded, err == nil); err == nil && turn.txKept != nil && !delivered {
+		// The activity went back to the queue: its completion may come
+		// from anywhere.
+		p.releaseKept(ctx, turn.st.id, turn.txKept.token)
+	}
 	if err == nil {
 		return nil
 	}

@@ -201,14 +201,14 @@ func claimedRow(row item, token string, untilMs int64, seq string) item {
 
 // settleHanded ends what a turn's ack handed (hand); sent is the row the
 // committed transaction carried, this ack's or an earlier one's of unknown
-// outcome. A committed row goes to its fetch, else back to the queue; a
-// reservation this ack did not use is released.
-func (p *Provider) settleHanded(ctx context.Context, hand, sent *handedRow, committed bool) {
+// outcome. A committed row goes to its fetch (delivered), else back to the
+// queue; a reservation this ack did not use is released.
+func (p *Provider) settleHanded(ctx context.Context, hand, sent *handedRow, committed bool) (delivered bool) {
 	if hand != nil && (!committed || sent != hand) {
 		p.handoffs.release(hand.to)
 	}
 	if !committed || sent == nil {
-		return
+		return false
 	}
 	if sent == hand && p.nowMs() < sent.until {
 		p.leases.set(sent.token, sent.until)
@@ -217,7 +217,7 @@ func (p *Provider) settleHanded(ctx context.Context, hand, sent *handedRow, comm
 		// more (TestHandedActivityReportsItsLease).
 		handed := &provider.LockedWorkItem{Item: sent.item, LockToken: sent.token, AttemptCount: 1, LeaseExpiry: time.UnixMilli(sent.until)}
 		if p.handoffs.deliver(sent.to, handed) {
-			return
+			return true
 		}
 		p.leases.drop(sent.token)
 		p.hints.releasedWork(workRowKeyOf(sent.item.Instance, sent.rowSK))
@@ -228,6 +228,7 @@ func (p *Provider) settleHanded(ctx context.Context, hand, sent *handedRow, comm
 	if err := p.AbandonWorkItem(context.WithoutCancel(ctx), sent.token, 0, true); err != nil {
 		p.o.Logger.Warn("dynamo: handing back an activity written for a fetch that is gone failed; its lease ends it", "instance", sent.item.Instance, "activity", sent.item.ID, "error", err)
 	}
+	return false
 }
 
 // waitSignals waits as signals.Wait does. Meanwhile a turn may reserve h

@@ -234,6 +234,10 @@ func TestHandedActivityOfAFetchThatLeftGoesBack(t *testing.T) {
 	if tok, att := attrString(row, "tok"), attrString(row, "att"); row == nil || tok != "" || att != "0" {
 		t.Fatalf("after the handback the slot holds token %q and %q attempts (%v), want none", tok, att, row)
 	}
+	// Its completion may now come from anywhere: the turn keeps no lock.
+	if tok := attrString(lockRow(ctx, t, env, inst), "tok"); tok != "" {
+		t.Fatalf("after the handback the lock row holds token %q, want the lock released", tok)
+	}
 	w, err := p.FetchWorkItem(ctx, longLock, 0, nil, provider.AnyTag())
 	must(t, err, "FetchWorkItem")
 	if w == nil || w.Item.ID != 2 || w.AttemptCount != 1 {

@@ -73,6 +73,18 @@ func (k *keptLocks) take(instance string, lock lockRow) (keptLock, bool) {
 	return e, true
 }
 
+// takeToken removes and returns instance's kept lock if it is token's.
+func (k *keptLocks) takeToken(instance, token string) (keptLock, bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	e, ok := k.m[instance]
+	if !ok || e.token != token {
+		return keptLock{}, false
+	}
+	delete(k.m, instance)
+	return e, true
+}
+
 // drain removes and returns every kept lock.
 func (k *keptLocks) drain() map[string]keptLock {
 	k.mu.Lock()
@@ -97,20 +109,27 @@ func keepLock(turn *turnState, hand *handedRow, attempts map[string]uint32, nowM
 	return &keptLock{token: newOrchToken(orchToken{instance: turn.st.id, ver: ver}), ver: ver, until: nowMs + durMs(turn.lease), attempts: attempts}
 }
 
-// releaseKept gives up the kept locks that are still live, so that other
-// processes need not wait for their leases: one UpdateItem each, within
-// keptReleaseBudget in all. Failures are only logged: the leases end anyway.
-func (p *Provider) releaseKept() {
+// ReleaseKeptLocks gives up the instance locks this process kept after its
+// acks (docs/design.md §6, kept locks) and still holds, so that other
+// processes need not wait for their leases: one UpdateItem each. A host
+// whose process is frozen between invocations, as on Lambda, calls it once
+// its runtime has stopped; [Provider.Close] calls it too. Failures are
+// only logged: the leases end anyway.
+func (p *Provider) ReleaseKeptLocks(ctx context.Context) {
 	now := p.nowMs()
-	ctx, cancel := context.WithTimeout(context.Background(), keptReleaseBudget)
-	defer cancel()
 	for id, l := range p.kept.drain() {
-		if l.until <= now {
-			continue
+		if l.until > now {
+			p.releaseLock(ctx, id, l.token, l.attempts)
 		}
-		p.releaseLock(ctx, id, l.token, l.attempts)
 	}
 }
 
-// keptReleaseBudget bounds releaseKept.
+// releaseKept gives up instance's kept lock if it is still token's.
+func (p *Provider) releaseKept(ctx context.Context, instance, token string) {
+	if l, ok := p.kept.takeToken(instance, token); ok {
+		p.releaseLock(context.WithoutCancel(ctx), instance, l.token, l.attempts)
+	}
+}
+
+// keptReleaseBudget bounds Close's release of the kept locks.
 const keptReleaseBudget = 2 * time.Second

@@ -1,6 +1,7 @@
 package dynamo_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -23,6 +24,17 @@ func completionTurn(instance string, id uint64) provider.TurnCommit {
 	return provider.TurnCommit{ExecutionID: 1, Metadata: meta(), HistoryDelta: []provider.Event{
 		sourced(ev(id+1, instance, provider.ActivityCompleted{Result: "ok"}), id),
 	}}
+}
+
+// wantCompletedOnce fails t unless instance's history is its start, its
+// activity scheduled and that activity completed once.
+func wantCompletedOnce(ctx context.Context, t *testing.T, p provider.Provider, instance string) {
+	t.Helper()
+	events, err := p.Read(ctx, instance)
+	must(t, err, "Read")
+	if len(events) != 3 {
+		t.Fatalf("the history holds %d events, want 3: started, scheduled, completed once", len(events))
+	}
 }
 
 // TestAnotherProcessWaitsForAKeptLock: another process does not take the
@@ -104,29 +116,34 @@ func TestKeptTurnAckedByAnotherProcessIsRefused(t *testing.T) {
 	if got, err := other.FetchOrchestrationItem(ctx, longLock, 0, nil); err != nil || got != nil {
 		t.Fatalf("after the ack another process got %+v, %v; want nothing left", got, err)
 	}
-	events, err := p.Read(ctx, inst)
-	must(t, err, "Read")
-	if len(events) != 3 {
-		t.Fatalf("the history holds %d events, want 3: started, scheduled, completed once", len(events))
-	}
+	wantCompletedOnce(ctx, t, p, inst)
 }
 
-// TestCloseReleasesKeptLocks: a process that stops gives up the locks it
-// kept, so another process takes the completion at once instead of after
-// the kept lease.
-func TestCloseReleasesKeptLocks(t *testing.T) {
+// TestReleasingKeptLocks: a process that stops (Close), or whose runtime
+// stops between invocations (ReleaseKeptLocks, as the Lambda host calls
+// it), gives up the locks it kept, so another process takes the completion
+// at once instead of after the kept lease.
+func TestReleasingKeptLocks(t *testing.T) {
 	t.Parallel()
-	ctx := t.Context()
-	p, env := dynamotest.New(t, dynamotest.Config{})
-	other := env.NewProvider(t, dynamotest.Config{})
-	const inst = "kept-close"
-	w := handedToSlot(ctx, t, p, env, inst)
-	must(t, p.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "ok")), "AckWorkItem")
-	must(t, p.Close(), "Close")
-	// The kept lease is 30 s: without the release the fetch finds the
-	// instance locked.
-	turn := nextTurn(ctx, t, other, inst, completed(inst, 2, "ok"))
-	must(t, other.AckOrchestrationItem(ctx, turn.LockToken, completionTurn(inst, 2)), "ack")
+	for name, release := range map[string]func(*dynamo.Provider) error{
+		"Close":            (*dynamo.Provider).Close,
+		"ReleaseKeptLocks": func(p *dynamo.Provider) error { p.ReleaseKeptLocks(t.Context()); return nil },
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			p, env := dynamotest.New(t, dynamotest.Config{})
+			other := env.NewProvider(t, dynamotest.Config{})
+			inst := "kept-release-" + name
+			w := handedToSlot(ctx, t, p, env, inst)
+			must(t, p.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "ok")), "AckWorkItem")
+			must(t, release(p), name)
+			// The kept lease is 30 s: without the release the fetch finds
+			// the instance locked.
+			turn := nextTurn(ctx, t, other, inst, completed(inst, 2, "ok"))
+			must(t, other.AckOrchestrationItem(ctx, turn.LockToken, completionTurn(inst, 2)), "ack")
+		})
+	}
 }
 
 // TestKeptTurnCommittedLargeIsFinishedWhole: a turn taken under a kept lock
@@ -175,11 +192,7 @@ func TestKeptTurnCommittedLargeIsFinishedWhole(t *testing.T) {
 	if slot := slotRow(ctx, t, env, inst); slot != nil {
 		t.Fatalf("the slot is still there after the turn that consumed its completion: %v", slot)
 	}
-	events, err := b.Read(ctx, inst)
-	must(t, err, "Read")
-	if len(events) != 3 {
-		t.Fatalf("the history holds %d events, want 3", len(events))
-	}
+	wantCompletedOnce(ctx, t, b, inst)
 }
 
 // TestTurnWithOtherWorkOutstandingReleasesItsLock: a turn that hands one

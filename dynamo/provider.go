@@ -103,7 +103,9 @@ func (p *Provider) Version() string { return Version }
 // in DynamoDB.
 func (p *Provider) Close() error {
 	p.waits.close()
-	p.releaseKept()
+	ctx, cancel := context.WithTimeout(context.Background(), keptReleaseBudget)
+	defer cancel()
+	p.ReleaseKeptLocks(ctx)
 	var err error
 	if p.skewGauges != nil {
 		err = p.skewGauges.Unregister()

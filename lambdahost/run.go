@@ -55,7 +55,8 @@ func (h *Host) finishContext(ctx context.Context, b budget) (context.Context, co
 // run runs a new runtime for one invocation: it starts it, waits until it
 // is idle for idle (no item in flight or fetched for idle, and no signal
 // in the provider's hands), until b.stopAt or until ctx ends, then shuts it
-// down within the runtime's ShutdownTimeout. It returns why it stopped,
+// down within the runtime's ShutdownTimeout and releases the instance
+// locks the provider kept for it. It returns why it stopped,
 // and an error when the runtime could not start. A shutdown that does not
 // end in time (an activity that ignores its context) is logged: what it
 // leaves running is frozen with the environment, and its leases end.
@@ -76,6 +77,9 @@ func (h *Host) run(ctx context.Context, idle time.Duration, b budget) (string, e
 	if err := rt.Shutdown(sctx); err != nil {
 		h.o.Logger.Warn("lambdahost: the runtime did not stop in time; what still runs is frozen with the environment and loses its leases", "error", err)
 	}
+	// A lock kept for this environment would hold its instance while the
+	// environment is frozen.
+	h.p.ReleaseKeptLocks(sctx)
 	return reason, nil
 }
 
