@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/duradyn/duradyn/dynamo"
 	"github.com/duradyn/duradyn/dynamo/dynamotest"
 	"github.com/duradyn/duradyn/internal/faults"
@@ -216,5 +218,56 @@ func TestTurnWithOtherWorkOutstandingReleasesItsLock(t *testing.T) {
 	}
 	if tok := attrString(lockRow(ctx, t, env, fan), "tok"); tok != "" {
 		t.Fatalf("the fan-out's lock row holds token %q after its ack; want it released", tok)
+	}
+}
+
+// TestKeptLockOfAnAckWhoseResponseWasLost: the ack that keeps the lock
+// lands and its response is lost, above the SDK's retryer and below it;
+// the provider's resend learns it landed, and the next fetch takes the
+// turn under the lock the landed transaction kept, without writing.
+func TestKeptLockOfAnAckWhoseResponseWasLost(t *testing.T) {
+	t.Parallel()
+	for name, lose := range map[string]func(*faults.Injector, *faults.Transport){
+		"above the retryer": func(in *faults.Injector, _ *faults.Transport) {
+			in.Add(faults.Rule{Ops: []string{faults.OpTransactWriteItems}, Rate: 1, Count: 1, Fault: faults.LostResponse()})
+		},
+		"below the retryer": func(_ *faults.Injector, tr *faults.Transport) {
+			tr.Add(faults.NetRule{Ops: []string{"TransactWriteItems"}, Count: 1, Fault: faults.LoseResponse()})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			env := dynamotest.NewEnv(t, false)
+			in, tr := faults.New(19), faults.NewTransport(nil)
+			meter := &dynamotest.Meter{}
+			p := env.NewProvider(t, dynamotest.Config{Meter: meter, Options: func(o *dynamo.Options) {
+				o.Client = in.DynamoDB(env.Endpoints.DynamoDB(env.AWS, func(do *dynamodb.Options) { do.HTTPClient = tr.HTTPClient() }))
+			}})
+			const inst = "kept-lost"
+			turn := startAndFetch(ctx, t, p, inst)
+			done := waitingWorkerFetch(ctx, t, p)
+			lose(in, tr)
+			must(t, p.AckOrchestrationItem(ctx, turn.LockToken, activities(inst, 1)), "the ack whose response is lost")
+			lost := tr.Faulted("TransactWriteItems")
+			for _, n := range in.Stats().Ops[faults.OpTransactWriteItems].Faults {
+				lost += int(n)
+			}
+			if lost != 1 {
+				t.Fatalf("%d responses lost, want 1", lost)
+			}
+			r := <-done
+			if r.err != nil || r.w == nil || r.w.Item.ID != 2 {
+				t.Fatalf("the waiting fetch got %+v, %v; want activity 2", r.w, r.err)
+			}
+			must(t, p.AckWorkItem(ctx, r.w.LockToken, completed(inst, 2, "ok")), "AckWorkItem")
+			meter.Reset()
+			next := nextTurn(ctx, t, p, inst, completed(inst, 2, "ok"))
+			if n := meter.Usage().Requests["PutItem"]; n != 0 {
+				t.Fatalf("the fetch made %d PutItems, want none: the kept lock was not used", n)
+			}
+			must(t, p.AckOrchestrationItem(ctx, next.LockToken, completionTurn(inst, 2)), "the next turn's ack")
+			wantCompletedOnce(ctx, t, p, inst)
+		})
 	}
 }

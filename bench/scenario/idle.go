@@ -78,7 +78,7 @@ const (
 )
 
 // minimalRequestsNote says what minimalRequests counts.
-const minimalRequestsNote = "minimal requests: the round trip's DynamoDB writes (the start, a lock and a commit per turn, the activity's ack, and its claim when its turn could not hand it to a waiting fetch: 6 at the floor) and SQS sends (the start's wake-up; a dispatcher's commit sends none when a fetch of its own process waits for the work), each timed from its sending to its response and summed"
+const minimalRequestsNote = "minimal requests: the round trip's DynamoDB writes (the start, the first turn's lock, a commit per turn, the activity's ack, its claim when its turn could not hand it to a waiting fetch, and the second turn's lock when the first did not keep it: 5 at the floor) and SQS sends (the start's wake-up; a dispatcher's commit sends none when a fetch of its own process waits for the work), each timed from its sending to its response and summed"
 
 // writeOps and sendOps are the DynamoDB operations that write and the SQS
 // operations that send.
