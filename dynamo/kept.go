@@ -49,12 +49,17 @@ func (k *keptLocks) put(instance string, l keptLock, nowMs int64) {
 	k.m[instance] = l
 }
 
+// heldIn reports whether lock, as read, is still l as its ack left it.
+func (l keptLock) heldIn(lock lockRow) bool {
+	return lock.exists && lock.token == l.token && lock.ver == l.ver && lock.turn == ""
+}
+
 // mine reports whether lock, as read, is a lock this process kept.
 func (k *keptLocks) mine(instance string, lock lockRow) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	e, ok := k.m[instance]
-	return ok && lock.exists && lock.token == e.token && lock.ver == e.ver && lock.turn == ""
+	return ok && e.heldIn(lock)
 }
 
 // take removes and returns instance's kept lock if lock, as read, is it.
@@ -67,7 +72,7 @@ func (k *keptLocks) take(instance string, lock lockRow) (keptLock, bool) {
 		return keptLock{}, false
 	}
 	delete(k.m, instance)
-	if !lock.exists || lock.token != e.token || lock.ver != e.ver || lock.turn != "" {
+	if !e.heldIn(lock) {
 		return keptLock{}, false
 	}
 	return e, true
