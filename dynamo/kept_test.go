@@ -39,19 +39,29 @@ func wantCompletedOnce(ctx context.Context, t *testing.T, p provider.Provider, i
 	}
 }
 
+// keptWithCompletion makes two processes on one table and a fake clock,
+// runs instance's first turn on p, which hands its activity and keeps the
+// lock, and acks the activity: its completion waits in the slot.
+func keptWithCompletion(t *testing.T, instance string) (p, other *dynamo.Provider, env *dynamotest.Env, clock *faults.Clock) {
+	t.Helper()
+	ctx := t.Context()
+	clock = faults.NewFakeClock(time.Now())
+	cfg := dynamotest.Config{Options: func(o *dynamo.Options) { o.Now = clock.Now }}
+	p, env = dynamotest.New(t, cfg)
+	other = env.NewProvider(t, cfg)
+	w := handedToSlot(ctx, t, p, env, instance)
+	must(t, p.AckWorkItem(ctx, w.LockToken, completed(instance, 2, "ok")), "AckWorkItem")
+	return p, other, env, clock
+}
+
 // TestAnotherProcessWaitsForAKeptLock: another process does not take the
 // completion while the kept lease lasts, and takes it, as a first attempt,
 // once it is over. The process that kept the lock then cannot use it.
 func TestAnotherProcessWaitsForAKeptLock(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	clock := faults.NewFakeClock(time.Now())
-	cfg := dynamotest.Config{Options: func(o *dynamo.Options) { o.Now = clock.Now }}
-	p, env := dynamotest.New(t, cfg)
-	other := env.NewProvider(t, cfg)
 	const inst = "kept-wait"
-	w := handedToSlot(ctx, t, p, env, inst)
-	must(t, p.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "ok")), "AckWorkItem")
+	p, other, _, clock := keptWithCompletion(t, inst)
 	if got, err := other.FetchOrchestrationItem(ctx, longLock, 0, nil); err != nil || got != nil {
 		t.Fatalf("another process got %+v, %v while the kept lease lasts; want nothing", got, err)
 	}
@@ -99,13 +109,8 @@ func TestKeptLockNearItsEndIsWrittenAgain(t *testing.T) {
 func TestKeptTurnAckedByAnotherProcessIsRefused(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	clock := faults.NewFakeClock(time.Now())
-	cfg := dynamotest.Config{Options: func(o *dynamo.Options) { o.Now = clock.Now }}
-	p, env := dynamotest.New(t, cfg)
-	other := env.NewProvider(t, cfg)
 	const inst = "kept-foreign-ack"
-	w := handedToSlot(ctx, t, p, env, inst)
-	must(t, p.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "ok")), "AckWorkItem")
+	p, other, env, clock := keptWithCompletion(t, inst)
 	turn := nextTurn(ctx, t, p, inst, completed(inst, 2, "ok"))
 	if _, listed := lockRow(ctx, t, env, inst)["batch"]; listed {
 		t.Fatal("the lock row lists a batch: the fetch wrote the lock, so the turn was not taken under the kept lock")
