@@ -169,11 +169,13 @@ func (p *Provider) handActivity(plan *turnPlan, turn *turnState, now int64) *han
 	}
 	until := now + durMs(to.lockTimeout)
 	tok := workToken{instance: w.Instance, executionID: w.ExecutionID, activityID: w.ID, seq: seq}
+	entry := slotEntry{until: until, sk: readySK(until, seq)}
 	if isSlotRow(row) {
-		tok = workToken{instance: w.Instance, seq: seq, slot: true}
+		entry = handedEntry(turn.st.slot, row, until, to.lockTimeout)
+		tok = workToken{instance: w.Instance, seq: readySeq(entry.sk), slot: true}
 	}
 	token := newWorkToken(tok)
-	claimed := claimedRow(row, token, until, seq)
+	claimed := claimedRow(row, token, entry)
 	grown := itemsize.ItemSize(claimed) - itemsize.ItemSize(row)
 	if itemsize.ItemSize(claimed) > MaxItemBytes || plan.size+grown > maxTransactBytes {
 		p.handoffs.release(to)
@@ -183,19 +185,23 @@ func (p *Provider) handActivity(plan *turnPlan, turn *turnState, now int64) *han
 	plan.actions[c.action].put = claimed
 	plan.signals = append(plan.signals[:c.signal:c.signal], plan.signals[c.signal+1:]...)
 	plan.claimable = nil
-	return &handedRow{to: to, token: token, until: until, rowSK: tokWork(tok), seq: seq, item: w, sole: c.sole}
+	return &handedRow{to: to, token: token, until: until, rowSK: tokWork(tok), seq: tok.seq, item: w, sole: c.sole}
 }
 
-// claimedRow is worker row row claimed with token until untilMs.
-func claimedRow(row item, token string, untilMs int64, seq string) item {
+// claimedRow is worker row row claimed with token, its stored lease and
+// ready key those of entry (and, for a slot, its visible time).
+func claimedRow(row item, token string, entry slotEntry) item {
 	claimed := make(item, len(row)+2)
 	for k, v := range row {
 		claimed[k] = v
 	}
 	claimed[attrToken] = s(token)
-	claimed[attrLockUntil] = n(untilMs)
+	claimed[attrLockUntil] = n(entry.until)
 	claimed[attrAttempts] = n(1)
-	claimed[attrReadySK] = s(readySK(untilMs, seq))
+	claimed[attrReadySK] = s(entry.sk)
+	if entry.visible != 0 {
+		claimed[attrVisible] = n(entry.visible)
+	}
 	return claimed
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -41,11 +42,23 @@ type slotRow struct {
 	seq string
 	// exec and act name the running activity.
 	exec, act uint64
+	// entry is what the ready index holds of the slot, as read.
+	entry slotEntry
+}
+
+// slotEntry is a slot's ready entry: its keys and the projected
+// attributes a handed slot carries (a slot has no session and no tag).
+type slotEntry struct {
+	pk, sk         string
+	until, visible int64
+	attempts       uint64
 }
 
 // parseSlot decodes the slot row; a done slot is also a message (msg).
 func parseSlot(d *decoder, row item) (*slotRow, *queueRow) {
 	sl := &slotRow{done: d.str(row, attrSlot) == slotDone, seq: d.str(row, attrSeq)}
+	sl.entry = slotEntry{pk: d.str(row, attrReadyPK), sk: d.str(row, attrReadySK),
+		until: d.int(row, attrLockUntil), visible: d.int(row, attrVisible), attempts: d.uint(row, attrAttempts)}
 	if !sl.done {
 		sl.exec, sl.act = d.uint(row, attrSlotExec), d.uint(row, attrSlotAct)
 		return sl, nil
@@ -76,6 +89,42 @@ func (m queueRow) messageOrder() string {
 		return keys.MessageSK(m.visible, m.seq)
 	}
 	return m.sk
+}
+
+// A handed slot's ready entry (docs/design.md §8, "A handed slot's ready
+// entry"): the lease end stored in a handed slot, and its entry's time, are
+// set a little past the holder's lease (entrySlack), and the next activity
+// handed in the slot keeps both, with the entry's visible time, while they
+// still cover its own lease. The turn's put then changes nothing the ready
+// index holds, and writes no index entry. The holder's lease is the one
+// its fetch reports; the stored end only keeps others out a little longer.
+
+// maxEntrySlack caps how far past the holder's lease a handed slot's
+// stored lease may end: recovery after the holder dies waits that much
+// longer.
+const maxEntrySlack = time.Second
+
+// entrySlack is how far past a lease of lease a new handed slot's stored
+// lease ends: a quarter of the lease, at most maxEntrySlack.
+func entrySlack(lease time.Duration) int64 { return durMs(min(maxEntrySlack, lease/4)) }
+
+// handedEntry is the ready entry a slot handed with a lease until untilMs
+// carries: prev's (the slot as the turn read it) when it stands for such a
+// lease, in the worker queue as row's (rq_pk), else a new one; seq is the
+// enqueue its key holds.
+func handedEntry(prev *slotRow, row item, untilMs int64, lease time.Duration) slotEntry {
+	rowPK, _, _ := strAttr(row, attrReadyPK)
+	if prev != nil {
+		e := prev.entry
+		if e.pk == rowPK && e.attempts == 1 && e.until >= untilMs && e.until <= untilMs+entrySlack(lease) &&
+			e.sk == readySK(e.until, readySeq(e.sk)) {
+			return e
+		}
+	}
+	seq, _, _ := strAttr(row, attrSeq)
+	visible, _ := intAttr(row, attrVisible)
+	until := untilMs + entrySlack(lease)
+	return slotEntry{pk: rowPK, sk: readySK(until, seq), until: until, visible: visible, attempts: 1}
 }
 
 // slotAsRead conditions a write of the slot on it being as the fetch read

@@ -219,28 +219,8 @@ func TestChainOfHandedActivitiesCostsThreeRequestsAStep(t *testing.T) {
 	w := handedToSlot(ctx, t, p, env, inst)
 	for step := uint64(2); step < 10; step += 2 { // step: the activity id
 		meter.Reset()
-		must(t, p.AckWorkItem(ctx, w.LockToken, completed(inst, step, "ok")), "AckWorkItem")
-		turn, err := p.FetchOrchestrationItem(ctx, longLock, 20*time.Second, nil)
-		must(t, err, "FetchOrchestrationItem")
-		if turn == nil || len(turn.Messages) != 1 || turn.Messages[0] != provider.WorkItem(completed(inst, step, "ok")) {
-			t.Fatalf("step %d: the fetch got %+v; want the completion of activity %d", step, turn, step)
-		}
-		done := waitingWorkerFetch(ctx, t, p)
-		next := step + 2
-		must(t, p.AckOrchestrationItem(ctx, turn.LockToken, provider.TurnCommit{
-			ExecutionID: 1, Metadata: meta(),
-			HistoryDelta: []provider.Event{
-				sourced(ev(step+1, inst, provider.ActivityCompleted{Result: "ok"}), step),
-				ev(next, inst, provider.ActivityScheduled{Name: "A", Input: "next"}),
-			},
-			WorkerItems: []provider.ActivityExecuteItem{{Instance: inst, ExecutionID: 1, ID: next, Name: "A", Input: "next"}},
-		}), "the turn scheduling the next activity")
-		r := <-done
-		must(t, r.err, "FetchWorkItem")
-		if r.w == nil || r.w.Item.ID != next {
-			t.Fatalf("step %d: the waiting fetch got %+v, want activity %d", step, r.w, next)
-		}
-		w = r.w
+		var turn *provider.OrchestrationItem
+		turn, w = handNextInSlot(ctx, t, p, inst, w)
 		u := meter.Usage()
 		if u.Total() != 3 || u.Requests["UpdateItem"] != 1 || u.Requests["TransactWriteItems"] != 1 || u.Requests["Query"] != 1 {
 			t.Fatalf("step %d made %v; want 3 requests: Query, TransactWriteItems, UpdateItem", step, u.Requests)
@@ -251,6 +231,80 @@ func TestChainOfHandedActivitiesCostsThreeRequestsAStep(t *testing.T) {
 		if tok := attrString(slotRow(ctx, t, env, inst), "tok"); tok != w.LockToken {
 			t.Fatalf("step %d: the slot holds token %q, want the next activity's", step, tok)
 		}
+	}
+}
+
+// handNextInSlot acks w, the handed activity in instance's slot, fetches
+// the turn its completion brings and commits it scheduling the next
+// activity, which it hands to a waiting worker fetch; it returns the turn
+// and that activity.
+func handNextInSlot(ctx context.Context, t *testing.T, p *dynamo.Provider, inst string, w *provider.LockedWorkItem) (*provider.OrchestrationItem, *provider.LockedWorkItem) {
+	t.Helper()
+	step := w.Item.ID
+	must(t, p.AckWorkItem(ctx, w.LockToken, completed(inst, step, "ok")), "AckWorkItem")
+	turn, err := p.FetchOrchestrationItem(ctx, longLock, 20*time.Second, nil)
+	must(t, err, "FetchOrchestrationItem")
+	if turn == nil || len(turn.Messages) != 1 || turn.Messages[0] != provider.WorkItem(completed(inst, step, "ok")) {
+		t.Fatalf("step %d: the fetch got %+v; want the completion of activity %d", step, turn, step)
+	}
+	done := waitingWorkerFetch(ctx, t, p)
+	next := step + 2
+	must(t, p.AckOrchestrationItem(ctx, turn.LockToken, provider.TurnCommit{
+		ExecutionID: 1, Metadata: meta(),
+		HistoryDelta: []provider.Event{
+			sourced(ev(step+1, inst, provider.ActivityCompleted{Result: "ok"}), step),
+			ev(next, inst, provider.ActivityScheduled{Name: "A", Input: "next"}),
+		},
+		WorkerItems: []provider.ActivityExecuteItem{{Instance: inst, ExecutionID: 1, ID: next, Name: "A", Input: "next"}},
+	}), "the turn scheduling the next activity")
+	r := <-done
+	must(t, r.err, "FetchWorkItem")
+	if r.w == nil || r.w.Item.ID != next {
+		t.Fatalf("step %d: the waiting fetch got %+v, want activity %d", step, r.w, next)
+	}
+	return turn, r.w
+}
+
+// TestHandedSlotKeepsItsReadyEntry: an activity handed in the slot over
+// the completion of the one before keeps the slot's ready entry (its keys
+// and the attributes the index projects) while the entry's time still
+// covers the new lease (handed at once, or a moment later), so the
+// turn's put writes no index entry; once the
+// lease would outlast it, the entry moves. The stored lease never ends
+// before the one the fetch reports, and at most a quarter of the lease
+// (at most a second) after it.
+func TestHandedSlotKeepsItsReadyEntry(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	clock := faults.NewFakeClock(time.Now())
+	p, env := dynamotest.New(t, dynamotest.Config{Queues: true, Options: func(o *dynamo.Options) {
+		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
+		o.Now = clock.Now
+	}})
+	const inst = "slot-entry"
+	entryOf := func(w *provider.LockedWorkItem) [5]string {
+		t.Helper()
+		row := slotRow(ctx, t, env, inst)
+		until, err := strconv.ParseInt(attrString(row, "lock_until"), 10, 64)
+		must(t, err, "the slot's lock_until")
+		if lease := w.LeaseExpiry.UnixMilli(); until < lease || until > lease+time.Second.Milliseconds() {
+			t.Fatalf("the slot stores a lease ending %d ms after the one reported; want 0 to 1000", until-lease)
+		}
+		return [5]string{attrString(row, "rq_pk"), attrString(row, "rq_sk"), attrString(row, "lock_until"), attrString(row, "vis"), attrString(row, "att")}
+	}
+	w := handedToSlot(ctx, t, p, env, inst)
+	first := entryOf(w)
+	for _, later := range []time.Duration{0, 100 * time.Millisecond, 100 * time.Millisecond} {
+		clock.Advance(later)
+		_, w = handNextInSlot(ctx, t, p, inst, w)
+		if got := entryOf(w); got != first {
+			t.Fatalf("activity %d handed %v after the one before changed the slot's ready entry from %v to %v", w.Item.ID, later, first, got)
+		}
+	}
+	clock.Advance(2 * time.Second)
+	_, w = handNextInSlot(ctx, t, p, inst, w)
+	if got := entryOf(w); got[1] == first[1] {
+		t.Fatalf("activity %d handed 2 s later kept the ready key %q, which its lease outlasts", w.Item.ID, got[1])
 	}
 }
 
