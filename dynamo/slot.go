@@ -110,8 +110,9 @@ func entrySlack(lease time.Duration) int64 { return durMs(min(maxEntrySlack, lea
 
 // handedEntry is the ready entry a slot handed with a lease until untilMs
 // carries: prev's (the slot as the turn read it) when it stands for such a
-// lease, in the worker queue as row's (rq_pk), else a new one; seq is the
-// enqueue its key holds.
+// lease, in the worker queue as row's (rq_pk), else a new one. The handed
+// token takes the enqueue its key holds (readySeq), which may be an
+// earlier activity's.
 func handedEntry(prev *slotRow, row item, untilMs int64, lease time.Duration) slotEntry {
 	rowPK, _, _ := strAttr(row, attrReadyPK)
 	if prev != nil {
