@@ -430,3 +430,81 @@ func TestDoneSlotWithoutQueuesIsSwept(t *testing.T) {
 	must(t, p.Close(), "Close") // which gives up the lock p kept
 	nextTurn(ctx, t, other, inst, completed(inst, 2, "ok"))
 }
+
+// TestKeptSlotEntryOfAnAckWhoseResponseWasLost: with SQS (without, the
+// worker's ack moves the done slot's entry to the orchestrator queue, and
+// the next handed activity's entry is new), the turn that hands the next
+// activity in the slot, keeping the slot's ready entry, has its
+// transaction's response lost above and below the SDK's retryer. The
+// resend lands once: the waiting fetch gets the activity, the entry is
+// the one before, and another process cannot claim the slot until the
+// stored lease is over, then takes it as a second attempt.
+func TestKeptSlotEntryOfAnAckWhoseResponseWasLost(t *testing.T) {
+	t.Parallel()
+	for name, lose := range map[string]func(*faults.Injector, *faults.Transport){
+		"above the retryer": func(in *faults.Injector, _ *faults.Transport) {
+			in.Add(faults.Rule{Ops: []string{faults.OpTransactWriteItems}, Rate: 1, Count: 1, Fault: faults.LostResponse()})
+		},
+		"below the retryer": func(_ *faults.Injector, tr *faults.Transport) {
+			tr.Add(faults.NetRule{Ops: []string{"TransactWriteItems"}, Count: 1, Fault: faults.LoseResponse()})
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			env := dynamotest.NewEnv(t, true)
+			clock := faults.NewFakeClock(time.Now())
+			in, tr := faults.New(23), faults.NewTransport(nil)
+			p := env.NewProvider(t, dynamotest.Config{Queues: true, Options: func(o *dynamo.Options) {
+				o.Client = in.DynamoDB(env.Endpoints.DynamoDB(env.AWS, func(do *dynamodb.Options) { do.HTTPClient = tr.HTTPClient() }))
+				o.Now = clock.Now
+			}})
+			other := env.NewProvider(t, dynamotest.Config{Queues: true, Options: func(o *dynamo.Options) { o.Now = clock.Now }})
+			const inst = "slot-entry-lost"
+			w := handedToSlot(ctx, t, p, env, inst)
+			before := attrString(slotRow(ctx, t, env, inst), "rq_sk")
+			must(t, p.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "ok")), "AckWorkItem")
+			turn := nextTurn(ctx, t, p, inst, completed(inst, 2, "ok"))
+			done := waitingWorkerFetch(ctx, t, p)
+			lose(in, tr)
+			must(t, p.AckOrchestrationItem(ctx, turn.LockToken, provider.TurnCommit{
+				ExecutionID: 1, Metadata: meta(),
+				HistoryDelta: []provider.Event{
+					sourced(ev(3, inst, provider.ActivityCompleted{Result: "ok"}), 2),
+					ev(4, inst, provider.ActivityScheduled{Name: "A", Input: "next"}),
+				},
+				WorkerItems: []provider.ActivityExecuteItem{{Instance: inst, ExecutionID: 1, ID: 4, Name: "A", Input: "next"}},
+			}), "the turn whose response is lost")
+			lost := tr.Faulted("TransactWriteItems")
+			for _, n := range in.Stats().Ops[faults.OpTransactWriteItems].Faults {
+				lost += int(n)
+			}
+			if lost != 1 {
+				t.Fatalf("%d responses lost, want 1", lost)
+			}
+			r := <-done
+			if r.err != nil || r.w == nil || r.w.Item.ID != 4 {
+				t.Fatalf("the waiting fetch got %+v, %v; want activity 4", r.w, r.err)
+			}
+			row := slotRow(ctx, t, env, inst)
+			if got := attrString(row, "rq_sk"); got != before {
+				t.Fatalf("the slot's ready key moved from %q to %q", before, got)
+			}
+			stored, err := strconv.ParseInt(attrString(row, "lock_until"), 10, 64)
+			must(t, err, "the slot's lock_until")
+			if stored < r.w.LeaseExpiry.UnixMilli() {
+				t.Fatalf("the slot stores a lease ending %d ms before the reported one", r.w.LeaseExpiry.UnixMilli()-stored)
+			}
+			clock.Advance(time.Duration(stored-1-clock.Now().UnixMilli()) * time.Millisecond)
+			if got, err := other.FetchWorkItem(ctx, longLock, 0, nil, provider.AnyTag()); err != nil || got != nil {
+				t.Fatalf("another process got %+v, %v before the stored lease ended; want nothing", got, err)
+			}
+			clock.Advance(2 * time.Millisecond)
+			got, err := other.FetchWorkItem(ctx, longLock, 0, nil, provider.AnyTag())
+			must(t, err, "FetchWorkItem after the stored lease")
+			if got == nil || got.Item.ID != 4 || got.AttemptCount != 2 {
+				t.Fatalf("another process got %+v after the stored lease; want activity 4, attempt 2", got)
+			}
+		})
+	}
+}
