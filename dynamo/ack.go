@@ -240,6 +240,9 @@ func (p *Provider) sendTurn(ctx context.Context, turn *turnState, plan *turnPlan
 	}
 	slotActivity(plan, turn)
 	hand := p.handActivity(plan, turn, now)
+	if hand == nil {
+		p.waitingSlot(plan, turn, now)
+	}
 	if err := p.commitTurn(ctx, turn, *plan, hand, digest, now); err != nil {
 		return false, err
 	}

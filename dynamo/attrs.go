@@ -76,6 +76,10 @@ const (
 	attrAckToken = "atok"
 	attrSlotExec = "sx"
 	attrSlotAct  = "sa"
+	// attrSlotWaits marks an unclaimed slot that kept the ready entry of
+	// the activity before it (waitingEntry): its first claim counts no
+	// attempt, the entry already holding one.
+	attrSlotWaits = "sw"
 	// A KV row's current-execution write: a value and its time, or a clear.
 	attrDeltaValue   = "dval"
 	attrDeltaTS      = "dts"

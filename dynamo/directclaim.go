@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/duradyn/duradyn/dynamo/internal/keys"
 	"github.com/duradyn/duradyn/provider"
 	"github.com/duradyn/duradyn/queues"
 )
@@ -78,9 +79,11 @@ func (p *Provider) claimAddressed(sigs []queues.Signal, tags provider.TagFilter,
 		if sig.Claim == "" || sig.Instance == "" || sig.Work == "" || sig.Shard >= p.o.Shards || stale(sig) {
 			continue
 		}
-		// A malformed or not yet eligible key is left to the shard's index.
+		// A malformed or not yet eligible key is left to the shard's index;
+		// a waiting slot is eligible at once, whatever its kept entry says.
 		at, ok := readyAt(sig.Claim)
-		if !ok || len(sig.Claim) <= 21 || sig.Claim[20] != '#' || at > now || p.hints.isParked(workRowKeyOf(sig.Instance, sig.Work), now) {
+		waiting := sig.Work == keys.SlotSK && isWaitingClaim(sig.Claim)
+		if !ok || len(sig.Claim) <= 21 || (sig.Claim[20] != '#' || at > now) && !waiting || p.hints.isParked(workRowKeyOf(sig.Instance, sig.Work), now) {
 			continue
 		}
 		addressed = append(addressed, sig)

@@ -195,6 +195,7 @@ func claimedRow(row item, token string, entry slotEntry) item {
 	for k, v := range row {
 		claimed[k] = v
 	}
+	delete(claimed, attrSlotWaits)
 	claimed[attrToken] = s(token)
 	claimed[attrLockUntil] = n(entry.until)
 	claimed[attrAttempts] = n(1)

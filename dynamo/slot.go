@@ -128,6 +128,68 @@ func handedEntry(prev *slotRow, row item, untilMs int64, lease time.Duration) sl
 	return slotEntry{pk: rowPK, sk: readySK(until, seq), until: until, visible: visible, attempts: 1}
 }
 
+// A waiting slot's ready entry (docs/design.md §8, "A waiting slot's ready
+// entry"): where no fetch of the turn's process waits, the turn writes the
+// slot's activity unclaimed. Written over a done slot whose entry still
+// lies ahead (the lease end of the activity before, in the worker queue),
+// the slot keeps that entry whole, so the put writes no index entry; its
+// signal addresses the activity by its enqueue (waitingClaim), and the
+// first claim keeps the entry too when its end covers the claim's lease by
+// at most entrySlack, else moves it. Until that end, only the signal finds
+// the activity; after it, the index does, as it finds a lease that ended.
+
+// waitingEntry is the ready entry an unclaimed slot written as row keeps
+// from prev, the done slot the turn writes over; ok is false when prev's
+// entry is not in row's worker queue, counts other than one attempt, or
+// has ended by nowMs.
+func waitingEntry(prev *slotRow, row item, nowMs int64) (e slotEntry, ok bool) {
+	if prev == nil || !prev.done {
+		return e, false
+	}
+	rowPK, _, _ := strAttr(row, attrReadyPK)
+	e = prev.entry
+	return e, e.pk == rowPK && e.attempts == 1 && e.until > nowMs && e.visible > 0 &&
+		e.sk == readySK(e.until, readySeq(e.sk))
+}
+
+// waitingClaim is the Claim of a waiting slot's signal: the kept entry's
+// end and the activity's own enqueue, which the kept key does not hold,
+// joined by '@' where a ready key has '#'.
+func waitingClaim(untilMs int64, seq string) string {
+	return keys.Num20(uint64(max(untilMs, 0))) + "@" + seq
+}
+
+// isWaitingClaim reports whether claim is a waitingClaim.
+func isWaitingClaim(claim string) bool { return len(claim) > 21 && claim[20] == '@' }
+
+// waitingSlot lets the unclaimed slot the turn writes keep the ready entry
+// of the done slot it replaces (waitingEntry), and addresses the
+// activity's signal by its enqueue. Only where signals cross processes:
+// without a worker queue, other processes find the activity by sweeping,
+// which would not see it until the kept entry ends.
+func (p *Provider) waitingSlot(plan *turnPlan, turn *turnState, nowMs int64) {
+	c := plan.claimable
+	if c == nil || p.o.WorkerQueueURL == "" || !isSlotRow(plan.actions[c.action].put) {
+		return
+	}
+	row := plan.actions[c.action].put
+	e, ok := waitingEntry(turn.st.slot, row, nowMs)
+	if !ok {
+		return
+	}
+	seq, _, _ := strAttr(row, attrSeq)
+	waiting := maps.Clone(row)
+	waiting[attrReadySK], waiting[attrLockUntil], waiting[attrVisible], waiting[attrAttempts] = s(e.sk), n(e.until), n(e.visible), n(1)
+	waiting[attrSlotWaits] = n(1)
+	grown := itemsize.ItemSize(waiting) - itemsize.ItemSize(row)
+	if itemsize.ItemSize(waiting) > MaxItemBytes || plan.size+grown > maxTransactBytes {
+		return
+	}
+	plan.size += grown
+	plan.actions[c.action].put = waiting
+	plan.signals[c.signal].Claim = waitingClaim(e.until, seq)
+}
+
 // slotAsRead conditions a write of the slot on it being as the fetch read
 // it: absent, or holding the same activity or completion.
 func slotAsRead(sl *slotRow) *rowCondition {

@@ -514,8 +514,14 @@ func newWorkClaim(r readyRow, lockTimeout time.Duration, session *provider.Sessi
 }
 
 // rowUpdate is the claim's write of the row: token, lease, attempt, and
-// the ready key at the lease's end, when the row is eligible again.
+// the ready key at the lease's end, when the row is eligible again. A
+// slot stores its lease entrySlack longer, so that the next activity in it
+// may keep its entry (waitingEntry).
 func (c *workClaim) rowUpdate(table *string) *types.Update {
+	stored := c.until
+	if c.tok.slot {
+		stored += entrySlack(c.lockTimeout)
+	}
 	u := &types.Update{
 		TableName:                table,
 		Key:                      key(c.r.pk, c.r.sk),
@@ -523,19 +529,64 @@ func (c *workClaim) rowUpdate(table *string) *types.Update {
 		ConditionExpression:      aws.String("#rs = :seen"),
 		ExpressionAttributeNames: map[string]string{"#tok": attrToken, "#until": attrLockUntil, "#att": attrAttempts, "#rs": attrReadySK},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":tok": s(c.token), ":until": n(c.until), ":att": nu(c.attempts + 1),
-			":rs": s(readySK(c.until, c.tok.seq)), ":seen": s(c.r.readySK),
+			":tok": s(c.token), ":until": n(stored), ":att": nu(c.attempts + 1),
+			":rs": s(readySK(stored, c.tok.seq)), ":seen": s(c.r.readySK),
 		},
 		// The row as it was when the claim failed; none when it is gone.
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
 	if c.tok.slot {
-		// A done slot keeps its entry: its completion is not claimable.
-		u.ConditionExpression = aws.String("#rs = :seen AND #slot = :run")
-		u.ExpressionAttributeNames["#slot"] = attrSlot
+		// A done slot keeps its entry: its completion is not claimable. A
+		// waiting one's first claim counts no attempt (waitingUpdate).
+		u.ConditionExpression = aws.String("#rs = :seen AND #slot = :run AND attribute_not_exists(#sw)")
+		u.ExpressionAttributeNames["#slot"], u.ExpressionAttributeNames["#sw"] = attrSlot, attrSlotWaits
 		u.ExpressionAttributeValues[":run"] = s(slotRunning)
 	}
+	if isWaitingClaim(c.r.readySK) {
+		return c.waitingUpdate(u)
+	}
 	return u
+}
+
+// waitingUpdate is the first claim of a waiting slot (waitingSlot), made
+// from u: found by its enqueue, it keeps the attempt the kept entry holds,
+// and the entry itself when the entry's end covers the claim's lease by at
+// most entrySlack; else the entry moves to that slack past the lease.
+func (c *workClaim) waitingUpdate(u *types.Update) *types.Update {
+	end, _ := readyAt(c.r.readySK)
+	names := map[string]string{"#tok": attrToken, "#slot": attrSlot, "#seq": attrSeq, "#sw": attrSlotWaits}
+	values := map[string]types.AttributeValue{":tok": s(c.token), ":run": s(slotRunning), ":seq": s(c.tok.seq)}
+	expr, cond := "SET #tok = :tok REMOVE #sw", "#slot = :run AND #seq = :seq AND attribute_exists(#sw)"
+	if end >= c.until && end <= c.until+entrySlack(c.lockTimeout) {
+		names["#until"], values[":end"] = attrLockUntil, n(end)
+		cond += " AND #until = :end"
+	} else {
+		stored := c.until + entrySlack(c.lockTimeout)
+		names["#until"], names["#rs"] = attrLockUntil, attrReadySK
+		values[":until"], values[":rs"] = n(stored), s(readySK(stored, c.tok.seq))
+		expr = "SET #tok = :tok, #until = :until, #rs = :rs REMOVE #sw"
+	}
+	u.UpdateExpression, u.ConditionExpression = aws.String(expr), aws.String(cond)
+	u.ExpressionAttributeNames, u.ExpressionAttributeValues = names, values
+	return u
+}
+
+// asWaiting is c made the first claim of the waiting slot row, which a
+// claim of its kept entry found instead (its signal was lost): nil when
+// row is no waiting slot.
+func (c *workClaim) asWaiting(row item) *workClaim {
+	if _, waits := row[attrSlotWaits]; !waits || !c.tok.slot || isWaitingClaim(c.r.readySK) {
+		return nil
+	}
+	var d decoder
+	until, seq := d.int(row, attrLockUntil), d.str(row, attrSeq)
+	if d.err != nil {
+		return nil
+	}
+	w := *c
+	w.r.readySK, w.tok.seq, w.attempts = waitingClaim(until, seq), seq, 0
+	w.token = newWorkToken(w.tok)
+	return &w
 }
 
 // claimRow claims a row without a session with one UpdateItem, whose
@@ -564,6 +615,10 @@ func (p *Provider) claimRow(ctx, claimCtx context.Context, c *workClaim, update 
 		if conditionFailed(err) && isDoneSlot(failedConditionItem(err)) {
 			p.slotDoneFound(c.r, failedConditionItem(err))
 			return false, nil
+		}
+		if w := c.asWaiting(failedConditionItem(err)); conditionFailed(err) && w != nil {
+			*c = *w
+			return p.claimRow(ctx, claimCtx, c, c.rowUpdate(update.TableName))
 		}
 		if conditionFailed(err) {
 			p.claimLost(c.r)

@@ -1,0 +1,174 @@
+package dynamo_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/duradyn/duradyn/dynamo"
+	"github.com/duradyn/duradyn/dynamo/dynamotest"
+	"github.com/duradyn/duradyn/internal/faults"
+	"github.com/duradyn/duradyn/provider"
+)
+
+// These tests check a waiting slot's ready entry (slot.go, waitingSlot):
+// an activity written unclaimed into the slot over the completion of the
+// one before keeps that one's ready entry, and its first claim keeps it
+// too when the entry's end covers the claim's lease.
+
+// workerLease is the worker fetches' lease in these tests, the runtime's
+// default: the slot stores a second more (entrySlack).
+const workerLease = 6 * time.Second
+
+// slotEntry is what the ready index holds of instance's slot: its keys and
+// the projected attributes.
+func slotEntry(ctx context.Context, t *testing.T, env *dynamotest.Env, instance string) [5]string {
+	t.Helper()
+	row := slotRow(ctx, t, env, instance)
+	return [5]string{attrString(row, "rq_pk"), attrString(row, "rq_sk"), attrString(row, "lock_until"), attrString(row, "vis"), attrString(row, "att")}
+}
+
+// scheduleNext acks turn with activity id's completion (none for the first
+// step) and the scheduling of activity id+2, which no fetch of p waits for.
+func scheduleNext(ctx context.Context, t *testing.T, p *dynamo.Provider, turn *provider.OrchestrationItem, inst string, id uint64) {
+	t.Helper()
+	var history []provider.Event
+	if id > 0 {
+		history = append(history, sourced(ev(id+1, inst, provider.ActivityCompleted{Result: "ok"}), id))
+	}
+	next := id + 2
+	must(t, p.AckOrchestrationItem(ctx, turn.LockToken, provider.TurnCommit{ExecutionID: 1, Metadata: meta(),
+		HistoryDelta: append(history, ev(next, inst, provider.ActivityScheduled{Name: "A", Input: "next"})),
+		WorkerItems:  []provider.ActivityExecuteItem{{Instance: inst, ExecutionID: 1, ID: next, Name: "A", Input: "next"}},
+	}), "the turn scheduling the next activity")
+}
+
+// completionFetched fetches the turn of activity id's completion, whose
+// signal crosses from the workers' process by SQS.
+func completionFetched(ctx context.Context, t *testing.T, p *dynamo.Provider, inst string, id uint64) *provider.OrchestrationItem {
+	t.Helper()
+	turn, err := p.FetchOrchestrationItem(ctx, longLock, 20*time.Second, nil)
+	if err != nil || turn == nil || len(turn.Messages) != 1 || turn.Messages[0] != provider.WorkItem(completed(inst, id, "ok")) {
+		t.Fatalf("the fetch got %+v, %v; want the completion of activity %d", turn, err, id)
+	}
+	return turn
+}
+
+// claimWaiting fetches activity id with workers, checks that it is its
+// first attempt and that the slot stores a lease ending between the one
+// reported and a second after it.
+func claimWaiting(ctx context.Context, t *testing.T, workers *dynamo.Provider, env *dynamotest.Env, inst string, id uint64) *provider.LockedWorkItem {
+	t.Helper()
+	w, err := workers.FetchWorkItem(ctx, workerLease, 20*time.Second, nil, provider.AnyTag())
+	if err != nil || w == nil || w.Item.ID != id {
+		t.Fatalf("the workers' fetch got %+v, %v; want activity %d", w, err, id)
+	}
+	if w.AttemptCount != 1 {
+		t.Fatalf("activity %d came as attempt %d, want 1", id, w.AttemptCount)
+	}
+	row := slotRow(ctx, t, env, inst)
+	until, err := strconv.ParseInt(attrString(row, "lock_until"), 10, 64)
+	must(t, err, "the slot's lock_until")
+	if lease := w.LeaseExpiry.UnixMilli(); until < lease || until > lease+time.Second.Milliseconds() {
+		t.Fatalf("activity %d: the slot stores a lease ending %d ms after the one reported; want 0 to 1000", id, until-lease)
+	}
+	if attrString(row, "tok") != w.LockToken || attrString(row, "sw") != "" {
+		t.Fatalf("activity %d: the claimed slot holds token %q and waiting mark %q", id, attrString(row, "tok"), attrString(row, "sw"))
+	}
+	return w
+}
+
+// TestWaitingSlotKeepsItsReadyEntry: where the workers run in another
+// process, each turn writes the next activity unclaimed into the slot over
+// the completion it consumes. The put keeps the slot's ready entry (keys
+// and projected attributes), and so does the worker's claim while the
+// entry's end covers its lease: neither writes an index entry. A claim the
+// entry no longer covers moves it. Each activity comes as its first
+// attempt, and each step costs the workers two UpdateItems.
+func TestWaitingSlotKeepsItsReadyEntry(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	clock := faults.NewFakeClock(time.Now())
+	opts := func(o *dynamo.Options) {
+		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
+		o.Now = clock.Now
+	}
+	p, env := dynamotest.New(t, dynamotest.Config{Queues: true, Options: opts})
+	meter := &dynamotest.Meter{}
+	workers := env.NewProvider(t, dynamotest.Config{Meter: meter, Options: opts})
+	const inst = "waiting-slot"
+	if w, err := workers.FetchWorkItem(ctx, workerLease, 10*time.Millisecond, nil, provider.AnyTag()); err != nil || w != nil {
+		t.Fatalf("fetch of an empty queue: %+v, %v", w, err)
+	}
+	turn := startAndFetch(ctx, t, p, inst)
+	scheduleNext(ctx, t, p, turn, inst, 0)
+	w := claimWaiting(ctx, t, workers, env, inst, 2)
+	kept := slotEntry(ctx, t, env, inst)
+	for step, later := range []time.Duration{0, 300 * time.Millisecond, 300 * time.Millisecond, 2 * time.Second} {
+		id := w.Item.ID
+		must(t, workers.AckWorkItem(ctx, w.LockToken, completed(inst, id, "ok")), "AckWorkItem")
+		turn = completionFetched(ctx, t, p, inst, id)
+		clock.Advance(later)
+		scheduleNext(ctx, t, p, turn, inst, id)
+		if got := slotEntry(ctx, t, env, inst); got != kept {
+			t.Fatalf("step %d: the unclaimed activity %d changed the slot's ready entry from %v to %v", step, id+2, kept, got)
+		}
+		if row := slotRow(ctx, t, env, inst); attrString(row, "tok") != "" || attrString(row, "sw") == "" {
+			t.Fatalf("step %d: activity %d is in the slot with token %q, waiting mark %q; want unclaimed, waiting", step, id+2, attrString(row, "tok"), attrString(row, "sw"))
+		}
+		meter.Reset()
+		w = claimWaiting(ctx, t, workers, env, inst, id+2)
+		if u := meter.Usage(); u.Total() != 1 || u.Requests["UpdateItem"] != 1 {
+			t.Fatalf("step %d: the workers' claim made %v; want one UpdateItem", step, u.Requests)
+		}
+		got := slotEntry(ctx, t, env, inst)
+		if moved := got != kept; moved != (later > time.Second) {
+			t.Fatalf("step %d: a claim %v after the last one left the entry %v as %v; want it moved only past the second of slack", step, later, kept, got)
+		}
+		kept = got
+	}
+}
+
+// TestWaitingSlotWithoutItsSignalIsFoundAtItsEntrysEnd: a waiting slot's
+// signal is lost. The kept entry hides the activity from the index until
+// its end; then a process that sweeps finds it there, claims it (its claim
+// of the kept entry meets the waiting mark and claims the slot as waiting)
+// and gets it as its first attempt.
+func TestWaitingSlotWithoutItsSignalIsFoundAtItsEntrysEnd(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	clock := faults.NewFakeClock(time.Now())
+	opts := func(o *dynamo.Options) {
+		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
+		o.Now = clock.Now
+	}
+	p, env := dynamotest.New(t, dynamotest.Config{Queues: true, Options: opts})
+	workers := env.NewProvider(t, dynamotest.Config{Options: opts})
+	meter := &dynamotest.Meter{}
+	// No queue: every fetch sweeps, and no signal reaches it.
+	sweeper := env.NewQuietWriter(t, dynamotest.Config{Meter: meter, Options: func(o *dynamo.Options) { o.Now = clock.Now }})
+	const inst = "waiting-slot-lost"
+	turn := startAndFetch(ctx, t, p, inst)
+	scheduleNext(ctx, t, p, turn, inst, 0)
+	w := claimWaiting(ctx, t, workers, env, inst, 2)
+	must(t, workers.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "ok")), "AckWorkItem")
+	turn = completionFetched(ctx, t, p, inst, 2)
+	scheduleNext(ctx, t, p, turn, inst, 2)
+	if attrString(slotRow(ctx, t, env, inst), "sw") == "" {
+		t.Fatal("activity 4 is not waiting in the slot")
+	}
+	if w, err := sweeper.FetchWorkItem(ctx, workerLease, 0, nil, provider.AnyTag()); err != nil || w != nil {
+		t.Fatalf("a sweep before the kept entry's end got %+v, %v; want nothing", w, err)
+	}
+	clock.Advance(workerLease + time.Second)
+	meter.Reset()
+	got, err := sweeper.FetchWorkItem(ctx, workerLease, 0, nil, provider.AnyTag())
+	if err != nil || got == nil || got.Item.ID != 4 || got.AttemptCount != 1 {
+		t.Fatalf("a sweep after the kept entry's end got %+v, %v; want activity 4, attempt 1", got, err)
+	}
+	if u := meter.Usage(); u.Requests["UpdateItem"] != 2 {
+		t.Fatalf("the sweeping fetch made %v; want 2 UpdateItems: the claim of the kept entry and the waiting slot's", u.Requests)
+	}
+	must(t, sweeper.AckWorkItem(ctx, got.LockToken, completed(inst, 4, "ok")), "AckWorkItem of the swept activity")
+}
