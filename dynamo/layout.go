@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -28,12 +29,14 @@ const (
 // with the release that wrote it until its instances end, and start new
 // work on a new table (docs/limits.md).
 //
-// Version 6 adds the activity slot (slot.go); 5 counts queued starts in
+// Version 7 lets an unclaimed activity in the slot keep the ready entry of
+// the one before it, marked waiting (waitingSlot); 6 adds the activity slot
+// (slot.go); 5 counts queued starts in
 // the counter cells (np); 4 keys messages by visible time, records the KV
 // store's digest on the lock row and counts every instance in the cells;
 // 3 counted ended instances only; 2 keeps a KV key's value and the
 // execution's write of it in one row.
-const LayoutVersion = 6
+const LayoutVersion = 7
 
 // OpCheckLayout names [Provider.CheckLayout] in its errors.
 const OpCheckLayout = "CheckLayout"
@@ -183,4 +186,37 @@ func layoutItem(l Layout, nowMs int64) item {
 		attrLayoutVersion: n(int64(l.Version)),
 		attrCreatedAt:     n(nowMs),
 	}
+}
+
+// ItemKind names the kind of a table item this package writes, from its
+// key attributes (docs/design.md §3): "lock", "record", "execution",
+// "message", "slot", "kv", "history", "child", "staged", "activity",
+// "session", "counter" or "layout"; "other" for an item of another
+// package's or none. Tools use it to tell where a table's units go.
+func ItemKind(item map[string]types.AttributeValue) string {
+	pk, _, _ := strAttr(item, attrPK)
+	sk, _, _ := strAttr(item, attrSK)
+	switch {
+	case pk == keys.LayoutPK:
+		return "layout"
+	case pk == keys.MetricsPK:
+		return "counter"
+	case strings.HasPrefix(pk, keys.WorkerPrefix):
+		return "activity"
+	case strings.HasPrefix(pk, keys.SessionPrefix):
+		return "session"
+	case !strings.HasPrefix(pk, keys.InstancePrefix):
+		return "other"
+	}
+	kinds := []struct{ prefix, kind string }{
+		{keys.SlotSK, "slot"}, {keys.Lock, "lock"}, {keys.Meta, "record"}, {keys.ExecPrefix, "execution"},
+		{keys.QueuePrefix, "message"}, {keys.KVRowsPrefix, "kv"}, {keys.HistPrefix, "history"},
+		{keys.ChildPrefix, "child"}, {keys.ChildHashedPrefix, "child"}, {keys.StagePrefix, "staged"},
+	}
+	for _, k := range kinds {
+		if strings.HasPrefix(sk, k.prefix) {
+			return k.kind
+		}
+	}
+	return "other"
 }

@@ -89,7 +89,7 @@ func TestLayoutMismatchRefused(t *testing.T) {
 // before anything reads its rows.
 func TestLayoutOfAnOlderVersionRefused(t *testing.T) {
 	t.Parallel()
-	for _, old := range []int{1, 2, 3, 4} {
+	for _, old := range []int{1, 2, 3, 4, 5, 6} {
 		t.Run(fmt.Sprintf("version %d", old), func(t *testing.T) {
 			t.Parallel()
 			p, env := dynamotest.New(t, dynamotest.Config{Shards: 8})
@@ -189,5 +189,35 @@ func TestLayoutMalformedRecord(t *testing.T) {
 	must(t, err, "PutItem")
 	if err := p.CheckLayout(ctx); err == nil || errors.Is(err, dynamo.ErrLayoutMismatch) {
 		t.Fatalf("CheckLayout on a malformed record = %v; want a decoding error", err)
+	}
+}
+
+// TestItemKind names each kind of item by keys as the provider makes them.
+func TestItemKind(t *testing.T) {
+	t.Parallel()
+	inst := keys.InstancePK("a")
+	for _, c := range []struct{ pk, sk, want string }{
+		{inst, keys.Lock, "lock"},
+		{inst, keys.Meta, "record"},
+		{inst, keys.ExecSK(1), "execution"},
+		{inst, keys.MessageSK(5, "seq"), "message"},
+		{inst, keys.SlotSK, "slot"},
+		{inst, keys.KVSK("k"), "kv"},
+		{inst, keys.KVSK(strings.Repeat("k", 2000)), "kv"},
+		{inst, keys.HistorySK(1, 2), "history"},
+		{inst, keys.TurnMarkSK(1), "history"},
+		{inst, keys.ChildSK("c"), "child"},
+		{inst, keys.ChildSK(strings.Repeat("c", 2000)), "child"},
+		{inst, keys.StageSK("t", 0), "staged"},
+		{keys.WorkerPK("a"), keys.WorkerSK(1, 2), "activity"},
+		{keys.SessionPK("s"), keys.Session, "session"},
+		{keys.MetricsPK, keys.MetricsCellSK(3), "counter"},
+		{keys.LayoutPK, keys.LayoutSK, "layout"},
+		{"J#job", "x", "other"},
+	} {
+		item := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: c.pk}, "sk": &types.AttributeValueMemberS{Value: c.sk}}
+		if got := dynamo.ItemKind(item); got != c.want {
+			t.Errorf("ItemKind(%q, %q) = %q, want %q", c.pk, c.sk, got, c.want)
+		}
 	}
 }

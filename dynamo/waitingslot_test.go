@@ -44,6 +44,19 @@ func scheduleNext(ctx context.Context, t *testing.T, p *dynamo.Provider, turn *p
 	}), "the turn scheduling the next activity")
 }
 
+// orchestratorAndWorkers returns two providers on one table with queues,
+// both on clock, with sweeps an hour apart: p for the turns and workers,
+// metered by meter (nil for none), for the activities.
+func orchestratorAndWorkers(t *testing.T, clock *faults.Clock, meter *dynamotest.Meter) (p, workers *dynamo.Provider, env *dynamotest.Env) {
+	t.Helper()
+	opts := func(o *dynamo.Options) {
+		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
+		o.Now = clock.Now
+	}
+	p, env = dynamotest.New(t, dynamotest.Config{Queues: true, Options: opts})
+	return p, env.NewProvider(t, dynamotest.Config{Meter: meter, Options: opts}), env
+}
+
 // completionFetched fetches the turn of activity id's completion, whose
 // signal crosses from the workers' process by SQS.
 func completionFetched(ctx context.Context, t *testing.T, p *dynamo.Provider, inst string, id uint64) *provider.OrchestrationItem {
@@ -85,18 +98,13 @@ func claimWaiting(ctx context.Context, t *testing.T, workers *dynamo.Provider, e
 // and projected attributes), and so does the worker's claim while the
 // entry's end covers its lease: neither writes an index entry. A claim the
 // entry no longer covers moves it. Each activity comes as its first
-// attempt, and each step costs the workers two UpdateItems.
+// attempt, and each claim is one UpdateItem.
 func TestWaitingSlotKeepsItsReadyEntry(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	clock := faults.NewFakeClock(time.Now())
-	opts := func(o *dynamo.Options) {
-		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
-		o.Now = clock.Now
-	}
-	p, env := dynamotest.New(t, dynamotest.Config{Queues: true, Options: opts})
 	meter := &dynamotest.Meter{}
-	workers := env.NewProvider(t, dynamotest.Config{Meter: meter, Options: opts})
+	p, workers, env := orchestratorAndWorkers(t, clock, meter)
 	const inst = "waiting-slot"
 	if w, err := workers.FetchWorkItem(ctx, workerLease, 10*time.Millisecond, nil, provider.AnyTag()); err != nil || w != nil {
 		t.Fatalf("fetch of an empty queue: %+v, %v", w, err)
@@ -139,12 +147,7 @@ func TestWaitingSlotWithoutItsSignalIsFoundAtItsEntrysEnd(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	clock := faults.NewFakeClock(time.Now())
-	opts := func(o *dynamo.Options) {
-		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
-		o.Now = clock.Now
-	}
-	p, env := dynamotest.New(t, dynamotest.Config{Queues: true, Options: opts})
-	workers := env.NewProvider(t, dynamotest.Config{Options: opts})
+	p, workers, env := orchestratorAndWorkers(t, clock, nil)
 	meter := &dynamotest.Meter{}
 	// No queue: every fetch sweeps, and no signal reaches it.
 	sweeper := env.NewQuietWriter(t, dynamotest.Config{Meter: meter, Options: func(o *dynamo.Options) { o.Now = clock.Now }})

@@ -9,6 +9,7 @@ import (
 
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 )
 
@@ -42,6 +43,8 @@ type Meter struct {
 	tokensPruned time.Time            // when tokens was last rid of expired ones
 	errs         []error
 	lost         int // errors beyond maxErrors
+	// class names a written item's class (ClassifyItems); nil for none.
+	class func(item map[string]types.AttributeValue) string
 }
 
 // NewMeter returns a Meter that reads what the rules need through shadow:

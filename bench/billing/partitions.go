@@ -96,10 +96,12 @@ func (m *Meter) Partitions() Partitions {
 	return m.parts.clone()
 }
 
-// partitionWrite is write units consumed on one partition.
+// partitionWrite is write units consumed on one partition, for the write
+// of item (its key attributes at least).
 type partitionWrite struct {
 	part  Partition
 	units float64
+	item  map[string]types.AttributeValue
 }
 
 // addWrites adds writes to m's partition counts and returns their units.
@@ -114,9 +116,34 @@ func (m *Meter) addWrites(writes ...partitionWrite) float64 {
 		if w.units != 0 {
 			m.parts.Writes[w.part] += w.units
 			total += w.units
+			m.classifyWrite(w)
 		}
 	}
 	return total
+}
+
+// ClassifyItems makes m count write units by item class as well
+// ([Usage.WRUByItem]): class names the class of a written item from its
+// attributes (its key at least). Call it before the meter counts.
+func (m *Meter) ClassifyItems(class func(item map[string]types.AttributeValue) string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.class = class
+}
+
+// classifyWrite adds w to its item class's units; m.mu is held.
+func (m *Meter) classifyWrite(w partitionWrite) {
+	if m.class == nil {
+		return
+	}
+	label := m.class(w.item)
+	if w.part.Index != "" {
+		label += " in " + w.part.Index
+	}
+	if m.usage.WRUByItem == nil {
+		m.usage.WRUByItem = map[string]float64{}
+	}
+	m.usage.WRUByItem[label] += w.units
 }
 
 // addReads adds the read units of the request with input params to its
@@ -200,9 +227,12 @@ func tablePartition(table string, s *tableSchema, item map[string]types.Attribut
 // [tableSchema.indexWrites] gives, on theirs. s may be nil (no index writes
 // known).
 func itemWrites(table string, s *tableSchema, key map[string]types.AttributeValue, tableUnits float64, old, cur map[string]types.AttributeValue) []partitionWrite {
-	writes := []partitionWrite{{tablePartition(table, s, key), tableUnits}}
+	writes := []partitionWrite{{tablePartition(table, s, key), tableUnits, key}}
 	if s != nil {
-		writes = append(writes, s.indexWrites(table, old, cur)...)
+		for _, w := range s.indexWrites(table, old, cur) {
+			w.item = key
+			writes = append(writes, w)
+		}
 	}
 	return writes
 }
@@ -215,7 +245,7 @@ func (s *tableSchema) indexWrites(table string, before, after map[string]types.A
 	for _, ix := range s.indexes {
 		old, cur := s.entry(ix, before), s.entry(ix, after)
 		on := func(e map[string]types.AttributeValue, units float64) {
-			writes = append(writes, partitionWrite{Partition{Element{table, ix.name}, keyText(e[ix.partitionKey])}, units})
+			writes = append(writes, partitionWrite{part: Partition{Element{table, ix.name}, keyText(e[ix.partitionKey])}, units: units})
 		}
 		switch {
 		case old == nil && cur == nil:

@@ -140,3 +140,45 @@ func sumUnits[K comparable](m map[K]float64) float64 {
 	}
 	return total
 }
+
+// TestClassifyItems_WritesByItemClass classifies items by partition key
+// prefix and runs a put, a transaction and a failed conditional put: each
+// item's table writes count under its class, its index writes under the
+// class and the index, and the classes sum to the usage's units.
+func TestClassifyItems_WritesByItemClass(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	f.meter.ClassifyItems(func(it map[string]types.AttributeValue) string {
+		pk, _ := it["pk"].(*types.AttributeValueMemberS)
+		if pk == nil || len(pk.Value) < 2 {
+			return "other"
+		}
+		return pk.Value[:2]
+	})
+	usage := f.meter.Usage()
+	f.write(t, &dynamodb.PutItemInput{TableName: &f.table, Item: item("pk", "I#a", "sk", "x", tables.AttrReadyPK, "O#3", tables.AttrReadySK, "1")})
+	f.write(t, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+		{Put: &types.Put{TableName: &f.table, Item: item("pk", "W#a", "sk", "1", tables.AttrReadyPK, "W#7", tables.AttrReadySK, "2")}},
+		{Delete: &types.Delete{TableName: &f.table, Key: key("I#a", "x")}},
+	}})
+	_, err := f.db.PutItem(f.ctx, &dynamodb.PutItemInput{TableName: &f.table, Item: item("pk", "S#b", "sk", "y"),
+		ConditionExpression: aws.String("attribute_exists(pk)")})
+	if ccf := (*types.ConditionalCheckFailedException)(nil); !errors.As(err, &ccf) {
+		t.Fatalf("conditional put: %v, want a failed condition", err)
+	}
+	if err := f.meter.Err(); err != nil {
+		t.Fatalf("meter: %v", err)
+	}
+	used := f.meter.Usage().Sub(usage)
+	want := map[string]float64{
+		"I#":                         1 + 2, // put, transactional delete
+		"I# in " + tables.IndexReady: 1 + 1, // entry put, then deleted
+		"W#":                         2,     // transactional put
+		"W# in " + tables.IndexReady: 1,
+		"S#":                         1, // failed condition
+	}
+	if !maps.Equal(used.WRUByItem, want) {
+		t.Errorf("writes by item class:\n got %v\nwant %v", used.WRUByItem, want)
+	}
+	checkUnits(t, "sum of item classes", sumUnits(used.WRUByItem), used.WRU)
+}

@@ -22,6 +22,10 @@ type Usage struct {
 	// SQSBilled is the number of requests SQS bills for them: one per API
 	// request and 64 KB chunk of its payload.
 	SQSBilled int
+	// WRUByItem is WRU by the class [Meter.ClassifyItems] gives the item
+	// written, its index writes under the class followed by " in " and the
+	// index's name; nil when the meter classifies nothing.
+	WRUByItem map[string]float64
 	// DynamoDBTime and SQSTime are the time the requests of each operation
 	// took, from being sent until their response (SDK retries included;
 	// the meter's own reads of item images not).
@@ -38,12 +42,13 @@ func (u Usage) Sub(v Usage) Usage {
 		RRU:          u.RRU - v.RRU,
 		SQS:          subCounts(u.SQS, v.SQS),
 		SQSBilled:    u.SQSBilled - v.SQSBilled,
+		WRUByItem:    subCounts(u.WRUByItem, v.WRUByItem),
 		DynamoDBTime: subCounts(u.DynamoDBTime, v.DynamoDBTime),
 		SQSTime:      subCounts(u.SQSTime, v.SQSTime),
 	}
 }
 
-func subCounts[N int | time.Duration](a, b map[string]N) map[string]N {
+func subCounts[N int | float64 | time.Duration](a, b map[string]N) map[string]N {
 	d := maps.Clone(a)
 	for op, n := range b {
 		if d == nil {
@@ -114,5 +119,6 @@ func (u Usage) clone() Usage {
 	u.SQS = maps.Clone(u.SQS)
 	u.DynamoDBTime = maps.Clone(u.DynamoDBTime)
 	u.SQSTime = maps.Clone(u.SQSTime)
+	u.WRUByItem = maps.Clone(u.WRUByItem)
 	return u
 }

@@ -92,7 +92,7 @@ func (m *Meter) itemWrite(ctx context.Context, table *string, key, old, cur map[
 // failedWriteOn counts the units of a single-item write under key that
 // failed on its table partition, and returns them.
 func (m *Meter) failedWriteOn(ctx context.Context, table *string, key map[string]types.AttributeValue, units float64) float64 {
-	return m.addWrites(partitionWrite{tablePartition(deref(table), m.schemaOrFail(ctx, table), key), units})
+	return m.addWrites(partitionWrite{tablePartition(deref(table), m.schemaOrFail(ctx, table), key), units, key})
 }
 
 // putItem bills PutItem by its table write, the larger of the item it
@@ -401,7 +401,7 @@ func (m *Meter) cancelledActions(actions []transactAction, before images) float6
 	wru := 0.0
 	for _, a := range actions {
 		units := transactionMultiplier * failedWriteUnits(before.get(a.ref), a.item)
-		wru += m.addWrites(partitionWrite{tablePartition(a.ref.table, a.ref.schema, a.ref.key), units})
+		wru += m.addWrites(partitionWrite{tablePartition(a.ref.table, a.ref.schema, a.ref.key), units, a.ref.key})
 	}
 	return wru
 }

@@ -255,6 +255,23 @@ func TestRequestsByOperationAreInNameOrderWithoutUnusedOnes(t *testing.T) {
 	}
 }
 
+func TestWritesByItemAreLargestFirstWithoutSmallOnes(t *testing.T) {
+	dir := t.TempDir()
+	results := []report.Result{{Scenario: "Items", System: "dynamodb", Activities: 4, Elapsed: time.Second,
+		DynamoDB: map[string]int{"Query": 4}, WRU: 30.01,
+		WRUByItem: map[string]float64{"history": 8, "slot": 12, "slot in ready": 4, "lock": 6, "counter": 0.01}}}
+	if err := report.Write(dir, results); err != nil {
+		t.Fatal(err)
+	}
+	table, err := os.ReadFile(filepath.Join(dir, "Items.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "| 7.5 | slot 3, history 2, lock 1.5, slot in ready 1 |"; !strings.Contains(string(table), want) {
+		t.Errorf("no %q in\n%s", want, table)
+	}
+}
+
 func tableHeader(t *testing.T, markdown string) string {
 	t.Helper()
 	for line := range strings.Lines(markdown) {

@@ -24,6 +24,10 @@ type Result struct {
 	// WRU and RRU are write and read request units computed by DynamoDB's
 	// on-demand billing rules (package billing).
 	WRU, RRU float64
+	// WRUByItem is WRU by the kind of item written, index writes under the
+	// kind followed by " in " and the index (billing.Usage.WRUByItem); nil
+	// when not measured.
+	WRUByItem map[string]float64
 	// SQS requests by operation name (SendMessage, ReceiveMessage, ...).
 	SQS map[string]int
 	// Dollars is what the measured part would cost on AWS, at list prices

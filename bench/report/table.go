@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strings"
@@ -16,9 +17,12 @@ type column struct {
 // byOperationHeader heads the column of DynamoDB requests by operation.
 const byOperationHeader = "DynamoDB requests/activity by operation"
 
+// byItemHeader heads the column of write units by item kind.
+const byItemHeader = "WRU/activity by item"
+
 // textColumns are the headers of the columns that hold text, which align
 // left; figures align right.
-var textColumns = []string{"System", byOperationHeader, "Notes"}
+var textColumns = []string{"System", byOperationHeader, byItemHeader, "Notes"}
 
 // tableColumns returns the columns of a table of results, in order, without
 // those whose cells are empty in every row.
@@ -45,6 +49,7 @@ func tableColumns(results []Result) []column {
 		{"DynamoDB requests/activity", ofDynamoDB(func(r Result) float64 { return float64(r.DynamoDBRequests()) })},
 		{byOperationHeader, func(r Result) string { return byOperation(r, r.DynamoDB) }},
 		{"WRU/activity", ofDynamoDB(func(r Result) float64 { return r.WRU })},
+		{byItemHeader, byItem},
 		{"RRU/activity", ofDynamoDB(func(r Result) float64 { return r.RRU })},
 		{"SQS requests/activity", func(r Result) string {
 			if r.SQS == nil {
@@ -111,6 +116,24 @@ func byOperation(r Result, counts map[string]int) string {
 	for _, op := range slices.Sorted(maps.Keys(counts)) {
 		if n := counts[op]; n != 0 {
 			parts = append(parts, op+" "+formatNumber(r.PerActivity(float64(n))))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// byItem formats r's write units per activity by item kind, largest first
+// ("slot 3.85, lock 3.12"), leaving out kinds under 0.005; "" when not
+// measured or no activity completed. It tells where the write units go.
+func byItem(r Result) string {
+	if r.Activities == 0 || len(r.WRUByItem) == 0 {
+		return ""
+	}
+	kinds := slices.Sorted(maps.Keys(r.WRUByItem))
+	slices.SortStableFunc(kinds, func(a, b string) int { return cmp.Compare(r.WRUByItem[b], r.WRUByItem[a]) })
+	var parts []string
+	for _, k := range kinds {
+		if v := r.PerActivity(r.WRUByItem[k]); v >= 0.005 {
+			parts = append(parts, k+" "+formatNumber(v))
 		}
 	}
 	return strings.Join(parts, ", ")

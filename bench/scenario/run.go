@@ -22,6 +22,7 @@ var ErrScenario = errors.New("scenario failed")
 func setUsage(r *report.Result, u billing.Usage) {
 	r.DynamoDB = u.DynamoDB
 	r.WRU, r.RRU = u.WRU, u.RRU
+	r.WRUByItem = u.WRUByItem
 	r.SQS = u.SQS
 	r.Dollars = u.Dollars()
 	r.ProvisionedDollars = u.ProvisionedDollars(billing.AutoScalingTargetUtilization)

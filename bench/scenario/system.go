@@ -470,6 +470,7 @@ func (d *Deployment) attachMeter(ctx context.Context, db *dynamodb.Client, table
 		if err != nil {
 			return nil, nil, fmt.Errorf("meter: %w", err)
 		}
+		meter.ClassifyItems(dynamo.ItemKind)
 		d.Meter = meter
 		dynamoDBMeter, sqsMeter = []func(*dynamodb.Options){meter.DynamoDB}, []func(*sqs.Options){meter.SQS}
 	}
