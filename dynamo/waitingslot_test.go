@@ -1,10 +1,14 @@
 package dynamo_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/duradyn/duradyn/dynamo"
 	"github.com/duradyn/duradyn/dynamo/dynamotest"
@@ -174,4 +178,47 @@ func TestWaitingSlotWithoutItsSignalIsFoundAtItsEntrysEnd(t *testing.T) {
 		t.Fatalf("the sweeping fetch made %v; want 2 UpdateItems: the claim of the kept entry and the waiting slot's", u.Requests)
 	}
 	must(t, sweeper.AckWorkItem(ctx, got.LockToken, completed(inst, 4, "ok")), "AckWorkItem of the swept activity")
+}
+
+// TestWaitingSlotClaimBelowTheRetryer: the first claim of a waiting slot
+// has its response lost, reset or answered 500 below the SDK's retryer,
+// which sends it again. The resend meets its own claim (the mark gone, its
+// token set) and the fetch gets the activity as attempt 1; its completion
+// reaches the instance once.
+func TestWaitingSlotClaimBelowTheRetryer(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	p, env := dynamotest.New(t, dynamotest.Config{Queues: true, Options: func(o *dynamo.Options) { o.SweepInterval = time.Hour }})
+	tr := faults.NewTransport(nil)
+	workers := env.NewProvider(t, dynamotest.Config{Options: func(o *dynamo.Options) {
+		o.SweepInterval = time.Hour
+		o.Client = env.Endpoints.DynamoDB(env.AWS, func(do *dynamodb.Options) { do.HTTPClient = tr.HTTPClient() })
+	}})
+	waitingClaim := func(op string, body []byte) bool {
+		return op == "UpdateItem" && bytes.Contains(body, []byte("AND attribute_exists(#sw)"))
+	}
+	faulted := []faults.NetFault{faults.LoseResponse(), faults.ResetResponse(), faults.ServerStatus(500, true)}
+	for i, fault := range faulted {
+		inst := fmt.Sprintf("waiting-resent-%d", i)
+		turn := startAndFetch(ctx, t, p, inst)
+		scheduleNext(ctx, t, p, turn, inst, 0)
+		w := claimWaiting(ctx, t, workers, env, inst, 2)
+		must(t, workers.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "ok")), "AckWorkItem")
+		scheduleNext(ctx, t, p, completionFetched(ctx, t, p, inst, 2), inst, 2)
+		if attrString(slotRow(ctx, t, env, inst), "sw") == "" {
+			t.Fatalf("%s: activity 4 is not waiting in the slot", inst)
+		}
+		remove := tr.Add(faults.NetRule{Match: waitingClaim, Count: 1, Fault: fault})
+		w = claimWaiting(ctx, t, workers, env, inst, 4)
+		remove()
+		must(t, workers.AckWorkItem(ctx, w.LockToken, completed(inst, 4, "ok")), "AckWorkItem of the claim resent")
+		last := completionFetched(ctx, t, p, inst, 4)
+		must(t, p.AckOrchestrationItem(ctx, last.LockToken, provider.TurnCommit{ExecutionID: 1, Metadata: meta()}), "turn taking the completion")
+		if item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil); err != nil || item != nil {
+			t.Fatalf("%s: after the completion's turn: %+v, %v; want nothing (delivered once)", inst, item, err)
+		}
+	}
+	if n := tr.Faulted("UpdateItem"); n != len(faulted) {
+		t.Fatalf("%d waiting claims faulted; want %d", n, len(faulted))
+	}
 }

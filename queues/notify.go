@@ -40,8 +40,8 @@ type toSend struct {
 // for signals that are visible now, and through an in-process timer at
 // VisibleAt for delayed ones. Then it sends one SQS message per distinct
 // signal to the queue of its kind, in SendMessageBatch calls of at most 10
-// messages; identical signals (same kind, shard, instance and VisibleAt to
-// the millisecond) are sent once. A delayed signal uses DelaySeconds,
+// messages; identical signals (same kind, shard, instance, work, claim and
+// VisibleAt to the millisecond) are sent once. A delayed signal uses DelaySeconds,
 // rounded up to whole seconds so that it never arrives before its work. A
 // signal more than [MaxDelay] (15 minutes) away is deferred: this process
 // keeps it, in memory, until it is within MaxDelay and then notifies it
@@ -182,7 +182,7 @@ func (s *Signals) sendPosted() {
 }
 
 // distinctMessages returns list without the repeats of a signal (same
-// kind, shard, instance, work and VisibleAt), keeping the first.
+// kind, shard, instance, work, claim and VisibleAt), keeping the first.
 func distinctMessages(list []toSend) []toSend {
 	seen := make(map[signalKey]bool, len(list))
 	out := list[:0]

@@ -118,15 +118,18 @@ func (s Signal) Unsent() bool { return s.unsent }
 // signalKey identifies identical signals (VisibleAt compared to the
 // millisecond, as the message body carries it).
 type signalKey struct {
-	kind        Kind
-	shard       int
-	instance    string
-	work        string
+	kind     Kind
+	shard    int
+	instance string
+	work     string
+	// claim tells apart the states of one row (an activity slot holds one
+	// activity after another), so a stale copy does not stand for a new one.
+	claim       string
 	visibleAtMs int64
 }
 
 func (s Signal) key() signalKey {
-	k := signalKey{kind: s.Kind, shard: s.Shard, instance: s.Instance, work: s.Work}
+	k := signalKey{kind: s.Kind, shard: s.Shard, instance: s.Instance, work: s.Work, claim: s.Claim}
 	if !s.VisibleAt.IsZero() {
 		k.visibleAtMs = visibleAtMs(s.VisibleAt)
 	}
