@@ -78,6 +78,12 @@ func completionFetched(ctx context.Context, t *testing.T, p *dynamo.Provider, in
 func claimWaiting(ctx context.Context, t *testing.T, workers *dynamo.Provider, env *dynamotest.Env, inst string, id uint64) *provider.LockedWorkItem {
 	t.Helper()
 	w, err := workers.FetchWorkItem(ctx, workerLease, 20*time.Second, nil, provider.AnyTag())
+	return checkWaitingClaim(ctx, t, env, inst, id, w, err)
+}
+
+// checkWaitingClaim checks what claimWaiting checks of a fetch's result.
+func checkWaitingClaim(ctx context.Context, t *testing.T, env *dynamotest.Env, inst string, id uint64, w *provider.LockedWorkItem, err error) *provider.LockedWorkItem {
+	t.Helper()
 	if err != nil || w == nil || w.Item.ID != id {
 		t.Fatalf("the workers' fetch got %+v, %v; want activity %d", w, err, id)
 	}
@@ -220,5 +226,68 @@ func TestWaitingSlotClaimBelowTheRetryer(t *testing.T) {
 	}
 	if n := tr.Faulted("UpdateItem"); n != len(faulted) {
 		t.Fatalf("%d waiting claims faulted; want %d", n, len(faulted))
+	}
+}
+
+// TestWaitingSlotClaimThatNeverAnswers: the first claim of a waiting slot
+// is never sent, or lands and is never answered, below the SDK's retryer.
+// The fetch gives the claim three quarters of the lease and delivers
+// nothing it cannot prove it holds; the activity comes under a later
+// claim's lease, as its first attempt (the lost claim delivered nothing),
+// and its completion reaches the instance once.
+func TestWaitingSlotClaimThatNeverAnswers(t *testing.T) {
+	t.Parallel()
+	stalls := map[string]faults.NetFault{"unsent": faults.StallRequest(), "unanswered": faults.StallResponse()}
+	for name, stall := range stalls {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			p, env := dynamotest.New(t, dynamotest.Config{Queues: true})
+			tr := faults.NewTransport(nil)
+			workers := env.NewProvider(t, dynamotest.Config{Options: func(o *dynamo.Options) {
+				o.Client = env.Endpoints.DynamoDB(env.AWS, func(do *dynamodb.Options) { do.HTTPClient = tr.HTTPClient() })
+			}})
+			inst := "waiting-stalled-" + name
+			turn := startAndFetch(ctx, t, p, inst)
+			scheduleNext(ctx, t, p, turn, inst, 0)
+			w := claimWaiting(ctx, t, workers, env, inst, 2)
+			must(t, workers.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "ok")), "AckWorkItem")
+			scheduleNext(ctx, t, p, completionFetched(ctx, t, p, inst, 2), inst, 2)
+			if attrString(slotRow(ctx, t, env, inst), "sw") == "" {
+				t.Fatalf("activity 4 is not waiting in the slot")
+			}
+			remove := tr.Add(faults.NetRule{Count: 1, Fault: stall, Match: func(op string, body []byte) bool {
+				return op == "UpdateItem" && bytes.Contains(body, []byte("AND attribute_exists(#sw)"))
+			}})
+			sent := time.Now()
+			got, err := workers.FetchWorkItem(ctx, workerLease, 20*time.Second, nil, provider.AnyTag())
+			remove()
+			if tr.Faulted("UpdateItem") != 1 {
+				t.Fatalf("the waiting claim was not stalled (fetch: %+v, %v)", got, err)
+			}
+			if err != nil {
+				// Never sent: the claim's budget ends the fetch with a
+				// retryable error, and the next fetch claims the activity.
+				if !provider.IsRetryable(err) || got != nil {
+					t.Fatalf("the stalled fetch returned %+v, %v; want nothing and a retryable error, or the activity", got, err)
+				}
+				w = claimWaiting(ctx, t, workers, env, inst, 4)
+			} else {
+				// Landed, unanswered: the read finds it held with too little
+				// lease left; released, the same fetch claims it again.
+				w = checkWaitingClaim(ctx, t, env, inst, 4, got, err)
+			}
+			// The stalled claim's lease ends a lease after it was sent; the
+			// one delivered is a later claim's, sent after the stall's budget.
+			if fresh := sent.Add(workerLease*3/4 + workerLease); w.LeaseExpiry.Before(fresh) {
+				t.Fatalf("activity 4 came with a lease ending %v after the stalled claim was sent; want one sent after the claim's budget (%v at least)", w.LeaseExpiry.Sub(sent), fresh.Sub(sent))
+			}
+			must(t, workers.AckWorkItem(ctx, w.LockToken, completed(inst, 4, "ok")), "AckWorkItem after the stall")
+			last := completionFetched(ctx, t, p, inst, 4)
+			must(t, p.AckOrchestrationItem(ctx, last.LockToken, provider.TurnCommit{ExecutionID: 1, Metadata: meta()}), "turn taking the completion")
+			if item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil); err != nil || item != nil {
+				t.Fatalf("after the completion's turn: %+v, %v; want nothing (delivered once)", item, err)
+			}
+		})
 	}
 }

@@ -708,7 +708,7 @@ func (p *Provider) claimedWork(ctx context.Context, c *workClaim) (*provider.Loc
 		return nil, err
 	}
 	if !usefulLease(c.until, p.nowMs(), c.lockTimeout) {
-		p.o.Logger.Warn("dynamo: activity lock came back with less than a quarter of its lease left; released", "instance", c.tok.instance, "activity", c.tok.activityID, "lock_timeout", c.lockTimeout)
+		p.o.Logger.Warn("dynamo: activity lock came back with less than a quarter of its lease left; released", "instance", c.tok.instance, "activity", act.ID, "lock_timeout", c.lockTimeout)
 		// Never delivered, so not an attempt.
 		_ = p.AbandonWorkItem(context.WithoutCancel(ctx), c.token, 0, true)
 		return nil, nil
