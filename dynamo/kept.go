@@ -14,11 +14,12 @@ import (
 // ack left it and enough of the lease is left, it takes the turn under that
 // lease without writing the row.
 
-// keptLock is a lock an ack of this process kept.
+// keptLock is a lock an ack of this process kept. Its token identifies it:
+// the row's version moves on with every renewal of the turn that kept it,
+// so the version the ack wrote is not known here.
 type keptLock struct {
 	token string
-	ver   uint64 // the lock row's version the ack wrote
-	until int64  // the lease's end, epoch ms
+	until int64 // the lease's end, epoch ms
 	// attempts is the attempt map the ack wrote.
 	attempts map[string]uint32
 }
@@ -49,9 +50,10 @@ func (k *keptLocks) put(instance string, l keptLock, nowMs int64) {
 	k.m[instance] = l
 }
 
-// heldIn reports whether lock, as read, is still l as its ack left it.
+// heldIn reports whether lock, as read, is still l as its ack left it:
+// its token, unique to that ack, and no large turn pending.
 func (l keptLock) heldIn(lock lockRow) bool {
-	return lock.exists && lock.token == l.token && lock.ver == l.ver && lock.turn == ""
+	return lock.exists && lock.token == l.token && lock.turn == ""
 }
 
 // mine reports whether lock, as read, is a lock this process kept.
@@ -110,8 +112,9 @@ func keepLock(turn *turnState, hand *handedRow, attempts map[string]uint32, nowM
 	if hand == nil || !hand.sole || turn.lease <= 0 {
 		return nil
 	}
+	// The version the release writes unless the turn was renewed.
 	ver := turn.ver + 1
-	return &keptLock{token: newOrchToken(orchToken{instance: turn.st.id, ver: ver}), ver: ver, until: nowMs + durMs(turn.lease), attempts: attempts}
+	return &keptLock{token: newOrchToken(orchToken{instance: turn.st.id, ver: ver}), until: nowMs + durMs(turn.lease), attempts: attempts}
 }
 
 // ReleaseKeptLocks gives up the instance locks this process kept after its

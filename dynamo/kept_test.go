@@ -276,3 +276,34 @@ func TestKeptLockOfAnAckWhoseResponseWasLost(t *testing.T) {
 		})
 	}
 }
+
+// TestKeptLockOfARenewedTurn: a turn taken under a kept lock renews its
+// lease (each renewal moves the lock row's version on) and hands its next
+// activity on, keeping the lock again. The process knows the lock it kept
+// whatever the version: the next completion's fetch takes it at once,
+// without writing the lock row, rather than waiting for the lease as if
+// another process held it.
+func TestKeptLockOfARenewedTurn(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	meter := &dynamotest.Meter{}
+	p, env := dynamotest.New(t, dynamotest.Config{Meter: meter})
+	const inst = "kept-renewed"
+	w := handedToSlot(ctx, t, p, env, inst)
+	must(t, p.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "ok")), "AckWorkItem of activity 2")
+	turn := nextTurn(ctx, t, p, inst, completed(inst, 2, "ok"))
+	must(t, p.RenewOrchestrationItemLock(ctx, turn.LockToken, longLock), "renewal")
+	done := waitingWorkerFetch(ctx, t, p)
+	scheduleNext(ctx, t, p, turn, inst, 2)
+	r := <-done
+	if r.err != nil || r.w == nil || r.w.Item.ID != 4 {
+		t.Fatalf("the waiting fetch got %+v, %v; want activity 4, handed", r.w, r.err)
+	}
+	must(t, p.AckWorkItem(ctx, r.w.LockToken, completed(inst, 4, "ok")), "AckWorkItem of activity 4")
+	meter.Reset()
+	last := nextTurn(ctx, t, p, inst, completed(inst, 4, "ok"))
+	if n := meter.Usage().Requests["PutItem"]; n != 0 {
+		t.Fatalf("the fetch made %d PutItems; want none (the turn taken under the kept lock)", n)
+	}
+	must(t, p.AckOrchestrationItem(ctx, last.LockToken, provider.TurnCommit{ExecutionID: 1, Metadata: meta()}), "the last turn's ack")
+}

@@ -85,7 +85,8 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 			p.kept.put(st.id, kept, p.nowMs())
 			return nil, ctx.Err()
 		}
-		return &turnState{token: kept.token, st: st, ver: kept.ver, until: kept.until, lease: lockTimeout, kept: true,
+		// The row as read holds the kept token: its version is current.
+		return &turnState{token: kept.token, st: st, ver: st.lock.ver, until: kept.until, lease: lockTimeout, kept: true,
 			batch: sks, attempts: attempts, undelivered: before}, nil
 	}
 	ver := st.lock.ver + 1

@@ -23,7 +23,7 @@ var errBadToken = errors.New("malformed lock token")
 // orchToken identifies one instance lock.
 type orchToken struct {
 	instance string
-	ver      uint64 // the lock row's version the fetch wrote
+	ver      uint64 // the lock row's version the fetch wrote (for a kept lock, the one its ack expected)
 }
 
 // workToken identifies one worker-row lock.
