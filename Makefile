@@ -71,7 +71,7 @@ bench:
 bench-e2e:
 	./bench/scripts/install-redis
 	cd bench && $(BENCH_ENV) $(GO) run ./cmd/benche2e -out results \
-		-scenarios HelloCities5,EndpointCeiling,HelloCities5Load,HelloCities5Payload1KB,Chain1000,Chain1000Payload1KB,Chain1000PayloadRandom1KB,FanOut1000,FanOut10000,Shards16,StartAfterIdle,Idle,Recovery,History10000,FetchCost,ServerlessCost
+		-scenarios HelloCities5,EndpointCeiling,EndpointShare,HelloCities5Load,HelloCities5Payload1KB,Chain1000,Chain1000Payload1KB,Chain1000PayloadRandom1KB,FanOut1000,FanOut10000,Shards16,StartAfterIdle,Idle,Recovery,History10000,FetchCost,ServerlessCost
 
 tf-validate:
 	./scripts/tf-validate

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -530,5 +531,62 @@ func TestEndpointCeiling(t *testing.T) {
 	}
 	if got := r.Extra[scenario.ExtraRequestsPerStep]; got != 4 {
 		t.Errorf("%v requests a step, want 4", got)
+	}
+}
+
+// TestEndpointShare: each round has the endpoint's result, the runtime's
+// and every peer's, named by round; the runtime's row holds its share of
+// the rate the endpoint allows at its requests an activity, and its CPU
+// over the least of the in-process peers'; the last row holds the rounds'
+// medians.
+func TestEndpointShare(t *testing.T) {
+	env := newEnv(t, true)
+	results, err := scenario.EndpointShare(t.Context(), env, scenario.ShareConfig{Rounds: sizes.ShareRounds, Instances: sizes.HelloInstances, Ceiling: sizes.Ceiling})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := bySystem(t, results)
+	var shares, ratios []float64
+	for round := 1; round <= sizes.ShareRounds; round++ {
+		label := fmt.Sprintf(", round %d", round)
+		hello, ok := rs[scenario.DynamoDBSQS+label]
+		if !ok || hello.Activities != 5*sizes.HelloInstances {
+			t.Fatalf("round %d: runtime's result %+v (present %v); want %d activities", round, hello, ok, 5*sizes.HelloInstances)
+		}
+		checkTimes(t, hello, true)
+		ceiling := rs["dynamodb endpoint alone"+label]
+		if ceiling.Activities < 8 {
+			t.Errorf("round %d: the endpoint made %d steps; want one per client at least", round, ceiling.Activities)
+		}
+		for _, backend := range env.Peers {
+			p, ok := rs[scenario.PeerSystem(backend)+label]
+			if inProcess := backend != "redis"; ok != inProcess || (inProcess && p.Activities != 5*sizes.HelloInstances) {
+				t.Errorf("round %d: %s: %+v (present %v); want a result of every peer whose store runs in the process, and none of Redis", round, backend, p, ok)
+			}
+		}
+		requests := float64(hello.DynamoDBRequests()) / float64(hello.Activities)
+		allowed := ceiling.ActivitiesPerSecond() * 4 / requests
+		want := 100 * hello.ActivitiesPerSecond() / allowed
+		if got := hello.Extra[scenario.ExtraShare]; math.Abs(got-want) > 1e-9*want {
+			t.Errorf("round %d: share %v%%, want %v%% (%.1f activities/s against %.1f allowed)", round, got, want, hello.ActivitiesPerSecond(), allowed)
+		}
+		least := hello.Extra[scenario.ExtraPeerCPU]
+		if least <= 0 || hello.Extra[scenario.ExtraCPURatio] <= 0 {
+			t.Errorf("round %d: peers' least CPU %v ms, ratio %v; want both measured", round, least, hello.Extra[scenario.ExtraCPURatio])
+		}
+		shares, ratios = append(shares, want), append(ratios, hello.Extra[scenario.ExtraCPURatio])
+	}
+	last := results[len(results)-1]
+	if last.System != fmt.Sprintf("median of %d rounds", sizes.ShareRounds) {
+		t.Fatalf("last row %q, want the medians", last.System)
+	}
+	slices.Sort(shares)
+	slices.Sort(ratios)
+	mid := func(vs []float64) float64 { return (vs[(len(vs)-1)/2] + vs[len(vs)/2]) / 2 }
+	if got, want := last.Extra[scenario.ExtraShare], mid(shares); math.Abs(got-want) > 1e-9*want {
+		t.Errorf("median share %v, want %v of %v", got, want, shares)
+	}
+	if got, want := last.Extra[scenario.ExtraCPURatio], mid(ratios); math.Abs(got-want) > 1e-9*want {
+		t.Errorf("median CPU ratio %v, want %v of %v", got, want, ratios)
 	}
 }

@@ -17,12 +17,15 @@ type column struct {
 // byOperationHeader heads the column of DynamoDB requests by operation.
 const byOperationHeader = "DynamoDB requests/activity by operation"
 
+// sqsByOperationHeader heads the column of SQS requests by operation.
+const sqsByOperationHeader = "SQS requests/activity by operation"
+
 // byItemHeader heads the column of write units by item kind.
 const byItemHeader = "WRU/activity by item"
 
 // textColumns are the headers of the columns that hold text, which align
 // left; figures align right.
-var textColumns = []string{"System", byOperationHeader, byItemHeader, "Notes"}
+var textColumns = []string{"System", byOperationHeader, byItemHeader, sqsByOperationHeader, "Notes"}
 
 // tableColumns returns the columns of a table of results, in order, without
 // those whose cells are empty in every row.
@@ -57,6 +60,7 @@ func tableColumns(results []Result) []column {
 			}
 			return perActivity(r, float64(r.SQSRequests()))
 		}},
+		{sqsByOperationHeader, func(r Result) string { return byOperation(r, r.SQS) }},
 		{"$/million activities", ifNonZero(func(r Result) float64 { return r.Dollars * 1e6 })},
 		{"$/million, provisioned at 70%", ifNonZero(func(r Result) float64 { return r.ProvisionedDollars * 1e6 })},
 		{"Peer commands/activity", ifNonZero(func(r Result) float64 { return float64(r.PeerCommands) })},

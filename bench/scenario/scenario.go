@@ -42,8 +42,12 @@ type Sizes struct {
 	HistoryEvents, HistoryReads int
 	// FetchCost sizes FetchCost.
 	FetchCost FetchCostConfig
-	// Ceiling is how long EndpointCeiling measures.
+	// Ceiling is how long EndpointCeiling measures, alone and in each of
+	// EndpointShare's rounds.
 	Ceiling time.Duration
+	// ShareRounds is how many rounds EndpointShare runs, each of
+	// HelloInstances instances.
+	ShareRounds int
 	// Serverless sizes ServerlessCost.
 	Serverless ServerlessConfig
 	// Shards sizes Shards (selected as "Shards16").
@@ -67,6 +71,7 @@ func (s Sizes) Validate() error {
 		{"HistoryEvents", s.HistoryEvents}, {"HistoryReads", s.HistoryReads},
 		{"FetchCost.RoundTrips", s.FetchCost.RoundTrips},
 		{"Serverless.Instances", s.Serverless.Instances}, {"Serverless.ChainSteps", s.Serverless.ChainSteps},
+		{"ShareRounds", s.ShareRounds},
 	} {
 		if c.n < 1 {
 			return fmt.Errorf("%w: %s is %d, want at least 1", ErrBadSize, c.name, c.n)
@@ -107,6 +112,7 @@ func DefaultSizes() Sizes {
 		HistoryReads:    5,
 		FetchCost:       FetchCostConfig{Sizes: []int{10, 100000}, RoundTrips: 5, SeedBudget: 50 * time.Minute},
 		Ceiling:         20 * time.Second,
+		ShareRounds:     5,
 		Serverless:      ServerlessConfig{Instances: 100, ChainSteps: 1000},
 		Shards:          ShardsConfig{Shards: 16, ChainSteps: 1000, Instances: 4000, FanOut: 10000},
 		Recovery:        RecoveryConfig{Rounds: 8, LongActivity: 2 * time.Minute},
@@ -129,6 +135,7 @@ func ShortSizes() Sizes {
 		HistoryReads:    2,
 		FetchCost:       FetchCostConfig{Sizes: []int{2, 20}, RoundTrips: 2, SeedBudget: time.Minute},
 		Ceiling:         time.Second,
+		ShareRounds:     2,
 		Serverless:      ServerlessConfig{Instances: 3, ChainSteps: 20},
 		Shards:          ShardsConfig{Shards: 4, ChainSteps: 20, Instances: 40, FanOut: 30},
 		Recovery:        RecoveryConfig{Rounds: 1, LongActivity: 10 * time.Second},
@@ -155,6 +162,9 @@ func All(s Sizes) []Scenario {
 		}},
 		{EndpointCeilingName, func(ctx context.Context, env *Env) ([]report.Result, error) {
 			return EndpointCeiling(ctx, env, s.Ceiling)
+		}},
+		{EndpointShareName, func(ctx context.Context, env *Env) ([]report.Result, error) {
+			return EndpointShare(ctx, env, ShareConfig{Rounds: s.ShareRounds, Instances: s.HelloInstances, Ceiling: s.Ceiling})
 		}},
 		{HelloCities5LoadName, func(ctx context.Context, env *Env) ([]report.Result, error) {
 			return HelloCities5Load(ctx, env, s.LoadInstances)

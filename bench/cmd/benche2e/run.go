@@ -54,7 +54,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs.StringVar(&c.out, "out", "results", "directory the results are written to")
 	fs.BoolVar(&c.short, "short", false, "tiny sizes (a few iterations of each scenario); size flags given explicitly still apply")
-	fs.StringVar(&c.scenarios, "scenarios", "", "comma-separated scenarios to run (HelloCities5, EndpointCeiling, HelloCities5Load, HelloCities5Payload1KB, Chain1000, Chain1000Payload1KB, FanOut1000, FanOut10000, StartAfterIdle, Idle, History10000, FetchCost, ServerlessCost); empty runs all")
+	fs.StringVar(&c.scenarios, "scenarios", "", "comma-separated scenarios to run (HelloCities5, EndpointCeiling, EndpointShare, HelloCities5Load, HelloCities5Payload1KB, Chain1000, Chain1000Payload1KB, FanOut1000, FanOut10000, StartAfterIdle, Idle, History10000, FetchCost, ServerlessCost); empty runs all")
 	fs.StringVar(&c.systems, "systems", "", "comma-separated duradyn systems to run on; empty runs all, \"none\" none (only the peers)")
 	fs.StringVar(&c.peers, "peers", strings.Join(goworkflows.Backends(), ","), "comma-separated go-workflows backends to run beside duradyn; empty runs none")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the benchmark's process while the scenarios run (go tool pprof reads it)")
@@ -82,6 +82,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 type sizeFlags struct {
 	hello, load, helloRuntimes, helloSlots, payload, chainSteps, fanSmall, fanLarge *int
 	histEvents, histReads, fetchTrips, serverlessInstances, serverlessSteps         *int
+	shareRounds                                                                     *int
 	idleBefore, idle, ceiling, fetchBudget                                          *time.Duration
 	fetchSizes                                                                      *string
 }
@@ -102,7 +103,8 @@ func (f *sizeFlags) register(fs *flag.FlagSet, def scenario.Sizes) {
 	f.histReads = fs.Int("history-reads", def.HistoryReads, "History10000: reads measured")
 	f.fetchSizes = fs.String("fetchcost-sizes", joinInts(def.FetchCost.Sizes), "FetchCost: comma-separated numbers of terminal instances")
 	f.fetchTrips = fs.Int("fetchcost-roundtrips", def.FetchCost.RoundTrips, "FetchCost: round trips measured at each size")
-	f.ceiling = fs.Duration("ceiling", def.Ceiling, "EndpointCeiling: time measured")
+	f.ceiling = fs.Duration("ceiling", def.Ceiling, "EndpointCeiling: time measured, alone and in each round of EndpointShare")
+	f.shareRounds = fs.Int("share-rounds", def.ShareRounds, "EndpointShare: rounds of EndpointCeiling, HelloCities5 and the peers' HelloCities5")
 	f.serverlessInstances = fs.Int("serverless-instances", def.Serverless.Instances, "ServerlessCost: HelloCities5 instances through the Lambda host")
 	f.serverlessSteps = fs.Int("serverless-chain-steps", def.Serverless.ChainSteps, "ServerlessCost: activities in the chain through the Lambda host")
 	f.fetchBudget = fs.Duration("fetchcost-budget", def.FetchCost.SeedBudget, "FetchCost: the most time seeding may take (a size it does not reach is measured with what was seeded)")
@@ -128,6 +130,7 @@ func (f *sizeFlags) apply(fs *flag.FlagSet, sizes *scenario.Sizes) error {
 		"fetchcost-sizes":        func() { sizes.FetchCost.Sizes, err = parseInts(*f.fetchSizes) },
 		"fetchcost-roundtrips":   func() { sizes.FetchCost.RoundTrips = *f.fetchTrips },
 		"ceiling":                func() { sizes.Ceiling = *f.ceiling },
+		"share-rounds":           func() { sizes.ShareRounds = *f.shareRounds },
 		"fetchcost-budget":       func() { sizes.FetchCost.SeedBudget = *f.fetchBudget },
 		"serverless-instances":   func() { sizes.Serverless.Instances = *f.serverlessInstances },
 		"serverless-chain-steps": func() { sizes.Serverless.ChainSteps = *f.serverlessSteps },
