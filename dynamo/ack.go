@@ -892,7 +892,9 @@ func (p *Provider) notify(ctx context.Context, signals []queues.Signal) {
 
 // post wakes this process's waiters after a dispatcher's commit and leaves
 // SQS to the background (queues.Signals.Post); Close sends what is left.
+// The signals of instances whose lock this process keeps stay in it.
 func (p *Provider) post(signals []queues.Signal) {
+	signals = p.keepKeptSignals(signals)
 	if len(signals) == 0 {
 		return
 	}

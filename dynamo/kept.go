@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/duradyn/duradyn/queues"
 )
 
 // Kept locks (docs/design.md §6). A turn that hands its one activity to a
@@ -92,6 +94,15 @@ func (k *keptLocks) takeToken(instance, token string) (keptLock, bool) {
 	return e, true
 }
 
+// live reports whether this process keeps instance's lock, by its own
+// record, with the lease not over at nowMs.
+func (k *keptLocks) live(instance string, nowMs int64) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	e, ok := k.m[instance]
+	return ok && e.until > nowMs
+}
+
 // drain removes and returns every kept lock.
 func (k *keptLocks) drain() map[string]keptLock {
 	k.mu.Lock()
@@ -141,3 +152,29 @@ func (p *Provider) releaseKept(ctx context.Context, instance, token string) {
 
 // keptReleaseBudget bounds Close's release of the kept locks.
 const keptReleaseBudget = 2 * time.Second
+
+// keepKeptSignals keeps in this process (queues.Signals.Keep) the
+// orchestrator signals, visible now, of instances whose lock it keeps, and
+// returns the others. No other process can take such an instance before
+// the kept lease ends, and this one takes it at its next fetch: sent to
+// SQS, the signal would only send another process to read the instance and
+// find it held, or its message already taken (docs/design.md §6, kept
+// locks). One that no fetch uses is sent on as any signal kept in the
+// process is. Without an orchestrator queue nothing is sent anyway.
+func (p *Provider) keepKeptSignals(signals []queues.Signal) []queues.Signal {
+	if !p.hasQueue(queues.Orchestrator) {
+		return signals // nothing would be sent
+	}
+	now := p.nowMs()
+	rest := signals[:0:0]
+	var local []queues.Signal
+	for _, sig := range signals {
+		if sig.Kind == queues.Orchestrator && sig.Instance != "" && !sig.VisibleAt.After(timeMs(now)) && p.kept.live(sig.Instance, now) {
+			local = append(local, sig)
+		} else {
+			rest = append(rest, sig)
+		}
+	}
+	p.signals.Keep(local...)
+	return rest
+}

@@ -307,3 +307,39 @@ func TestKeptLockOfARenewedTurn(t *testing.T) {
 	}
 	must(t, p.AckOrchestrationItem(ctx, last.LockToken, provider.TurnCommit{ExecutionID: 1, Metadata: meta()}), "the last turn's ack")
 }
+
+// TestSignalOfAKeptInstanceStaysInTheProcess: with wake-up queues, the
+// completion of a handed activity, whose instance's lock the process keeps,
+// is signalled in the process only, even with no fetch waiting: no other
+// process could take the instance before the kept lease ends. The next
+// fetch takes it; one left unused is marked as reaching this process alone,
+// so that it is sent on (queues.Signals.Decline) rather than lost.
+func TestSignalOfAKeptInstanceStaysInTheProcess(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	p, env := dynamotest.New(t, dynamotest.Config{Queues: true, Options: func(o *dynamo.Options) {
+		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
+	}})
+	for _, taken := range []bool{true, false} {
+		inst := fmt.Sprintf("kept-signal-%v", taken)
+		w := handedToSlot(ctx, t, p, env, inst)
+		must(t, dynamo.FlushSignals(ctx, p), "flush")
+		before := dynamo.SignalStats(p)
+		must(t, p.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "ok")), "AckWorkItem")
+		must(t, dynamo.FlushSignals(ctx, p), "flush")
+		if st := dynamo.SignalStats(p); st.MessagesSent != before.MessagesSent || st.SignalsKeptLocal != before.SignalsKeptLocal+1 {
+			t.Fatalf("%s: %d messages sent and %d signals kept in the process by the completion; want 0 and 1",
+				inst, st.MessagesSent-before.MessagesSent, st.SignalsKeptLocal-before.SignalsKeptLocal)
+		}
+		if !taken {
+			kept, _ := p.TakeUnusedSignals()
+			if len(kept) != 1 || kept[0].Instance != inst || !kept[0].Unsent() {
+				t.Fatalf("%s: unused signals %+v; want the completion's, marked as this process's alone", inst, kept)
+			}
+			continue
+		}
+		turn := nextTurn(ctx, t, p, inst, completed(inst, 2, "ok"))
+		must(t, p.AckOrchestrationItem(ctx, turn.LockToken, completionTurn(inst, 2)), "the completion's turn")
+		wantCompletedOnce(ctx, t, p, inst)
+	}
+}

@@ -252,3 +252,37 @@ func TestSignals_PostKeepsSignalsForFreeWaiters(t *testing.T) {
 		t.Errorf("the other process received %+v; want the declined signal, not marked unsent", got)
 	}
 }
+
+// TestKeepSendsNothingAndMarksItsSignals: Keep hands a signal to this
+// process's next Wait, even with none waiting, sends no message, and marks
+// it as reaching this process alone; one visible later comes at its
+// VisibleAt.
+func TestKeepSendsNothingAndMarksItsSignals(t *testing.T) {
+	t.Parallel()
+	c := sqsClient(t)
+	orch, work := newQueue(t, "orch"), newQueue(t, "work")
+	// This process's receives are held: what it gets comes in-process.
+	gate := faults.NewGate()
+	t.Cleanup(gate.Release)
+	in := faults.New(14)
+	in.Add(faults.Rule{Ops: []string{faults.OpReceiveMessage}, Rate: 1, Fault: faults.Hold(gate)})
+	s := newSignals(t, in.SQS(c), queueURLs(orch, work))
+	now := queues.Signal{Kind: queues.Orchestrator, Shard: 1, Instance: "kept-now"}
+	later := queues.Signal{Kind: queues.Orchestrator, Shard: 1, Instance: "kept-later"}
+	later.VisibleAt = time.Now().Add(300 * time.Millisecond)
+	s.Keep(now, later)
+	got, err := s.Wait(t.Context(), queues.Orchestrator, 0)
+	if err != nil || len(got) != 1 || got[0].Instance != "kept-now" || !got[0].Unsent() {
+		t.Fatalf("first wait: %+v, %v; want kept-now, marked unsent", got, err)
+	}
+	got, err = s.Wait(t.Context(), queues.Orchestrator, 10*time.Second)
+	if err != nil || len(got) != 1 || got[0].Instance != "kept-later" || !got[0].Unsent() {
+		t.Fatalf("second wait: %+v, %v; want kept-later at its VisibleAt, marked unsent", got, err)
+	}
+	if time.Now().Before(later.VisibleAt) {
+		t.Fatalf("kept-later came before its VisibleAt")
+	}
+	if st := s.Stats(); st.SendMessageBatchRequests != 0 || st.SignalsKeptLocal != 2 {
+		t.Fatalf("stats %+v; want no send and 2 signals kept in the process", st)
+	}
+}

@@ -200,7 +200,8 @@ type Stats struct {
 	// because [Options.MaxPosted] were waiting to be sent already.
 	SignalsDropped int64
 	// SignalsKeptLocal counts posted signals not sent to SQS because a
-	// waiter of this process was free to take each ([Signals.Post]).
+	// waiter of this process was free to take each ([Signals.Post]), and
+	// signals kept in the process ([Signals.Keep]).
 	SignalsKeptLocal int64
 	// SignalsReturned counts signals received from SQS while nobody in
 	// this process waited for their kind, and sent back to their queue
@@ -416,6 +417,36 @@ func closedError(op string) error {
 // no Wait takes within half a second goes back to its queue, as the
 // poller's kept signals do (see the package documentation).
 func (s *Signals) Requeue(signals ...Signal) { s.requeue(0, signals) }
+
+// Keep hands signals to this process's waiters only, marked as reaching
+// this process alone ([Signal.Unsent]), as [Signals.Post] does for a
+// signal a free waiter takes, whether or not one waits now: nothing goes to
+// SQS. It is for work no other process can take while this one holds it
+// (an instance whose lock this process keeps for its next turn). A waiter,
+// or the host of a frozen process, that leaves such a signal unused sends
+// it on ([Signals.Decline]). A signal visible later is handed over at its
+// VisibleAt, as [Signals.Deliver] does; invalid signals are ignored.
+func (s *Signals) Keep(signals ...Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	now := s.opts.Now()
+	for _, sig := range signals {
+		k, err := s.kindState(opWait, sig.Kind)
+		if err != nil {
+			continue
+		}
+		sig.unsent = true
+		s.stats.keptLocal.Add(1)
+		if wait := sig.VisibleAt.Sub(now); wait > 0 {
+			s.scheduleLocked(k, sig.key(), sig, wait)
+			continue
+		}
+		s.deliverLocked(k, []Signal{sig})
+	}
+}
 
 // RequeueAfter hands signals to this process's waiters as Requeue does,
 // after delay: for work a waiter looked for and may find on a second look
