@@ -102,6 +102,25 @@ func checkWaitingClaim(ctx context.Context, t *testing.T, env *dynamotest.Env, i
 	return w
 }
 
+// waitingFourth runs inst's first step through workers and leaves its
+// activity 4 waiting in the slot, unclaimed.
+func waitingFourth(ctx context.Context, t *testing.T, p, workers *dynamo.Provider, env *dynamotest.Env, inst string) {
+	t.Helper()
+	turn := startAndFetch(ctx, t, p, inst)
+	scheduleNext(ctx, t, p, turn, inst, 0)
+	w := claimWaiting(ctx, t, workers, env, inst, 2)
+	must(t, workers.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "ok")), "AckWorkItem")
+	scheduleNext(ctx, t, p, completionFetched(ctx, t, p, inst, 2), inst, 2)
+	if attrString(slotRow(ctx, t, env, inst), "sw") == "" {
+		t.Fatalf("%s: activity 4 is not waiting in the slot", inst)
+	}
+}
+
+// firstWaitingClaim matches the first claim of a waiting slot.
+func firstWaitingClaim(op string, body []byte) bool {
+	return op == "UpdateItem" && bytes.Contains(body, []byte("AND attribute_exists(#sw)"))
+}
+
 // TestWaitingSlotKeepsItsReadyEntry: where the workers run in another
 // process, each turn writes the next activity unclaimed into the slot over
 // the completion it consumes. The put keeps the slot's ready entry (keys
@@ -200,22 +219,12 @@ func TestWaitingSlotClaimBelowTheRetryer(t *testing.T) {
 		o.SweepInterval = time.Hour
 		o.Client = env.Endpoints.DynamoDB(env.AWS, func(do *dynamodb.Options) { do.HTTPClient = tr.HTTPClient() })
 	}})
-	waitingClaim := func(op string, body []byte) bool {
-		return op == "UpdateItem" && bytes.Contains(body, []byte("AND attribute_exists(#sw)"))
-	}
 	faulted := []faults.NetFault{faults.LoseResponse(), faults.ResetResponse(), faults.ServerStatus(500, true)}
 	for i, fault := range faulted {
 		inst := fmt.Sprintf("waiting-resent-%d", i)
-		turn := startAndFetch(ctx, t, p, inst)
-		scheduleNext(ctx, t, p, turn, inst, 0)
-		w := claimWaiting(ctx, t, workers, env, inst, 2)
-		must(t, workers.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "ok")), "AckWorkItem")
-		scheduleNext(ctx, t, p, completionFetched(ctx, t, p, inst, 2), inst, 2)
-		if attrString(slotRow(ctx, t, env, inst), "sw") == "" {
-			t.Fatalf("%s: activity 4 is not waiting in the slot", inst)
-		}
-		remove := tr.Add(faults.NetRule{Match: waitingClaim, Count: 1, Fault: fault})
-		w = claimWaiting(ctx, t, workers, env, inst, 4)
+		waitingFourth(ctx, t, p, workers, env, inst)
+		remove := tr.Add(faults.NetRule{Match: firstWaitingClaim, Count: 1, Fault: fault})
+		w := claimWaiting(ctx, t, workers, env, inst, 4)
 		remove()
 		must(t, workers.AckWorkItem(ctx, w.LockToken, completed(inst, 4, "ok")), "AckWorkItem of the claim resent")
 		last := completionFetched(ctx, t, p, inst, 4)
@@ -248,23 +257,15 @@ func TestWaitingSlotClaimThatNeverAnswers(t *testing.T) {
 				o.Client = env.Endpoints.DynamoDB(env.AWS, func(do *dynamodb.Options) { do.HTTPClient = tr.HTTPClient() })
 			}})
 			inst := "waiting-stalled-" + name
-			turn := startAndFetch(ctx, t, p, inst)
-			scheduleNext(ctx, t, p, turn, inst, 0)
-			w := claimWaiting(ctx, t, workers, env, inst, 2)
-			must(t, workers.AckWorkItem(ctx, w.LockToken, completed(inst, 2, "ok")), "AckWorkItem")
-			scheduleNext(ctx, t, p, completionFetched(ctx, t, p, inst, 2), inst, 2)
-			if attrString(slotRow(ctx, t, env, inst), "sw") == "" {
-				t.Fatalf("activity 4 is not waiting in the slot")
-			}
-			remove := tr.Add(faults.NetRule{Count: 1, Fault: stall, Match: func(op string, body []byte) bool {
-				return op == "UpdateItem" && bytes.Contains(body, []byte("AND attribute_exists(#sw)"))
-			}})
+			waitingFourth(ctx, t, p, workers, env, inst)
+			remove := tr.Add(faults.NetRule{Count: 1, Fault: stall, Match: firstWaitingClaim})
 			sent := time.Now()
 			got, err := workers.FetchWorkItem(ctx, workerLease, 20*time.Second, nil, provider.AnyTag())
 			remove()
 			if tr.Faulted("UpdateItem") != 1 {
 				t.Fatalf("the waiting claim was not stalled (fetch: %+v, %v)", got, err)
 			}
+			var w *provider.LockedWorkItem
 			if err != nil {
 				// Never sent: the claim's budget ends the fetch with a
 				// retryable error, and the next fetch claims the activity.

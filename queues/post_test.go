@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
 	"github.com/duradyn/duradyn/internal/faults"
 	"github.com/duradyn/duradyn/internal/testlog"
 	"github.com/duradyn/duradyn/queues"
@@ -184,17 +186,24 @@ func TestSignals_CloseGivesUpOnAStuckSend(t *testing.T) {
 // free waiter counts for one such signal; the rest, signals that announce
 // a shard, and Notify's signals are sent. A waiter that cannot act on an
 // unsent signal declines it, and another process gets it.
-func TestSignals_PostKeepsSignalsForFreeWaiters(t *testing.T) {
-	t.Parallel()
-	c := sqsClient(t)
-	orch, work := newQueue(t, "orch"), newQueue(t, "work")
-	// This process's receives are held: what it gets comes in-process.
-	gate := faults.NewGate()
+// heldReceives returns Signals on two new queues whose receives are held
+// at gate, so that what it gets comes in-process, with the SQS client and
+// the queues' options for another process.
+func heldReceives(t *testing.T) (s *queues.Signals, gate *faults.Gate, c *sqs.Client, urls func(*queues.Options)) {
+	t.Helper()
+	c = sqsClient(t)
+	urls = queueURLs(newQueue(t, "orch"), newQueue(t, "work"))
+	gate = faults.NewGate()
 	t.Cleanup(gate.Release)
 	in := faults.New(13)
 	in.Add(faults.Rule{Ops: []string{faults.OpReceiveMessage}, Rate: 1, Fault: faults.Hold(gate)})
-	s := newSignals(t, in.SQS(c), queueURLs(orch, work))
-	other := newSignals(t, c, queueURLs(orch, work))
+	return newSignals(t, in.SQS(c), urls), gate, c, urls
+}
+
+func TestSignals_PostKeepsSignalsForFreeWaiters(t *testing.T) {
+	t.Parallel()
+	s, gate, c, urls := heldReceives(t)
+	other := newSignals(t, c, urls)
 
 	ch := goWait(t.Context(), s, queues.Worker, time.Minute)
 	if err := gate.Wait(t.Context(), 1); err != nil { // the waiter is blocked
@@ -259,14 +268,7 @@ func TestSignals_PostKeepsSignalsForFreeWaiters(t *testing.T) {
 // VisibleAt.
 func TestKeepSendsNothingAndMarksItsSignals(t *testing.T) {
 	t.Parallel()
-	c := sqsClient(t)
-	orch, work := newQueue(t, "orch"), newQueue(t, "work")
-	// This process's receives are held: what it gets comes in-process.
-	gate := faults.NewGate()
-	t.Cleanup(gate.Release)
-	in := faults.New(14)
-	in.Add(faults.Rule{Ops: []string{faults.OpReceiveMessage}, Rate: 1, Fault: faults.Hold(gate)})
-	s := newSignals(t, in.SQS(c), queueURLs(orch, work))
+	s, _, _, _ := heldReceives(t)
 	now := queues.Signal{Kind: queues.Orchestrator, Shard: 1, Instance: "kept-now"}
 	later := queues.Signal{Kind: queues.Orchestrator, Shard: 1, Instance: "kept-later"}
 	later.VisibleAt = time.Now().Add(300 * time.Millisecond)
