@@ -4,16 +4,21 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/duradyn/duradyn/durable"
+	"github.com/duradyn/duradyn/dynamo"
 	"github.com/duradyn/duradyn/dynamo/dynamotest"
+	"github.com/duradyn/duradyn/internal/faults"
 )
 
 // stopReasons records the reasons RunUntilIdle logs as it stops.
@@ -186,5 +191,56 @@ func drainQueues(t *testing.T, env *dynamotest.Env) {
 				break
 			}
 		}
+	}
+}
+
+// TestRunUntilIdleWaitsForAFetchTryingWork: a fetch that has found work
+// and is taking it counts as work, however slow the store: an invocation
+// whose only instance's lock write takes three idle periods still runs
+// that instance's turn, instead of stopping for idleness halfway through
+// the fetch.
+func TestRunUntilIdleWaitsForAFetchTryingWork(t *testing.T) {
+	t.Parallel()
+	done := durable.NewOrchestration("Done", func(ctx *durable.OrchestrationContext, _ struct{}) (string, error) {
+		return "done", nil
+	})
+	reg, err := durable.NewRegistry(done)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := dynamotest.NewEnv(t, true)
+	client := durable.NewClient(env.NewProvider(t, dynamotest.Config{Queues: true}))
+	ctx := t.Context()
+	const inst = "slow-lock-write"
+	if err := done.Start(ctx, client, inst, struct{}{}); err != nil {
+		t.Fatal(err)
+	}
+
+	const idle = time.Second
+	in := faults.New(61)
+	in.Add(faults.Rule{Ops: []string{faults.OpPutItem}, Rate: 1, Count: 1, Fault: faults.Delay(3 * idle),
+		Match: func(r faults.Request) bool {
+			pk, _ := r.Input.(*dynamodb.PutItemInput).Item["pk"].(*ddbtypes.AttributeValueMemberS)
+			return pk != nil && strings.Contains(pk.Value, inst)
+		}})
+	p := env.NewProvider(t, dynamotest.Config{Queues: true, Options: func(o *dynamo.Options) { o.Client = in.DynamoDB(o.Client) }})
+	defer p.Close()
+	var stops stopReasons
+	rt, err := durable.NewRuntime(p, reg, func(o *durable.Options) { o.Logger = slog.New(&stops) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.RunUntilIdle(ctx, idle); err != nil {
+		t.Fatalf("RunUntilIdle: %v", err)
+	}
+	if fired := in.Stats().Faults[faults.KindDelay]; fired != 1 {
+		t.Fatalf("the lock write was delayed %d times, want once", fired)
+	}
+	st, err := client.Status(ctx, inst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != durable.StateCompleted {
+		t.Fatalf("%s is %v after the invocation (stopped for %q), want completed", inst, st.State, stops.reasons)
 	}
 }

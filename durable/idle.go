@@ -2,6 +2,7 @@ package durable
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -55,9 +56,9 @@ func (w *workTracker) quiet() (d time.Duration, busy bool, changed <-chan struct
 	return time.Since(w.last), false, w.changed
 }
 
-// RunUntilIdle starts the runtime, processes work until no slot has
-// fetched any for idle and none is in flight, then shuts down as
-// [Runtime.Shutdown] does, within ShutdownTimeout. It is the runtime of a
+// RunUntilIdle starts the runtime, processes work until it is idle as
+// [Runtime.WaitIdle] says, then shuts down as [Runtime.Shutdown] does,
+// within ShutdownTimeout. It is the runtime of a
 // process that runs now and then, such as an AWS Lambda function invoked
 // on a schedule: the environment may be frozen between invocations, so
 // nothing of the runtime must run between them, and what it leaves (timers
@@ -83,56 +84,90 @@ func (r *Runtime) RunUntilIdle(ctx context.Context, idle time.Duration) error {
 	if idle <= 0 {
 		return fmt.Errorf("%w: RunUntilIdle needs a positive idle time, not %v", provider.ErrInvalidInput, idle)
 	}
-	var stopBefore <-chan time.Time
+	wctx := ctx
 	if deadline, ok := ctx.Deadline(); ok {
-		left := time.Until(deadline) - r.opts.ShutdownTimeout
-		if left <= 0 {
+		stopAt := deadline.Add(-r.opts.ShutdownTimeout)
+		if time.Until(stopAt) <= 0 {
 			return fmt.Errorf("%w: RunUntilIdle: ctx's deadline is %v away, not more than ShutdownTimeout (%v)",
 				provider.ErrInvalidInput, time.Until(deadline).Round(time.Millisecond), r.opts.ShutdownTimeout)
 		}
-		t := time.NewTimer(left)
-		defer t.Stop()
-		stopBefore = t.C
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithDeadlineCause(ctx, stopAt, errStopBefore)
+		defer cancel()
 	}
 	if err := r.Start(ctx); err != nil {
 		return err
 	}
 	r.work.restart()
-	reason := r.waitIdle(ctx, idle, stopBefore)
+	reason := "idle"
+	if err := r.WaitIdle(wctx, idle); errors.Is(err, errStopBefore) {
+		reason = "deadline"
+	} else if err != nil {
+		reason = "context done"
+	}
 	r.log.Info("runtime stopping", "reason", reason)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.opts.ShutdownTimeout)
 	defer cancel()
 	return r.Shutdown(sctx)
 }
 
-// waitIdle returns once the runtime has been idle for idle, stopBefore
-// fires or ctx ends, and says which.
-func (r *Runtime) waitIdle(ctx context.Context, idle time.Duration, stopBefore <-chan time.Time) string {
+// errStopBefore ends RunUntilIdle's wait ShutdownTimeout before ctx's
+// deadline.
+var errStopBefore = errors.New("durable: the deadline less ShutdownTimeout")
+
+// signalHolder is a provider that learns of work from signals (the
+// DynamoDB provider): SignalsInHand reports one it holds that no fetch has
+// finished trying.
+type signalHolder interface {
+	SignalsInHand() bool
+}
+
+// idleRecheck is how soon WaitIdle looks again at a runtime that is quiet
+// while its provider holds signals: a fetch is about to take them, or is
+// taking one.
+const idleRecheck = 20 * time.Millisecond
+
+// WaitIdle waits until the started runtime has been idle for idle and
+// returns nil, or until ctx ends and returns [context.Cause] of ctx. Idle
+// means that no slot has fetched or finished an item for idle, none is in
+// flight, and the provider, if it learns of work from signals, holds none
+// that a fetch has not finished trying: however slow the store, a fetch
+// taking an instance it found is work. Idleness is counted from
+// [NewRuntime] until the first item. [Runtime.RunUntilIdle] waits with
+// it; a host that decides itself when a run ends calls it between
+// [Runtime.Start] and [Runtime.Shutdown].
+func (r *Runtime) WaitIdle(ctx context.Context, idle time.Duration) error {
 	for {
 		quiet, busy, changed := r.work.quiet()
-		var timer *time.Timer
-		var wake <-chan time.Time
+		wait := time.Duration(-1) // busy: until the next change
 		if !busy {
-			if quiet >= idle {
-				return "idle"
+			if wait = idle - quiet; wait <= 0 {
+				if r.signals == nil || !r.signals.SignalsInHand() {
+					return nil
+				}
+				wait = idleRecheck
 			}
-			timer = time.NewTimer(idle - quiet)
-			wake = timer.C
 		}
-		reason := ""
-		select {
-		case <-wake:
-		case <-changed:
-		case <-stopBefore:
-			reason = "deadline"
-		case <-ctx.Done():
-			reason = "context done"
-		}
-		if timer != nil {
-			timer.Stop()
-		}
-		if reason != "" {
-			return reason
+		if err := waitChange(ctx, changed, wait); err != nil {
+			return err
 		}
 	}
+}
+
+// waitChange waits until changed is closed, wait has passed (a negative
+// wait: none) or ctx ends (its cause).
+func waitChange(ctx context.Context, changed <-chan struct{}, wait time.Duration) error {
+	var wake <-chan time.Time
+	if wait >= 0 {
+		timer := time.NewTimer(wait)
+		defer timer.Stop()
+		wake = timer.C
+	}
+	select {
+	case <-wake:
+	case <-changed:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	return nil
 }

@@ -279,13 +279,15 @@ func renewalInterval(timeout, buffer time.Duration) time.Duration {
 type Runtime struct {
 	// skew is the provider's measure of this clock against the store's,
 	// if it has one (leaseMargin).
-	skew   clockSkewer
-	p      provider.Provider
-	reg    *Registry
-	opts   Options
-	log    *slog.Logger
-	client *Client
-	tel    *telemetry
+	skew clockSkewer
+	// signals is the provider, if it reports signals in hand (WaitIdle).
+	signals signalHolder
+	p       provider.Provider
+	reg     *Registry
+	opts    Options
+	log     *slog.Logger
+	client  *Client
+	tel     *telemetry
 
 	mu       sync.Mutex
 	started  bool
@@ -335,6 +337,9 @@ func NewRuntime(p provider.Provider, reg *Registry, optFns ...func(*Options)) (*
 	}
 	if s, ok := p.(clockSkewer); ok {
 		r.skew = s
+	}
+	if s, ok := p.(signalHolder); ok {
+		r.signals = s
 	}
 	if tel.tracing {
 		r.p = traceProvider(p, tel.tracer)

@@ -2,6 +2,7 @@ package lambdahost
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,10 +15,6 @@ const (
 	stoppedDeadline = "deadline"
 	stoppedCtx      = "context done"
 )
-
-// recheck is how soon a run that is idle but whose provider still holds
-// signals looks again: a fetch is about to take them, or is trying one.
-const recheck = 20 * time.Millisecond
 
 // budget is what an invocation may spend: its runtime fetches until
 // stopAt (zero: no deadline), and the host finishes by finishBy.
@@ -83,44 +80,24 @@ func (h *Host) run(ctx context.Context, idle time.Duration, b budget) (string, e
 	return reason, nil
 }
 
-// waitIdle returns once rt has been quiet for idle while the provider
-// holds no untried signal, at stopAt, or when ctx ends, and says which.
+// waitIdle returns once rt is idle ([durable.Runtime.WaitIdle]: quiet for
+// idle while the provider holds no untried signal), at stopAt, or when ctx
+// ends, and says which.
 func (h *Host) waitIdle(ctx context.Context, rt *durable.Runtime, idle time.Duration, stopAt time.Time) string {
-	var stop <-chan time.Time
 	if !stopAt.IsZero() {
-		t := time.NewTimer(time.Until(stopAt))
-		defer t.Stop()
-		stop = t.C
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadlineCause(ctx, stopAt, errStopAt)
+		defer cancel()
 	}
-	for {
-		quiet, busy, changed := rt.Quiet()
-		var timer *time.Timer
-		var wake <-chan time.Time
-		if !busy {
-			wait := idle - quiet
-			if wait <= 0 {
-				if !h.p.SignalsInHand() {
-					return stoppedIdle
-				}
-				wait = recheck
-			}
-			timer = time.NewTimer(wait)
-			wake = timer.C
-		}
-		reason := ""
-		select {
-		case <-wake:
-		case <-changed:
-		case <-stop:
-			reason = stoppedDeadline
-		case <-ctx.Done():
-			reason = stoppedCtx
-		}
-		if timer != nil {
-			timer.Stop()
-		}
-		if reason != "" {
-			return reason
-		}
+	switch err := rt.WaitIdle(ctx, idle); {
+	case err == nil:
+		return stoppedIdle
+	case errors.Is(err, errStopAt):
+		return stoppedDeadline
+	default:
+		return stoppedCtx
 	}
 }
+
+// errStopAt ends a run's wait at its budget's stopAt.
+var errStopAt = errors.New("lambdahost: StopBefore the deadline")
