@@ -115,24 +115,23 @@ func (r *Runtime) RunUntilIdle(ctx context.Context, idle time.Duration) error {
 // deadline.
 var errStopBefore = errors.New("durable: the deadline less ShutdownTimeout")
 
-// signalHolder is a provider that learns of work from signals (the
-// DynamoDB provider): SignalsInHand reports one it holds that no fetch has
-// finished trying.
-type signalHolder interface {
-	SignalsInHand() bool
+// workFinder is a provider whose fetches report when they are finding
+// work (the DynamoDB provider: holding signals, sweeping or trying an
+// instance).
+type workFinder interface {
+	FindingWork() bool
 }
 
 // idleRecheck is how soon WaitIdle looks again at a runtime that is quiet
-// while its provider holds signals: a fetch is about to take them, or is
-// taking one.
+// while its provider's fetches are finding work.
 const idleRecheck = 20 * time.Millisecond
 
 // WaitIdle waits until the started runtime has been idle for idle and
 // returns nil, or until ctx ends and returns [context.Cause] of ctx. Idle
 // means that no slot has fetched or finished an item for idle, none is in
-// flight, and the provider, if it learns of work from signals, holds none
-// that a fetch has not finished trying: however slow the store, a fetch
-// taking an instance it found is work. Idleness is counted from
+// flight, and no fetch is finding work, if the provider reports it (the
+// DynamoDB provider's FindingWork): however slow the store, a fetch
+// sweeping, or taking an instance it found, is work. Idleness is counted from
 // [NewRuntime] until the first item. [Runtime.RunUntilIdle] waits with
 // it; a host that decides itself when a run ends calls it between
 // [Runtime.Start] and [Runtime.Shutdown].
@@ -142,7 +141,7 @@ func (r *Runtime) WaitIdle(ctx context.Context, idle time.Duration) error {
 		wait := time.Duration(-1) // busy: until the next change
 		if !busy {
 			if wait = idle - quiet; wait <= 0 {
-				if r.signals == nil || !r.signals.SignalsInHand() {
+				if r.finder == nil || !r.finder.FindingWork() {
 					return nil
 				}
 				wait = idleRecheck

@@ -280,14 +280,14 @@ type Runtime struct {
 	// skew is the provider's measure of this clock against the store's,
 	// if it has one (leaseMargin).
 	skew clockSkewer
-	// signals is the provider, if it reports signals in hand (WaitIdle).
-	signals signalHolder
-	p       provider.Provider
-	reg     *Registry
-	opts    Options
-	log     *slog.Logger
-	client  *Client
-	tel     *telemetry
+	// finder is the provider, if it reports finding work (WaitIdle).
+	finder workFinder
+	p      provider.Provider
+	reg    *Registry
+	opts   Options
+	log    *slog.Logger
+	client *Client
+	tel    *telemetry
 
 	mu       sync.Mutex
 	started  bool
@@ -338,8 +338,8 @@ func NewRuntime(p provider.Provider, reg *Registry, optFns ...func(*Options)) (*
 	if s, ok := p.(clockSkewer); ok {
 		r.skew = s
 	}
-	if s, ok := p.(signalHolder); ok {
-		r.signals = s
+	if f, ok := p.(workFinder); ok {
+		r.finder = f
 	}
 	if tel.tracing {
 		r.p = traceProvider(p, tel.tracer)

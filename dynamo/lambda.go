@@ -20,10 +20,13 @@ func (p *Provider) DeliverSignals(signals ...queues.Signal) {
 	p.signals.Deliver(signals...)
 }
 
-// SignalsInHand reports whether the provider holds signals its fetches
-// have not acted on yet (kept, or being tried right now).
-func (p *Provider) SignalsInHand() bool {
-	if p.signals.Kept() > 0 {
+// FindingWork reports whether the provider's fetches are finding work:
+// holding signals they have not acted on (kept, or being tried), or
+// sweeping. A runtime counts it as work when it decides it is idle
+// (durable.Runtime.WaitIdle), so that a slow store does not end a run
+// halfway through a fetch.
+func (p *Provider) FindingWork() bool {
+	if p.signals.Kept() > 0 || p.sweeps.holding() {
 		return true
 	}
 	p.hints.mu.Lock()

@@ -175,6 +175,22 @@ func (s *sweepSchedule) hold() (release func()) {
 	}
 }
 
+// holding reports whether a fetch sweeps, or tries signals it took, under
+// any of the schedules (hold).
+func (ss *sweepSchedules) holding() bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for _, s := range ss.schedules {
+		s.mu.Lock()
+		held := s.holding > 0
+		s.mu.Unlock()
+		if held {
+			return true
+		}
+	}
+	return false
+}
+
 // sweepSchedules holds a provider's schedules, one per kind and fetch
 // filter, and knows which session owners of the process hold sessions.
 type sweepSchedules struct {

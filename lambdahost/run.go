@@ -50,8 +50,7 @@ func (h *Host) finishContext(ctx context.Context, b budget) (context.Context, co
 }
 
 // run runs a new runtime for one invocation: it starts it, waits until it
-// is idle for idle (no item in flight or fetched for idle, and no signal
-// in the provider's hands), until b.stopAt or until ctx ends, then shuts it
+// is idle for idle ([durable.Runtime.WaitIdle]), until b.stopAt or until ctx ends, then shuts it
 // down within the runtime's ShutdownTimeout and releases the instance
 // locks the provider kept for it. It returns why it stopped,
 // and an error when the runtime could not start. A shutdown that does not
@@ -81,7 +80,7 @@ func (h *Host) run(ctx context.Context, idle time.Duration, b budget) (string, e
 }
 
 // waitIdle returns once rt is idle ([durable.Runtime.WaitIdle]: quiet for
-// idle while the provider holds no untried signal), at stopAt, or when ctx
+// idle while no fetch of the provider is finding work), at stopAt, or when ctx
 // ends, and says which.
 func (h *Host) waitIdle(ctx context.Context, rt *durable.Runtime, idle time.Duration, stopAt time.Time) string {
 	if !stopAt.IsZero() {

@@ -28,7 +28,9 @@ import (
 
 // Config describes the provider a test gets.
 type Config struct {
-	// Queues gives the provider fresh SQS queues; else signals stay local.
+	// Queues, for [New], gives the table fresh SQS queues; else signals
+	// stay local. Every provider of an [Env] with queues uses them
+	// (NewProvider); [Env.NewQuietWriter] makes one that sends none.
 	Queues bool
 	// ShortPoll sets [dynamo.Options.ShortPoll].
 	ShortPoll bool
