@@ -257,25 +257,31 @@ func (f *orchFetch) stale(sig queues.Signal) bool {
 }
 
 // trySignals tries the signals' instances in order, each once; those this
-// process passes over are declined when it ends.
+// process passes over are declined when it ends. Every signal of an
+// instance counts, not only its first: a turn of this process that holds
+// the instance, or another fetch's try, may have read before one of them.
+// A try reads after them all, so one try per instance suffices.
 func (f *orchFetch) trySignals(sigs []queues.Signal) (bool, []queues.Signal, error) {
 	p := f.p
-	seen := map[string]bool{}
+	tried := map[string]bool{}
 	var declined []queues.Signal
 	defer func() { p.decline(f.ctx, declined) }()
 	for i, sig := range sigs {
-		if seen[sig.Instance] || f.stale(sig) {
+		switch {
+		case f.stale(sig):
+			continue
+		case p.waits.heldSignal(sig, p.nowMs()):
+			continue // a turn of this process holds it: kept for its end
+		case tried[sig.Instance]:
+			p.hints.passedOver(sig.Instance, sig) // kept if another fetch's try holds it
 			continue
 		}
-		seen[sig.Instance] = true
-		if p.waits.heldSignal(sig, p.nowMs()) {
-			continue // a turn of this process holds it: kept for its end
-		}
+		tried[sig.Instance] = true
 		done, err := f.try(sig.Instance, &sig, nil)
 		if done || err != nil {
 			var untried []queues.Signal
 			for _, rest := range sigs[i+1:] {
-				if !seen[rest.Instance] && !f.stale(rest) {
+				if !tried[rest.Instance] && !f.stale(rest) {
 					untried = append(untried, rest)
 				}
 			}

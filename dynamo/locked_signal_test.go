@@ -2,9 +2,11 @@ package dynamo_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -280,5 +282,142 @@ func TestCopyOfATakenCompletionsSignalMakesNoRequest(t *testing.T) {
 	}
 	if n := meter.Usage().Requests["Query"] - queries; n != 0 {
 		t.Fatalf("the other fetch made %d Queries after the turn; want none (its signal's message was taken)", n)
+	}
+}
+
+// TestEverySignalOfAnInstanceCounts: two signals for one instance reach a
+// fetch together, the first naming the message a turn of this process
+// took, the second a message written after that turn's read. The second is
+// not dropped as a repeat of the first: whether the turn holds the
+// instance or is still trying it, the instance comes back once the turn is
+// over, and the next fetch takes the second message (with sweeps an hour
+// away, only a signal brings it).
+func TestEverySignalOfAnInstanceCounts(t *testing.T) {
+	t.Parallel()
+	for _, during := range []string{"turn", "try"} {
+		t.Run(during, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			env := dynamotest.NewEnv(t, true)
+			gate := faults.NewGate()
+			t.Cleanup(gate.Release)
+			in := faults.New(26)
+			p := env.NewProvider(t, dynamotest.Config{Shards: 1, Options: func(o *dynamo.Options) {
+				o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
+				o.Client = in.DynamoDB(o.Client)
+			}})
+			// The messages are written without signals: the test hands them.
+			quiet := env.NewQuietWriter(t, dynamotest.Config{Shards: 1})
+			if item, err := p.FetchOrchestrationItem(ctx, longLock, 10*time.Millisecond, nil); err != nil || item != nil {
+				t.Fatalf("first fetch of an empty table: %+v, %v", item, err)
+			}
+			inst := "signalled-twice-during-" + during
+			turn := startAndFetch(ctx, t, p, inst)
+			must(t, p.AckOrchestrationItem(ctx, turn.LockToken, activities(inst, 2)), "turn scheduling two activities")
+			complete := func(id uint64) queues.Signal {
+				t.Helper()
+				before := messageSignals(ctx, t, env, inst)
+				must(t, quiet.EnqueueForOrchestrator(ctx, provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: id, Result: "r"}, 0), "complete")
+				for _, sig := range messageSignals(ctx, t, env, inst) {
+					if !slices.Contains(before, sig) {
+						return sig
+					}
+				}
+				t.Fatalf("no new message for %s", inst)
+				return queues.Signal{}
+			}
+			took := complete(2)
+
+			var first *provider.OrchestrationItem
+			if during == "turn" {
+				dynamo.RequeueSignals(p, took)
+				item, err := p.FetchOrchestrationItem(ctx, longLock, 5*time.Second, nil)
+				must(t, err, "fetch of the first completion")
+				first = item
+				missed := complete(3)
+				// A waiting fetch receives both signals while the turn holds the instance.
+				waiting := fetchInBackground(ctx, p, 5*time.Second)
+				awaitWaiting(ctx, t, p, 1)
+				dynamo.RequeueSignals(p, took, missed)
+				awaitWaiting(ctx, t, p, 1)
+				must(t, p.AckOrchestrationItem(ctx, first.LockToken, completion(inst, 2)), "turn of the first completion")
+				r := <-waiting
+				must(t, r.err, "waiting fetch")
+				if r.item == nil || r.item.Instance != inst || len(r.item.Messages) != 1 {
+					t.Fatalf("waiting fetch got %+v, want %q with the second completion", r.item, inst)
+				}
+				return
+			}
+			// The first fetch reads the instance; its lock write is held.
+			in.Add(faults.Rule{Ops: []string{faults.OpPutItem}, Rate: 1, Count: 1, Fault: faults.Hold(gate),
+				Match: func(r faults.Request) bool {
+					put, ok := r.Input.(*dynamodb.PutItemInput)
+					sk, _ := put.Item["sk"].(*types.AttributeValueMemberS)
+					return ok && sk != nil && sk.Value == keys.Lock
+				}})
+			dynamo.RequeueSignals(p, took)
+			trying := fetchInBackground(ctx, p, 0)
+			must(t, gate.Wait(ctx, 1), "the first fetch's lock write")
+			missed := complete(3)
+			// Another fetch receives both signals and passes over the instance.
+			dynamo.RequeueSignals(p, took, missed)
+			if item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil); err != nil || item != nil {
+				t.Fatalf("fetch while another tries the instance: %+v, %v; want nothing", item, err)
+			}
+			gate.Release()
+			r := <-trying
+			must(t, r.err, "the first fetch")
+			if r.item == nil || len(r.item.Messages) != 1 {
+				t.Fatalf("the first fetch got %+v, want the instance with the first completion", r.item)
+			}
+			must(t, p.AckOrchestrationItem(ctx, r.item.LockToken, completion(inst, 2)), "turn of the first completion")
+			next, err := p.FetchOrchestrationItem(ctx, longLock, 5*time.Second, nil)
+			must(t, err, "fetch after the turn")
+			if next == nil || next.Instance != inst || len(next.Messages) != 1 {
+				t.Fatalf("fetch after the turn got %+v, want %q with the second completion", next, inst)
+			}
+		})
+	}
+}
+
+// completion is the commit of a turn that takes activity id's completion.
+func completion(instance string, id uint64) provider.TurnCommit {
+	return provider.TurnCommit{ExecutionID: 1, Metadata: meta(),
+		HistoryDelta: []provider.Event{completedBy(ev(4, instance, provider.ActivityCompleted{Result: "r"}), id)}}
+}
+
+// messageSignals returns the signal of each of instance's queued messages,
+// as their writer sends it (visible at the message's time).
+func messageSignals(ctx context.Context, t *testing.T, env *dynamotest.Env, instance string) []queues.Signal {
+	t.Helper()
+	out, err := env.DB.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 &env.Table,
+		KeyConditionExpression:    aws.String("pk = :pk AND begins_with(sk, :q)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": &types.AttributeValueMemberS{Value: keys.InstancePK(instance)}, ":q": &types.AttributeValueMemberS{Value: keys.QueuePrefix}},
+	})
+	if err != nil {
+		t.Fatalf("messages of %s: %v", instance, err)
+	}
+	var sigs []queues.Signal
+	for _, row := range out.Items {
+		sk := row["sk"].(*types.AttributeValueMemberS).Value
+		visible, _, err := keys.ParseMessageSK(sk)
+		if err != nil {
+			continue // a slot's row
+		}
+		sigs = append(sigs, queues.Signal{Kind: queues.Orchestrator, Instance: instance, Work: sk, VisibleAt: time.UnixMilli(visible)})
+	}
+	return sigs
+}
+
+// awaitWaiting waits until n orchestrator fetches of p wait for signals.
+func awaitWaiting(ctx context.Context, t *testing.T, p *dynamo.Provider, n int) {
+	t.Helper()
+	for dynamo.WaitingFetches(p, queues.Orchestrator) != n {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %d waiting fetches: %v", n, ctx.Err())
+		case <-time.After(time.Millisecond):
+		}
 	}
 }
