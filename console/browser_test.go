@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -189,7 +191,13 @@ func TestConsoleBrowser(t *testing.T) {
 	defer cancel()
 	s := startScene(setup, t, d.runtime, "")
 	con := newConsole(t, d.client, func(o *Options) { o.AllowActions = true; o.Refresh = 300 * time.Millisecond })
-	srv := httptest.NewServer(con)
+	var listReads atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/instances" {
+			listReads.Add(1)
+		}
+		con.ServeHTTP(w, r)
+	}))
 	defer srv.Close()
 	b := tab{t: t, ctx: ctx, url: srv.URL}
 
@@ -202,10 +210,34 @@ func TestConsoleBrowser(t *testing.T) {
 		}
 	}
 	b.screenshot("list", chromedp.CaptureScreenshot())
+	keptByRefresh(b, &listReads)
 	browseTimelineAndTree(b, s)
 	raiseAndCancel(b, s)
 	if p := problems(); len(p) > 0 {
 		t.Errorf("the pages logged errors (a script error or a Content-Security-Policy violation): %q", p)
+	}
+}
+
+// keptByRefresh checks that the auto-refresh leaves the list in place
+// while nothing in it changes: a page replaced at every tick loses a click
+// that falls between the press and the release. reads counts the list's
+// reads; one refresh reads the page at a time, so two reads after the mark
+// mean that the first one's page has been dealt with.
+func keptByRefresh(b tab, reads *atomic.Int64) {
+	t := b.t
+	t.Helper()
+	if _, err := chromedp.Run(b.ctx, chromedp.Evaluate[string]("document.getElementById('main').dataset.mark = 'kept'")); err != nil {
+		t.Fatalf("mark the list: %v", err)
+	}
+	for until := reads.Load() + 2; reads.Load() < until; {
+		select {
+		case <-b.ctx.Done():
+			t.Fatalf("waiting for the list to refresh: %v", b.ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if mark := b.text("#main[data-mark]"); mark == "" {
+		t.Errorf("the auto-refresh replaced an unchanged list")
 	}
 }
 

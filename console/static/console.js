@@ -59,8 +59,11 @@
             d.open = open[d.id];
           }
         });
-        cur.replaceWith(fresh);
-        document.body.setAttribute('data-refreshed', String(Date.now()));
+        // An unchanged page is left alone: replacing it would drop a
+        // click in progress and the reader's selection for nothing.
+        if (fresh.innerHTML !== cur.innerHTML) {
+          cur.replaceWith(fresh);
+        }
       })
       .catch(function () { /* the next tick tries again */ })
       .then(function () { busy = false; });
