@@ -186,12 +186,7 @@ func TestHistoryAppendedDuringAFirstFetchIsNotMissed(t *testing.T) {
 
 	gate := faults.NewGate()
 	t.Cleanup(gate.Release)
-	isLockWrite := func(r faults.Request) bool {
-		put := r.Input.(*dynamodb.PutItemInput)
-		sk, _ := put.Item["sk"].(*types.AttributeValueMemberS)
-		return sk != nil && sk.Value == keys.Lock
-	}
-	in.Add(faults.Rule{Ops: []string{faults.OpPutItem}, Match: isLockWrite, Rate: 1, Count: 1, Fault: faults.Hold(gate)})
+	in.Add(faults.Rule{Ops: []string{faults.OpPutItem}, Match: isLockPut, Rate: 1, Count: 1, Fault: faults.Hold(gate)})
 	type fetched struct {
 		item *provider.OrchestrationItem
 		err  error

@@ -149,12 +149,7 @@ func TestSignalDuringAnotherFetchsTryIsKept(t *testing.T) {
 	complete(2)
 
 	// The next fetch reads the instance; its lock write is held.
-	in.Add(faults.Rule{Ops: []string{faults.OpPutItem}, Rate: 1, Count: 1, Fault: faults.Hold(gate),
-		Match: func(r faults.Request) bool {
-			put, ok := r.Input.(*dynamodb.PutItemInput)
-			sk, _ := put.Item["sk"].(*types.AttributeValueMemberS)
-			return ok && sk != nil && sk.Value == keys.Lock
-		}})
+	in.Add(faults.Rule{Ops: []string{faults.OpPutItem}, Rate: 1, Count: 1, Fault: faults.Hold(gate), Match: isLockPut})
 	first := fetchInBackground(ctx, p, 0)
 	must(t, gate.Wait(ctx, 1), "the first fetch's lock write")
 	// The second completion's signal goes to a fetch that passes over the
@@ -349,12 +344,7 @@ func TestEverySignalOfAnInstanceCounts(t *testing.T) {
 				return
 			}
 			// The first fetch reads the instance; its lock write is held.
-			in.Add(faults.Rule{Ops: []string{faults.OpPutItem}, Rate: 1, Count: 1, Fault: faults.Hold(gate),
-				Match: func(r faults.Request) bool {
-					put, ok := r.Input.(*dynamodb.PutItemInput)
-					sk, _ := put.Item["sk"].(*types.AttributeValueMemberS)
-					return ok && sk != nil && sk.Value == keys.Lock
-				}})
+			in.Add(faults.Rule{Ops: []string{faults.OpPutItem}, Rate: 1, Count: 1, Fault: faults.Hold(gate), Match: isLockPut})
 			dynamo.RequeueSignals(p, took)
 			trying := fetchInBackground(ctx, p, 0)
 			must(t, gate.Wait(ctx, 1), "the first fetch's lock write")
