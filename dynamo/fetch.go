@@ -355,14 +355,20 @@ func (f *orchFetch) sweep() (bool, []queues.Signal, error) {
 
 // sweepable filters index rows inside the query, so that instances locked
 // or parked, and messages consumed a moment ago (a lagging index), do not
-// hide a shard's other work.
+// hide a shard's other work. A row of a turn this process holds counts as
+// its message's signal: one the turn did not take brings the instance back
+// at the ack, as a lost signal would have.
 func (f *orchFetch) sweepable(row item, now int64) bool {
 	p := f.p
 	pk, _, _ := strAttr(row, attrPK)
+	sk, _, _ := strAttr(row, attrSK)
 	rsk, _, _ := strAttr(row, attrReadySK)
 	id, err := keys.InstanceFromPK(pk)
-	return err == nil && !p.hints.isLocked(id, now) && !p.waits.ownLocked(id, now) && !p.hints.isParked(id, now) &&
-		!p.hints.isParked(filteredKey(id, f.filter), now) && !p.hints.holdsRow(queueRowKey(row), readySeq(rsk), now)
+	if err != nil || p.hints.isLocked(id, now) || p.hints.isParked(id, now) ||
+		p.hints.isParked(filteredKey(id, f.filter), now) || p.hints.holdsRow(queueRowKey(row), readySeq(rsk), now) {
+		return false
+	}
+	return !p.waits.heldSignal(queues.Signal{Kind: queues.Orchestrator, Instance: id, Work: sk, Claim: rsk}, now)
 }
 
 // handOn returns a signal for each instance of rest not yet in seen, oldest

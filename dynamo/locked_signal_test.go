@@ -411,3 +411,37 @@ func awaitWaiting(ctx context.Context, t *testing.T, p *dynamo.Provider, n int) 
 		}
 	}
 }
+
+// TestSweptMessageOfAHeldTurnComesBackAtTheAck: a message written without
+// a signal while a turn of this process holds its instance is met by a
+// sweep, which passes over the held instance. The sweep counts as the
+// message's signal: the ack hands the instance to the process's fetches,
+// and a waiting fetch takes the message at once, not at the next sweep (an
+// hour away).
+func TestSweptMessageOfAHeldTurnComesBackAtTheAck(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	env := dynamotest.NewEnv(t, true)
+	p := env.NewProvider(t, dynamotest.Config{Shards: 1, Options: func(o *dynamo.Options) {
+		o.SweepInterval, o.IdleSweepInterval = time.Hour, time.Hour
+	}})
+	quiet := env.NewQuietWriter(t, dynamotest.Config{Shards: 1})
+	if item, err := p.FetchOrchestrationItem(ctx, longLock, 10*time.Millisecond, nil); err != nil || item != nil {
+		t.Fatalf("first fetch of an empty table: %+v, %v", item, err)
+	}
+	inst := "swept-during-own-turn"
+	turn := startAndFetch(ctx, t, p, inst)
+	must(t, quiet.EnqueueForOrchestrator(ctx, provider.ActivityCompletedItem{Instance: inst, ExecutionID: 1, ID: 2, Result: "r"}, 0), "complete")
+	// A fetch with no poll timeout sweeps: the instance is held.
+	if item, err := p.FetchOrchestrationItem(ctx, longLock, 0, nil); err != nil || item != nil {
+		t.Fatalf("sweeping fetch during the turn: %+v, %v; want nothing", item, err)
+	}
+	waiting := fetchInBackground(ctx, p, 5*time.Second)
+	awaitWaiting(ctx, t, p, 1)
+	must(t, p.AckOrchestrationItem(ctx, turn.LockToken, activities(inst, 1)), "turn scheduling an activity")
+	r := <-waiting
+	must(t, r.err, "waiting fetch")
+	if r.item == nil || r.item.Instance != inst || len(r.item.Messages) != 1 {
+		t.Fatalf("waiting fetch got %+v, want %q with the completion", r.item, inst)
+	}
+}
