@@ -39,11 +39,11 @@ type Factory struct {
 	// fault injection gives the client a retrying wrapper, as an
 	// application would, while the runtimes meet every fault.
 	ClientProvider func(provider.Provider) provider.Provider
-	// Exact, when set, makes the providers of the tests that count exact
-	// deliveries (see ExactDelivery): a factory that injects faults gives
-	// them a provider without injected faults, since a redelivery forced by
-	// a fault is correct behaviour those tests would count as an error.
-	Exact func(t testing.TB) provider.Provider
+	// Redelivers marks providers that inject faults forcing correct
+	// redeliveries. The tests that count exact deliveries (ExactDelivery)
+	// are left out of such a run: run them on the same providers without
+	// faults, in a run of their own.
+	Redelivers bool
 	// Options adjusts every runtime the suite starts (for example longer
 	// lease timeouts for a provider with slower requests).
 	Options func(*durable.Options)
@@ -105,12 +105,12 @@ func Categories() []Category {
 }
 
 // ExactDelivery lists the tests (as "Category/name", or a whole
-// "Category") that assert how often
-// an activity ran or a message was delivered, inject faults of their own
-// through a wrapper, drive the provider by hand with exact attempt
-// counts, or expect two messages to arrive in one batch. Delivery is at least once: under injected faults any of them may
-// see a correct redelivery, so a factory that injects faults runs them on
-// Factory.Exact's providers.
+// "Category") that assert how often an activity ran or a message was
+// delivered, inject faults of their own through a wrapper, drive the
+// provider by hand with exact attempt counts, or expect two messages to
+// arrive in one batch. Delivery is at least once: under injected faults
+// any of them may see a correct redelivery, so a run whose factory
+// Redelivers leaves them out.
 var ExactDelivery = map[string]bool{
 	// Whole categories: they inject faults of their own through a wrapper
 	// and count attempts, renewals and lock losses exactly.
@@ -129,15 +129,14 @@ func Run(t *testing.T, f Factory) {
 				t.Parallel()
 			}
 			for _, test := range cat.Tests {
-				tf := f
-				if (ExactDelivery[cat.Name] || ExactDelivery[cat.Name+"/"+test.Name]) && f.Exact != nil {
-					tf.New, tf.ClientProvider, tf.Exact = f.Exact, nil, nil
+				if f.Redelivers && (ExactDelivery[cat.Name] || ExactDelivery[cat.Name+"/"+test.Name]) {
+					continue
 				}
 				t.Run(test.Name, func(t *testing.T) {
 					if f.Parallel {
 						t.Parallel()
 					}
-					test.Run(newHarness(t, tf))
+					test.Run(newHarness(t, f))
 				})
 			}
 		})
@@ -171,11 +170,10 @@ func newHarness(t *testing.T, f Factory) *H {
 }
 
 // Redelivers reports whether the test's provider injects faults that force
-// correct redeliveries (Factory.Exact is set and the test is not one of
-// ExactDelivery): a test that counts runs then checks that every run beyond
-// the first of an activity is a later delivery of it, not a second run of
-// one delivery or of one schedule.
-func (h *H) Redelivers() bool { return h.f.Exact != nil }
+// correct redeliveries (Factory.Redelivers): a test that counts runs then
+// checks that every run beyond the first of an activity is a later
+// delivery of it, not a second run of one delivery or of one schedule.
+func (h *H) Redelivers() bool { return h.f.Redelivers }
 
 // Logger returns the suite's logger: quiet unless DURADYN_TEST_LOG is set.
 func Logger() *slog.Logger {
