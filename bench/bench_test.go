@@ -20,7 +20,10 @@ import (
 
 // The smoke test runs every scenario at tiny sizes (scenario.ShortSizes)
 // on every system, against the shared emulator, and checks that each
-// completes with plausible counts. It asserts no timings.
+// completes with plausible counts. It asserts no timings, so the scenarios
+// run in parallel; TestShardsSpreadIndexWritesEvenly runs alone before
+// them, since how many activities are handed to a waiting fetch depends
+// on the machine's load.
 
 func TestMain(m *testing.M) {
 	// The bench module has its own go.mod, so localstack would look for
@@ -158,6 +161,7 @@ func checkPeers(t *testing.T, env *scenario.Env, results map[string]report.Resul
 }
 
 func TestHelloCities5(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, true)
 	results, err := scenario.HelloCities5(t.Context(), env, sizes.HelloInstances, sizes.HelloRuntimes)
 	if err != nil {
@@ -177,6 +181,7 @@ func TestHelloCities5(t *testing.T) {
 }
 
 func TestHelloCities5Load(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, false)
 	results, err := scenario.HelloCities5Load(t.Context(), env, sizes.LoadInstances)
 	if err != nil {
@@ -208,6 +213,7 @@ func TestHelloCities5Load(t *testing.T) {
 }
 
 func TestFanOut(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, true)
 	results, err := scenario.FanOut(t.Context(), env, sizes.FanOutSmall)
 	if err != nil {
@@ -240,6 +246,7 @@ func systemNames() []string {
 }
 
 func TestStartAfterIdle(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, false)
 	results, err := scenario.StartAfterIdle(t.Context(), env, sizes.IdleBeforeStart)
 	if err != nil {
@@ -267,6 +274,7 @@ func TestStartAfterIdle(t *testing.T) {
 }
 
 func TestIdle(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, false)
 	results, err := scenario.Idle(t.Context(), env, sizes.Idle)
 	if err != nil {
@@ -293,6 +301,7 @@ func TestIdle(t *testing.T) {
 }
 
 func TestHistory(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, false)
 	results, err := scenario.History(t.Context(), env, sizes.HistoryEvents, sizes.HistoryReads)
 	if err != nil {
@@ -318,6 +327,7 @@ func TestHistory(t *testing.T) {
 }
 
 func TestFetchCost(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, false)
 	env.Systems = []scenario.System{mustSystem(t, scenario.DynamoDBSQS)}
 	c := sizes.FetchCost
@@ -355,6 +365,7 @@ func TestFetchCost(t *testing.T) {
 }
 
 func TestFetchCostMeasuresWhatItSeededWhenTheBudgetRunsOut(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, false)
 	env.Systems = []scenario.System{mustSystem(t, scenario.DynamoDBSQS)}
 	// The budget runs out before the first chunk, or at worst after it.
@@ -389,6 +400,7 @@ func mustSystem(t *testing.T, name string) scenario.System {
 }
 
 func TestHelloCities5Payload(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, false)
 	results, err := scenario.HelloCities5Payload(t.Context(), env, sizes.HelloInstances, sizes.PayloadBytes)
 	if err != nil {
@@ -423,6 +435,7 @@ func TestHelloCities5Payload(t *testing.T) {
 }
 
 func TestChain(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, false)
 	results, err := scenario.Chain(t.Context(), env, sizes.ChainSteps)
 	if err != nil {
@@ -455,6 +468,7 @@ func TestChain(t *testing.T) {
 }
 
 func TestChainPayload(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, false)
 	results, err := scenario.ChainPayload(t.Context(), env, sizes.ChainSteps, sizes.PayloadBytes)
 	if err != nil {
@@ -511,6 +525,7 @@ func checkChainPayload(t *testing.T, results []report.Result, name string) (comp
 }
 
 func TestEndpointCeiling(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, false)
 	results, err := scenario.EndpointCeiling(t.Context(), env, sizes.Ceiling)
 	if err != nil {
@@ -540,6 +555,7 @@ func TestEndpointCeiling(t *testing.T) {
 // over the least of the in-process peers'; the last row holds the rounds'
 // medians.
 func TestEndpointShare(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, true)
 	results, err := scenario.EndpointShare(t.Context(), env, scenario.ShareConfig{Rounds: sizes.ShareRounds, Instances: sizes.HelloInstances, Ceiling: sizes.Ceiling})
 	if err != nil {

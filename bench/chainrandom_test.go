@@ -14,6 +14,7 @@ import (
 // more than that: scenario.TestRandomFillerCompressesOnlyByItsEncoding
 // shows why).
 func TestChainPayloadRandom(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, false)
 	results, err := scenario.ChainPayloadRandom(t.Context(), env, sizes.ChainSteps, sizes.PayloadBytes)
 	if err != nil {

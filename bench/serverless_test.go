@@ -15,6 +15,7 @@ import (
 // proportion to the memory size, and totals that add Lambda's price to
 // DynamoDB's and SQS's.
 func TestServerlessCost(t *testing.T) {
+	t.Parallel()
 	env := newEnv(t, false)
 	c := sizes.Serverless
 	results, err := scenario.ServerlessCost(t.Context(), env, c)

@@ -2,7 +2,7 @@
 // (DynamoDB and SQS, found or started as package localstack does), with
 // DURADYN_DYNAMODB_ENDPOINT and DURADYN_SQS_ENDPOINT set to them, then
 // stops what it started and exits with the command's status. make test
-// runs `go test ./...` under it, so that the test binaries share one
+// runs its go test commands under it, so that the test binaries share one
 // DynamoDB Local, started and warmed up once, instead of starting one
 // each.
 //
