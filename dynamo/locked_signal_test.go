@@ -55,6 +55,16 @@ type fetchResult struct {
 	err  error
 }
 
+// awaitOneMessage checks what a waiting fetch returned: instance, with one
+// message, want.
+func awaitOneMessage(t *testing.T, r fetchResult, instance, want string) {
+	t.Helper()
+	must(t, r.err, "waiting fetch")
+	if r.item == nil || r.item.Instance != instance || len(r.item.Messages) != 1 {
+		t.Fatalf("waiting fetch got %+v, want %q with %s", r.item, instance, want)
+	}
+}
+
 func fetchInBackground(ctx context.Context, p *dynamo.Provider, pollTimeout time.Duration) <-chan fetchResult {
 	done := make(chan fetchResult, 1)
 	go func() {
@@ -82,11 +92,7 @@ func TestEventRaisedDuringOwnTurnIsFetchedAfterTheAck(t *testing.T) {
 	// Whether or not the waiting fetch reads the instance (still locked),
 	// the ack below must reach it.
 	must(t, p.AckOrchestrationItem(ctx, first.LockToken, provider.TurnCommit{ExecutionID: 1, HistoryDelta: []provider.Event{started(inst)}, Metadata: meta()}), "first turn")
-	r := <-waiting
-	must(t, r.err, "waiting fetch")
-	if r.item == nil || r.item.Instance != inst || len(r.item.Messages) != 1 {
-		t.Fatalf("waiting fetch: got %+v, want the event raised to %s during its first turn", r.item, inst)
-	}
+	awaitOneMessage(t, <-waiting, inst, "the event raised during its first turn")
 }
 
 // TestEventRaisedDuringAnotherProcessTurnIsFetchedAtLeaseEnd: the same with
@@ -111,11 +117,7 @@ func TestEventRaisedDuringAnotherProcessTurnIsFetchedAtLeaseEnd(t *testing.T) {
 	// The waiting process has read the instance while it was locked.
 	awaitQueries(ctx, t, meter, before)
 	must(t, holder.AckOrchestrationItem(ctx, first.LockToken, provider.TurnCommit{ExecutionID: 1, HistoryDelta: []provider.Event{started(inst)}, Metadata: meta()}), "first turn")
-	r := <-waiting
-	must(t, r.err, "waiting fetch")
-	if r.item == nil || r.item.Instance != inst || len(r.item.Messages) != 1 {
-		t.Fatalf("waiting fetch: got %+v, want the event raised to %s during the other process's turn", r.item, inst)
-	}
+	awaitOneMessage(t, <-waiting, inst, "the event raised during the other process's turn")
 }
 
 // TestSignalDuringAnotherFetchsTryIsKept: a message arrives for an instance
@@ -226,11 +228,7 @@ func TestSignalOfAMessageCommittedAfterTheReadIsKept(t *testing.T) {
 		HistoryDelta: []provider.Event{completedBy(ev(4, inst, provider.ActivityCompleted{Result: "r"}), 2)}}), "turn of the first completion")
 
 	// No sweep is due for an hour: only the kept signal brings the instance back.
-	r := <-waiting
-	must(t, r.err, "waiting fetch")
-	if r.item == nil || r.item.Instance != inst || len(r.item.Messages) != 1 {
-		t.Fatalf("waiting fetch got %+v, want %q with the second completion", r.item, inst)
-	}
+	awaitOneMessage(t, <-waiting, inst, "the second completion")
 }
 
 // TestCopyOfATakenCompletionsSignalMakesNoRequest: two fetches of one
@@ -336,11 +334,7 @@ func TestEverySignalOfAnInstanceCounts(t *testing.T) {
 				dynamo.RequeueSignals(p, took, missed)
 				awaitWaiting(ctx, t, p, 1)
 				must(t, p.AckOrchestrationItem(ctx, first.LockToken, completion(inst, 2)), "turn of the first completion")
-				r := <-waiting
-				must(t, r.err, "waiting fetch")
-				if r.item == nil || r.item.Instance != inst || len(r.item.Messages) != 1 {
-					t.Fatalf("waiting fetch got %+v, want %q with the second completion", r.item, inst)
-				}
+				awaitOneMessage(t, <-waiting, inst, "the second completion")
 				return
 			}
 			// The first fetch reads the instance; its lock write is held.
@@ -439,9 +433,5 @@ func TestSweptMessageOfAHeldTurnComesBackAtTheAck(t *testing.T) {
 	waiting := fetchInBackground(ctx, p, 5*time.Second)
 	awaitWaiting(ctx, t, p, 1)
 	must(t, p.AckOrchestrationItem(ctx, turn.LockToken, activities(inst, 1)), "turn scheduling an activity")
-	r := <-waiting
-	must(t, r.err, "waiting fetch")
-	if r.item == nil || r.item.Instance != inst || len(r.item.Messages) != 1 {
-		t.Fatalf("waiting fetch got %+v, want %q with the completion", r.item, inst)
-	}
+	awaitOneMessage(t, <-waiting, inst, "the completion")
 }
