@@ -191,7 +191,10 @@ type handoffRig struct {
 func newHandoffRig(ctx, fetchCtx context.Context, t *testing.T, seed int64, inst string) *handoffRig {
 	t.Helper()
 	r := &handoffRig{in: faults.New(seed), inst: inst}
-	r.p, r.env = dynamotest.New(t, dynamotest.Config{Queues: true, Options: func(o *dynamo.Options) { o.Client = r.in.DynamoDB(o.Client) }})
+	r.p, r.env = dynamotest.New(t, dynamotest.Config{Queues: true, Options: func(o *dynamo.Options) {
+		heldAcks(o)
+		o.Client = r.in.DynamoDB(o.Client)
+	}})
 	r.turn = startAndFetch(ctx, t, r.p, inst)
 	r.fetched = waitingWorkerFetch(fetchCtx, t, r.p)
 	return r

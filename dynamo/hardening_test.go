@@ -32,7 +32,11 @@ import (
 // in, with clock as its clock (nil: the real one) and c's other settings.
 func faultyOn(t *testing.T, env *dynamotest.Env, in *faults.Injector, clock *faults.Clock, c dynamotest.Config) *dynamo.Provider {
 	t.Helper()
+	more := c.Options
 	c.Options = func(o *dynamo.Options) {
+		if more != nil {
+			more(o)
+		}
 		o.Client = in.DynamoDB(o.Client)
 		if clock != nil {
 			o.Now = clock.Now
@@ -48,6 +52,21 @@ func faulty(t *testing.T, seed int64) (env *dynamotest.Env, in *faults.Injector,
 	env, in = dynamotest.NewEnv(t, false), faults.New(seed)
 	return env, in, faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
 }
+
+// faultyHeld is faulty for a test that holds an ack at a gate while it
+// looks at the moment the ack waits in (heldAcks).
+func faultyHeld(t *testing.T, seed int64) (env *dynamotest.Env, in *faults.Injector, p *dynamo.Provider) {
+	t.Helper()
+	env, in = dynamotest.NewEnv(t, false), faults.New(seed)
+	return env, in, faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true, Options: heldAcks})
+}
+
+// heldAcks lets a request under a lease budget (an ack, a claim) wait at a
+// test's gate as long as the test holds it. With the default
+// LeaseRequestTimeout the attempt ends after 5 s, as it must, and the
+// provider sends the request again past the gate: on a loaded machine the
+// test would then look at a moment it no longer holds.
+func heldAcks(o *dynamo.Options) { o.LeaseRequestTimeout = time.Minute }
 
 // lockRow reads the lock row of instance directly.
 func lockRow(ctx context.Context, t *testing.T, env *dynamotest.Env, instance string) map[string]types.AttributeValue {
@@ -195,8 +214,8 @@ func TestLargeTurnStealInterleavings(t *testing.T) {
 			env := dynamotest.NewEnv(t, false)
 			in := faults.New(3)
 			clock := faults.NewFakeClock(time.Now())
-			a := faultyOn(t, env, in, clock, dynamotest.Config{ShortPoll: true})
-			b := faultyOn(t, env, in, clock, dynamotest.Config{ShortPoll: true})
+			a := faultyOn(t, env, in, clock, dynamotest.Config{ShortPoll: true, Options: heldAcks})
+			b := faultyOn(t, env, in, clock, dynamotest.Config{ShortPoll: true, Options: heldAcks})
 			inst := "steal-" + variant
 			must(t, a.EnqueueForOrchestrator(ctx, startItem(inst), 0), "enqueue start")
 			item, err := a.FetchOrchestrationItem(ctx, lease, 0, nil)

@@ -51,8 +51,8 @@ func TestForceDeleteDuringALargeTurnThatStartsChildren(t *testing.T) {
 	const children = 120 // more links than a commit holds
 	env := dynamotest.NewEnv(t, false)
 	in := faults.New(11)
-	a := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
-	b := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
+	a := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true, Options: heldAcks})
+	b := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true, Options: heldAcks})
 	const parent = "large-parent"
 	item := startAndFetch(ctx, t, a, parent)
 	commit := provider.TurnCommit{ExecutionID: 1, HistoryDelta: []provider.Event{started(parent)}, Metadata: meta()}

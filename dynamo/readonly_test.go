@@ -369,7 +369,7 @@ func runReadOnlyStep(t *testing.T, step readOnlyStep) {
 	env := dynamotest.NewEnv(t, false)
 	in := faults.New(21)
 	clock := faults.NewFakeClock(time.Now())
-	writer := faultyOn(t, env, in, clock, dynamotest.Config{ShortPoll: true})
+	writer := faultyOn(t, env, in, clock, dynamotest.Config{ShortPoll: true, Options: heldAcks})
 	reader, refuser := readOnlyProvider(ctx, t, env, nil)
 	inst := "read-only-" + step.name
 	item, large := largeTurnFetched(ctx, t, writer, inst)
@@ -439,7 +439,7 @@ func finishByFetch(ctx context.Context, t *testing.T, env *dynamotest.Env, clock
 func TestReadsOfAPendingLargeTurnCost(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	env, in, writer := faulty(t, 23)
+	env, in, writer := faultyHeld(t, 23)
 	meter := &dynamotest.Meter{}
 	reader := env.NewProvider(t, dynamotest.Config{ShortPoll: true, Meter: meter})
 	const inst = "read-cost"
@@ -519,7 +519,7 @@ func isStagingRead(r faults.Request) bool {
 func TestReadMeetsALargeTurnThatFinishesMeanwhile(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	env, in, writer := faulty(t, 24)
+	env, in, writer := faultyHeld(t, 24)
 	readerFaults := faults.New(25)
 	reader, refuser := readOnlyProvider(ctx, t, env, readerFaults)
 	const inst = "read-only-finishing"
