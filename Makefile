@@ -41,18 +41,26 @@ BENCH_ENV = DURADYN_CACHE_DIR=$(CURDIR)/.cache/emulators
 # runs alone: its suites keep both cores busy, and its conformance tests
 # measure 200-500 ms windows that a second package's load would stretch.
 # The other packages wait on leases, timers and processes more than they
-# compute, so they run two at a time (-p 2: 383 s instead of 526 s). It
-# uses the endpoints of DURADYN_DYNAMODB_ENDPOINT and DURADYN_SQS_ENDPOINT,
-# or LocalStack, when those are there, as every test does.
+# compute, so they run two at a time (-p 2: 383 s instead of 526 s), the
+# longest first so that none is left running alone at the end. Three at a
+# time, beside tf-validate, doubled the time of several (a Lambda host test
+# ran out of its two minutes). It uses the endpoints of
+# DURADYN_DYNAMODB_ENDPOINT and DURADYN_SQS_ENDPOINT, or LocalStack, when
+# those are there, as every test does.
 test: tf-validate
 	./scripts/install-chromium
 	./bench/scripts/install-redis
 	DURADYN_SQS_EMULATOR=$${DURADYN_SQS_EMULATOR:-fauxqs} $(GO) run ./internal/cmd/withemulators -- $(MAKE) --no-print-directory test-packages
 
+# LONG_PACKAGES take a minute or more under make test; test-packages starts
+# them first.
+LONG_PACKAGES = ./dynamo ./console ./lambdahost ./internal/crashsoak ./cmd/duradyn ./jobs ./durable ./locks
+
 # test-packages is make test's part beside the emulators.
 test-packages:
 	$(GO) test -race -count=1 -parallel $(PARALLEL) -timeout 45m .
-	$(GO) test -race -count=1 -p 2 -parallel $(PARALLEL) -timeout 45m $$($(GO) list ./... | grep -vx 'github.com/duradyn/duradyn')
+	$(GO) test -race -count=1 -p 2 -parallel $(PARALLEL) -timeout 45m $(LONG_PACKAGES) \
+		$$($(GO) list ./... | grep -vx -e 'github.com/duradyn/duradyn' $(patsubst ./%,-e 'github.com/duradyn/duradyn/%',$(LONG_PACKAGES)))
 	cd bench && $(BENCH_ENV) $(GO) test -race -count=1 -short -timeout 20m ./...
 
 check: vet

@@ -62,6 +62,9 @@ type Factory struct {
 	Convergence time.Duration
 	// Parallel runs the tests of a category in parallel.
 	Parallel bool
+	// Categories, when set, names the only categories the run holds (for
+	// a configuration that differs from another run's in one concern).
+	Categories []string
 }
 
 // Test is one ported test.
@@ -121,9 +124,17 @@ var ExactDelivery = map[string]bool{
 	"Cancellation/user_cancel_instance_and_dropped_future_both_enqueue_cancelinstance_for_child": true,
 }
 
-// Run runs every category against providers from f.
+// Run runs every category, or those f names, against providers from f.
 func Run(t *testing.T, f Factory) {
+	for _, name := range f.Categories {
+		if !slices.ContainsFunc(Categories(), func(c Category) bool { return c.Name == name }) {
+			t.Fatalf("runtimetest: Factory.Categories names %q, which is no category", name)
+		}
+	}
 	for _, cat := range Categories() {
+		if f.Categories != nil && !slices.Contains(f.Categories, cat.Name) {
+			continue
+		}
 		t.Run(cat.Name, func(t *testing.T) {
 			if f.Parallel {
 				t.Parallel()
