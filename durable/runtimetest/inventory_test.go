@@ -1,6 +1,9 @@
 package runtimetest
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // wantTests pins the number of ported tests per category, so that a test
 // lost in an edit fails here rather than silently shrinking the suite.
@@ -71,5 +74,20 @@ func TestExactDeliveryNamesExist(t *testing.T) {
 		if !names[name] {
 			t.Errorf("ExactDelivery names %s, which is not a test", name)
 		}
+	}
+}
+
+// TestFactoryCategories: a factory naming categories runs those, in the
+// suite's order; one naming no category runs all; an unknown name fails.
+func TestFactoryCategories(t *testing.T) {
+	cats, err := Factory{Categories: []string{"Timers", "Samples"}}.categories()
+	if err != nil || len(cats) != 2 || cats[0].Name != "Samples" || cats[1].Name != "Timers" {
+		t.Errorf("Samples and Timers: got %d categories, %v; want Samples, Timers", len(cats), err)
+	}
+	if all, err := (Factory{}).categories(); err != nil || len(all) != len(Categories()) {
+		t.Errorf("no names: got %d categories, %v; want all %d", len(all), err, len(Categories()))
+	}
+	if _, err := (Factory{Categories: []string{"Timer"}}).categories(); err == nil || !strings.Contains(err.Error(), `"Timer"`) {
+		t.Errorf("an unknown name: %v; want an error naming it", err)
 	}
 }

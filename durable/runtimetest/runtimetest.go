@@ -126,15 +126,11 @@ var ExactDelivery = map[string]bool{
 
 // Run runs every category, or those f names, against providers from f.
 func Run(t *testing.T, f Factory) {
-	for _, name := range f.Categories {
-		if !slices.ContainsFunc(Categories(), func(c Category) bool { return c.Name == name }) {
-			t.Fatalf("runtimetest: Factory.Categories names %q, which is no category", name)
-		}
+	cats, err := f.categories()
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, cat := range Categories() {
-		if f.Categories != nil && !slices.Contains(f.Categories, cat.Name) {
-			continue
-		}
+	for _, cat := range cats {
 		t.Run(cat.Name, func(t *testing.T) {
 			if f.Parallel {
 				t.Parallel()
@@ -152,6 +148,21 @@ func Run(t *testing.T, f Factory) {
 			}
 		})
 	}
+}
+
+// categories returns the categories f's run holds, in running order: those
+// Categories names, or all. A name that is no category is an error.
+func (f Factory) categories() ([]Category, error) {
+	all := Categories()
+	for _, name := range f.Categories {
+		if !slices.ContainsFunc(all, func(c Category) bool { return c.Name == name }) {
+			return nil, fmt.Errorf("runtimetest: Factory.Categories names %q, which is no category", name)
+		}
+	}
+	if f.Categories == nil {
+		return all, nil
+	}
+	return slices.DeleteFunc(all, func(c Category) bool { return !slices.Contains(f.Categories, c.Name) }), nil
 }
 
 // H is a test's harness: a fresh provider, runtimes started on it and
