@@ -46,19 +46,17 @@ func faultyOn(t *testing.T, env *dynamotest.Env, in *faults.Injector, clock *fau
 }
 
 // faulty is a provider on a fresh table env whose requests pass the
-// injector in, seeded seed (short polls, the real clock).
-func faulty(t *testing.T, seed int64) (env *dynamotest.Env, in *faults.Injector, p *dynamo.Provider) {
+// injector in, seeded seed (short polls, the real clock), with options
+// set by opts (such as heldAcks) as well.
+func faulty(t *testing.T, seed int64, opts ...func(*dynamo.Options)) (env *dynamotest.Env, in *faults.Injector, p *dynamo.Provider) {
 	t.Helper()
 	env, in = dynamotest.NewEnv(t, false), faults.New(seed)
-	return env, in, faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
-}
-
-// faultyHeld is faulty for a test that holds an ack at a gate while it
-// looks at the moment the ack waits in (heldAcks).
-func faultyHeld(t *testing.T, seed int64) (env *dynamotest.Env, in *faults.Injector, p *dynamo.Provider) {
-	t.Helper()
-	env, in = dynamotest.NewEnv(t, false), faults.New(seed)
-	return env, in, faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true, Options: heldAcks})
+	c := dynamotest.Config{ShortPoll: true, Options: func(o *dynamo.Options) {
+		for _, opt := range opts {
+			opt(o)
+		}
+	}}
+	return env, in, faultyOn(t, env, in, nil, c)
 }
 
 // heldAcks lets a request under a lease budget (an ack, a claim) wait at a

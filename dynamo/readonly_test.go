@@ -439,7 +439,7 @@ func finishByFetch(ctx context.Context, t *testing.T, env *dynamotest.Env, clock
 func TestReadsOfAPendingLargeTurnCost(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	env, in, writer := faultyHeld(t, 23)
+	env, in, writer := faulty(t, 23, heldAcks)
 	meter := &dynamotest.Meter{}
 	reader := env.NewProvider(t, dynamotest.Config{ShortPoll: true, Meter: meter})
 	const inst = "read-cost"
@@ -519,7 +519,7 @@ func isStagingRead(r faults.Request) bool {
 func TestReadMeetsALargeTurnThatFinishesMeanwhile(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	env, in, writer := faultyHeld(t, 24)
+	env, in, writer := faulty(t, 24, heldAcks)
 	readerFaults := faults.New(25)
 	reader, refuser := readOnlyProvider(ctx, t, env, readerFaults)
 	const inst = "read-only-finishing"
