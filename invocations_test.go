@@ -199,7 +199,8 @@ func drainQueues(t *testing.T, env *dynamotest.Env) {
 // (sweeping the ready index, or taking an instance it found) counts as
 // work, however slow the store: an invocation whose only instance's sweep,
 // or lock write, takes three idle periods still runs that instance's turn,
-// instead of stopping for idleness halfway through the fetch. The instance
+// instead of stopping for idleness halfway through the fetch; so does one
+// whose lock write is answered too late to use. The instance
 // is started by a process without wake-up queues, so only a sweep finds it.
 func TestRunUntilIdleWaitsForAFetchFindingWork(t *testing.T) {
 	t.Parallel()
@@ -211,11 +212,14 @@ func TestRunUntilIdleWaitsForAFetchFindingWork(t *testing.T) {
 				return prefix != nil && prefix.Value == tablekeys.ReadyOrchestratorPrefix
 			}}
 		},
-		"lock write": func(inst string) faults.Rule {
-			return faults.Rule{Ops: []string{faults.OpPutItem}, Count: 1, Match: func(r faults.Request) bool {
-				pk, _ := r.Input.(*dynamodb.PutItemInput).Item["pk"].(*ddbtypes.AttributeValueMemberS)
-				return pk != nil && strings.Contains(pk.Value, inst)
-			}}
+		"lock write": lockWriteOf,
+		// The lock lands but its answer comes after the claim's budget,
+		// three quarters of the lease: the fetch releases it and takes
+		// the instance again.
+		"late lock write": func(inst string) faults.Rule {
+			r := lockWriteOf(inst)
+			r.Fault = faults.HoldResponse(faults.NewGate())
+			return r
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -225,8 +229,17 @@ func TestRunUntilIdleWaitsForAFetchFindingWork(t *testing.T) {
 	}
 }
 
+// lockWriteOf picks the first write of inst's lock.
+func lockWriteOf(inst string) faults.Rule {
+	return faults.Rule{Ops: []string{faults.OpPutItem}, Count: 1, Match: func(r faults.Request) bool {
+		pk, _ := r.Input.(*dynamodb.PutItemInput).Item["pk"].(*ddbtypes.AttributeValueMemberS)
+		return pk != nil && strings.Contains(pk.Value, inst)
+	}}
+}
+
 // runSlowFinding runs one invocation with idle 1 s whose request slow
-// selects takes 3 s, and checks that it completed the instance.
+// selects takes 3 s (unless the rule has a fault of its own), and checks
+// that it completed the instance.
 func runSlowFinding(t *testing.T, slow func(inst string) faults.Rule) {
 	done := durable.NewOrchestration("Done", func(ctx *durable.OrchestrationContext, _ struct{}) (string, error) {
 		return "done", nil
@@ -246,7 +259,10 @@ func runSlowFinding(t *testing.T, slow func(inst string) faults.Rule) {
 	const idle = time.Second
 	in := faults.New(61)
 	rule := slow(inst)
-	rule.Rate, rule.Fault = 1, faults.Delay(3*idle)
+	rule.Rate = 1
+	if rule.Fault == nil {
+		rule.Fault = faults.Delay(3 * idle)
+	}
 	in.Add(rule)
 	p := env.NewProvider(t, dynamotest.Config{Options: func(o *dynamo.Options) { o.Client = in.DynamoDB(o.Client) }})
 	defer p.Close()
@@ -258,7 +274,7 @@ func runSlowFinding(t *testing.T, slow func(inst string) faults.Rule) {
 	if err := rt.RunUntilIdle(ctx, idle); err != nil {
 		t.Fatalf("RunUntilIdle: %v", err)
 	}
-	if fired := in.Stats().Faults[faults.KindDelay]; fired == 0 {
+	if fired := in.Stats().Faults[rule.Fault.Kind()]; fired == 0 {
 		t.Fatal("no request was delayed")
 	}
 	st, err := client.Status(ctx, inst)

@@ -253,3 +253,68 @@ func TestRenewalThatNeverAnswersFailsBeforeTheLeaseEnds(t *testing.T) {
 		}
 	}
 }
+
+// TestLateClaimIsReleasedAndTakenAgain: a claim that lands but comes back
+// with less than a quarter of its lease left is released, and the fetch
+// that made it takes the same work again with a fresh lease, instead of
+// leaving it to the next sweep. The claim's response is slower than its
+// attempt may wait (three quarters of the lease), so a read learns that it
+// landed. The work is written without a wake-up signal, so the fetch's
+// first sweep finds it, and the next sweep is a minute away.
+func TestLateClaimIsReleasedAndTakenAgain(t *testing.T) {
+	t.Parallel()
+	const lockTimeout = 2 * time.Second
+	const pollTimeout = 30 * time.Second
+	for _, lk := range leasedLocks[:2] {
+		t.Run(lk.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			env := dynamotest.NewEnv(t, true)
+			tr := faults.NewTransport(nil)
+			p := env.NewProvider(t, dynamotest.Config{Shards: 1, Options: func(o *dynamo.Options) {
+				o.Client = env.Endpoints.DynamoDB(env.AWS, func(do *dynamodb.Options) { do.HTTPClient = tr.HTTPClient() })
+				o.SweepInterval = time.Minute
+			}})
+			quiet := env.NewQuietWriter(t, dynamotest.Config{Shards: 1})
+			const inst = "late-claim"
+			must(t, quiet.EnqueueForOrchestrator(ctx, startItem(inst), 0), "EnqueueForOrchestrator")
+			if lk.claimOp != faults.OpPutItem {
+				item, err := quiet.FetchOrchestrationItem(ctx, longLock, 0, nil)
+				if err != nil || item == nil {
+					t.Fatalf("FetchOrchestrationItem = %+v, %v; want the instance's first turn", item, err)
+				}
+				must(t, quiet.AckOrchestrationItem(ctx, item.LockToken, activities(inst, 1)), "turn scheduling the activity")
+			}
+			// Past the claim's budget: its attempt gives up, a read finds it.
+			tr.Add(faults.NetRule{Ops: []string{lk.claimOp}, Match: func(_ string, body []byte) bool { return lk.isClaim(body) }, Count: 1, Fault: faults.SlowResponse(lockTimeout)})
+			var token string
+			var attempts uint32
+			var expiry time.Time
+			if lk.claimOp == faults.OpPutItem {
+				item, err := p.FetchOrchestrationItem(ctx, lockTimeout, pollTimeout, nil)
+				if err != nil || item == nil {
+					t.Fatalf("FetchOrchestrationItem = %+v, %v; want the instance's turn, taken again after the late claim", item, err)
+				}
+				token, attempts, expiry = item.LockToken, item.AttemptCount, item.LeaseExpiry
+			} else {
+				work, err := p.FetchWorkItem(ctx, lockTimeout, pollTimeout, nil, provider.AnyTag())
+				if err != nil || work == nil {
+					t.Fatalf("FetchWorkItem = %+v, %v; want the activity, taken again after the late claim", work, err)
+				}
+				token, attempts, expiry = work.LockToken, work.AttemptCount, work.LeaseExpiry
+			}
+			if tr.Faulted(lk.claimOp) != 1 {
+				t.Fatalf("the claim's response was not slowed")
+			}
+			if attempts != 1 {
+				t.Errorf("attempt count %d; want 1: the released claim delivered nothing", attempts)
+			}
+			if left := time.Until(expiry); left < lockTimeout/4 {
+				t.Errorf("%v of the lease left when the fetch returned; want at least a quarter of %v", left, lockTimeout)
+			}
+			if until, holder := storedLease(ctx, t, env, lk.row(inst)); holder != token || until.Before(expiry) {
+				t.Errorf("lock row holds %q until %v; want the returned %q until at least %v", holder, until, token, expiry)
+			}
+		})
+	}
+}

@@ -75,8 +75,8 @@ func turnAttempts(st *instanceState, batch []queueRow) (before, attempts map[str
 // lockTurn wins the instance lock for batch: one conditional PutItem
 // (stealCondition), or none when the row holds a lock this process kept
 // with at least a quarter of lockTimeout left (kept.go). A lock that comes
-// back with less than a quarter of its lease left is released and
-// reported as nil (docs/design.md §6).
+// back with less than a quarter of its lease left is released, reported as
+// nil and its instance signalled to this process (docs/design.md §6).
 func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queueRow, lockTimeout time.Duration) (*turnState, error) {
 	before, attempts, sks := turnAttempts(st, batch)
 	kept, own := p.kept.take(st.id, st.lock)
@@ -142,6 +142,9 @@ func (p *Provider) lockTurn(ctx context.Context, st *instanceState, batch []queu
 	if !usefulLease(until, p.nowMs(), lockTimeout) {
 		p.o.Logger.Warn("dynamo: instance lock came back with less than a quarter of its lease left; released", "instance", st.id, "lock_timeout", lockTimeout)
 		p.releaseUndelivered(st.id, turn)
+		// The batch is free again: this process's fetches take it now,
+		// as an abandoned activity's are told, not at the next sweep.
+		p.signals.Requeue(p.instanceSignal(st.id))
 		return nil, nil
 	}
 	return turn, nil
