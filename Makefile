@@ -3,7 +3,7 @@
 #   make check  the fast loop: go vet, gofmt, staticcheck, durablevet and
 #               the tests that need no emulator (-short, with
 #               DURADYN_NO_EMULATOR set), in a few minutes
-#   make test   every test, with the race detector (what CI runs)
+#   make test   every Go test, with the race detector (what CI runs)
 #   make lint   go vet, gofmt, actionlint (.github/workflows), staticcheck
 #               (staticcheck.conf) and durablevet (the determinism analyzer)
 #               over the runtime's packages
@@ -18,8 +18,8 @@
 #               writes bench/results/ (53 to 115 minutes, 15 to 50 of them
 #               FetchCost seeding its table with 100,000 instances)
 #   make tf-validate  terraform fmt, init and validate of terraform/, offline
-#   make tf-test      terraform apply of terraform/examples/basic against an
-#                     AWS emulator, checked from Go (internal/cmd/tfsmoke), then destroy;
+#   make tf-test      tf-validate, then terraform apply of terraform/examples/basic
+#                     against an AWS emulator, checked from Go (internal/cmd/tfsmoke), then destroy;
 #                     then the same for the Lambda example (examples/lambda,
 #                     scripts/tf-test-lambda, internal/cmd/lambdasmoke)
 #   make lambda-zip   the Lambda function of examples/lambda (bootstrap for
@@ -46,8 +46,9 @@ BENCH_ENV = DURADYN_CACHE_DIR=$(CURDIR)/.cache/emulators
 # time, beside tf-validate, doubled the time of several (a Lambda host test
 # ran out of its two minutes). It uses the endpoints of
 # DURADYN_DYNAMODB_ENDPOINT and DURADYN_SQS_ENDPOINT, or LocalStack, when
-# those are there, as every test does.
-test: tf-validate
+# those are there, as every test does. The Terraform checks are tf-test's:
+# they need Terraform, which the Go tests do not.
+test:
 	./scripts/install-chromium
 	./bench/scripts/install-redis
 	DURADYN_SQS_EMULATOR=$${DURADYN_SQS_EMULATOR:-fauxqs} $(GO) run ./internal/cmd/withemulators -- $(MAKE) --no-print-directory test-packages
@@ -97,7 +98,7 @@ bench-e2e:
 tf-validate:
 	./scripts/tf-validate
 
-tf-test:
+tf-test: tf-validate
 	GO=$(GO) ./scripts/tf-test
 	GO=$(GO) ./scripts/tf-test-lambda
 

@@ -181,6 +181,7 @@ func (e *badInputEnv) expectHealthy(id string) {
 func oversized(n int) string { return strings.Repeat("x", n) }
 
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	// An activity whose result does not fit a DynamoDB item fails with
 	// "result too large"; the orchestration gets a *durable.TaskError it
 	// can handle or return.

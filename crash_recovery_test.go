@@ -198,6 +198,10 @@ func TestCrashRecovery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: crash recovery starts and kills a dozen runtime processes and runs 400 instances (about two minutes)")
 	}
+	// Parallel: it waits out killed processes' leases more than it
+	// computes, so it runs beside the package's other parallel tests
+	// once the suites are done.
+	t.Parallel()
 	began := time.Now()
 	env := dynamotest.NewEnv(t, true)
 	t.Logf("table and queues created (%s)", time.Since(began).Round(time.Millisecond))

@@ -112,6 +112,7 @@ func TestLeasesUnderLostAndStalledResponses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: two runtimes under injected network faults take a minute")
 	}
+	t.Parallel() // it waits on leases and stalls, beside TestCrashRecovery
 	networks := map[string]struct {
 		rules []faults.NetRule
 		// renewed: renewals land, so no activity loses its lease; else
