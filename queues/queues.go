@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -569,23 +570,18 @@ func (s *Signals) returnUntaken(k *kindState) {
 }
 
 // appendSignals appends the signals of add that list does not hold yet,
-// then keeps at most limit of them, dropping the oldest.
+// then keeps at most limit of them, dropping the oldest. Dropping reslices:
+// the next append that outgrows the array copies only what is kept.
 func appendSignals(list, add []Signal, limit int) []Signal {
 	for _, sig := range add {
-		dup := false
 		key := sig.key()
-		for _, have := range list {
-			if have.key() == key {
-				dup = true
-				break
-			}
-		}
-		if !dup {
+		if !slices.ContainsFunc(list, func(have Signal) bool { return have.key() == key }) {
 			list = append(list, sig)
 		}
 	}
 	if len(list) > limit {
-		list = append(list[:0:0], list[len(list)-limit:]...)
+		clear(list[:len(list)-limit]) // no longer reachable through list
+		list = list[len(list)-limit:]
 	}
 	return list
 }
