@@ -110,7 +110,10 @@ func TestLargeTurnWhoseCommitterDiesMidApplyIsFinished(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	const others = 110 // events for other instances: more than a transaction takes
-	const lease = 2 * time.Second
+	// The lease must outlast the committer's staging and commit: a commit
+	// past it is refused (fenced), and no turn would be left to finish. A
+	// loaded machine took more than 2 s to get there.
+	const lease = 10 * time.Second
 	env := dynamotest.NewEnv(t, false)
 	in := faults.New(13)
 	a := faultyOn(t, env, in, nil, dynamotest.Config{ShortPoll: true})
@@ -137,6 +140,9 @@ func TestLargeTurnWhoseCommitterDiesMidApplyIsFinished(t *testing.T) {
 	}
 	stop()
 	must(t, a.Close(), "close the committer")
+	if !turnPending(ctx, t, env, inst) {
+		t.Fatalf("the ack did not commit its turn before failing (its lease of %v ran out first?): nothing to finish", lease)
+	}
 
 	// Another process's fetches finish the turn once a's lease is over; the
 	// events for instances that do not exist go out of the way.
@@ -171,6 +177,17 @@ func TestLargeTurnWhoseCommitterDiesMidApplyIsFinished(t *testing.T) {
 	if kind, _ := out.Items[0]["kind"].(*types.AttributeValueMemberS); kind == nil || kind.Value != provider.KindTimerFired {
 		t.Fatalf("the instance's message after the turn is %v; want its timer", out.Items[0]["kind"])
 	}
+}
+
+// turnPending reports whether inst's lock row points at a committed large
+// turn not yet finished.
+func turnPending(ctx context.Context, t *testing.T, env *dynamotest.Env, inst string) bool {
+	t.Helper()
+	out, err := env.DB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(env.Table), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: keys.InstancePK(inst)}, "sk": &types.AttributeValueMemberS{Value: keys.Lock}}})
+	must(t, err, "read the lock row")
+	_, pending := out.Item["turn"]
+	return pending
 }
 
 // finishesTurn picks the transaction that finishes a large turn: the last
@@ -267,7 +284,7 @@ func TestAppendFinishesAPendingLargeTurn(t *testing.T) {
 func TestLargeTurnCommitterDeathAtEachStep(t *testing.T) {
 	t.Parallel()
 	const n = 150
-	const lease = 2 * time.Second
+	const lease = 10 * time.Second // outlasts staging and commit on a loaded machine (see above)
 	stages := func(r faults.Request) bool {
 		in, ok := r.Input.(*dynamodb.BatchWriteItemInput)
 		if !ok {
@@ -316,6 +333,9 @@ func TestLargeTurnCommitterDeathAtEachStep(t *testing.T) {
 			}
 			stop()
 			must(t, a.Close(), "close the committer")
+			if step.committed && !turnPending(ctx, t, env, inst) {
+				t.Fatalf("the ack did not commit its turn before failing (its lease of %v ran out first?): nothing to finish", lease)
+			}
 
 			deadline := time.Now().Add(lease + 30*time.Second)
 			for {
