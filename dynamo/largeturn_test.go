@@ -147,11 +147,9 @@ func TestLargeTurnWhoseCommitterDiesMidApplyIsFinished(t *testing.T) {
 	// Another process's fetches finish the turn once a's lease is over; the
 	// events for instances that do not exist go out of the way.
 	finished := func() bool {
-		out, err := env.DB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(env.Table), ConsistentRead: aws.Bool(true),
-			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: keys.InstancePK(inst)}, "sk": &types.AttributeValueMemberS{Value: keys.Lock}}})
-		must(t, err, "read the lock row")
-		_, pending := out.Item["turn"]
-		_, done := out.Item["tdone"]
+		row := lockRow(ctx, t, env, inst)
+		_, pending := row["turn"]
+		_, done := row["tdone"]
 		return done && !pending
 	}
 	deadline := time.Now().Add(lease + 30*time.Second)
@@ -183,10 +181,7 @@ func TestLargeTurnWhoseCommitterDiesMidApplyIsFinished(t *testing.T) {
 // turn not yet finished.
 func turnPending(ctx context.Context, t *testing.T, env *dynamotest.Env, inst string) bool {
 	t.Helper()
-	out, err := env.DB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(env.Table), ConsistentRead: aws.Bool(true),
-		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: keys.InstancePK(inst)}, "sk": &types.AttributeValueMemberS{Value: keys.Lock}}})
-	must(t, err, "read the lock row")
-	_, pending := out.Item["turn"]
+	_, pending := lockRow(ctx, t, env, inst)["turn"]
 	return pending
 }
 
