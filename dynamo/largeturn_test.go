@@ -102,14 +102,21 @@ func TestForceDeleteDuringALargeTurnThatStartsChildren(t *testing.T) {
 // TestLargeTurnWhoseCommitterDiesMidApplyIsFinished: a committed large turn
 // whose committer dies after applying some of its staging rows is finished
 // by another process, whatever the rows applied: here the first row holds
-// the consumed start and most of the turn's events for other instances,
-// the second the rest and the instance's own timer. Until the turn is
-// finished the instance must stay where a sweep finds it, so that another
-// process's fetch finishes it once the lease is over.
+// the turn's history and most of its activities, the second the rest, a
+// few events for instances that do not exist, the instance's own timer and
+// the delete of the consumed start (staged last, commitRecords). Until the
+// turn is finished the instance must stay where a sweep finds it, so that
+// another process's fetch finishes it once the lease is over.
+//
+// The turn is made large by activities, not by events for other
+// instances: each of those leaves a message the other process must read
+// and park before its sweep reaches the turn, and on a loaded machine a
+// hundred of them outlast any deadline the test could state.
 func TestLargeTurnWhoseCommitterDiesMidApplyIsFinished(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	const others = 110 // events for other instances: more than a transaction takes
+	const acts = 110 // more than a transaction takes
+	const others = 3 // events for instances that do not exist
 	// The lease must outlast the committer's staging and commit: a commit
 	// past it is refused (fenced), and no turn would be left to finish. A
 	// loaded machine took more than 2 s to get there.
@@ -125,12 +132,13 @@ func TestLargeTurnWhoseCommitterDiesMidApplyIsFinished(t *testing.T) {
 		t.Fatalf("FetchOrchestrationItem: %v, %v", item, err)
 	}
 	fireAt := uint64(time.Now().Add(lease).UnixMilli())
-	commit := provider.TurnCommit{ExecutionID: 1, Metadata: meta(),
-		HistoryDelta: []provider.Event{started(inst), ev(2, inst, provider.TimerCreated{FireAtMs: fireAt})}}
+	commit := activities(inst, acts)
+	timerID := uint64(acts + 2)
+	commit.HistoryDelta = append(commit.HistoryDelta, ev(timerID, inst, provider.TimerCreated{FireAtMs: fireAt}))
 	for i := range others {
 		commit.OrchestratorItems = append(commit.OrchestratorItems, provider.ExternalRaisedItem{Instance: fmt.Sprintf("other-%03d", i), Name: "e", Data: "{}"})
 	}
-	commit.OrchestratorItems = append(commit.OrchestratorItems, provider.TimerFiredItem{Instance: inst, ExecutionID: 1, ID: 2, FireAtMs: fireAt})
+	commit.OrchestratorItems = append(commit.OrchestratorItems, provider.TimerFiredItem{Instance: inst, ExecutionID: 1, ID: timerID, FireAtMs: fireAt})
 
 	// The committer dies before the second row's apply: every attempt of
 	// it fails, and the ack is not retried.
@@ -142,6 +150,11 @@ func TestLargeTurnWhoseCommitterDiesMidApplyIsFinished(t *testing.T) {
 	must(t, a.Close(), "close the committer")
 	if !turnPending(ctx, t, env, inst) {
 		t.Fatalf("the ack did not commit its turn before failing (its lease of %v ran out first?): nothing to finish", lease)
+	}
+	// The rows split as the test means: the second, not applied, holds
+	// the timer and the start's delete, so the start alone is queued.
+	if msgs := instanceMessages(ctx, t, env, inst); len(msgs) != 1 || !isKind(msgs[0], provider.KindStartOrchestration) {
+		t.Fatalf("the instance's messages between the applies: %d; want its start alone", len(msgs))
 	}
 
 	// Another process's fetches finish the turn once a's lease is over; the
@@ -164,17 +177,29 @@ func TestLargeTurnWhoseCommitterDiesMidApplyIsFinished(t *testing.T) {
 		}
 	}
 	// Finished whole: the instance's timer is queued, its start consumed.
+	if msgs := instanceMessages(ctx, t, env, inst); len(msgs) != 1 || !isKind(msgs[0], provider.KindTimerFired) {
+		t.Fatalf("the instance has %d messages after the turn; want its timer alone", len(msgs))
+	}
+	if q := workerRows(ctx, t, b); q != acts {
+		t.Fatalf("%d activities queued after the turn; want %d", q, acts)
+	}
+}
+
+// instanceMessages reads inst's queued messages from the table itself.
+func instanceMessages(ctx context.Context, t *testing.T, env *dynamotest.Env, inst string) []map[string]types.AttributeValue {
+	t.Helper()
 	out, err := env.DB.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(env.Table), ConsistentRead: aws.Bool(true),
 		KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :q)"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":pk": &types.AttributeValueMemberS{Value: keys.InstancePK(inst)}, ":q": &types.AttributeValueMemberS{Value: keys.QueuePrefix}}})
 	must(t, err, "read the instance's messages")
-	if len(out.Items) != 1 {
-		t.Fatalf("the instance has %d messages after the turn; want its timer alone", len(out.Items))
-	}
-	if kind, _ := out.Items[0]["kind"].(*types.AttributeValueMemberS); kind == nil || kind.Value != provider.KindTimerFired {
-		t.Fatalf("the instance's message after the turn is %v; want its timer", out.Items[0]["kind"])
-	}
+	return out.Items
+}
+
+// isKind reports whether message row m is of kind k.
+func isKind(m map[string]types.AttributeValue, k string) bool {
+	kind, _ := m["kind"].(*types.AttributeValueMemberS)
+	return kind != nil && kind.Value == k
 }
 
 // turnPending reports whether inst's lock row points at a committed large
