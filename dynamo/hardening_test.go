@@ -304,15 +304,18 @@ func TestLargeTurnStealInterleavings(t *testing.T) {
 	}
 }
 
-// TestFloodOfMessagesToOneInstance: 6,000 events raised to one instance
-// while it is locked (enough to push a lock row listing them all past
-// DynamoDB's 400 KB item limit). Every later fetch succeeds and takes a
-// bounded batch, oldest first, reading a bounded number of rows (not the
-// whole queue), the lock row stays small, and the turns consume the
-// events in order, each once; the rest stay queued.
+// TestFloodOfMessagesToOneInstance: 1,500 events raised to one instance
+// while it is locked. Every later fetch succeeds and takes a bounded
+// batch, oldest first, reading a bounded number of rows (not the whole
+// queue), the lock row stays small, and the turns consume the events in
+// order, each once; the rest stay queued. The bounds fail a fetch that
+// reads the queue (1,500 rows against 600) and a lock row that lists or
+// counts each queued message (tens of KB against 16), well before such a
+// row would pass DynamoDB's 400 KB item limit, which took 6,000 events
+// and four times the test's requests.
 func TestFloodOfMessagesToOneInstance(t *testing.T) {
 	t.Parallel()
-	const total, senders = 6000, 8
+	const total, senders = 1500, 8
 	ctx := t.Context()
 	p, env, scans := countingProvider(t, dynamotest.Config{ShortPoll: true})
 	const inst = "flood"
