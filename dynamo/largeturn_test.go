@@ -153,7 +153,7 @@ func TestLargeTurnWhoseCommitterDiesMidApplyIsFinished(t *testing.T) {
 	}
 	// The rows split as the test means: the second, not applied, holds
 	// the timer and the start's delete, so the start alone is queued.
-	if msgs := instanceMessages(ctx, t, env, inst); len(msgs) != 1 || !isKind(msgs[0], provider.KindStartOrchestration) {
+	if msgs := rowsWithPrefix(ctx, t, env, inst, keys.QueuePrefix); len(msgs) != 1 || !isKind(msgs[0], provider.KindStartOrchestration) {
 		t.Fatalf("the instance's messages between the applies: %d; want its start alone", len(msgs))
 	}
 
@@ -177,23 +177,12 @@ func TestLargeTurnWhoseCommitterDiesMidApplyIsFinished(t *testing.T) {
 		}
 	}
 	// Finished whole: the instance's timer is queued, its start consumed.
-	if msgs := instanceMessages(ctx, t, env, inst); len(msgs) != 1 || !isKind(msgs[0], provider.KindTimerFired) {
+	if msgs := rowsWithPrefix(ctx, t, env, inst, keys.QueuePrefix); len(msgs) != 1 || !isKind(msgs[0], provider.KindTimerFired) {
 		t.Fatalf("the instance has %d messages after the turn; want its timer alone", len(msgs))
 	}
 	if q := workerRows(ctx, t, b); q != acts {
 		t.Fatalf("%d activities queued after the turn; want %d", q, acts)
 	}
-}
-
-// instanceMessages reads inst's queued messages from the table itself.
-func instanceMessages(ctx context.Context, t *testing.T, env *dynamotest.Env, inst string) []map[string]types.AttributeValue {
-	t.Helper()
-	out, err := env.DB.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(env.Table), ConsistentRead: aws.Bool(true),
-		KeyConditionExpression: aws.String("pk = :pk AND begins_with(sk, :q)"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":pk": &types.AttributeValueMemberS{Value: keys.InstancePK(inst)}, ":q": &types.AttributeValueMemberS{Value: keys.QueuePrefix}}})
-	must(t, err, "read the instance's messages")
-	return out.Items
 }
 
 // isKind reports whether message row m is of kind k.
