@@ -279,7 +279,7 @@ var boundedPages = []string{"", "?status=Completed", "?status=Failed", "?prefix=
 // request of any page is a Scan, and the items each page reads, counted on
 // the responses, stay under a bound set by the page size alone (under
 // half of 1,000) and grow less than half as fast as the table. The counts per
-// status (SystemMetrics) read no more at 2,000 than the same rule allows.
+// status (SystemMetrics) read no more at 1,000 than the same rule allows.
 func TestListPageCostIsBounded(t *testing.T) {
 	t.Parallel()
 	d := newDynamoStore(t)
