@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/duradyn/duradyn/durable"
 	"github.com/duradyn/duradyn/dynamo"
 	"github.com/duradyn/duradyn/internal/tablekeys"
+	"github.com/duradyn/duradyn/provider"
 	"github.com/duradyn/duradyn/tables"
 )
 
@@ -69,6 +71,11 @@ const (
 	ExtraShardMaxDev     = "index WCU per shard: max, % from mean"
 	ExtraShardMinDev     = "index WCU per shard: min, % from mean"
 	ExtraShardMeanAbsDev = "index WCU per shard: mean |deviation| %"
+	// ExtraStepSpan is the chain's seconds from its first activity's
+	// schedule to its last's, by its history's timestamps: a handed
+	// slot's ready entry moves at most about once a second of it
+	// (docs/design.md, "A handed slot's ready entry").
+	ExtraStepSpan = "chain: s from the first step's schedule to the last's"
 )
 
 // partitionWCULimit is what one DynamoDB partition writes a second.
@@ -151,7 +158,24 @@ func shardsChain(ctx context.Context, d *Deployment, n int) (report.Result, erro
 	}
 	r.Activities = n
 	setPartitionFigures(&r, parts)
-	return r, nil
+	return r, setStepSpan(ctx, d, &r, id)
+}
+
+// setStepSpan sets r's ExtraStepSpan from id's history.
+func setStepSpan(ctx context.Context, d *Deployment, r *report.Result, id string) error {
+	h, err := d.Observer.History(ctx, id, 0)
+	if err != nil {
+		return err
+	}
+	var first, last uint64
+	for _, e := range h {
+		if _, ok := e.Kind.(provider.ActivityScheduled); ok {
+			first = cmp.Or(first, e.TimestampMs)
+			last = e.TimestampMs
+		}
+	}
+	setExtra(r, ExtraStepSpan, float64(last-first)/1000)
+	return nil
 }
 
 // shardsHot runs one instance that fans out n activities and sets its
